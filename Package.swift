@@ -1,0 +1,62 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Pigeon: a push-notification gateway for banks.
+///
+/// Dependencies point one way: `SOAPCodec`, `PigeonStore` and `PigeonHTTP` know nothing of each
+/// other; `PigeonServer` composes them; the `pigeon` executable is thin. Every C library is reached
+/// through a system-library target that exactly one Swift module imports.
+let package = Package(
+    name: "Pigeon",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pigeon", targets: ["pigeon"]),
+    ],
+    targets: [
+        // MARK: C libraries (thin system-library targets and shims)
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(
+            name: "CHTTPShim",
+            dependencies: ["CMicroHTTPD"]
+        ),
+
+        // MARK: Swift modules
+        .target(name: "PigeonCore"),
+        .target(name: "SOAPCodec"),
+        .target(
+            name: "PigeonStore",
+            dependencies: ["CLibPQ", "PigeonCore"]
+        ),
+        .target(
+            name: "PigeonHTTP",
+            dependencies: ["CHTTPShim", "PigeonCore"]
+        ),
+        .target(
+            name: "PigeonServer",
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec"]
+        ),
+        .executableTarget(
+            name: "pigeon",
+            dependencies: ["PigeonServer"]
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
+        .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
+        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore"]),
+        .testTarget(
+            name: "PigeonServerTests",
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,101 @@
+import Foundation
+
+/// A small value-type logger in the shape of swift-log: a label, a level threshold, metadata that
+/// travels with the value, and a ``LogHandler`` that writes. Messages are autoclosures, so a
+/// suppressed debug line costs nothing.
+public struct Logger: Sendable {
+    /// Severity, ordered from the most verbose.
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// Parses `info`, `WARNING`, … (case-insensitive).
+        public init?(name: String) {
+            guard let level = Level.allCases.first(where: { "\($0)" == name.lowercased() }) else {
+                return nil
+            }
+            self = level
+        }
+    }
+
+    public typealias Metadata = [String: String]
+
+    public let label: String
+    public var level: Level
+    public var metadata: Metadata
+    private let handler: any LogHandler
+
+    public init(label: String, level: Level = .info, handler: any LogHandler) {
+        self.label = label
+        self.level = level
+        self.metadata = [:]
+        self.handler = handler
+    }
+
+    /// The same logger writing under another label.
+    public func withLabel(_ label: String) -> Logger {
+        var copy = Logger(label: label, level: level, handler: handler)
+        copy.metadata = metadata
+        return copy
+    }
+
+    /// A logger that drops everything; for tests and tools that must stay quiet.
+    public static let silent = Logger(label: "silent", level: .critical, handler: DiscardLogHandler())
+
+    public func log(
+        _ level: Level, _ message: @autoclosure () -> String, metadata extra: Metadata = [:],
+        file: String = #fileID, line: UInt = #line
+    ) {
+        guard level >= self.level else { return }
+        let merged = extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }
+        handler.write(
+            LogRecord(
+                date: Date(), level: level, label: label, message: message(), metadata: merged,
+                file: file, line: line))
+    }
+
+    public func trace(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.trace, message(), metadata: metadata, file: file, line: line)
+    }
+    public func debug(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.debug, message(), metadata: metadata, file: file, line: line)
+    }
+    public func info(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.info, message(), metadata: metadata, file: file, line: line)
+    }
+    public func notice(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.notice, message(), metadata: metadata, file: file, line: line)
+    }
+    public func warning(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.warning, message(), metadata: metadata, file: file, line: line)
+    }
+    public func error(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.error, message(), metadata: metadata, file: file, line: line)
+    }
+    public func critical(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.critical, message(), metadata: metadata, file: file, line: line)
+    }
+}
+
+/// One log line before formatting.
+public struct LogRecord: Sendable {
+    public var date: Date
+    public var level: Logger.Level
+    public var label: String
+    public var message: String
+    public var metadata: Logger.Metadata
+    public var file: String
+    public var line: UInt
+}
+
+/// Where log records go.
+public protocol LogHandler: Sendable {
+    func write(_ record: LogRecord)
+}
+
+/// Drops every record.
+public struct DiscardLogHandler: LogHandler {
+    public init() {}
+    public func write(_ record: LogRecord) {}
+}

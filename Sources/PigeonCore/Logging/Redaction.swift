@@ -1,0 +1,12 @@
+/// Shortens secrets before they reach a log: push tokens, auth tokens, passwords.
+public enum Redaction {
+    /// Keeps the first and last four characters of long values (`abcd…wxyz`) so an operator can
+    /// correlate lines without the log ever holding a usable token.
+    public static func token(_ value: String) -> String {
+        guard value.count > 12 else { return String(repeating: "*", count: value.count) }
+        return "\(value.prefix(4))…\(value.suffix(4))"
+    }
+
+    /// A log line's stand-in for a password or key.
+    public static let secret = "<redacted>"
+}

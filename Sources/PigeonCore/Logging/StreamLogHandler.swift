@@ -1,0 +1,52 @@
+import Foundation
+import Synchronization
+
+/// Writes one line per record to standard error:
+/// `2026-11-30T12:00:00.123Z INFO pigeon.http: message key=value`.
+/// Lines from several threads never interleave.
+public final class StreamLogHandler: LogHandler {
+    private let lock = Mutex(())
+
+    public init() {}
+
+    public func write(_ record: LogRecord) {
+        let line = Self.format(record) + "\n"
+        lock.withLock { _ in
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    /// The text of one line, without the newline. Metadata keys are sorted so lines are stable.
+    public static func format(_ record: LogRecord) -> String {
+        var text = "\(record.date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))) "
+        text += "\("\(record.level)".uppercased()) \(record.label): \(record.message)"
+        for key in record.metadata.keys.sorted() {
+            text += " \(key)=\(quoteIfNeeded(record.metadata[key] ?? ""))"
+        }
+        return text
+    }
+
+    private static func quoteIfNeeded(_ value: String) -> String {
+        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) else {
+            return value
+        }
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+        return "\"\(escaped)\""
+    }
+}
+
+/// Keeps records in memory; tests read them back.
+public final class InMemoryLogHandler: LogHandler {
+    private let storage = Mutex<[LogRecord]>([])
+
+    public init() {}
+
+    public func write(_ record: LogRecord) {
+        storage.withLock { $0.append(record) }
+    }
+
+    /// Every record written so far.
+    public var records: [LogRecord] { storage.withLock { $0 } }
+}

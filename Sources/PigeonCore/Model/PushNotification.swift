@@ -1,0 +1,86 @@
+/// A key/value pair of a details map, kept exactly as the bank sent it.
+public struct KeyValue: Sendable, Equatable, Codable {
+    public var key: String
+    public var value: String
+
+    public init(_ key: String, _ value: String) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// What the app does when the user opens the push.
+public enum PushType: String, Sendable, CaseIterable, Codable {
+    case universal = "UNIVERSAL"
+    case product = "PRODUCT"
+    case form = "FORM"
+    case showMap = "SHOW_MAP"
+    case url = "URL"
+    case pinCode = "PIN_CODE"
+    case message = "MESSAGE"
+}
+
+/// The visible part of a push.
+public struct PushContent: Sendable, Equatable {
+    public var badge: Int?
+    public var sound: String?
+    public var text: String
+    public var type: PushType
+    /// Carries `target` (product id, form id, map id, URL, PIN code or `nil`) and any other keys.
+    public var details: [KeyValue]
+
+    public init(badge: Int? = nil, sound: String? = nil, text: String, type: PushType, details: [KeyValue] = []) {
+        self.badge = badge
+        self.sound = sound
+        self.text = text
+        self.type = type
+        self.details = details
+    }
+
+    /// The type's target, from the `target` key of ``details``.
+    public var target: String? {
+        details.first { $0.key == "target" }?.value
+    }
+}
+
+/// A notification as the bank sent it. Optional fields stay `nil` when absent so that
+/// getNotificationDetails can answer exactly what was sent.
+public struct PushNotification: Sendable, Equatable {
+    public var id: String
+    public var recipients: [String]
+    public var timeoutSeconds: Int
+    public var pushContent: PushContent
+    public var details: [KeyValue]?
+    public var perishable: Bool?
+    public var priority: Int?
+
+    public init(
+        id: String, recipients: [String], timeoutSeconds: Int, pushContent: PushContent,
+        details: [KeyValue]? = nil, perishable: Bool? = nil, priority: Int? = nil
+    ) {
+        self.id = id
+        self.recipients = recipients
+        self.timeoutSeconds = timeoutSeconds
+        self.pushContent = pushContent
+        self.details = details
+        self.perishable = perishable
+        self.priority = priority
+    }
+}
+
+/// One recipient's state.
+public struct RecipientState: Sendable, Equatable {
+    public var user: String
+    public var state: DeliveryState
+
+    public init(user: String, state: DeliveryState) {
+        self.user = user
+        self.state = state
+    }
+}
+
+/// A mobile platform and the push service that reaches it.
+public enum Platform: String, Sendable, CaseIterable, Codable {
+    case ios = "IOS"
+    case android = "ANDROID"
+}

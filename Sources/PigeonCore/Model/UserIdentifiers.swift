@@ -1,0 +1,20 @@
+/// How user ids from the bank and the apps are compared (`caseInsensitiveIds`).
+public struct UserIdentifiers: Sendable, Equatable {
+    public var caseInsensitive: Bool
+
+    public init(caseInsensitive: Bool) {
+        self.caseInsensitive = caseInsensitive
+    }
+
+    /// The form ids are compared in.
+    public func comparable(_ id: String) -> String {
+        caseInsensitive ? id.lowercased() : id
+    }
+
+    /// Recipients without repeats (compared as configured), first occurrence kept, order kept.
+    public func unique(_ ids: [String]) -> [String] {
+        var seen = Set<String>()
+        seen.reserveCapacity(ids.count)
+        return ids.filter { seen.insert(comparable($0)).inserted }
+    }
+}

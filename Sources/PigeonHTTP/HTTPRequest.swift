@@ -1,0 +1,53 @@
+import Foundation
+
+/// A complete HTTP request as the server hands it to a handler: the body is already collected and
+/// bounded by ``HTTPServer/Configuration/maxBodyBytes``.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`.
+    public var path: String
+    /// Query arguments in arrival order; a bare key (`?wsdl`) has a `nil` value.
+    public var query: [(name: String, value: String?)]
+    /// Header names are lower-cased.
+    public var headers: [String: String]
+    public var body: Data
+    /// True when the body exceeded the limit; ``body`` is then empty.
+    public var bodyTooLarge: Bool
+    /// The peer's IP address as text, for logs.
+    public var peer: String
+
+    public init(
+        method: String, path: String, query: [(name: String, value: String?)] = [],
+        headers: [String: String] = [:], body: Data = Data(), bodyTooLarge: Bool = false,
+        peer: String = ""
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.bodyTooLarge = bodyTooLarge
+        self.peer = peer
+    }
+
+    /// The value of a header, looked up case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers[name.lowercased()]
+    }
+
+    /// Whether the query has the argument `name` (case-insensitive), with or without a value.
+    public func hasQueryArgument(_ name: String) -> Bool {
+        query.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// Splits a `k=v&k2` string into arguments; values are kept as given.
+    static func parseQuery(_ raw: String) -> [(name: String, value: String?)] {
+        guard !raw.isEmpty else { return [] }
+        return raw.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            if let equals = pair.firstIndex(of: "=") {
+                return (String(pair[..<equals]), String(pair[pair.index(after: equals)...]))
+            }
+            return (String(pair), nil)
+        }
+    }
+}

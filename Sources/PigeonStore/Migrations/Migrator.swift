@@ -1,0 +1,98 @@
+import PigeonCore
+
+/// Applies pending migrations in order, each in its own transaction, and records them in
+/// `schema_migrations` with a checksum. A session advisory lock makes several gateway processes
+/// starting at once apply each migration exactly once.
+public struct Migrator: Sendable {
+    /// An arbitrary constant naming Pigeon's migration lock.
+    static let advisoryLockKey = "7_013_285_714"
+
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration]) {
+        self.migrations = migrations
+    }
+
+    /// What `migrate` did.
+    public struct Report: Sendable, Equatable {
+        public var applied: [Int]
+        public var alreadyApplied: Int
+    }
+
+    /// Applies every pending migration.
+    public func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
+        let migrations = self.migrations
+        let report = try await pool.withConnection { connection in
+            try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
+            try Self.ensureTable(connection)
+            let applied = try Self.appliedChecksums(connection)
+            try Self.verify(migrations, against: applied, connection: connection)
+            var newlyApplied: [Int] = []
+            for migration in migrations where applied[migration.version] == nil {
+                do {
+                    try connection.transaction { connection in
+                        try connection.execute(script: migration.sql)
+                        try connection.query(
+                            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
+                            [String(migration.version), migration.name, migration.sql])
+                    }
+                } catch let error as PostgresError {
+                    throw PostgresError(
+                        .migrationFailed, "migration \(migration.version)_\(migration.name) failed: \(error.message)",
+                        sqlState: error.sqlState)
+                }
+                newlyApplied.append(migration.version)
+            }
+            return Report(applied: newlyApplied, alreadyApplied: applied.count)
+        }
+        for version in report.applied {
+            logger.notice("applied migration", metadata: ["version": String(version)])
+        }
+        return report
+    }
+
+    /// Versions in `migrations/` not yet recorded in the database.
+    public func pending(_ pool: PostgresPool) async throws -> [Int] {
+        let migrations = self.migrations
+        return try await pool.withConnection { connection in
+            let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").scalar == "t"
+            guard exists else { return migrations.map(\.version) }
+            let applied = try Self.appliedChecksums(connection)
+            return migrations.map(\.version).filter { applied[$0] == nil }
+        }
+    }
+
+    private static func ensureTable(_ connection: PostgresConnection) throws {
+        try connection.query("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version     integer     PRIMARY KEY,
+                name        text        NOT NULL,
+                checksum    text        NOT NULL,
+                applied_at  timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+    }
+
+    private static func appliedChecksums(_ connection: PostgresConnection) throws -> [Int: String] {
+        var applied: [Int: String] = [:]
+        for row in try connection.query("SELECT version, checksum FROM schema_migrations").rows {
+            if let version = row.integer(0), let checksum = row.text(1) { applied[version] = checksum }
+        }
+        return applied
+    }
+
+    /// An applied migration whose file has since changed means the schema is not what the files
+    /// say; refuse rather than guess.
+    private static func verify(_ migrations: [Migration], against applied: [Int: String], connection: PostgresConnection) throws {
+        for migration in migrations {
+            guard let recorded = applied[migration.version] else { continue }
+            let current = try connection.query("SELECT md5($1)", [migration.sql]).scalar
+            if current != recorded {
+                throw PostgresError(
+                    .migrationFailed,
+                    "migration \(migration.version)_\(migration.name) was changed after it was applied; restore the file or write a new migration")
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+internal import CLibPQ
+import Foundation
+
+/// One libpq connection. Blocking: it is driven by exactly one ``PostgresPool`` worker thread at a
+/// time and never from the Swift cooperative pool. Every statement is parametrised.
+public final class PostgresConnection: @unchecked Sendable {
+    // @unchecked: the pool hands a connection to one job on one thread at a time, so the libpq
+    // handle is never used concurrently.
+    private let handle: OpaquePointer
+    /// Statements sent since ``beginJob()``; lets the pool tell whether a failed job may be retried.
+    private(set) var statementsInJob = 0
+
+    /// Opens a connection; throws ``PostgresError/Code/connectionFailed`` with libpq's reason.
+    public init(settings: PostgresConnectionSettings) throws(PostgresError) {
+        let keywords = settings.parameters.map { strdup($0.keyword) } + [nil]
+        let values = settings.parameters.map { strdup($0.value) } + [nil]
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let connection = keywords.map { UnsafePointer($0) }.withUnsafeBufferPointer { keywordBuffer in
+            values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valueBuffer in
+                PQconnectdbParams(keywordBuffer.baseAddress, valueBuffer.baseAddress, 0)
+            }
+        }
+        guard let connection else {
+            throw PostgresError(.connectionFailed, "out of memory creating a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let reason = Self.lastError(connection)
+            PQfinish(connection)
+            throw PostgresError(.connectionFailed, "\(reason) [\(settings.redacted)]")
+        }
+        self.handle = connection
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// True while libpq believes the connection usable.
+    public var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    func beginJob() { statementsInJob = 0 }
+
+    /// Runs one parametrised statement. `nil` parameters are SQL NULL; everything travels as text.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+        statementsInJob += 1
+        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { copies.forEach { free($0) } }
+        let result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { buffer in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+        }
+        return try collect(result, sql: sql)
+    }
+
+    /// Runs SQL text that may hold several statements and no parameters (migrations).
+    public func execute(script: String) throws(PostgresError) {
+        statementsInJob += 1
+        _ = try collect(PQexec(handle, script), sql: "<script>")
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; rolls back if it throws.
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try query("BEGIN")
+        do {
+            let value = try body(self)
+            try query("COMMIT")
+            return value
+        } catch {
+            if isUsable { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func collect(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> PostgresRows {
+        guard let result else {
+            throw PostgresError(
+                isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: sql)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(affected: Int(String(cString: PQcmdTuples(result))) ?? 0)
+        case PGRES_TUPLES_OK:
+            let columnCount = Int(PQnfields(result))
+            let rowCount = Int(PQntuples(result))
+            let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+            var rows: [[String?]] = []
+            rows.reserveCapacity(rowCount)
+            for row in 0..<Int32(rowCount) {
+                var values: [String?] = []
+                values.reserveCapacity(columnCount)
+                for column in 0..<Int32(columnCount) {
+                    if PQgetisnull(result, row, column) == 1 {
+                        values.append(nil)
+                    } else {
+                        values.append(String(cString: PQgetvalue(result, row, column)))
+                    }
+                }
+                rows.append(values)
+            }
+            return PostgresRows(columns: columns, rows: rows, affected: rowCount)
+        default:
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            let message = primary ?? Self.lastError(handle)
+            let code: PostgresError.Code = isUsable ? .queryFailed : .connectionLost
+            throw PostgresError(code, message, sqlState: sqlState, query: sql)
+        }
+    }
+
+    private static func lastError(_ handle: OpaquePointer) -> String {
+        guard let message = PQerrorMessage(handle) else { return "unknown libpq error" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,108 @@
+internal import CLibPQ
+import Foundation
+
+/// Where and how to connect, as libpq keyword/value pairs.
+///
+/// Built from `dbUrl` in either form the gateway accepts — a libpq URI (`postgresql://…`,
+/// or a `key=value` string) or the original product's JDBC URL
+/// (`jdbc:postgresql://localhost/pigeon?user=…`) — with `dbUsername`/`dbPassword` filling what
+/// the URL lacks. libpq itself parses the result, so anything libpq accepts works.
+public struct PostgresConnectionSettings: Sendable, Equatable {
+    public private(set) var parameters: [(keyword: String, value: String)]
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.parameters.elementsEqual(rhs.parameters) { $0.keyword == $1.keyword && $0.value == $1.value }
+    }
+
+    public init(url: String, username: String? = nil, password: String? = nil) throws(PostgresError) {
+        let libpqForm = try Self.libpqForm(of: url)
+        var parsed = try Self.parse(libpqForm)
+        if let username, !parsed.contains(where: { $0.keyword == "user" }) {
+            parsed.append(("user", username))
+        }
+        if let password, !parsed.contains(where: { $0.keyword == "password" }) {
+            parsed.append(("password", password))
+        }
+        if !parsed.contains(where: { $0.keyword == "connect_timeout" }) {
+            parsed.append(("connect_timeout", "5"))
+        }
+        if !parsed.contains(where: { $0.keyword == "application_name" }) {
+            parsed.append(("application_name", "pigeon"))
+        }
+        self.parameters = parsed
+    }
+
+    /// The value of a libpq keyword, if set.
+    public func value(_ keyword: String) -> String? {
+        parameters.first { $0.keyword == keyword }?.value
+    }
+
+    /// A description for logs: host, port, database and user, never the password.
+    public var redacted: String {
+        let shown = ["host", "hostaddr", "port", "dbname", "user"].compactMap { key in
+            value(key).map { "\(key)=\($0)" }
+        }
+        return shown.joined(separator: " ")
+    }
+
+    /// Turns a JDBC URL into a libpq URI; other forms pass through.
+    static func libpqForm(of url: String) throws(PostgresError) -> String {
+        let jdbcPrefix = "jdbc:postgresql:"
+        guard url.hasPrefix(jdbcPrefix) else { return url }
+        var rest = String(url.dropFirst(jdbcPrefix.count))
+        // jdbc:postgresql:dbname and jdbc:postgresql:/ are shorthands for localhost.
+        if !rest.hasPrefix("//") { rest = "//localhost/" + rest.drop { $0 == "/" } }
+        let (location, query) = rest.split(separator: "?", maxSplits: 1).map(String.init)
+            .splitFirst()
+        var converted: [String] = []
+        for pair in query?.split(separator: "&") ?? [] {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            let key = parts[0]
+            let value = parts.count > 1 ? parts[1] : ""
+            switch key {
+            case "user", "password", "sslmode", "sslcert", "sslkey", "sslrootcert", "options":
+                converted.append("\(key)=\(value)")
+            case "ssl":
+                converted.append("sslmode=\(value == "false" ? "disable" : "require")")
+            case "ApplicationName", "applicationName":
+                converted.append("application_name=\(value)")
+            case "connectTimeout", "loginTimeout":
+                converted.append("connect_timeout=\(value)")
+            case "currentSchema":
+                converted.append("options=-csearch_path%3D\(value)")
+            default:
+                throw PostgresError(
+                    .badSettings,
+                    "the JDBC parameter '\(key)' has no libpq equivalent; use a postgresql:// URL instead")
+            }
+        }
+        return "postgresql:" + location + (converted.isEmpty ? "" : "?" + converted.joined(separator: "&"))
+    }
+
+    private static func parse(_ text: String) throws(PostgresError) -> [(keyword: String, value: String)] {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(text, &errorMessage) else {
+            let reason = errorMessage.map { String(cString: $0) } ?? "unparseable"
+            if let errorMessage { PQfreemem(errorMessage) }
+            throw PostgresError(
+                .badSettings,
+                "dbUrl is not a valid PostgreSQL URL: \(reason.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        defer { PQconninfoFree(options) }
+        var result: [(keyword: String, value: String)] = []
+        var cursor = options
+        while let keyword = cursor.pointee.keyword {
+            if let value = cursor.pointee.val {
+                result.append((String(cString: keyword), String(cString: value)))
+            }
+            cursor += 1
+        }
+        return result
+    }
+}
+
+extension Array where Element == String {
+    fileprivate func splitFirst() -> (String, String?) {
+        (first ?? "", count > 1 ? self[1] : nil)
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import PigeonCore
+
+/// A fixed set of worker threads, each owning one libpq connection, fed from one bounded job
+/// queue. Async callers submit blocking work with ``withConnection(_:)``; libpq never runs on the
+/// Swift cooperative pool.
+///
+/// Connections are opened lazily and reopened after the server restarts: a job whose first
+/// statement finds the connection dead is retried once on a fresh connection (nothing of it can
+/// have been committed).
+public final class PostgresPool: Sendable {
+    /// Pool sizing and per-connection set-up.
+    public struct Configuration: Sendable {
+        public var settings: PostgresConnectionSettings
+        /// Worker threads, and so connections.
+        public var size: Int
+        /// Jobs allowed to wait for a worker before submissions fail with `overloaded`.
+        public var maxWaitingJobs: Int
+        /// `statement_timeout` set on every connection, in milliseconds (0: none).
+        public var statementTimeoutMilliseconds: Int
+
+        public init(settings: PostgresConnectionSettings, size: Int = 8, maxWaitingJobs: Int = 10_000, statementTimeoutMilliseconds: Int = 30_000) {
+            self.settings = settings
+            self.size = size
+            self.maxWaitingJobs = maxWaitingJobs
+            self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+        }
+    }
+
+    private let queue: JobQueue
+    private let running = DispatchGroup()
+    private let configuration: Configuration
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        let queue = JobQueue(limit: configuration.maxWaitingJobs)
+        self.queue = queue
+        for index in 0..<max(1, configuration.size) {
+            let worker = Worker(configuration: configuration, queue: queue, logger: logger)
+            let running = self.running
+            running.enter()
+            let thread = Thread {
+                worker.run()
+                running.leave()
+            }
+            thread.name = "pigeon-db-\(index)"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Runs `body` on a pooled connection and returns its result.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let job = Job { connection in
+                continuation.resume(with: Result { try body(connection) })
+            } fail: { error in
+                continuation.resume(throwing: error)
+            }
+            queue.submit(job)
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection.
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withConnection { connection in try connection.transaction(body) }
+    }
+
+    /// Fails waiting jobs, lets running ones finish (up to `timeout`), and closes every connection.
+    public func close(timeout: Duration = .seconds(10)) {
+        queue.close()
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        _ = running.wait(timeout: .now() + seconds)
+    }
+}
+
+/// One unit of work: `run` gets a connection; `fail` is called instead when none can be had.
+private struct Job: Sendable {
+    let run: @Sendable (PostgresConnection) throws -> Void
+    let fail: @Sendable (any Error) -> Void
+
+    init(run: @escaping @Sendable (PostgresConnection) throws -> Void, fail: @escaping @Sendable (any Error) -> Void) {
+        self.run = run
+        self.fail = fail
+    }
+}
+
+/// A bounded FIFO of jobs shared by the workers.
+private final class JobQueue: @unchecked Sendable {
+    // @unchecked: every field is read and written under `condition`.
+    private let condition = NSCondition()
+    private var jobs: [Job] = []
+    private var head = 0
+    private var closed = false
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func submit(_ job: Job) {
+        condition.lock()
+        if closed {
+            condition.unlock()
+            job.fail(PostgresError(.poolClosed, "the database pool is closed"))
+            return
+        }
+        if jobs.count - head >= limit {
+            condition.unlock()
+            job.fail(PostgresError(.overloaded, "more than \(limit) queries are waiting for a connection"))
+            return
+        }
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The next job, or `nil` once the queue is closed.
+    func next() -> Job? {
+        condition.lock()
+        defer { condition.unlock() }
+        while head == jobs.count && !closed {
+            condition.wait()
+        }
+        guard head < jobs.count, !closed else { return nil }
+        let job = jobs[head]
+        head += 1
+        if head > 1024 && head * 2 > jobs.count {
+            jobs.removeFirst(head)
+            head = 0
+        }
+        return job
+    }
+
+    func close() {
+        condition.lock()
+        closed = true
+        let abandoned = jobs[head...]
+        jobs = []
+        head = 0
+        condition.broadcast()
+        condition.unlock()
+        for job in abandoned {
+            job.fail(PostgresError(.poolClosed, "the database pool is closed"))
+        }
+    }
+}
+
+/// The loop of one worker thread.
+private final class Worker: @unchecked Sendable {
+    // @unchecked: `connection` is touched only by the worker's own thread inside `run()`.
+    private let configuration: PostgresPool.Configuration
+    private let queue: JobQueue
+    private let logger: Logger
+    private var connection: PostgresConnection?
+
+    init(configuration: PostgresPool.Configuration, queue: JobQueue, logger: Logger) {
+        self.configuration = configuration
+        self.queue = queue
+        self.logger = logger
+    }
+
+    func run() {
+        while let job = queue.next() {
+            perform(job, retryOnStaleConnection: true)
+        }
+        connection = nil
+    }
+
+    private func perform(_ job: Job, retryOnStaleConnection: Bool) {
+        let connection: PostgresConnection
+        do {
+            connection = try connected()
+        } catch {
+            job.fail(error)
+            return
+        }
+        connection.beginJob()
+        do {
+            try job.run(connection)
+        } catch let error as PostgresError where error.isConnectionFailure || !connection.isUsable {
+            self.connection = nil
+            if retryOnStaleConnection && connection.statementsInJob <= 1 {
+                logger.warning("database connection lost; retrying on a new one", metadata: ["error": error.description])
+                perform(job, retryOnStaleConnection: false)
+            } else {
+                logger.warning("database connection lost", metadata: ["error": error.description])
+                job.fail(error)
+            }
+        } catch {
+            job.fail(error)
+        }
+    }
+
+    private func connected() throws(PostgresError) -> PostgresConnection {
+        if let connection, connection.isUsable { return connection }
+        let fresh = try PostgresConnection(settings: configuration.settings)
+        if configuration.statementTimeoutMilliseconds > 0 {
+            try fresh.query("SELECT set_config('statement_timeout', $1, false)", ["\(configuration.statementTimeoutMilliseconds)"])
+        }
+        connection = fresh
+        return fresh
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import PigeonCore
+
+/// A device registered for pushes.
+public struct Device: Sendable, Equatable {
+    public var id: Int64
+    public var bankClientId: String
+    public var userId: String
+    public var deviceId: String
+    public var platform: Platform
+    public var pushToken: String
+}
+
+/// Users' devices (subscriptions).
+public struct SubscriptionStore: Sendable {
+    private let pool: PostgresPool
+    private let identifiers: UserIdentifiers
+
+    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+        self.pool = pool
+        self.identifiers = identifiers
+    }
+
+    private var userColumn: String { identifiers.caseInsensitive ? "user_folded" : "user_id" }
+
+    private func lookupKey(_ user: String) -> String {
+        identifiers.caseInsensitive ? user.lowercased() : user
+    }
+
+    /// Subscribes a device, or updates the push token of a known one (same user, device id and
+    /// platform). Returns the device's row id.
+    @discardableResult
+    public func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String) async throws -> Int64 {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (user_id, device_id, platform)
+                DO UPDATE SET push_token = EXCLUDED.push_token, bank_client_id = EXCLUDED.bank_client_id,
+                              state = 'SUBSCRIBED', updated_at = now()
+                RETURNING id
+                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken])
+            guard let id = rows.scalar.flatMap(Int64.init) else {
+                throw PostgresError(.unexpectedResult, "subscribing returned no device id")
+            }
+            return id
+        }
+    }
+
+    /// Erases every device of `user`; returns how many there were.
+    public func deleteAll(user: String) async throws -> Int {
+        let column = userColumn
+        let key = lookupKey(user)
+        return try await pool.withConnection { connection in
+            try connection.query("DELETE FROM devices WHERE \(column) = $1", [key]).affected
+        }
+    }
+
+    /// For each user, whether they have at least one subscribed device; in the order given.
+    public func exist(users: [String]) async throws -> [Bool] {
+        let column = userColumn
+        let keys = PostgresArray.encode(users.map(lookupKey))
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED')
+                FROM unnest($1::text[]) WITH ORDINALITY AS u(key, position)
+                ORDER BY u.position
+                """, [keys]).rows.map { $0.boolean(0) ?? false }
+        }
+    }
+
+    /// Every device of `user`.
+    public func devices(user: String) async throws -> [Device] {
+        let column = userColumn
+        let key = lookupKey(user)
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token
+                FROM devices WHERE \(column) = $1 ORDER BY id
+                """, [key]).rows.compactMap { row in
+                guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)) else { return nil }
+                return Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform, pushToken: row[5] ?? "")
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// A decoded request: which operation, in which SOAP version, with which parameters.
+public struct SOAPRequest: Sendable {
+    public var version: SOAPVersion
+    public var operation: OperationDescription
+    public var parameters: SOAPRecord
+}
+
+/// A request that could not be decoded: the fault to answer, in the version to answer it in.
+public struct SOAPRequestError: Error, CustomStringConvertible {
+    public var version: SOAPVersion
+    public var fault: SOAPFault
+
+    public var description: String { fault.description }
+}
+
+/// Reads and writes the SOAP messages of one ``ServiceDescription``: SOAP 1.1 and 1.2 envelopes,
+/// document/literal wrapped, JAX-WS style (qualified wrapper, unqualified children).
+public struct SOAPCodec: Sendable {
+    public let service: ServiceDescription
+    public let parser: XMLTreeParser
+
+    public init(service: ServiceDescription, limits: XMLTreeParser.Limits = .init()) {
+        self.service = service
+        self.parser = XMLTreeParser(limits: limits)
+    }
+
+    // MARK: Requests
+
+    /// Decodes a request body. Requests are accepted with the wrapper qualified by the service's
+    /// namespace or bare, and with children qualified or not.
+    public func decodeRequest(_ body: Data, contentType: String?) throws(SOAPRequestError) -> SOAPRequest {
+        let fallbackVersion = SOAPVersion(contentType: contentType)
+        let root: XMLElementNode
+        do {
+            root = try parser.parse(body)
+        } catch {
+            throw SOAPRequestError(version: fallbackVersion, fault: .client(error.description))
+        }
+        let (version, wrapper) = try envelopeContent(root, fallbackVersion: fallbackVersion)
+        if let namespace = wrapper.namespace, namespace != service.targetNamespace {
+            throw SOAPRequestError(
+                version: version,
+                fault: .client("unknown operation '\(wrapper.name)' in namespace '\(namespace)'"))
+        }
+        guard let operation = service.operation(named: wrapper.name) else {
+            throw SOAPRequestError(version: version, fault: .client("unknown operation '\(wrapper.name)'"))
+        }
+        do {
+            let parameters = try SchemaDecoder().decode(wrapper, as: operation.request, path: "")
+            return SOAPRequest(version: version, operation: operation, parameters: parameters)
+        } catch {
+            throw SOAPRequestError(version: version, fault: error)
+        }
+    }
+
+    /// Encodes a request (used by our SOAP client and by tests).
+    public func encodeRequest(_ operation: OperationDescription, parameters: SOAPRecord, version: SOAPVersion = .soap11) -> Data {
+        var body = "<ns2:\(operation.name) xmlns:ns2=\"\(service.targetNamespace)\">"
+        SchemaEncoder().encode(parameters, as: operation.request, into: &body)
+        body += "</ns2:\(operation.name)>"
+        return envelope(body, version: version)
+    }
+
+    // MARK: Responses
+
+    /// Encodes an operation's response wrapping `result` as its `return` element.
+    public func encodeResponse(_ operation: OperationDescription, result: SOAPRecord, version: SOAPVersion) -> Data {
+        let name = operation.response.name
+        var body = "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
+        SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: &body)
+        body += "</ns2:\(name)>"
+        return envelope(body, version: version)
+    }
+
+    /// Decodes a response to `operation` and returns its `return` record (empty if absent).
+    /// A fault in the response is thrown as a ``SOAPFault`` carrying the remote reason.
+    public func decodeResponse(_ body: Data, for operation: OperationDescription) throws(SOAPFault) -> SOAPRecord {
+        let root: XMLElementNode
+        do {
+            root = try parser.parse(body)
+        } catch {
+            throw .server("unreadable response: \(error.description)")
+        }
+        let wrapper: XMLElementNode
+        do {
+            wrapper = try envelopeContent(root, fallbackVersion: .soap11).wrapper
+        } catch {
+            throw .server("unreadable response: \(error.fault.reason)")
+        }
+        if wrapper.name == "Fault" {
+            throw faultReason(wrapper)
+        }
+        guard wrapper.name == operation.response.name else {
+            throw .server("expected '\(operation.response.name)', got '\(wrapper.name)'")
+        }
+        let record = try SchemaDecoder().decode(wrapper, as: operation.response, path: "")
+        return record.record("return") ?? SOAPRecord()
+    }
+
+    /// Encodes a fault.
+    public func encodeFault(_ fault: SOAPFault, version: SOAPVersion) -> Data {
+        let code = fault.code.qualifiedName(for: version)
+        let reason = XMLEscaping.escape(fault.reason)
+        let body: String
+        switch version {
+        case .soap11:
+            body = "<soap:Fault><faultcode>\(code)</faultcode><faultstring>\(reason)</faultstring></soap:Fault>"
+        case .soap12:
+            body = "<soap:Fault><soap:Code><soap:Value>\(code)</soap:Value></soap:Code>"
+                + "<soap:Reason><soap:Text xml:lang=\"en\">\(reason)</soap:Text></soap:Reason></soap:Fault>"
+        }
+        return envelope(body, version: version)
+    }
+
+    // MARK: Envelope
+
+    private func envelope(_ body: String, version: SOAPVersion) -> Data {
+        Data(("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+            + "<soap:Envelope xmlns:soap=\"\(version.envelopeNamespace)\"><soap:Body>"
+            + body + "</soap:Body></soap:Envelope>").utf8)
+    }
+
+    private func envelopeContent(_ root: XMLElementNode, fallbackVersion: SOAPVersion) throws(SOAPRequestError) -> (version: SOAPVersion, wrapper: XMLElementNode) {
+        guard root.name == "Envelope", let version = SOAPVersion(envelopeNamespace: root.namespace) else {
+            throw SOAPRequestError(
+                version: fallbackVersion,
+                fault: .client("the root element must be a SOAP 1.1 or 1.2 Envelope, got '\(root.name)'"))
+        }
+        let bodies = root.children.filter { $0.name == "Body" && $0.namespace == version.envelopeNamespace }
+        guard bodies.count == 1, let body = bodies.first else {
+            throw SOAPRequestError(version: version, fault: .client("the Envelope must contain exactly one Body"))
+        }
+        guard body.children.count == 1, let wrapper = body.children.first else {
+            throw SOAPRequestError(
+                version: version,
+                fault: .client("the Body must contain exactly one operation element, found \(body.children.count)"))
+        }
+        return (version, wrapper)
+    }
+
+    private func faultReason(_ fault: XMLElementNode) -> SOAPFault {
+        if let text = fault.children(named: "faultstring").first?.text {
+            return .server(text)
+        }
+        if let text = fault.children(named: "Reason").first?.children(named: "Text").first?.text {
+            return .server(text)
+        }
+        return .server("the peer answered with a SOAP fault")
+    }
+}

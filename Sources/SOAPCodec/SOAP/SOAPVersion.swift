@@ -1,0 +1,34 @@
+/// SOAP 1.1 or 1.2: envelope namespace, content type and fault codes differ.
+public enum SOAPVersion: Sendable, Equatable {
+    case soap11
+    case soap12
+
+    public var envelopeNamespace: String {
+        switch self {
+        case .soap11: "http://schemas.xmlsoap.org/soap/envelope/"
+        case .soap12: "http://www.w3.org/2003/05/soap-envelope"
+        }
+    }
+
+    /// The Content-Type of messages in this version.
+    public var contentType: String {
+        switch self {
+        case .soap11: "text/xml; charset=utf-8"
+        case .soap12: "application/soap+xml; charset=utf-8"
+        }
+    }
+
+    /// The version an envelope namespace belongs to.
+    public init?(envelopeNamespace: String?) {
+        switch envelopeNamespace {
+        case SOAPVersion.soap11.envelopeNamespace: self = .soap11
+        case SOAPVersion.soap12.envelopeNamespace: self = .soap12
+        default: return nil
+        }
+    }
+
+    /// The version a request's Content-Type suggests (used to answer requests too broken to parse).
+    public init(contentType: String?) {
+        self = (contentType?.lowercased().contains("application/soap+xml") ?? false) ? .soap12 : .soap11
+    }
+}

@@ -1,0 +1,87 @@
+/// Decodes an element against a ``ComplexType``: required fields present, repetition within
+/// bounds, scalars of the right type and length. Children may be qualified or not and come in any
+/// order; unknown children are ignored (as JAXB does). Every fault names the offending field by
+/// its path, e.g. `notification/timeout`.
+struct SchemaDecoder {
+    func decode(_ element: XMLElementNode, as type: ComplexType, path: String) throws(SOAPFault) -> SOAPRecord {
+        var grouped: [String: [XMLElementNode]] = [:]
+        for child in element.children where type.field(named: child.name) != nil {
+            grouped[child.name, default: []].append(child)
+        }
+        var record = SOAPRecord()
+        for field in type.fields {
+            let fieldPath = path.isEmpty ? field.name : "\(path)/\(field.name)"
+            let occurrences = (grouped[field.name] ?? []).filter { !$0.isNil }
+            if occurrences.count < field.minOccurs {
+                throw .client(
+                    field.minOccurs == 1
+                        ? "missing required element '\(fieldPath)'"
+                        : "element '\(fieldPath)' must appear at least \(field.minOccurs) times")
+            }
+            if let maxOccurs = field.maxOccurs, occurrences.count > maxOccurs {
+                throw .client(
+                    maxOccurs == 1
+                        ? "element '\(fieldPath)' appears \(occurrences.count) times but may appear once"
+                        : "element '\(fieldPath)' appears more than \(maxOccurs) times")
+            }
+            guard !occurrences.isEmpty else { continue }
+            var values: [SOAPValue] = []
+            values.reserveCapacity(occurrences.count)
+            for occurrence in occurrences {
+                values.append(try decodeValue(occurrence, as: field.type, path: fieldPath))
+            }
+            record.fields[field.name] = values
+        }
+        return record
+    }
+
+    private func decodeValue(_ element: XMLElementNode, as type: XSDType, path: String) throws(SOAPFault) -> SOAPValue {
+        switch type {
+        case .string(let maxLength):
+            if element.text.count > maxLength {
+                throw .client("element '\(path)' is longer than \(maxLength) characters")
+            }
+            return .string(element.text)
+        case .int:
+            guard let value = Int32(trimmed(element.text)) else {
+                throw .client("element '\(path)' must be an int, got '\(excerpt(element.text))'")
+            }
+            return .int(value)
+        case .long:
+            guard let value = Int64(trimmed(element.text)) else {
+                throw .client("element '\(path)' must be a long, got '\(excerpt(element.text))'")
+            }
+            return .long(value)
+        case .boolean:
+            switch trimmed(element.text) {
+            case "true", "1": return .boolean(true)
+            case "false", "0": return .boolean(false)
+            default:
+                throw .client("element '\(path)' must be a boolean, got '\(excerpt(element.text))'")
+            }
+        case .enumeration(let enumeration):
+            let value = String(trimmed(element.text))
+            guard enumeration.values.contains(value) else {
+                throw .client(
+                    "element '\(path)' must be one of \(enumeration.values.joined(separator: ", ")), got '\(excerpt(element.text))'")
+            }
+            return .string(value)
+        case .complex(let complex):
+            return .record(try decode(element, as: complex, path: path))
+        }
+    }
+
+    private func trimmed(_ text: String) -> Substring {
+        let scalars = text.unicodeScalars
+        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+              let last = scalars.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return Substring(scalars[first...last])
+    }
+
+    /// A value quoted in a fault is cut short so a huge input cannot bloat the answer.
+    private func excerpt(_ text: String) -> String {
+        text.count > 40 ? "\(text.prefix(40))…" : text
+    }
+}

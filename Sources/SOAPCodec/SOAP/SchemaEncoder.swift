@@ -1,0 +1,26 @@
+/// Writes a ``SOAPRecord`` as unqualified child elements in the ``ComplexType``'s sequence order,
+/// the way JAX-WS does with `elementFormDefault="unqualified"`.
+struct SchemaEncoder {
+    func encode(_ record: SOAPRecord, as type: ComplexType, into output: inout String) {
+        for field in type.fields {
+            for value in record.fields[field.name] ?? [] {
+                output += "<\(field.name)>"
+                encodeValue(value, as: field.type, into: &output)
+                output += "</\(field.name)>"
+            }
+        }
+    }
+
+    private func encodeValue(_ value: SOAPValue, as type: XSDType, into output: inout String) {
+        switch value {
+        case .string(let text): output += XMLEscaping.escape(text)
+        case .int(let number): output += String(number)
+        case .long(let number): output += String(number)
+        case .boolean(let flag): output += flag ? "true" : "false"
+        case .record(let record):
+            if case .complex(let complex) = type {
+                encode(record, as: complex, into: &output)
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+/// The XML Schema types our services use. One description drives decoding, encoding and the
+/// WSDL, so what the WSDL promises is exactly what is accepted and served.
+public enum XSDType: Sendable {
+    /// `xs:string`; longer values are refused when decoding (the bound is not published in WSDL,
+    /// as JAX-WS does not publish one either).
+    case string(maxLength: Int)
+    /// `xs:int` (32-bit).
+    case int
+    /// `xs:long` (64-bit).
+    case long
+    /// `xs:boolean` (`true`, `false`, `1`, `0`).
+    case boolean
+    /// A named `xs:simpleType` restricting `xs:string` to the given values.
+    case enumeration(EnumerationType)
+    /// A named `xs:complexType` with a sequence of fields.
+    case complex(ComplexType)
+
+    /// The name the WSDL uses for this type (`xs:int`, `tns:pushContent`).
+    var qualifiedName: String {
+        switch self {
+        case .string: "xs:string"
+        case .int: "xs:int"
+        case .long: "xs:long"
+        case .boolean: "xs:boolean"
+        case .enumeration(let type): "tns:\(type.name)"
+        case .complex(let type): "tns:\(type.name)"
+        }
+    }
+}
+
+/// A named list of allowed string values.
+public struct EnumerationType: Sendable {
+    public var name: String
+    public var values: [String]
+
+    public init(name: String, values: [String]) {
+        self.name = name
+        self.values = values
+    }
+}
+
+/// A named sequence of fields, emitted in this order.
+public struct ComplexType: Sendable {
+    public var name: String
+    public var fields: [Field]
+
+    public init(name: String, fields: [Field]) {
+        self.name = name
+        self.fields = fields
+    }
+
+    /// The field called `name`, if any.
+    public func field(named name: String) -> Field? {
+        fields.first { $0.name == name }
+    }
+}
+
+/// One element of a sequence.
+public struct Field: Sendable {
+    public var name: String
+    public var type: XSDType
+    public var minOccurs: Int
+    /// `nil` means unbounded.
+    public var maxOccurs: Int?
+
+    public init(_ name: String, _ type: XSDType, minOccurs: Int = 1, maxOccurs: Int? = 1) {
+        self.name = name
+        self.type = type
+        self.minOccurs = minOccurs
+        self.maxOccurs = maxOccurs
+    }
+
+    /// A field that may be absent.
+    public static func optional(_ name: String, _ type: XSDType) -> Field {
+        Field(name, type, minOccurs: 0, maxOccurs: 1)
+    }
+
+    /// A field that may repeat, at least `minOccurs` times, at most `maxOccurs` (nil: unbounded).
+    public static func list(_ name: String, _ type: XSDType, minOccurs: Int = 0, maxOccurs: Int? = nil) -> Field {
+        Field(name, type, minOccurs: minOccurs, maxOccurs: maxOccurs)
+    }
+}
+
+/// One document/literal-wrapped operation: the request wrapper's fields and the response's
+/// `return` type.
+public struct OperationDescription: Sendable {
+    public var name: String
+    public var request: ComplexType
+    public var response: ComplexType
+
+    /// `response` is the type of the response wrapper's single `return` element.
+    public init(name: String, requestFields: [Field], returnType: ComplexType) {
+        self.name = name
+        self.request = ComplexType(name: name, fields: requestFields)
+        self.response = ComplexType(
+            name: "\(name)Response", fields: [.optional("return", .complex(returnType))])
+    }
+}
+
+/// A whole SOAP service: what the WSDL describes and the codec serves.
+public struct ServiceDescription: Sendable {
+    public var name: String
+    public var targetNamespace: String
+    public var operations: [OperationDescription]
+    /// Faults an operation may declare, by name of the fault element.
+    public var faults: [ComplexType]
+
+    public init(name: String, targetNamespace: String, operations: [OperationDescription], faults: [ComplexType] = []) {
+        self.name = name
+        self.targetNamespace = targetNamespace
+        self.operations = operations
+        self.faults = faults
+    }
+
+    /// The operation whose request wrapper is called `name`.
+    public func operation(named name: String) -> OperationDescription? {
+        operations.first { $0.name == name }
+    }
+}

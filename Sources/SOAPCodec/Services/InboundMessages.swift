@@ -1,0 +1,152 @@
+/// A key/value pair of a `details` map, kept exactly as sent.
+public struct MapEntry: Sendable, Equatable {
+    public var key: String
+    public var value: String
+
+    public init(key: String, value: String) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// `pushContent` of a notification.
+public struct PushContentMessage: Sendable, Equatable {
+    public var badge: Int32?
+    public var details: [MapEntry]
+    public var sound: String?
+    public var text: String
+    public var type: String
+
+    public init(badge: Int32?, details: [MapEntry], sound: String?, text: String, type: String) {
+        self.badge = badge
+        self.details = details
+        self.sound = sound
+        self.text = text
+        self.type = type
+    }
+}
+
+/// A `notification` as the bank sends it and as getNotificationDetails returns it.
+public struct NotificationMessage: Sendable, Equatable {
+    public var details: [MapEntry]?
+    public var id: String
+    public var perishable: Bool?
+    public var priority: Int32?
+    public var pushContent: PushContentMessage
+    public var recipients: [String]
+    public var timeout: Int32
+
+    public init(
+        details: [MapEntry]?, id: String, perishable: Bool?, priority: Int32?,
+        pushContent: PushContentMessage, recipients: [String], timeout: Int32
+    ) {
+        self.details = details
+        self.id = id
+        self.perishable = perishable
+        self.priority = priority
+        self.pushContent = pushContent
+        self.recipients = recipients
+        self.timeout = timeout
+    }
+
+    /// Reads a decoded `notification` record, checking what the schema cannot express:
+    /// a non-empty id and recipients, and a positive timeout.
+    public init(record: SOAPRecord) throws(SOAPFault) {
+        guard let id = record.string("id"), let timeout = record.int("timeout"),
+              let content = record.record("pushContent"), let text = content.string("text"),
+              let type = content.string("type")
+        else {
+            throw .client("notification is incomplete")
+        }
+        guard !id.isEmpty else { throw .client("element 'notification/id' must not be empty") }
+        guard timeout > 0 else {
+            throw .client("element 'notification/timeout' must be a positive number of seconds, got \(timeout)")
+        }
+        let recipients = record.strings("recipients")
+        if let blank = recipients.firstIndex(where: { $0.isEmpty }) {
+            throw .client("element 'notification/recipients' number \(blank + 1) is empty")
+        }
+        self.init(
+            details: record.record("details").map(Self.entries),
+            id: id,
+            perishable: record.boolean("perishable"),
+            priority: record.int("priority"),
+            pushContent: PushContentMessage(
+                badge: content.int("badge"),
+                details: content.record("details").map(Self.entries) ?? [],
+                sound: content.string("sound"),
+                text: text,
+                type: type),
+            recipients: recipients,
+            timeout: timeout)
+    }
+
+    /// The record getNotificationDetails answers with.
+    public var record: SOAPRecord {
+        var content = SOAPRecord()
+        content["badge"] = pushContent.badge.map(SOAPValue.int)
+        content["details"] = pushContent.details.isEmpty ? nil : .record(Self.map(pushContent.details))
+        content["sound"] = pushContent.sound.map(SOAPValue.string)
+        content["text"] = .string(pushContent.text)
+        content["type"] = .string(pushContent.type)
+
+        var notification = SOAPRecord()
+        notification["details"] = details.map { .record(Self.map($0)) }
+        notification["id"] = .string(id)
+        notification["perishable"] = perishable.map(SOAPValue.boolean)
+        notification["priority"] = priority.map(SOAPValue.int)
+        notification["pushContent"] = .record(content)
+        notification.fields["recipients"] = recipients.map(SOAPValue.string)
+        notification["timeout"] = .int(timeout)
+        return notification
+    }
+
+    private static func entries(_ map: SOAPRecord) -> [MapEntry] {
+        map.records("entry").map { MapEntry(key: $0.string("key") ?? "", value: $0.string("value") ?? "") }
+    }
+
+    private static func map(_ entries: [MapEntry]) -> SOAPRecord {
+        SOAPRecord(["entry": entries.map { .record(SOAPRecord(["key": [.string($0.key)], "value": [.string($0.value)]])) }])
+    }
+}
+
+/// The `return` of every inbound operation: a status, an optional message and the operation's
+/// own fields.
+public struct InboundResult: Sendable {
+    public enum Status: String, Sendable {
+        case ok = "OK"
+        case entityNotFound = "ENTITY_NOT_FOUND"
+        case duplicatedEntity = "DUPLICATED_ENTITY"
+        case internalServerError = "INTERNAL_SERVER_ERROR"
+    }
+
+    public private(set) var record: SOAPRecord
+
+    public init(status: Status, errorMessage: String? = nil) {
+        record = SOAPRecord()
+        record["status"] = .string(status.rawValue)
+        record["errorMessage"] = errorMessage.map(SOAPValue.string)
+    }
+
+    /// Adds `deliveryStatus` as a map from user to state, in the given order.
+    public func with(deliveryStatus: [(user: String, state: String)]) -> InboundResult {
+        var copy = self
+        copy.record["deliveryStatus"] = .record(
+            SOAPRecord(["entry": deliveryStatus.map { .record(SOAPRecord(["key": [.string($0.user)], "value": [.string($0.state)]])) }]))
+        return copy
+    }
+
+    /// Adds the notification as sent.
+    public func with(notification: NotificationMessage) -> InboundResult {
+        var copy = self
+        copy.record["notification"] = .record(notification.record)
+        return copy
+    }
+
+    /// Adds one `exists` per user.
+    public func with(exists: [Bool]) -> InboundResult {
+        var copy = self
+        copy.record.fields["exists"] = exists.map(SOAPValue.boolean)
+        return copy
+    }
+}

@@ -1,0 +1,94 @@
+/// The inbound service the bank backend calls (`SBIInboundWebService`), described once: the
+/// decoder, the encoder and the WSDL all read this description.
+public enum InboundService {
+    public static let namespace = "http://inbound.sbi.pigeon.idamobile.com/"
+
+    /// Field limits applied when decoding.
+    public enum Limits {
+        public static let identifier = 256
+        public static let text = 4_000
+        public static let sound = 256
+        public static let mapKey = 256
+        public static let mapValue = 4_096
+        public static let mapEntries = 100
+        public static let recipients = 1_000_000
+        public static let users = 10_000
+    }
+
+    // MARK: Types
+
+    public static let status = EnumerationType(
+        name: "status", values: ["OK", "ENTITY_NOT_FOUND", "DUPLICATED_ENTITY", "INTERNAL_SERVER_ERROR"])
+    public static let deliveryState = EnumerationType(
+        name: "deliveryState",
+        values: ["QUEUED", "SENT", "DELIVERED", "READ", "SENDING_FAILED", "INVALID_SUBSCRIPTION", "EXPIRED"])
+    public static let pushType = EnumerationType(
+        name: "pushType", values: ["UNIVERSAL", "PRODUCT", "FORM", "SHOW_MAP", "URL", "PIN_CODE", "MESSAGE"])
+
+    static let mapEntry = ComplexType(
+        name: "stringMapEntry",
+        fields: [Field("key", .string(maxLength: Limits.mapKey)), .optional("value", .string(maxLength: Limits.mapValue))])
+    static let stringMap = ComplexType(
+        name: "stringMap", fields: [.list("entry", .complex(mapEntry), maxOccurs: Limits.mapEntries)])
+    static let deliveryStatusEntry = ComplexType(
+        name: "deliveryStatusEntry",
+        fields: [Field("key", .string(maxLength: Limits.identifier)), Field("value", .enumeration(deliveryState))])
+    static let deliveryStatusMap = ComplexType(
+        name: "deliveryStatusMap", fields: [.list("entry", .complex(deliveryStatusEntry))])
+
+    static let pushContent = ComplexType(
+        name: "pushContent",
+        fields: [
+            .optional("badge", .int),
+            .optional("details", .complex(stringMap)),
+            .optional("sound", .string(maxLength: Limits.sound)),
+            Field("text", .string(maxLength: Limits.text)),
+            Field("type", .enumeration(pushType)),
+        ])
+    static let notification = ComplexType(
+        name: "notification",
+        fields: [
+            .optional("details", .complex(stringMap)),
+            Field("id", .string(maxLength: Limits.identifier)),
+            .optional("perishable", .boolean),
+            .optional("priority", .int),
+            Field("pushContent", .complex(pushContent)),
+            .list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.recipients),
+            Field("timeout", .int),
+        ])
+
+    static func result(_ name: String, _ extra: [Field]) -> ComplexType {
+        ComplexType(
+            name: name,
+            fields: [Field("status", .enumeration(status)), .optional("errorMessage", .string(maxLength: .max))] + extra)
+    }
+
+    // MARK: Operations
+
+    public static let sendNotification = OperationDescription(
+        name: "sendNotification",
+        requestFields: [Field("notification", .complex(notification))],
+        returnType: result("sendNotificationResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]))
+    public static let getNotificationDetails = OperationDescription(
+        name: "getNotificationDetails",
+        requestFields: [Field("id", .string(maxLength: Limits.identifier))],
+        returnType: result("notificationDetailsResult", [.optional("notification", .complex(notification))]))
+    public static let getDeliveryStatus = OperationDescription(
+        name: "getDeliveryStatus",
+        requestFields: [Field("id", .string(maxLength: Limits.identifier))],
+        returnType: result("deliveryStatusResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]))
+    public static let deleteSubscription = OperationDescription(
+        name: "deleteSubscription",
+        requestFields: [Field("user", .string(maxLength: Limits.identifier))],
+        returnType: result("deleteSubscriptionResult", []))
+    public static let checkSubscriptionExists = OperationDescription(
+        name: "checkSubscriptionExists",
+        requestFields: [.list("user", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
+        returnType: result("checkSubscriptionExistsResult", [.list("exists", .boolean)]))
+
+    /// The whole service.
+    public static let description = ServiceDescription(
+        name: "SBIInboundWebService",
+        targetNamespace: namespace,
+        operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists])
+}

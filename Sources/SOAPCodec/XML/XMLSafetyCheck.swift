@@ -1,0 +1,95 @@
+/// A byte-level gate run before any XML parser sees a request.
+///
+/// FoundationXML's parsers either resolve external entities (`XMLDocument`) or expand internal
+/// ones at great cost (`XMLParser`), so documents with a DTD are refused outright. A `<!DOCTYPE`
+/// search is only sound once the encoding is pinned, so the check first insists on UTF-8 (or
+/// ASCII): no NUL bytes (rules out UTF-16 and UTF-32), `<` as the first character after an
+/// optional UTF-8 byte-order mark and whitespace (rules out UTF-7's `+ADw-` and EBCDIC's `L`),
+/// and an encoding declaration, if any, naming UTF-8 or US-ASCII.
+public enum XMLSafetyCheck {
+    /// Why a document was refused before parsing.
+    public enum Rejection: Error, Equatable, CustomStringConvertible {
+        case empty
+        case nulByte
+        case notMarkup
+        case unsupportedEncoding(String)
+        case documentTypeDeclaration
+
+        public var description: String {
+            switch self {
+            case .empty: "the request body is empty"
+            case .nulByte: "the request contains NUL bytes; only UTF-8 is accepted"
+            case .notMarkup: "the request does not start with '<'; only UTF-8 XML is accepted"
+            case .unsupportedEncoding(let name):
+                "encoding '\(name)' is not accepted; send UTF-8"
+            case .documentTypeDeclaration:
+                "DTDs and entity declarations are not accepted"
+            }
+        }
+    }
+
+    /// Throws when `bytes` must not reach an XML parser.
+    public static func validate(_ bytes: some Collection<UInt8>) throws(Rejection) {
+        let data = Array(bytes)
+        guard !data.isEmpty else { throw .empty }
+        if data.contains(0) { throw .nulByte }
+
+        var start = 0
+        if data.count >= 3, data[0] == 0xEF, data[1] == 0xBB, data[2] == 0xBF { start = 3 }
+        while start < data.count, isXMLWhitespace(data[start]) { start += 1 }
+        guard start < data.count else { throw .empty }
+        guard data[start] == UInt8(ascii: "<") else { throw .notMarkup }
+
+        if let encoding = declaredEncoding(data, from: start) {
+            let normalized = encoding.lowercased()
+            guard ["utf-8", "utf8", "us-ascii", "ascii"].contains(normalized) else {
+                throw .unsupportedEncoding(encoding)
+            }
+        }
+        if containsDeclaration(data, from: start) { throw .documentTypeDeclaration }
+    }
+
+    private static func isXMLWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// The `encoding="…"` of an `<?xml …?>` declaration at `start`, if there is one.
+    private static func declaredEncoding(_ data: [UInt8], from start: Int) -> String? {
+        let prefix = Array("<?xml".utf8)
+        guard data.count >= start + prefix.count,
+              Array(data[start..<start + prefix.count]) == prefix
+        else { return nil }
+        var end = start + prefix.count
+        while end + 1 < data.count, !(data[end] == UInt8(ascii: "?") && data[end + 1] == UInt8(ascii: ">")) {
+            end += 1
+        }
+        let declaration = String(decoding: data[start..<min(end, data.count)], as: UTF8.self)
+        guard let range = declaration.range(of: "encoding") else { return nil }
+        var rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\t" }
+        guard let quote = rest.first, quote == "\"" || quote == "'" else { return "" }
+        rest = rest.dropFirst()
+        return String(rest.prefix { $0 != quote })
+    }
+
+    /// Whether a markup declaration (`<!DOCTYPE`, `<!ENTITY`, `<!ELEMENT`, …) appears anywhere.
+    /// Comments (`<!--`) and CDATA sections (`<![CDATA[`) are allowed.
+    private static func containsDeclaration(_ data: [UInt8], from start: Int) -> Bool {
+        var index = start
+        while index + 1 < data.count {
+            if data[index] == UInt8(ascii: "<"), data[index + 1] == UInt8(ascii: "!") {
+                let next = index + 2 < data.count ? data[index + 2] : 0
+                if next != UInt8(ascii: "-") && next != UInt8(ascii: "[") { return true }
+                if next == UInt8(ascii: "[") {
+                    let cdata = Array("<![CDATA[".utf8)
+                    if index + cdata.count > data.count
+                        || Array(data[index..<index + cdata.count]) != cdata
+                    {
+                        return true
+                    }
+                }
+            }
+            index += 1
+        }
+        return false
+    }
+}

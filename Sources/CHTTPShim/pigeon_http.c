@@ -220,6 +220,8 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
 
     struct MHD_OptionItem options[12];
     int count = 0;
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER,
+                                               (intptr_t)log_trampoline, server};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)address};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
                                                (intptr_t)config->connection_limit, NULL};
@@ -227,8 +229,6 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
                                                (intptr_t)config->idle_timeout_seconds, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
                                                (intptr_t)request_completed, NULL};
-    options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER,
-                                               (intptr_t)log_trampoline, server};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL};
     if (config->tls_certificate_pem != NULL) {

@@ -18,7 +18,7 @@ public final class StreamLogHandler: LogHandler {
 
     /// The text of one line, without the newline. Metadata keys are sorted so lines are stable.
     public static func format(_ record: LogRecord) -> String {
-        var text = "\(record.date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))) "
+        var text = "\(record.date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))) "
         text += "\("\(record.level)".uppercased()) \(record.label): \(record.message)"
         for key in record.metadata.keys.sorted() {
             text += " \(key)=\(quoteIfNeeded(record.metadata[key] ?? ""))"

@@ -5,7 +5,7 @@ import PigeonCore
 /// starting at once apply each migration exactly once.
 public struct Migrator: Sendable {
     /// An arbitrary constant naming Pigeon's migration lock.
-    static let advisoryLockKey = "7_013_285_714"
+    static let advisoryLockKey = "7013285714"
 
     public let migrations: [Migration]
 

@@ -39,7 +39,8 @@ public struct SOAPCodec: Sendable {
             throw SOAPRequestError(version: fallbackVersion, fault: .client(error.description))
         }
         let (version, wrapper) = try envelopeContent(root, fallbackVersion: fallbackVersion)
-        if let namespace = wrapper.namespace, namespace != service.targetNamespace {
+        // Bare wrappers are accepted: with no namespace, or inheriting the envelope's default one.
+        if let namespace = wrapper.namespace, namespace != service.targetNamespace, namespace != version.envelopeNamespace {
             throw SOAPRequestError(
                 version: version,
                 fault: .client("unknown operation '\(wrapper.name)' in namespace '\(namespace)'"))

@@ -74,7 +74,7 @@ public struct WSDLGenerator: Sendable {
             out += "  </wsdl:binding>\n"
         }
 
-        let location = XMLEscaping.escape(address)
+        let location = XMLEscaping.escapeAttribute(address)
         out += "  <wsdl:service name=\"\(name)Service\">\n"
         out += "    <wsdl:port name=\"\(name)Port\" binding=\"tns:\(name)ServiceSoapBinding\"><soap:address location=\"\(location)\"/></wsdl:port>\n"
         out += "    <wsdl:port name=\"\(name)Soap12Port\" binding=\"tns:\(name)ServiceSoap12Binding\"><soap12:address location=\"\(location)\"/></wsdl:port>\n"

@@ -1,0 +1,175 @@
+import Foundation
+import PigeonCore
+
+extension GatewayConfiguration {
+    /// Reads `path`, then applies `PIGEON_<KEY>` environment overrides (the key as written, or
+    /// upper-cased: `PIGEON_dbUrl` or `PIGEON_DBURL`), then checks the whole.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> GatewayConfiguration {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(location: path, message: "cannot read the configuration file (\(error.localizedDescription))")
+        }
+        return try parse(text: text, name: path, environment: environment)
+    }
+
+    /// Parses configuration text; `name` is used in error locations.
+    public static func parse(text: String, name: String, environment: [String: String] = [:]) throws(ConfigurationError) -> GatewayConfiguration {
+        var configuration = GatewayConfiguration()
+        let file = try ConfigurationFile(text: text, name: name)
+        for entry in file.entries {
+            try configuration.apply(key: entry.key, value: entry.value, location: entry.location)
+        }
+        for key in Self.keys.keys.sorted() {
+            for variable in ["PIGEON_\(key)", "PIGEON_\(key.uppercased())"] {
+                if let value = environment[variable] {
+                    try configuration.apply(key: key, value: value, location: "environment variable \(variable)")
+                    break
+                }
+            }
+        }
+        try configuration.validate(location: name)
+        return configuration
+    }
+
+    /// Every key `server.conf` accepts.
+    public static var keyNames: [String] { keys.keys.sorted() }
+
+    mutating func apply(key: String, value: String, location: String) throws(ConfigurationError) {
+        if key == "gcmAuthKey" {
+            throw ConfigurationError(
+                location: location,
+                message: "gcmAuthKey configured the legacy GCM/FCM API, which Google has shut down; set fcmServiceAccountPath (a service-account JSON) for FCM HTTP v1 instead, and optionally fcmEndpoint/fcmTokenEndpoint")
+        }
+        guard let setter = Self.keys[key] else {
+            throw ConfigurationError(location: location, message: "unknown key '\(key)'")
+        }
+        do {
+            try setter(&self, value)
+        } catch let error as ValueError {
+            throw ConfigurationError(location: location, message: "\(key): \(error.message)")
+        } catch {
+            throw ConfigurationError(location: location, message: "\(key): \(error)")
+        }
+    }
+
+    /// Cross-key rules and file checks.
+    func validate(location: String) throws(ConfigurationError) {
+        func fail(_ message: String) -> ConfigurationError { ConfigurationError(location: location, message: message) }
+        if (http.tlsCertificatePath == nil) != (http.tlsKeyPath == nil) {
+            throw fail("tlsCertificatePath and tlsKeyPath must be set together")
+        }
+        if (http.soapUsername == nil) != (http.soapPassword == nil) {
+            throw fail("soapUsername and soapPassword must be set together")
+        }
+        let files: [(String, String?)] = [
+            ("tlsCertificatePath", http.tlsCertificatePath), ("tlsKeyPath", http.tlsKeyPath),
+            ("apnsCertificatePath", apns.certificatePath), ("apnsKeyPath", apns.keyPath),
+            ("fcmServiceAccountPath", fcm.serviceAccountPath), ("tlsCaFile", tlsCaFile),
+        ]
+        for (key, path) in files {
+            if let path, !FileManager.default.isReadableFile(atPath: path) {
+                throw fail("\(key): cannot read '\(path)'")
+            }
+        }
+        if apns.keyPath != nil && (apns.keyId == nil || apns.teamId == nil) {
+            throw fail("apnsKeyPath needs apnsKeyId and apnsTeamId")
+        }
+    }
+
+    /// Why a value was refused.
+    struct ValueError: Error {
+        var message: String
+    }
+
+    private typealias Setter = @Sendable (inout GatewayConfiguration, String) throws -> Void
+
+    private static let keys: [String: Setter] = [
+        "listen": { configuration, value in
+            let (host, port) = try parseListen(value)
+            configuration.http.host = host
+            configuration.http.port = port
+        },
+        "tlsCertificatePath": { $0.http.tlsCertificatePath = try nonEmpty($1) },
+        "tlsKeyPath": { $0.http.tlsKeyPath = try nonEmpty($1) },
+        "soapUsername": { $0.http.soapUsername = try nonEmpty($1) },
+        "soapPassword": { $0.http.soapPassword = try nonEmpty($1) },
+        "maxRequestBytes": { $0.http.maxRequestBytes = try integer($1, in: 1024...(1 << 30)) },
+        "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...10_000) },
+        "httpIdleTimeoutSeconds": { $0.http.idleTimeoutSeconds = try integer($1, in: 1...3600) },
+        "dbUrl": { $0.database.url = try nonEmpty($1) },
+        "dbUsername": { $0.database.username = try nonEmpty($1) },
+        "dbPassword": { $0.database.password = $1 },
+        "dbPoolSize": { $0.database.poolSize = try integer($1, in: 1...200) },
+        "dbStatementTimeoutMillis": { $0.database.statementTimeoutMilliseconds = try integer($1, in: 0...3_600_000) },
+        "migrationsPath": { $0.database.migrationsPath = try nonEmpty($1) },
+        "apnsCertificatePath": { $0.apns.certificatePath = try nonEmpty($1) },
+        "apnsPassword": { $0.apns.password = $1 },
+        "apnsIsProduction": { $0.apns.isProduction = try boolean($1) },
+        "apnsEndpoint": { $0.apns.endpoint = try url($1) },
+        "apnsTopic": { $0.apns.topic = try nonEmpty($1) },
+        "apnsKeyPath": { $0.apns.keyPath = try nonEmpty($1) },
+        "apnsKeyId": { $0.apns.keyId = try nonEmpty($1) },
+        "apnsTeamId": { $0.apns.teamId = try nonEmpty($1) },
+        "fcmServiceAccountPath": { $0.fcm.serviceAccountPath = try nonEmpty($1) },
+        "fcmEndpoint": { $0.fcm.endpoint = try url($1) },
+        "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
+        "tlsCaFile": { $0.tlsCaFile = try nonEmpty($1) },
+        "sbiOutboundWebServiceURL": { $0.bankProxyURL = try url($1) },
+        "overrideSubscriptions": { $0.overrideSubscriptions = try boolean($1) },
+        "caseInsensitiveIds": { $0.caseInsensitiveIds = try boolean($1) },
+        "deviceExpiredPeriodMillis": { $0.deviceExpiredPeriodMillis = Int64(try integer($1, in: 1...Int(Int64.max))) },
+        "expirySweepIntervalSeconds": { $0.expirySweepIntervalSeconds = try integer($1, in: 1...86_400) },
+        "logLevel": { configuration, value in
+            guard let level = Logger.Level(name: value) else {
+                throw ValueError(message: "'\(value)' is not one of \(Logger.Level.allCases.map { "\($0)" }.joined(separator: ", "))")
+            }
+            configuration.logLevel = level
+        },
+    ]
+
+    private static func nonEmpty(_ value: String) throws(ValueError) -> String {
+        guard !value.isEmpty else { throw ValueError(message: "must not be empty") }
+        return value
+    }
+
+    private static func boolean(_ value: String) throws(ValueError) -> Bool {
+        switch value.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default: throw ValueError(message: "'\(value)' is not a boolean (true or false)")
+        }
+    }
+
+    private static func integer(_ value: String, in range: ClosedRange<Int>) throws(ValueError) -> Int {
+        guard let number = Int(value.replacingOccurrences(of: "_", with: "")) else {
+            throw ValueError(message: "'\(value)' is not a whole number")
+        }
+        guard range.contains(number) else {
+            throw ValueError(message: "\(number) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
+        return number
+    }
+
+    private static func url(_ value: String) throws(ValueError) -> String {
+        guard let parsed = URL(string: value), let scheme = parsed.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", parsed.host != nil
+        else {
+            throw ValueError(message: "'\(value)' is not an http(s) URL")
+        }
+        return value.hasSuffix("/") ? String(value.dropLast()) : value
+    }
+
+    /// `host:port`, `[ipv6]:port` or `:port` (all IPv4 interfaces).
+    static func parseListen(_ value: String) throws(ValueError) -> (String, UInt16) {
+        guard let colon = value.lastIndex(of: ":"), let port = UInt16(value[value.index(after: colon)...]) else {
+            throw ValueError(message: "'\(value)' must be host:port, e.g. 127.0.0.1:8080")
+        }
+        var host = String(value[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.isEmpty { host = "0.0.0.0" }
+        if host == "localhost" { host = "127.0.0.1" }
+        return (host, port)
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// HTTP Basic credentials checked in constant time, so response timing tells an attacker nothing
+/// about how much of a guess was right.
+struct BasicAuthentication: Sendable {
+    let expected: [UInt8]
+
+    init(username: String, password: String) {
+        expected = Array("\(username):\(password)".utf8)
+    }
+
+    /// Whether an `Authorization` header carries the expected credentials.
+    func accepts(_ header: String?) -> Bool {
+        guard let header, header.count < 4096 else { return false }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let decoded = Data(base64Encoded: String(parts[1]).trimmingWhitespace())
+        else { return false }
+        return Self.constantTimeEqual(Array(decoded), expected)
+    }
+
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+        for index in 0..<max(lhs.count, rhs.count) {
+            let left = index < lhs.count ? lhs[index] : 0
+            let right = index < rhs.count ? rhs[index] : 0
+            difference |= left ^ right
+        }
+        return difference == 0
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+/// The `pigeon` command line (CONTRACT §6). `run` returns the process exit status.
+public struct CommandLineTool: Sendable {
+    let arguments: [String]
+
+    public init(arguments: [String]) {
+        self.arguments = arguments
+    }
+
+    static let usage = """
+        usage: pigeon <command> [options]
+
+        commands:
+          serve --config FILE         apply pending migrations, then serve until SIGTERM
+          migrate --config FILE       apply pending migrations and exit
+          check-config --config FILE  validate the configuration and exit
+
+        Run 'pigeon <command> --help' for a command's options.
+        """
+
+    public func run() async -> Int32 {
+        guard let command = arguments.first else {
+            printError(Self.usage)
+            return 2
+        }
+        let options = Array(arguments.dropFirst())
+        switch command {
+        case "--help", "-h", "help":
+            print(Self.usage)
+            return 0
+        case "serve":
+            return await withConfiguration(command, options, help: "pigeon serve --config FILE\n\nApplies pending migrations, then serves HTTP until SIGTERM or SIGINT.") { configuration, logger in
+                await serve(configuration, logger: logger)
+            }
+        case "migrate":
+            return await withConfiguration(command, options, help: "pigeon migrate --config FILE\n\nApplies pending SQL migrations from migrations/ and exits.") { configuration, logger in
+                await migrate(configuration, logger: logger)
+            }
+        case "check-config":
+            return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _ in
+                print("configuration OK: listen \(configuration.http.host):\(configuration.http.port), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
+                return 0
+            }
+        default:
+            printError("pigeon: unknown command '\(command)'; run 'pigeon --help'")
+            return 2
+        }
+    }
+
+    private func withConfiguration(
+        _ command: String, _ options: [String], help: String,
+        _ body: (GatewayConfiguration, Logger) async -> Int32
+    ) async -> Int32 {
+        var path: String?
+        var index = 0
+        while index < options.count {
+            switch options[index] {
+            case "--help", "-h":
+                print(help)
+                return 0
+            case "--config":
+                guard index + 1 < options.count else {
+                    printError("pigeon \(command): --config needs a file")
+                    return 2
+                }
+                path = options[index + 1]
+                index += 2
+            default:
+                printError("pigeon \(command): unknown option '\(options[index])'; run 'pigeon \(command) --help'")
+                return 2
+            }
+        }
+        guard let path else {
+            printError("pigeon \(command): --config FILE is required")
+            return 2
+        }
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(path: path)
+        } catch {
+            printError("pigeon \(command): \(error.description)")
+            return 1
+        }
+        let logger = Logger(label: "pigeon", level: configuration.logLevel, handler: StreamLogHandler())
+        return await body(configuration, logger)
+    }
+
+    private func serve(_ configuration: GatewayConfiguration, logger: Logger) async -> Int32 {
+        let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
+        let gateway: Gateway
+        do {
+            gateway = try await Gateway.start(configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("cannot start: \(error)")
+            return 1
+        }
+        let received = await signals.wait()
+        logger.notice("received signal \(received)")
+        gateway.shutdown()
+        return 0
+    }
+
+    private func migrate(_ configuration: GatewayConfiguration, logger: Logger) async -> Int32 {
+        do {
+            let pool = try Gateway.openPool(configuration, logger: logger)
+            defer { pool.close() }
+            let migrator = try Gateway.loadMigrator(configuration)
+            let report = try await migrator.migrate(pool, logger: logger)
+            print("migrations: \(report.applied.count) applied, \(report.alreadyApplied) already applied")
+            return 0
+        } catch {
+            printError("pigeon migrate: \(error)")
+            return 1
+        }
+    }
+
+    private func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// A URL with any password replaced.
+    static func redactedURL(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].firstIndex(of: "@") else {
+            return url.replacingOccurrences(of: #"password=[^&]*"#, with: "password=<redacted>", options: .regularExpression)
+        }
+        let credentials = url[schemeEnd.upperBound..<at]
+        let user = credentials.split(separator: ":", maxSplits: 1).first ?? ""
+        return String(url[..<schemeEnd.upperBound]) + user + (credentials.contains(":") ? ":<redacted>" : "") + String(url[at...])
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import PigeonCore
+import PigeonHTTP
+import PigeonStore
+
+/// A running gateway: the database pool, migrations applied, and the HTTP listener.
+public final class Gateway: Sendable {
+    /// Why the gateway could not start.
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let configuration: GatewayConfiguration
+    public let metrics: MetricsRegistry
+    /// The port the HTTP listener bound (differs from the configured one when that is 0).
+    public let port: UInt16
+    private let pool: PostgresPool
+    private let server: HTTPServer
+    private let logger: Logger
+
+    /// Opens the database, applies pending migrations and starts serving.
+    public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
+        let pool = try openPool(configuration, logger: logger)
+        do {
+            let migrator = try loadMigrator(configuration)
+            let report = try await migrator.migrate(pool, logger: logger)
+            logger.info("database schema current", metadata: ["applied": String(report.applied.count), "version": String(migrator.migrations.last?.version ?? 0)])
+            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, logger: logger)
+        } catch {
+            pool.close()
+            throw error
+        }
+    }
+
+    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger) throws {
+        let metrics = MetricsRegistry()
+        Self.describeMetrics(metrics)
+        let identifiers = configuration.identifiers
+        let inbound = InboundEndpoint(
+            notifications: NotificationStore(pool: pool, identifiers: identifiers),
+            subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
+            logger: logger.withLabel("pigeon.soap"),
+            metrics: metrics)
+        let tls = try Self.loadTLS(configuration.http)
+        let router = Router(
+            inbound: inbound,
+            health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
+            metrics: metrics,
+            soapAuthentication: configuration.http.soapUsername.map {
+                BasicAuthentication(username: $0, password: configuration.http.soapPassword ?? "")
+            },
+            scheme: tls == nil ? "http" : "https",
+            maxRequestBytes: configuration.http.maxRequestBytes,
+            logger: logger.withLabel("pigeon.http"))
+        let http = configuration.http
+        let server = try HTTPServer(
+            configuration: .init(
+                host: http.host, port: http.port, connectionLimit: http.connectionLimit,
+                idleTimeoutSeconds: http.idleTimeoutSeconds, maxBodyBytes: http.maxRequestBytes, tls: tls),
+            logger: logger.withLabel("pigeon.http"),
+            handler: { request in await router.handle(request) })
+        self.configuration = configuration
+        self.metrics = metrics
+        self.pool = pool
+        self.server = server
+        self.port = server.port
+        self.logger = logger
+        logger.notice("listening", metadata: ["address": "\(tls == nil ? "http" : "https")://\(http.host):\(server.port)"])
+    }
+
+    /// Stops accepting, lets requests in progress finish, closes the database pool.
+    public func shutdown() {
+        logger.notice("shutting down")
+        server.quiesce()
+        server.stop()
+        pool.close()
+        logger.notice("stopped")
+    }
+
+    /// The database pool of a configuration (no connection is opened until first use).
+    public static func openPool(_ configuration: GatewayConfiguration, logger: Logger) throws -> PostgresPool {
+        guard let url = configuration.database.url else {
+            throw StartError(description: "dbUrl is not set")
+        }
+        let settings = try PostgresConnectionSettings(url: url, username: configuration.database.username, password: configuration.database.password)
+        return PostgresPool(
+            configuration: .init(settings: settings, size: configuration.database.poolSize, statementTimeoutMilliseconds: configuration.database.statementTimeoutMilliseconds),
+            logger: logger.withLabel("pigeon.db"))
+    }
+
+    /// The migrations of `migrationsPath`, or of the `migrations` folder found near the binary.
+    public static func loadMigrator(_ configuration: GatewayConfiguration) throws -> Migrator {
+        let directory = configuration.database.migrationsPath.map { URL(fileURLWithPath: $0) } ?? Migration.locateDirectory()
+        guard let directory else {
+            throw StartError(description: "cannot find the migrations folder; set migrationsPath")
+        }
+        let migrations = try Migration.load(from: directory)
+        guard !migrations.isEmpty else {
+            throw StartError(description: "no migrations in \(directory.path)")
+        }
+        return Migrator(migrations: migrations)
+    }
+
+    private static func loadTLS(_ http: GatewayConfiguration.HTTP) throws -> (certificatePEM: String, keyPEM: String)? {
+        guard let certificatePath = http.tlsCertificatePath, let keyPath = http.tlsKeyPath else { return nil }
+        do {
+            return (try String(contentsOfFile: certificatePath, encoding: .utf8), try String(contentsOfFile: keyPath, encoding: .utf8))
+        } catch {
+            throw StartError(description: "cannot read TLS certificate or key: \(error.localizedDescription)")
+        }
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("pigeon_http_requests_total", type: "counter", help: "HTTP requests by route template, method and status.")
+        metrics.describe("pigeon_http_request_duration_seconds", type: "histogram", help: "HTTP request latency by route template.")
+        metrics.describe("pigeon_soap_calls_total", type: "counter", help: "SOAP operations by business status.")
+        metrics.describe("pigeon_soap_faults_total", type: "counter", help: "SOAP requests answered with a fault.")
+    }
+}

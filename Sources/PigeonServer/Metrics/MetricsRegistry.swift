@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+
+/// Counters, gauges and histograms rendered in the Prometheus text format. Labels are bounded
+/// sets chosen by the code (route templates, states, platforms), never request data.
+public final class MetricsRegistry: Sendable {
+    /// Upper bounds, in seconds, of latency histogram buckets.
+    public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct Series: Hashable, Comparable {
+        var name: String
+        var labels: [String: String]
+
+        var rendered: String {
+            guard !labels.isEmpty else { return name }
+            let pairs = labels.keys.sorted().map { "\($0)=\"\(Self.escape(labels[$0] ?? ""))\"" }
+            return "\(name){\(pairs.joined(separator: ","))}"
+        }
+
+        static func < (lhs: Series, rhs: Series) -> Bool { lhs.rendered < rhs.rendered }
+
+        static func escape(_ value: String) -> String {
+            value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+        }
+    }
+
+    private struct Histogram {
+        var buckets: [Int]
+        var count = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var help: [String: (type: String, text: String)] = [:]
+        var counters: [Series: Double] = [:]
+        var gauges: [Series: Double] = [:]
+        var histograms: [Series: Histogram] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Declares a metric's type and help text (shown once per name).
+    public func describe(_ name: String, type: String, help: String) {
+        state.withLock { $0.help[name] = (type, help) }
+    }
+
+    public func increment(_ name: String, labels: [String: String] = [:], by amount: Double = 1) {
+        state.withLock { $0.counters[Series(name: name, labels: labels), default: 0] += amount }
+    }
+
+    public func set(_ name: String, labels: [String: String] = [:], to value: Double) {
+        state.withLock { $0.gauges[Series(name: name, labels: labels)] = value }
+    }
+
+    /// Records one observation (seconds) in a histogram with ``latencyBuckets``.
+    public func observe(_ name: String, labels: [String: String] = [:], _ value: Double) {
+        state.withLock { state in
+            let series = Series(name: name, labels: labels)
+            var histogram = state.histograms[series] ?? Histogram(buckets: Array(repeating: 0, count: Self.latencyBuckets.count))
+            if let index = Self.latencyBuckets.firstIndex(where: { value <= $0 }) {
+                histogram.buckets[index] += 1
+            }
+            histogram.count += 1
+            histogram.sum += value
+            state.histograms[series] = histogram
+        }
+    }
+
+    /// The current value of a counter (for tests and the status of background work).
+    public func counter(_ name: String, labels: [String: String] = [:]) -> Double {
+        state.withLock { $0.counters[Series(name: name, labels: labels)] ?? 0 }
+    }
+
+    /// Every series in the Prometheus text exposition format, version 0.0.4.
+    public func render() -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        var described: Set<String> = []
+        func header(_ name: String) {
+            guard described.insert(name).inserted, let help = snapshot.help[name] else { return }
+            out += "# HELP \(name) \(help.text)\n# TYPE \(name) \(help.type)\n"
+        }
+        for (series, value) in snapshot.counters.sorted(by: { $0.key < $1.key }) {
+            header(series.name)
+            out += "\(series.rendered) \(Self.format(value))\n"
+        }
+        for (series, value) in snapshot.gauges.sorted(by: { $0.key < $1.key }) {
+            header(series.name)
+            out += "\(series.rendered) \(Self.format(value))\n"
+        }
+        for (series, histogram) in snapshot.histograms.sorted(by: { $0.key < $1.key }) {
+            header(series.name)
+            var cumulative = 0
+            for (index, bound) in Self.latencyBuckets.enumerated() {
+                cumulative += histogram.buckets[index]
+                var labels = series.labels
+                labels["le"] = Self.format(bound)
+                out += "\(Series(name: series.name + "_bucket", labels: labels).rendered) \(cumulative)\n"
+            }
+            var labels = series.labels
+            labels["le"] = "+Inf"
+            out += "\(Series(name: series.name + "_bucket", labels: labels).rendered) \(histogram.count)\n"
+            out += "\(Series(name: series.name + "_sum", labels: series.labels).rendered) \(Self.format(histogram.sum))\n"
+            out += "\(Series(name: series.name + "_count", labels: series.labels).rendered) \(histogram.count)\n"
+        }
+        return out
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

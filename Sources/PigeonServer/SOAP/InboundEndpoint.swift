@@ -1,0 +1,142 @@
+import Foundation
+import PigeonCore
+import PigeonHTTP
+import PigeonStore
+import SOAPCodec
+
+/// The SOAP service the bank calls (CONTRACT §1): decodes, runs the operation against the store,
+/// answers. Business outcomes are `return/status`; bad requests are SOAP Faults with HTTP 500,
+/// and nothing is stored for them.
+struct InboundEndpoint: Sendable {
+    static let path = "/pigeon/services/SBIInboundWebService"
+
+    let codec = SOAPCodec(service: InboundService.description)
+    let wsdl = WSDLGenerator(service: InboundService.description)
+    let notifications: NotificationStore
+    let subscriptions: SubscriptionStore
+    let logger: Logger
+    let metrics: MetricsRegistry
+
+    /// `GET …?wsdl`: the WSDL with the address built from the request's Host header.
+    func describe(_ request: HTTPRequest, scheme: String) -> HTTPResponse {
+        let host = request.header("host") ?? "localhost"
+        let address = "\(scheme)://\(host)\(Self.path)"
+        return .text(200, wsdl.wsdl(address: address), contentType: "text/xml; charset=utf-8")
+    }
+
+    /// `POST`: one operation.
+    func call(_ request: HTTPRequest) async -> HTTPResponse {
+        let contentType = request.header("content-type")
+        let decoded: SOAPRequest
+        do {
+            decoded = try codec.decodeRequest(request.body, contentType: contentType)
+        } catch {
+            metrics.increment("pigeon_soap_faults_total", labels: ["operation": "unknown"])
+            logger.info("SOAP request refused", metadata: ["reason": error.fault.reason, "peer": request.peer])
+            return fault(error.fault, version: error.version)
+        }
+        let operation = decoded.operation
+        do {
+            let result = try await perform(decoded)
+            metrics.increment("pigeon_soap_calls_total", labels: ["operation": operation.name, "status": result.record.string("status") ?? ""])
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", decoded.version.contentType)],
+                body: codec.encodeResponse(operation, result: result.record, version: decoded.version))
+        } catch let error as SOAPFault {
+            metrics.increment("pigeon_soap_faults_total", labels: ["operation": operation.name])
+            logger.info("SOAP request refused", metadata: ["operation": operation.name, "reason": error.reason, "peer": request.peer])
+            return fault(error, version: decoded.version)
+        } catch {
+            metrics.increment("pigeon_soap_calls_total", labels: ["operation": operation.name, "status": "INTERNAL_SERVER_ERROR"])
+            logger.error("SOAP operation failed", metadata: ["operation": operation.name, "error": "\(error)"])
+            let result = InboundResult(status: .internalServerError, errorMessage: "the gateway could not complete \(operation.name); see its log")
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", decoded.version.contentType)],
+                body: codec.encodeResponse(operation, result: result.record, version: decoded.version))
+        }
+    }
+
+    private func fault(_ fault: SOAPFault, version: SOAPVersion) -> HTTPResponse {
+        HTTPResponse(status: 500, headers: [("Content-Type", version.contentType)], body: codec.encodeFault(fault, version: version))
+    }
+
+    private func perform(_ request: SOAPRequest) async throws -> InboundResult {
+        let parameters = request.parameters
+        switch request.operation.name {
+        case InboundService.sendNotification.name:
+            guard let record = parameters.record("notification") else { throw SOAPFault.client("missing required element 'notification'") }
+            let message = try NotificationMessage(record: record)
+            switch try await notifications.send(PushNotification(message)) {
+            case .stored(let states):
+                logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
+                return InboundResult(status: .ok).with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+            case .duplicate(let states):
+                return InboundResult(status: .duplicatedEntity, errorMessage: "notification '\(message.id)' was already sent")
+                    .with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+            }
+        case InboundService.getNotificationDetails.name:
+            let id = parameters.string("id") ?? ""
+            guard let notification = try await notifications.notification(id: id) else {
+                return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
+            }
+            return InboundResult(status: .ok).with(notification: NotificationMessage(notification))
+        case InboundService.getDeliveryStatus.name:
+            let id = parameters.string("id") ?? ""
+            guard let states = try await notifications.deliveryStatus(id: id) else {
+                return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
+            }
+            return InboundResult(status: .ok).with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+        case InboundService.deleteSubscription.name:
+            let user = parameters.string("user") ?? ""
+            let deleted = try await subscriptions.deleteAll(user: user)
+            guard deleted > 0 else {
+                return InboundResult(status: .entityNotFound, errorMessage: "user '\(user)' has no subscription")
+            }
+            logger.info("subscriptions deleted", metadata: ["devices": String(deleted)])
+            return InboundResult(status: .ok)
+        case InboundService.checkSubscriptionExists.name:
+            let users = parameters.strings("user")
+            return InboundResult(status: .ok).with(exists: try await subscriptions.exist(users: users))
+        default:
+            throw SOAPFault.client("unknown operation '\(request.operation.name)'")
+        }
+    }
+}
+
+extension PushNotification {
+    /// The domain notification of a decoded SOAP message (its enums already validated).
+    init(_ message: NotificationMessage) {
+        self.init(
+            id: message.id,
+            recipients: message.recipients,
+            timeoutSeconds: Int(message.timeout),
+            pushContent: PushContent(
+                badge: message.pushContent.badge.map(Int.init),
+                sound: message.pushContent.sound,
+                text: message.pushContent.text,
+                type: PushType(rawValue: message.pushContent.type) ?? .universal,
+                details: message.pushContent.details.map { KeyValue($0.key, $0.value) }),
+            details: message.details?.map { KeyValue($0.key, $0.value) },
+            perishable: message.perishable,
+            priority: message.priority.map(Int.init))
+    }
+}
+
+extension NotificationMessage {
+    /// The SOAP message of a stored notification, as it was sent.
+    init(_ notification: PushNotification) {
+        self.init(
+            details: notification.details?.map { MapEntry(key: $0.key, value: $0.value) },
+            id: notification.id,
+            perishable: notification.perishable,
+            priority: notification.priority.map { Int32(clamping: $0) },
+            pushContent: PushContentMessage(
+                badge: notification.pushContent.badge.map { Int32(clamping: $0) },
+                details: notification.pushContent.details.map { MapEntry(key: $0.key, value: $0.value) },
+                sound: notification.pushContent.sound,
+                text: notification.pushContent.text,
+                type: notification.pushContent.type.rawValue),
+            recipients: notification.recipients,
+            timeout: Int32(clamping: notification.timeoutSeconds))
+    }
+}

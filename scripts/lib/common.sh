@@ -1,0 +1,80 @@
+# Shared by the scripts in scripts/: package installation and a private PostgreSQL cluster.
+# Source it; every function is idempotent.
+
+PIGEON_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+APT_PACKAGES=(pkg-config libpq-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
+              postgresql-15 postgresql-client-15 nghttp2-client python3-venv)
+
+log() { printf '[pigeon] %s\n' "$*" >&2; }
+
+# Installs the Debian packages the build, the tests and the run need, when any is missing.
+install_packages() {
+    local missing=()
+    for package in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then return 0; fi
+    log "installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# pg_start NAME PORT [extra postgres -c settings...]
+# Creates (once) and starts a private cluster under /tmp/pigeon-pg/NAME owned by the postgres
+# user (initdb refuses root), listening on 127.0.0.1:PORT and a private socket folder.
+pg_start() {
+    local name="$1" port="$2"; shift 2
+    local base="/tmp/pigeon-pg/$name"
+    local data="$base/data"
+    local options="-c listen_addresses=127.0.0.1 -p $port -k $base"
+    for setting in "$@"; do options="$options -c $setting"; done
+    local as_postgres=()
+    if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
+
+    mkdir -p "$base"
+    chmod 755 /tmp/pigeon-pg
+    [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$base"
+    if [ ! -f "$data/PG_VERSION" ]; then
+        log "creating PostgreSQL cluster in $data"
+        "${as_postgres[@]}" "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    fi
+    if "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        log "PostgreSQL $name already running"
+    else
+        log "starting PostgreSQL $name on 127.0.0.1:$port"
+        "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" -l "$base/postgres.log" -o "$options" -w -t 60 start >/dev/null
+    fi
+}
+
+# pg_create_database PORT NAME
+pg_create_database() {
+    local port="$1" database="$2"
+    if ! psql -h 127.0.0.1 -p "$port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'" postgres | grep -q 1; then
+        psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE \"$database\"" postgres
+    fi
+}
+
+# pg_stop NAME
+pg_stop() {
+    local data="/tmp/pigeon-pg/$1/data"
+    local as_postgres=()
+    if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
+    if [ -f "$data/PG_VERSION" ] && "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        log "stopping PostgreSQL $1"
+        "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null
+    fi
+}
+
+# wait_for_http URL SECONDS
+wait_for_http() {
+    local url="$1" seconds="$2"
+    for _ in $(seq 1 $((seconds * 10))); do
+        if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the whole test suite from a fresh machine: installs packages, starts a private
+# PostgreSQL (port 55433, data under /tmp/pigeon-pg/test), runs the Swift tests (unit and
+# integration), then the third-party-client tests (Python zeep) against a running gateway.
+# Stops everything it started.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+cd "$PIGEON_ROOT"
+
+PORT="${PIGEON_TEST_PG_PORT:-55433}"
+install_packages
+pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=300
+gateway=""
+cleanup() {
+    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    pg_stop test
+}
+trap cleanup EXIT
+pg_create_database "$PORT" pigeon_test
+export PIGEON_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_test"
+
+log "building"
+swift build --build-tests
+log "Swift tests"
+swift test --skip-build
+
+log "third-party client tests (zeep)"
+VENV=/tmp/pigeon-venv
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests
+pg_create_database "$PORT" pigeon_zeep
+cat > /tmp/pigeon-zeep.conf <<CONF
+listen = 127.0.0.1:18080
+dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep
+migrationsPath = $PIGEON_ROOT/migrations
+logLevel = warning
+CONF
+.build/debug/pigeon serve --config /tmp/pigeon-zeep.conf &
+gateway=$!
+wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
+PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
+    "$VENV/bin/python" -m pytest -q tests/python

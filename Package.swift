@@ -44,6 +44,11 @@ let package = Package(
             name: "PigeonServer",
             dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec"]
         ),
+        // Helpers shared by the test targets (a real PostgreSQL from the environment).
+        .target(
+            name: "PigeonTestSupport",
+            dependencies: ["PigeonStore", "PigeonCore"]
+        ),
         .executableTarget(
             name: "pigeon",
             dependencies: ["PigeonServer"]
@@ -52,10 +57,10 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
-        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore"]),
+        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

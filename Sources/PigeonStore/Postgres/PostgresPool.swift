@@ -52,8 +52,10 @@ public final class PostgresPool: Sendable {
     /// Runs `body` on a pooled connection and returns its result.
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            // Errors propagate to the worker, which may retry on a fresh connection before
+            // giving up through `fail`.
             let job = Job { connection in
-                continuation.resume(with: Result { try body(connection) })
+                continuation.resume(returning: try body(connection))
             } fail: { error in
                 continuation.resume(throwing: error)
             }

@@ -1,0 +1,223 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonStore
+
+@Suite("Notification store (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct NotificationStoreTests {
+    func notification(_ id: String, _ recipients: [String], details: [KeyValue]? = nil) -> PushNotification {
+        PushNotification(
+            id: id, recipients: recipients, timeoutSeconds: 60,
+            pushContent: PushContent(badge: 1, sound: "default", text: "Code 1234", type: .pinCode, details: [KeyValue("target", "1234")]),
+            details: details, perishable: true, priority: 3)
+    }
+
+    @Test("users with a subscribed device are QUEUED, others INVALID_SUBSCRIPTION, in order")
+    func sendStates() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let subscriptions = SubscriptionStore(pool: pool, identifiers: identifiers)
+        let store = NotificationStore(pool: pool, identifiers: identifiers)
+        let alice = TestDatabase.unique("alice"), bob = TestDatabase.unique("bob")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: alice, deviceId: "d1", platform: .ios, pushToken: "aa")
+
+        let id = TestDatabase.unique("n")
+        let outcome = try await store.send(notification(id, [bob, alice, bob]))
+        #expect(outcome == .stored([RecipientState(user: bob, state: .invalidSubscription), RecipientState(user: alice, state: .queued)]))
+        #expect(try await store.deliveryStatus(id: id) == [RecipientState(user: bob, state: .invalidSubscription), RecipientState(user: alice, state: .queued)])
+    }
+
+    @Test("a repeated id stores nothing and answers the first send's states")
+    func duplicate() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let id = TestDatabase.unique("dup")
+        let first = try await store.send(notification(id, ["u1", "u2"]))
+        guard case .stored(let states) = first else { Issue.record("first send not stored"); return }
+        let second = try await store.send(notification(id, ["u3"]))
+        #expect(second == .duplicate(states))
+        let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries WHERE notification_id = $1", [id]).scalar }
+        #expect(rows == "2")
+    }
+
+    @Test("concurrent sends of one id store it exactly once")
+    func concurrentDuplicates() async throws {
+        let pool = try await TestDatabase.migratedPool(size: 8)
+        defer { pool.close() }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let id = TestDatabase.unique("race")
+        let message = notification(id, ["u1"])
+        let outcomes = try await withThrowingTaskGroup(of: SendOutcome.self) { group in
+            for _ in 0..<16 { group.addTask { try await store.send(message) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.filter { if case .stored = $0 { true } else { false } }.count == 1)
+        #expect(outcomes.filter { if case .duplicate = $0 { true } else { false } }.count == 15)
+    }
+
+    @Test("getNotificationDetails returns exactly what was sent, absent fields absent")
+    func roundTrip() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let full = notification(TestDatabase.unique("full"), ["a", "b"], details: [KeyValue("name", "Заголовок"), KeyValue("x", "{\"quoted\"}"), KeyValue("x", "")])
+        _ = try await store.send(full)
+        #expect(try await store.notification(id: full.id) == full)
+
+        var sparse = PushNotification(id: TestDatabase.unique("sparse"), recipients: ["a"], timeoutSeconds: 5, pushContent: PushContent(text: "t", type: .universal))
+        _ = try await store.send(sparse)
+        #expect(try await store.notification(id: sparse.id) == sparse)
+        sparse.id = TestDatabase.unique("empty-details")
+        sparse.details = []
+        _ = try await store.send(sparse)
+        #expect(try await store.notification(id: sparse.id)?.details == [])
+        #expect(try await store.notification(id: "no-such-id") == nil)
+        #expect(try await store.deliveryStatus(id: "no-such-id") == nil)
+    }
+
+    @Test("caseInsensitiveIds matches devices and folds repeated recipients")
+    func caseInsensitive() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let user = TestDatabase.unique("Carol").uppercased()
+        let insensitive = UserIdentifiers(caseInsensitive: true)
+        try await SubscriptionStore(pool: pool, identifiers: insensitive).subscribe(bankClientId: "bank", userId: user, deviceId: "d", platform: .android, pushToken: "t")
+        let lower = user.lowercased()
+
+        let folded = try await NotificationStore(pool: pool, identifiers: insensitive).send(notification(TestDatabase.unique("ci"), [lower, user]))
+        #expect(folded == .stored([RecipientState(user: lower, state: .queued)]))
+        let exact = try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).send(notification(TestDatabase.unique("cs"), [lower]))
+        #expect(exact == .stored([RecipientState(user: lower, state: .invalidSubscription)]))
+        #expect(try await SubscriptionStore(pool: pool, identifiers: insensitive).exist(users: [lower]) == [true])
+        #expect(try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).exist(users: [lower]) == [false])
+    }
+
+    @Test("10,000 recipients are stored in one send")
+    func largeFanOut() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let recipients = (0..<10_000).map { "bulk-user-\($0)" }
+        let outcome = try await store.send(notification(TestDatabase.unique("bulk"), recipients))
+        guard case .stored(let states) = outcome else { Issue.record("not stored"); return }
+        #expect(states.count == 10_000)
+        #expect(states.map(\.user) == recipients)
+    }
+}
+
+@Suite("Subscription store (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct SubscriptionStoreTests {
+    @Test("exist answers per user in order; deleteAll erases every device of the user")
+    func existAndDelete() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let store = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let dave = TestDatabase.unique("dave"), erin = TestDatabase.unique("erin")
+        try await store.subscribe(bankClientId: "bank", userId: dave, deviceId: "phone", platform: .ios, pushToken: "a1")
+        try await store.subscribe(bankClientId: "bank", userId: dave, deviceId: "tablet", platform: .android, pushToken: "b2")
+        try await store.subscribe(bankClientId: "bank", userId: dave, deviceId: "phone", platform: .ios, pushToken: "a3")
+        #expect(try await store.devices(user: dave).map(\.pushToken) == ["a3", "b2"])
+        #expect(try await store.exist(users: [erin, dave, erin]) == [false, true, false])
+        #expect(try await store.deleteAll(user: dave) == 2)
+        #expect(try await store.exist(users: [dave]) == [false])
+        #expect(try await store.deleteAll(user: dave) == 0)
+    }
+}
+
+@Suite("PostgreSQL pool and migrations", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct PostgresPoolTests {
+    @Test("migrations are recorded and not applied twice")
+    func migrationsIdempotent() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let migrator = Migrator(migrations: try Migration.load(from: TestDatabase.migrationsDirectory))
+        let report = try await migrator.migrate(pool, logger: .silent)
+        #expect(report.applied.isEmpty)
+        #expect(report.alreadyApplied == migrator.migrations.count)
+        #expect(try await migrator.pending(pool).isEmpty)
+    }
+
+    @Test("a changed applied migration is refused")
+    func changedMigration() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        var migrations = try Migration.load(from: TestDatabase.migrationsDirectory)
+        migrations[0].sql += "\n-- edited"
+        await #expect(throws: PostgresError.self) { try await Migrator(migrations: migrations).migrate(pool, logger: .silent) }
+    }
+
+    @Test("errors carry the SQLSTATE; the connection stays usable")
+    func sqlState() async throws {
+        let pool = try await TestDatabase.migratedPool(size: 1)
+        defer { pool.close() }
+        do {
+            _ = try await pool.withConnection { try $0.query("SELEC 1") }
+            Issue.record("bad SQL succeeded")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == "42601")
+            #expect(error.code == .queryFailed)
+        }
+        #expect(try await pool.withConnection { try $0.query("SELECT $1::int + 1", ["41"]).scalar } == "42")
+    }
+
+    @Test("a transaction that throws leaves nothing behind")
+    func rollback() async throws {
+        let pool = try await TestDatabase.migratedPool(size: 1)
+        defer { pool.close() }
+        let id = TestDatabase.unique("rolled-back")
+        await #expect(throws: PostgresError.self) {
+            try await pool.transaction { connection in
+                try connection.query("INSERT INTO outbox (kind, payload) VALUES ($1, '{}')", [id])
+                try connection.query("SELECT 1/0")
+            }
+        }
+        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM outbox WHERE kind = $1", [id]).scalar } == "0")
+    }
+
+    @Test("work continues after the server drops every connection")
+    func reconnect() async throws {
+        guard let url = TestDatabase.url else { return }
+        let name = TestDatabase.unique("reconnect")
+        let separator = url.contains("?") ? "&" : "?"
+        let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: url + separator + "application_name=" + name), size: 2), logger: .silent)
+        defer { pool.close() }
+        let killer = try await TestDatabase.migratedPool(size: 1)
+        defer { killer.close() }
+        // Open both pooled connections, then have the server terminate them.
+        async let first: String? = pool.withConnection { try $0.query("SELECT pg_sleep(0.05)::text").scalar }
+        async let second: String? = pool.withConnection { try $0.query("SELECT pg_sleep(0.05)::text").scalar }
+        _ = try await (first, second)
+        let terminated = try await killer.withConnection {
+            try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
+        }
+        #expect(terminated.count == 2)
+        for _ in 0..<4 {
+            #expect(try await pool.withConnection { try $0.query("SELECT 7").scalar } == "7")
+        }
+    }
+
+    @Test("jobs beyond the waiting limit fail fast with overloaded")
+    func overload() async throws {
+        guard let url = TestDatabase.url else { return }
+        let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: url), size: 1, maxWaitingJobs: 2), logger: .silent)
+        defer { pool.close() }
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    do {
+                        _ = try await pool.withConnection { try $0.query("SELECT pg_sleep(0.2)").count }
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.contains(false))
+        #expect(results.contains(true))
+    }
+}

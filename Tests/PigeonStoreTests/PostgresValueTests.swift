@@ -1,0 +1,35 @@
+import Testing
+@testable import PigeonStore
+
+@Suite("Array and URL encoding")
+struct PostgresValueTests {
+    @Test("text arrays round-trip quotes, backslashes, commas, braces, NULL-like text and Unicode")
+    func arrays() {
+        let values = ["plain", "with \"quotes\"", "back\\slash", "a,b", "{braces}", "NULL", "", "Заголовок 🚀", " spaced "]
+        let decoded = PostgresArray.decode(PostgresArray.encode(values))
+        #expect(decoded == values.map(Optional.some))
+        #expect(PostgresArray.decode("{a,NULL,\"b c\"}") == ["a", nil, "b c"])
+        #expect(PostgresArray.decode("{}") == [])
+    }
+
+    @Test("the JDBC form becomes a libpq URI")
+    func jdbc() throws {
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://localhost/pigeon") == "postgresql://localhost/pigeon")
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db:5433/p?user=u&password=p&ssl=true") == "postgresql://db:5433/p?user=u&password=p&sslmode=require")
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql:pigeon") == "postgresql://localhost/pigeon")
+        #expect(throws: PostgresError.self) { try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h/d?prepareThreshold=3") }
+    }
+
+    @Test("dbUsername and dbPassword fill only what the URL lacks; descriptions hide the password")
+    func credentials() throws {
+        let filled = try PostgresConnectionSettings(url: "jdbc:postgresql://localhost/pigeon", username: "test", password: "testpassword")
+        #expect(filled.value("user") == "test")
+        #expect(filled.value("password") == "testpassword")
+        #expect(filled.value("dbname") == "pigeon")
+        #expect(!filled.redacted.contains("testpassword"))
+        let kept = try PostgresConnectionSettings(url: "postgresql://owner:pw@h:1/d", username: "other", password: "x")
+        #expect(kept.value("user") == "owner")
+        #expect(kept.value("password") == "pw")
+        #expect(throws: PostgresError.self) { try PostgresConnectionSettings(url: "postgresql://h/d?nosuchparameter=1") }
+    }
+}

@@ -99,7 +99,7 @@ public struct CommandLineTool: Sendable {
         }
         let received = await signals.wait()
         logger.notice("received signal \(received)")
-        gateway.shutdown()
+        await gateway.shutdown()
         return 0
     }
 

@@ -68,8 +68,14 @@ public final class Gateway: Sendable {
         logger.notice("listening", metadata: ["address": "\(tls == nil ? "http" : "https")://\(http.host):\(server.port)"])
     }
 
-    /// Stops accepting, lets requests in progress finish, closes the database pool.
-    public func shutdown() {
+    /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
+    /// happens on a thread of its own: requests in progress need the cooperative pool to finish.
+    public func shutdown() async {
+        await BlockingWork.run("pigeon-shutdown") { self.shutdownBlocking() }
+    }
+
+    /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
+    public func shutdownBlocking() {
         logger.notice("shutting down")
         server.quiesce()
         server.stop()

@@ -11,10 +11,14 @@ public struct XMLTreeParser: Sendable {
     public struct Limits: Sendable {
         public var maxDepth: Int
         public var maxElements: Int
+        /// Text of one element, in UTF-8 bytes. Checked while parsing, so a huge value is refused
+        /// with its element's name before libxml2's own 10 MB node limit gives a vaguer error.
+        public var maxTextBytes: Int
 
-        public init(maxDepth: Int = 64, maxElements: Int = 2_000_000) {
+        public init(maxDepth: Int = 64, maxElements: Int = 2_000_000, maxTextBytes: Int = 1 << 20) {
             self.maxDepth = maxDepth
             self.maxElements = maxElements
+            self.maxTextBytes = maxTextBytes
         }
     }
 
@@ -64,6 +68,7 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
 
     let limits: XMLTreeParser.Limits
     var stack: [XMLElementNode] = []
+    var textBytes = 0
     var root: XMLElementNode?
     var elementCount = 0
     var failure: String?
@@ -90,6 +95,7 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         }
         let namespace = (namespaceURI?.isEmpty ?? true) ? nil : namespaceURI
         stack.append(XMLElementNode(name: elementName, namespace: namespace, isNil: isNil))
+        textBytes = 0
     }
 
     func parser(
@@ -97,6 +103,7 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         qualifiedName: String?
     ) {
         guard let finished = stack.popLast() else { return }
+        textBytes = 0
         if stack.isEmpty {
             root = finished
         } else {
@@ -105,13 +112,29 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
-        guard !stack.isEmpty else { return }
-        stack[stack.count - 1].text += string
+        appendText(string, parser)
     }
 
     func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-        guard !stack.isEmpty else { return }
-        stack[stack.count - 1].text += String(decoding: CDATABlock, as: UTF8.self)
+        appendText(String(decoding: CDATABlock, as: UTF8.self), parser)
+    }
+
+    private func appendText(_ text: String, _ parser: XMLParser) {
+        guard !stack.isEmpty, failure == nil else { return }
+        textBytes += text.utf8.count
+        if textBytes > limits.maxTextBytes {
+            fail(parser, "element '\(currentPath)' is longer than \(limits.maxTextBytes) bytes")
+            return
+        }
+        stack[stack.count - 1].text += text
+    }
+
+    /// The open elements' names below the operation wrapper (`notification/recipients`), or
+    /// from the root when the document is not a SOAP envelope.
+    private var currentPath: String {
+        let names = stack.map(\.name)
+        let start = names.first == "Envelope" && names.count > 3 ? 3 : 0
+        return names[start...].joined(separator: "/")
     }
 
     func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import PigeonServer
+
+@Suite("server.conf")
+struct ConfigurationTests {
+    @Test("the shipped example is valid")
+    func example() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("server.conf.example").path
+        let configuration = try GatewayConfiguration.load(path: path, environment: [:])
+        #expect(configuration.http.host == "127.0.0.1")
+        #expect(configuration.http.port == 8080)
+        #expect(configuration.http.maxRequestBytes == 1_048_576)
+        #expect(configuration.deviceExpiredPeriodMillis == 2_592_000_000)
+    }
+
+    @Test("the original deployment's keys are read, JDBC URL included")
+    func originalKeys() throws {
+        let text = """
+            # from the Tomcat context
+            dbUrl = jdbc:postgresql://localhost/pigeon
+            dbUsername = test
+            dbPassword = "pass # with hash"
+            apnsIsProduction = true
+            overrideSubscriptions = true
+            caseInsensitiveIds = true
+            deviceExpiredPeriodMillis = 1000
+            sbiOutboundWebServiceURL = http://127.0.0.1:9/stub/
+            """
+        let configuration = try GatewayConfiguration.parse(text: text, name: "server.conf")
+        #expect(configuration.database.url == "jdbc:postgresql://localhost/pigeon")
+        #expect(configuration.database.password == "pass # with hash")
+        #expect(configuration.apns.isProduction)
+        #expect(configuration.apns.resolvedEndpoint == "https://api.push.apple.com")
+        #expect(configuration.overrideSubscriptions && configuration.caseInsensitiveIds)
+        #expect(configuration.bankProxyURL == "http://127.0.0.1:9/stub")
+    }
+
+    @Test("errors name the file and line", arguments: [
+        ("listen = 127.0.0.1:8080\nbogusKey = 1", "server.conf:2: unknown key 'bogusKey'"),
+        ("\n\ncaseInsensitiveIds = perhaps", "server.conf:3: caseInsensitiveIds: 'perhaps' is not a boolean"),
+        ("maxRequestBytes = lots", "server.conf:1: maxRequestBytes: 'lots' is not a whole number"),
+        ("listen = nowhere", "server.conf:1: listen: 'nowhere' must be host:port"),
+        ("no equals sign here", "server.conf:1: expected 'key = value'"),
+        ("dbPoolSize = 2\ndbPoolSize = 3", "server.conf:2: 'dbPoolSize' is already set at server.conf:1"),
+        ("fcmEndpoint = ftp://x", "server.conf:1: fcmEndpoint: 'ftp://x' is not an http(s) URL"),
+        ("tlsCertificatePath = /etc/hostname", "tlsCertificatePath and tlsKeyPath must be set together"),
+        ("apnsKeyPath = /no/such/file.p8\napnsKeyId = A\napnsTeamId = B", "apnsKeyPath: cannot read '/no/such/file.p8'"),
+    ])
+    func errors(text: String, expected: String) {
+        #expect {
+            try GatewayConfiguration.parse(text: text, name: "server.conf")
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains(expected) ?? false
+        }
+    }
+
+    @Test("gcmAuthKey is refused with a pointer to the FCM v1 keys")
+    func legacyGCM() {
+        #expect {
+            try GatewayConfiguration.parse(text: "gcmAuthKey = AAAA", name: "server.conf")
+        } throws: { error in
+            let text = (error as? ConfigurationError)?.description ?? ""
+            return text.hasPrefix("server.conf:1:") && text.contains("fcmServiceAccountPath")
+        }
+    }
+
+    @Test("PIGEON_<KEY> environment variables override the file")
+    func environment() throws {
+        let configuration = try GatewayConfiguration.parse(
+            text: "listen = 127.0.0.1:8080\ndbPoolSize = 2", name: "server.conf",
+            environment: ["PIGEON_LISTEN": "127.0.0.1:9999", "PIGEON_dbPoolSize": "5"])
+        #expect(configuration.http.port == 9999)
+        #expect(configuration.database.poolSize == 5)
+        #expect {
+            try GatewayConfiguration.parse(text: "", name: "server.conf", environment: ["PIGEON_DBPOOLSIZE": "zero"])
+        } throws: { error in
+            (error as? ConfigurationError)?.description.hasPrefix("environment variable PIGEON_DBPOOLSIZE:") ?? false
+        }
+    }
+
+    @Test("passwords never appear in the printed database URL")
+    func redaction() {
+        #expect(CommandLineTool.redactedURL("postgresql://u:secret@h/d") == "postgresql://u:<redacted>@h/d")
+        #expect(CommandLineTool.redactedURL("jdbc:postgresql://h/d?user=u&password=secret") == "jdbc:postgresql://h/d?user=u&password=<redacted>")
+    }
+}

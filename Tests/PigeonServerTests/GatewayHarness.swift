@@ -1,0 +1,77 @@
+import Foundation
+import PigeonCore
+import PigeonServer
+import PigeonTestSupport
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A gateway started in-process on a free port against the test database.
+final class GatewayHarness: Sendable {
+    let gateway: Gateway
+    let baseURL: String
+    let logs = InMemoryLogHandler()
+
+    init(_ adjust: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+        var configuration = GatewayConfiguration()
+        configuration.http.port = 0
+        configuration.database.url = TestDatabase.url
+        configuration.database.poolSize = 2
+        configuration.database.migrationsPath = TestDatabase.migrationsDirectory.path
+        adjust(&configuration)
+        gateway = try await Gateway.start(configuration: configuration, logger: Logger(label: "test", level: .debug, handler: logs))
+        let scheme = configuration.http.tlsCertificatePath == nil ? "http" : "https"
+        baseURL = "\(scheme)://127.0.0.1:\(gateway.port)"
+    }
+
+    deinit {
+        // Stopping waits for in-flight requests, which need the cooperative pool; never block it.
+        let gateway = self.gateway
+        Thread { gateway.shutdownBlocking() }.start()
+    }
+
+    static let soapPath = "/pigeon/services/SBIInboundWebService"
+
+    /// One HTTP exchange.
+    struct Reply: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> Reply {
+        var request = URLRequest(url: URL(string: baseURL + path)!)
+        request.httpMethod = method
+        request.httpBody = body
+        request.timeoutInterval = 60
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let (data, response) = try await session.data(for: request)
+        let http = response as! HTTPURLResponse
+        var replyHeaders: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            replyHeaders[String(describing: key).lowercased()] = String(describing: value)
+        }
+        return Reply(status: http.statusCode, headers: replyHeaders, body: data)
+    }
+
+    /// POSTs a SOAP 1.1 envelope around `body`.
+    func soap(_ body: String, headers: [String: String] = [:]) async throws -> Reply {
+        try await soapRaw(Data(Self.envelope(body).utf8), headers: headers)
+    }
+
+    func soapRaw(_ data: Data, contentType: String = "text/xml; charset=utf-8", headers: [String: String] = [:]) async throws -> Reply {
+        try await request("POST", Self.soapPath, body: data, headers: headers.merging(["Content-Type": contentType, "SOAPAction": "\"\""]) { a, _ in a })
+    }
+
+    static func envelope(_ body: String) -> String {
+        "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:inb=\"http://inbound.sbi.pigeon.idamobile.com/\"><soapenv:Body>\(body)</soapenv:Body></soapenv:Envelope>"
+    }
+
+    static func sendNotification(id: String, recipients: [String], timeout: String = "60", extra: String = "") -> String {
+        "<inb:sendNotification><notification><id>\(id)</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>"
+            + recipients.map { "<recipients>\($0)</recipients>" }.joined() + "<timeout>\(timeout)</timeout>\(extra)</notification></inb:sendNotification>"
+    }
+}

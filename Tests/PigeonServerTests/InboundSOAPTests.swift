@@ -1,0 +1,134 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+@Suite("Inbound SOAP over HTTP", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct InboundSOAPTests {
+    @Test("all five operations, end to end")
+    func fiveOperations() async throws {
+        let harness = try await GatewayHarness()
+        let pool = try await TestDatabase.migratedPool(size: 1)
+        defer { pool.close() }
+        let alice = TestDatabase.unique("alice"), bob = TestDatabase.unique("bob")
+        try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+            .subscribe(bankClientId: "bank", userId: alice, deviceId: "d", platform: .ios, pushToken: "abcdef")
+        let id = TestDatabase.unique("n")
+
+        let sent = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [alice, bob]))
+        #expect(sent.status == 200)
+        #expect(sent.headers["content-type"]?.hasPrefix("text/xml") == true)
+        #expect(sent.text.contains("<ns2:sendNotificationResponse xmlns:ns2=\"http://inbound.sbi.pigeon.idamobile.com/\"><return><status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry><entry><key>\(bob)</key><value>INVALID_SUBSCRIPTION</value></entry></deliveryStatus></return>"))
+
+        let again = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [bob]))
+        #expect(again.text.contains("<status>DUPLICATED_ENTITY</status>"))
+        #expect(again.text.contains("<key>\(alice)</key><value>QUEUED</value>"))
+
+        let details = try await harness.soap("<inb:getNotificationDetails><id>\(id)</id></inb:getNotificationDetails>")
+        #expect(details.text.contains("<status>OK</status><notification><id>\(id)</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent><recipients>\(alice)</recipients><recipients>\(bob)</recipients><timeout>60</timeout></notification>"))
+
+        let status = try await harness.soap("<inb:getDeliveryStatus><id>\(id)</id></inb:getDeliveryStatus>")
+        #expect(status.text.contains("<status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry>"))
+        let missing = try await harness.soap("<inb:getDeliveryStatus><id>nope-\(id)</id></inb:getDeliveryStatus>")
+        #expect(missing.text.contains("<status>ENTITY_NOT_FOUND</status><errorMessage>"))
+
+        let exists = try await harness.soap("<inb:checkSubscriptionExists><user>\(bob)</user><user>\(alice)</user></inb:checkSubscriptionExists>")
+        #expect(exists.text.contains("<status>OK</status><exists>false</exists><exists>true</exists>"))
+
+        let deleted = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
+        #expect(deleted.text.contains("<return><status>OK</status></return>"))
+        let gone = try await harness.soap("<inb:checkSubscriptionExists><user>\(alice)</user></inb:checkSubscriptionExists>")
+        #expect(gone.text.contains("<exists>false</exists>"))
+        let deletedAgain = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
+        #expect(deletedAgain.text.contains("<status>ENTITY_NOT_FOUND</status>"))
+    }
+
+    @Test("SOAP 1.2, an unqualified wrapper and the seed-style bare request")
+    func requestStyles() async throws {
+        let harness = try await GatewayHarness()
+        let id1 = TestDatabase.unique("s12"), id2 = TestDatabase.unique("bare")
+        let soap12 = """
+            <env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"><env:Body>\
+            <ns:sendNotification xmlns:ns="http://inbound.sbi.pigeon.idamobile.com/"><ns:notification><ns:id>\(id1)</ns:id>\
+            <ns:pushContent><ns:text>t</ns:text><ns:type>URL</ns:type></ns:pushContent><ns:recipients>u</ns:recipients><ns:timeout>5</ns:timeout>\
+            </ns:notification></ns:sendNotification></env:Body></env:Envelope>
+            """
+        let reply12 = try await harness.soapRaw(Data(soap12.utf8), contentType: "application/soap+xml; charset=utf-8")
+        #expect(reply12.status == 200)
+        #expect(reply12.headers["content-type"]?.hasPrefix("application/soap+xml") == true)
+        #expect(reply12.text.contains("http://www.w3.org/2003/05/soap-envelope"))
+        #expect(reply12.text.contains("<status>OK</status>"))
+
+        // The original product's documentation example: no namespaces on the payload at all.
+        let seed = """
+            <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>
+            <sendNotification>
+               <notification>
+                  <details><entry><key>logo_url</key><value>http://www.idamob.ru/ic.png</value></entry></details>
+                  <id>\(id2)</id>
+                  <pushContent><badge>0</badge><details><entry><key>target</key><value>nil</value></entry></details>
+                     <sound>default</sound><text>Текст для отображения в шторке телефона</text><type>UNIVERSAL</type></pushContent>
+                  <recipients>id_user_1</recipients>
+                  <recipients>id_user_2</recipients>
+                  <timeout>1000</timeout>
+               </notification>
+            </sendNotification></soapenv:Body></soapenv:Envelope>
+            """
+        let replySeed = try await harness.soapRaw(Data(seed.utf8), headers: [:])
+        #expect(replySeed.status == 200)
+        #expect(replySeed.text.contains("<entry><key>id_user_1</key><value>INVALID_SUBSCRIPTION</value></entry>"))
+        let details = try await harness.soap("<getNotificationDetails><id>\(id2)</id></getNotificationDetails>")
+        #expect(details.text.contains("<text>Текст для отображения в шторке телефона</text>"))
+        #expect(details.text.contains("<value>http://www.idamob.ru/ic.png</value>"))
+    }
+
+    @Test("the WSDL is served with the request's host in the address")
+    func wsdl() async throws {
+        let harness = try await GatewayHarness()
+        let reply = try await harness.request("GET", GatewayHarness.soapPath + "?wsdl")
+        #expect(reply.status == 200)
+        #expect(reply.text.contains("<soap:address location=\"http://127.0.0.1:\(harness.gateway.port)/pigeon/services/SBIInboundWebService\"/>"))
+        let upper = try await harness.request("GET", GatewayHarness.soapPath + "?WSDL")
+        #expect(upper.status == 200)
+        let wrongMethod = try await harness.request("PUT", GatewayHarness.soapPath, body: Data("x".utf8))
+        #expect(wrongMethod.status == 405)
+    }
+
+    @Test("health, readiness and metrics")
+    func operatorEndpoints() async throws {
+        let harness = try await GatewayHarness()
+        #expect(try await harness.request("GET", "/health").status == 200)
+        let ready = try await harness.request("GET", "/ready")
+        #expect(ready.status == 200)
+        _ = try await harness.soap("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
+        let metrics = try await harness.request("GET", "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains("pigeon_http_requests_total{method=\"POST\",route=\"soap_inbound\",status=\"200\"} 1"))
+        #expect(metrics.text.contains("pigeon_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"soap_inbound\"} 1"))
+        #expect(metrics.text.contains("# TYPE pigeon_http_requests_total counter"))
+        #expect(try await harness.request("GET", "/nowhere").status == 404)
+    }
+
+    @Test("HTTP Basic protects the SOAP endpoint when configured")
+    func basicAuthentication() async throws {
+        let harness = try await GatewayHarness {
+            $0.http.soapUsername = "bank"
+            $0.http.soapPassword = "s3cret:with colon"
+        }
+        // URLSession on Linux stalls on a 401 challenge it cannot answer, so curl plays the client.
+        let body = GatewayHarness.envelope("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
+        let url = harness.baseURL + GatewayHarness.soapPath
+        let common = ["-H", "Content-Type: text/xml", "--data-binary", body, "-D", "-"]
+        let anonymous = try await BadInputTests.curl(common + [url])
+        #expect(anonymous.hasPrefix("401"))
+        #expect(anonymous.contains("WWW-Authenticate: Basic"))
+        let wrong = try await BadInputTests.curl(common + ["-u", "bank:nope", url])
+        #expect(wrong.hasPrefix("401"))
+        let right = try await BadInputTests.curl(common + ["-u", "bank:s3cret:with colon", url])
+        #expect(right.hasPrefix("200"))
+        #expect(right.contains("<status>ENTITY_NOT_FOUND</status>"))
+        #expect(try await harness.request("GET", "/health").status == 200)
+    }
+}

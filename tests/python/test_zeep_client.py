@@ -1,0 +1,112 @@
+"""A third-party SOAP client (zeep) loads the gateway's WSDL and calls all five operations with
+no hand-written XML."""
+import zeep
+import pytest
+
+
+def entries(mapping):
+    return {"entry": [{"key": k, "value": v} for k, v in mapping.items()]}
+
+
+def as_dict(delivery_status):
+    return {e.key: e.value for e in delivery_status.entry}
+
+
+def notification(nid, recipients, **extra):
+    return {
+        "id": nid,
+        "recipients": recipients,
+        "timeout": 600,
+        "pushContent": {
+            "badge": 2,
+            "sound": "default",
+            "text": "Ваш код подтверждения: 4242",
+            "type": "PIN_CODE",
+            "details": entries({"target": "4242"}),
+        },
+        "details": entries({"name": "Платёж", "fxAmount": "150000", "currency": "RUB", "Срок": "3 года"}),
+        **extra,
+    }
+
+
+def test_wsdl_describes_five_operations(client):
+    operations = set(client.service._binding._operations.keys())
+    assert operations == {
+        "sendNotification", "getNotificationDetails", "getDeliveryStatus",
+        "deleteSubscription", "checkSubscriptionExists",
+    }
+
+
+def test_send_get_details_and_status(client, unique, subscribe):
+    alice, bob = unique("alice"), unique("bob")
+    subscribe(alice)
+    nid = unique("zeep")
+
+    result = client.service.sendNotification(notification=notification(nid, [alice, bob], priority=10, perishable=False))
+    assert result.status == "OK"
+    assert result.errorMessage is None
+    assert as_dict(result.deliveryStatus) == {alice: "QUEUED", bob: "INVALID_SUBSCRIPTION"}
+
+    details = client.service.getNotificationDetails(id=nid)
+    assert details.status == "OK"
+    sent = details.notification
+    assert sent.id == nid
+    assert sent.recipients == [alice, bob]
+    assert sent.timeout == 600
+    assert sent.priority == 10
+    assert sent.perishable is False
+    assert sent.pushContent.text == "Ваш код подтверждения: 4242"
+    assert sent.pushContent.type == "PIN_CODE"
+    assert sent.pushContent.badge == 2
+    assert [(e.key, e.value) for e in sent.pushContent.details.entry] == [("target", "4242")]
+    assert [(e.key, e.value) for e in sent.details.entry] == [
+        ("name", "Платёж"), ("fxAmount", "150000"), ("currency", "RUB"), ("Срок", "3 года")]
+
+    status = client.service.getDeliveryStatus(id=nid)
+    assert status.status == "OK"
+    assert as_dict(status.deliveryStatus) == {alice: "QUEUED", bob: "INVALID_SUBSCRIPTION"}
+
+
+def test_repeated_id_is_duplicated_entity_with_first_statuses(client, unique, subscribe):
+    carol = unique("carol")
+    subscribe(carol, platform="ANDROID")
+    nid = unique("dup")
+    first = client.service.sendNotification(notification=notification(nid, [carol]))
+    assert first.status == "OK"
+    again = client.service.sendNotification(notification=notification(nid, [unique("someone-else")]))
+    assert again.status == "DUPLICATED_ENTITY"
+    assert again.errorMessage
+    assert as_dict(again.deliveryStatus) == {carol: "QUEUED"}
+
+
+def test_unknown_ids_are_entity_not_found(client, unique):
+    missing = unique("missing")
+    details = client.service.getNotificationDetails(id=missing)
+    assert details.status == "ENTITY_NOT_FOUND"
+    assert missing in details.errorMessage
+    assert details.notification is None
+    status = client.service.getDeliveryStatus(id=missing)
+    assert status.status == "ENTITY_NOT_FOUND"
+
+
+def test_check_and_delete_subscriptions(client, unique, subscribe):
+    dave, erin = unique("dave"), unique("erin")
+    subscribe(dave)
+    subscribe(dave, platform="ANDROID")
+    exists = client.service.checkSubscriptionExists(user=[erin, dave])
+    assert exists.status == "OK"
+    assert exists.exists == [False, True]
+
+    deleted = client.service.deleteSubscription(user=dave)
+    assert deleted.status == "OK"
+    assert client.service.checkSubscriptionExists(user=[dave]).exists == [False]
+    again = client.service.deleteSubscription(user=dave)
+    assert again.status == "ENTITY_NOT_FOUND"
+
+
+def test_bad_value_is_a_fault_naming_the_field(client, unique):
+    message = notification(unique("bad"), ["u"])
+    message["timeout"] = 0
+    with pytest.raises(zeep.exceptions.Fault) as fault:
+        client.service.sendNotification(notification=message)
+    assert "notification/timeout" in fault.value.message

@@ -24,6 +24,15 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        .target(
+            name: "CXMLShim",
+            dependencies: ["CLibXML2"]
+        ),
         .target(
             name: "CHTTPShim",
             dependencies: ["CMicroHTTPD"]
@@ -31,7 +40,7 @@ let package = Package(
 
         // MARK: Swift modules
         .target(name: "PigeonCore"),
-        .target(name: "SOAPCodec"),
+        .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]

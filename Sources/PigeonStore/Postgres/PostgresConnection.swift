@@ -31,6 +31,8 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError(.connectionFailed, "\(reason) [\(settings.redacted)]")
         }
+        // Server notices ("relation already exists, skipping") are not errors; keep them off stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.handle = connection
     }
 

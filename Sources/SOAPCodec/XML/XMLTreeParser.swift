@@ -1,18 +1,19 @@
+internal import CXMLShim
 import Foundation
 
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
-
-/// Parses a document into ``XMLElementNode``s with FoundationXML's SAX parser, after
-/// ``XMLSafetyCheck`` has refused DTDs and foreign encodings. Depth and element count are bounded.
+/// Parses a document into ``XMLElementNode``s with libxml2's SAX2 push parser, after
+/// ``XMLSafetyCheck`` has refused DTDs and foreign encodings. Depth, element count and text per
+/// element are bounded while parsing.
+///
+/// libxml2 is driven through a small C shim rather than through FoundationXML's `XMLParser`,
+/// which leaks its bridged error (about 300 bytes) on every malformed document — a slow memory
+/// leak any client could trigger.
 public struct XMLTreeParser: Sendable {
     /// Bounds on what one document may contain.
     public struct Limits: Sendable {
         public var maxDepth: Int
         public var maxElements: Int
-        /// Text of one element, in UTF-8 bytes. Checked while parsing, so a huge value is refused
-        /// with its element's name before libxml2's own 10 MB node limit gives a vaguer error.
+        /// Text of one element, in UTF-8 bytes; checked as the text arrives.
         public var maxTextBytes: Int
 
         public init(maxDepth: Int = 64, maxElements: Int = 2_000_000, maxTextBytes: Int = 1 << 20) {
@@ -33,6 +34,11 @@ public struct XMLTreeParser: Sendable {
         self.limits = limits
     }
 
+    private static let initialized: Bool = {
+        pigeon_xml_initialize()
+        return true
+    }()
+
     /// The document's root element.
     public func parse(_ data: Data) throws(ParseError) -> XMLElementNode {
         do {
@@ -40,93 +46,84 @@ public struct XMLTreeParser: Sendable {
         } catch {
             throw ParseError(description: error.description)
         }
+        _ = Self.initialized
         let builder = TreeBuilder(limits: limits)
-        let parser = XMLParser(data: data)
-        parser.shouldProcessNamespaces = true
-        parser.shouldReportNamespacePrefixes = false
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = builder
-        let succeeded = parser.parse()
+        var callbacks = pigeon_xml_callbacks(start_element: startElement, end_element: endElement, text: appendText)
+        var error = pigeon_xml_error()
+        let status = withExtendedLifetime(builder) {
+            data.withUnsafeBytes { buffer in
+                pigeon_xml_parse(
+                    buffer.baseAddress?.assumingMemoryBound(to: CChar.self), buffer.count, &callbacks,
+                    Unmanaged.passUnretained(builder).toOpaque(), &error)
+            }
+        }
         if let failure = builder.failure {
             throw ParseError(description: failure)
         }
-        guard succeeded, let root = builder.root else {
-            let reason = parser.parserError.map { describe($0, parser: parser) } ?? "not well-formed XML"
-            throw ParseError(description: reason)
+        guard status == 0, let root = builder.root else {
+            let message = withUnsafeBytes(of: error.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw ParseError(description: "malformed XML at line \(error.line), column \(error.column): \(message)")
         }
         return root
-    }
-
-    private func describe(_ error: any Error, parser: XMLParser) -> String {
-        "malformed XML at line \(parser.lineNumber), column \(parser.columnNumber) (code \((error as NSError).code))"
     }
 }
 
 /// Collects SAX events into a tree. Used by one parse on one thread.
-private final class TreeBuilder: NSObject, XMLParserDelegate {
-    private static let schemaInstance = "http://www.w3.org/2001/XMLSchema-instance"
-
+private final class TreeBuilder {
     let limits: XMLTreeParser.Limits
     var stack: [XMLElementNode] = []
     var textBytes = 0
-    var root: XMLElementNode?
     var elementCount = 0
+    var root: XMLElementNode?
+    /// A limit we enforced.
     var failure: String?
 
     init(limits: XMLTreeParser.Limits) {
         self.limits = limits
     }
 
-    func parser(
-        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-        qualifiedName: String?, attributes: [String: String] = [:]
-    ) {
-        elementCount += 1
-        if elementCount > limits.maxElements {
-            fail(parser, "the document has more than \(limits.maxElements) elements")
-            return
-        }
-        if stack.count >= limits.maxDepth {
-            fail(parser, "the document nests deeper than \(limits.maxDepth) elements")
-            return
-        }
-        let isNil = attributes.contains { key, value in
-            (key == "nil" || key.hasSuffix(":nil")) && (value == "true" || value == "1")
-        }
-        let namespace = (namespaceURI?.isEmpty ?? true) ? nil : namespaceURI
-        stack.append(XMLElementNode(name: elementName, namespace: namespace, isNil: isNil))
-        textBytes = 0
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> TreeBuilder {
+        Unmanaged<TreeBuilder>.fromOpaque(pointer!).takeUnretainedValue()
     }
 
-    func parser(
-        _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
-        qualifiedName: String?
-    ) {
-        guard let finished = stack.popLast() else { return }
+    /// Returns non-zero to stop the parse.
+    func fail(_ reason: String) -> Int32 {
+        if failure == nil { failure = reason }
+        return 1
+    }
+
+    func start(name: String, namespace: String?, isNil: Bool) -> Int32 {
+        elementCount += 1
+        if elementCount > limits.maxElements {
+            return fail("the document has more than \(limits.maxElements) elements")
+        }
+        if stack.count >= limits.maxDepth {
+            return fail("the document nests deeper than \(limits.maxDepth) elements")
+        }
+        stack.append(XMLElementNode(name: name, namespace: namespace, isNil: isNil))
+        textBytes = 0
+        return 0
+    }
+
+    func end() -> Int32 {
+        guard let finished = stack.popLast() else { return 0 }
         textBytes = 0
         if stack.isEmpty {
             root = finished
         } else {
             stack[stack.count - 1].children.append(finished)
         }
+        return 0
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        appendText(string, parser)
-    }
-
-    func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-        appendText(String(decoding: CDATABlock, as: UTF8.self), parser)
-    }
-
-    private func appendText(_ text: String, _ parser: XMLParser) {
-        guard !stack.isEmpty, failure == nil else { return }
-        textBytes += text.utf8.count
+    func append(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard !stack.isEmpty else { return 0 }
+        textBytes += bytes.count
         if textBytes > limits.maxTextBytes {
-            fail(parser, "element '\(currentPath)' is longer than \(limits.maxTextBytes) bytes")
-            return
+            return fail("element '\(currentPath)' is longer than \(limits.maxTextBytes) bytes")
         }
-        stack[stack.count - 1].text += text
+        stack[stack.count - 1].text += String(decoding: bytes, as: UTF8.self)
+        return 0
     }
 
     /// The open elements' names below the operation wrapper (`notification/recipients`), or
@@ -136,25 +133,18 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         let start = names.first == "Envelope" && names.count > 3 ? 3 : 0
         return names[start...].joined(separator: "/")
     }
+}
 
-    func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
-        fail(parser, "entity declarations are not accepted")
-    }
+private let startElement: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int32) -> Int32 = { context, name, uri, isNil in
+    let namespace = uri.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    return TreeBuilder.from(context).start(name: name.map { String(cString: $0) } ?? "", namespace: namespace, isNil: isNil != 0)
+}
 
-    func parser(
-        _ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?,
-        systemID: String?
-    ) {
-        fail(parser, "entity declarations are not accepted")
-    }
+private let endElement: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { context in
+    TreeBuilder.from(context).end()
+}
 
-    func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
-        fail(parser, "external entities are not accepted")
-        return nil
-    }
-
-    private func fail(_ parser: XMLParser, _ reason: String) {
-        if failure == nil { failure = reason }
-        parser.abortParsing()
-    }
+private let appendText: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, Int) -> Int32 = { context, bytes, length in
+    guard let bytes else { return 0 }
+    return TreeBuilder.from(context).append(UnsafeRawBufferPointer(start: bytes, count: length))
 }

@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pigeon", targets: ["pigeon"]),
+        .executable(name: "pigeon-bench", targets: ["pigeon-bench"]),
     ],
     targets: [
         // MARK: C libraries (thin system-library targets and shims)
@@ -62,6 +63,9 @@ let package = Package(
             name: "pigeon",
             dependencies: ["PigeonServer"]
         ),
+
+        // Load generator for bench/ (kept out of the test run).
+        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),

@@ -2,7 +2,7 @@
 # Builds the SOAP decoder fuzzer with libFuzzer + AddressSanitizer and runs it for a bounded time.
 # usage: fuzz/run.sh [SECONDS]   (default 300). Crashes land in fuzz/artifacts/.
 # Leak detection is off: LeakSanitizer reports the once-initialised service description (a
-# global) at exit. Per-input leaks are checked by bench/xml-leak-check.sh instead (RSS stays flat).
+# global) at exit. Per-input leaks are checked by `pigeon-bench decode-rss` instead (RSS stays flat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-300}"

@@ -1,0 +1,35 @@
+import Foundation
+
+// pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]
+// Prints one line: clients recipients requests/s p50_ms p99_ms errors.
+var options: [String: String] = [:]
+var arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "decode-rss" {
+    DecodeMemoryCheck.run(rounds: 5, perRound: 50_000)
+    exit(0)
+}
+guard arguments.first == "ingest" else {
+    FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
+    exit(2)
+}
+arguments = arguments.dropFirst()
+while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
+    options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
+    arguments = arguments.dropFirst(2)
+}
+let benchmark = IngestBenchmark(
+    host: options["host"] ?? "127.0.0.1",
+    port: UInt16(options["port"] ?? "8080") ?? 8080,
+    clients: Int(options["clients"] ?? "1") ?? 1,
+    recipients: Int(options["recipients"] ?? "1") ?? 1,
+    seconds: Double(options["seconds"] ?? "10") ?? 10,
+    rate: options["rate"].flatMap(Double.init),
+    runId: options["run-id"] ?? UUID().uuidString.prefix(8).lowercased())
+do {
+    let result = try benchmark.run()
+    print(String(format: "%d %d %.0f %.2f %.2f %d", benchmark.clients, benchmark.recipients, result.throughput,
+                 result.percentile(0.5) * 1000, result.percentile(0.99) * 1000, result.errors))
+} catch {
+    FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+    exit(1)
+}

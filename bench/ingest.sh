@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Ingest benchmark (issue: gateway core). sendNotification with 1 and 100 recipients at 1, 16 and
+# 64 keep-alive clients (closed loop), then 1,000 requests/s open loop; in the same run the
+# ceiling: pgbench, one INSERT per transaction, same client counts, same PostgreSQL (durable:
+# fsync and synchronous_commit on). Prints a Markdown table. Stops everything it starts.
+# usage: bench/ingest.sh [SECONDS_PER_POINT]   (default 10)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+cd "$PIGEON_ROOT"
+seconds="${1:-10}"
+PORT=55434
+HTTP_PORT=18090
+DB=pigeon_bench
+URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
+
+install_packages
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
+gateway=""
+cleanup() {
+    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    pg_stop bench
+}
+trap cleanup EXIT
+psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" postgres
+psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE $DB" postgres
+
+log "building (release)"
+swift build -c release --product pigeon >/dev/null
+swift build -c release --product pigeon-bench >/dev/null
+cat > /tmp/pigeon-bench.conf <<CONF
+listen = 127.0.0.1:$HTTP_PORT
+dbUrl = $URL
+dbPoolSize = 16
+httpConnectionLimit = 512
+migrationsPath = $PIGEON_ROOT/migrations
+logLevel = warning
+CONF
+.build/release/pigeon serve --config /tmp/pigeon-bench.conf &
+gateway=$!
+wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+# Half the benchmark's 20,000 users have a device.
+psql -q -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "
+  INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+  SELECT 'bank', 'bench-user-' || n, 'bench-user-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END, md5(n::text)
+  FROM generate_series(0, 9999) AS n;
+  CREATE TABLE ceiling (id bigserial PRIMARY KEY, payload text NOT NULL);"
+echo "INSERT INTO ceiling (payload) VALUES ('Код подтверждения платежа: 4242');" > /tmp/pigeon-ceiling.sql
+
+declare -A ceiling
+for clients in 1 16 64; do
+    tps=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U postgres -c "$clients" -j 2 -T "$seconds" -f /tmp/pigeon-ceiling.sql "$DB" 2>/dev/null \
+          | awk '/^tps/ {print int($3)}' | head -1)
+    ceiling[$clients]=$tps
+done
+
+echo
+echo "| recipients | clients | sendNotification/s | p50 ms | p99 ms | errors | pgbench INSERT tps (ceiling) | ratio |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+run=$(date +%s)
+for recipients in 1 100; do
+    for clients in 1 16 64; do
+        read -r c r rps p50 p99 errors < <(.build/release/pigeon-bench ingest --port "$HTTP_PORT" --clients "$clients" \
+            --recipients "$recipients" --seconds "$seconds" --run-id "r$run-$recipients-$clients")
+        ratio=$(awk -v a="$rps" -v b="${ceiling[$clients]}" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+        echo "| $recipients | $clients | $rps | $p50 | $p99 | $errors | ${ceiling[$clients]} | $ratio |"
+    done
+done
+read -r c r rps p50 p99 errors < <(.build/release/pigeon-bench ingest --port "$HTTP_PORT" --clients 16 \
+    --recipients 1 --seconds "$seconds" --rate 1000 --run-id "r$run-fixed")
+echo
+echo "Open loop, 1,000 requests/s offered, 1 recipient, 16 connections: $rps/s served, p50 $p50 ms, p99 $p99 ms, $errors errors."

@@ -18,5 +18,5 @@ swiftc -O -g -sanitize=fuzzer,address -parse-as-library -module-name SOAPCodec \
     $(pkg-config --libs libxml-2.0) -o "$out/soap-decoder"
 # Seed corpus: real requests of every operation and style.
 cp -n fuzz/seeds/* fuzz/corpus/ 2>/dev/null || true
-"$out/soap-decoder" fuzz/corpus -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+ASAN_OPTIONS=detect_leaks=0 "$out/soap-decoder" fuzz/corpus -max_total_time="$seconds" -max_len=65536 -timeout=10 \
     -rss_limit_mb=2048 -detect_leaks=0 -artifact_prefix=fuzz/artifacts/ -print_final_stats=1

@@ -14,12 +14,17 @@ struct Router: Sendable {
     let maxRequestBytes: Int
     let logger: Logger
 
+    /// Methods reported as themselves in metrics; anything else is `OTHER`, so a client cannot
+    /// create unbounded label values.
+    static let knownMethods: Set<String> = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"]
+
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         let (route, response) = await route(request)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.increment("pigeon_http_requests_total", labels: ["route": route, "method": request.method, "status": String(response.status)])
+        let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
+        metrics.increment("pigeon_http_requests_total", labels: ["route": route, "method": method, "status": String(response.status)])
         metrics.observe("pigeon_http_request_duration_seconds", labels: ["route": route], seconds)
         logger.debug("\(request.method) \(request.path) → \(response.status)", metadata: ["peer": request.peer])
         return response

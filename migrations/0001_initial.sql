@@ -41,12 +41,20 @@ CREATE TABLE notifications (
     detail_keys         text[],
     detail_values       text[],
     created_at          timestamptz NOT NULL DEFAULT now(),
-    expires_at          timestamptz NOT NULL
+    expires_at          timestamptz NOT NULL,
+    -- Set once the expiry sweep has handled the notification's deliveries.
+    expiry_handled      boolean     NOT NULL DEFAULT false
 );
+-- The expiry sweep walks notifications, not deliveries: one index entry per notification keeps
+-- large fan-outs cheap to insert.
+CREATE INDEX notifications_expiring ON notifications (expires_at) WHERE NOT expiry_handled;
 
--- One row per (notification, recipient): the unit of work of the delivery engine.
+-- One row per (notification, recipient): the unit of work of the delivery engine. Written in the
+-- same statement as its notification, so no foreign key is checked row by row. The primary key
+-- also finds a user's delivery of a notification (acknowledgements); `position` keeps the order
+-- the bank sent.
 CREATE TABLE deliveries (
-    notification_id     text        NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
+    notification_id     text        NOT NULL,
     position            integer     NOT NULL,
     user_id             text        NOT NULL,
     user_folded         text        NOT NULL,
@@ -56,19 +64,18 @@ CREATE TABLE deliveries (
     expires_at          timestamptz NOT NULL,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
-    -- Claiming: workers take QUEUED rows whose next_attempt_at has come, under a lease.
+    -- Claiming: a worker takes QUEUED rows whose next_attempt_at has come and moves it to the end
+    -- of its lease; lease_owner says which process holds them.
     attempts            integer     NOT NULL DEFAULT 0,
     next_attempt_at     timestamptz NOT NULL DEFAULT now(),
     lease_owner         text,
-    lease_expires_at    timestamptz,
     last_error          text,
-    PRIMARY KEY (notification_id, position)
+    PRIMARY KEY (notification_id, user_folded, position)
 );
+-- Claiming: QUEUED rows by priority, then due time. A claim moves next_attempt_at to the end of
+-- its lease, so a crashed process's rows come due again by themselves.
 CREATE INDEX deliveries_claimable ON deliveries (priority DESC, next_attempt_at)
     WHERE state = 'QUEUED';
-CREATE INDEX deliveries_expiring ON deliveries (expires_at)
-    WHERE state IN ('QUEUED', 'SENT', 'SENDING_FAILED');
-CREATE INDEX deliveries_by_user ON deliveries (user_folded, notification_id);
 
 -- Reports to the bank (pushIsOpened, reportNotificationExpired), written in the transaction that
 -- changes the state they report, sent at least once.

@@ -117,10 +117,9 @@ private final class ExchangeContext: Sendable {
 
 /// Carries the handler's answer from its task back to the waiting connection thread.
 private final class ResponseSlot: @unchecked Sendable {
-    // Written once by the task before `signal()`, read once after `wait()`: the semaphore orders
-    // the two accesses, so no lock is needed.
+    // Written once by the task before it finishes its executor, read once after
+    // `runUntilFinished()` returns: the executor's lock orders the two accesses.
     var response: HTTPResponse?
-    let ready = DispatchSemaphore(value: 0)
 }
 
 private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
@@ -158,11 +157,12 @@ private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     let request = readRequest(exchange)
     let slot = ResponseSlot()
     let handler = context.handler
-    Task {
+    let executor = ConnectionThreadExecutor()
+    Task(executorPreference: executor) {
         slot.response = await handler(request)
-        slot.ready.signal()
+        executor.finish()
     }
-    slot.ready.wait()
+    executor.runUntilFinished()
     let response = slot.response ?? HTTPResponse.text(500, "no response\n")
     let status = response.body.withUnsafeBytes { buffer in
         pigeon_http_respond(

@@ -1,8 +1,14 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Counters, gauges and histograms rendered in the Prometheus text format. Labels are bounded
 /// sets chosen by the code (route templates, states, platforms), never request data.
+///
+/// Updates land in one of several shards picked by the calling thread, so dozens of connection
+/// threads recording every request do not queue on one lock; ``render()`` sums the shards.
 public final class MetricsRegistry: Sendable {
     /// Upper bounds, in seconds, of latency histogram buckets.
     public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -38,31 +44,47 @@ public final class MetricsRegistry: Sendable {
         var histograms: [Series: Histogram] = [:]
     }
 
-    private let state = Mutex(State())
+    private final class Shard: Sendable {
+        let state = Mutex(State())
+    }
+
+    private static let shardCount = 16
+    private let shards: [Shard] = (0..<MetricsRegistry.shardCount).map { _ in Shard() }
 
     public init() {}
 
+    /// The calling thread's shard.
+    private var shard: Shard {
+        // Thread handles are far apart and aligned; mix the bits before taking the remainder.
+        var mixed = UInt64(UInt(pthread_self()))
+        mixed = (mixed ^ (mixed >> 33)) &* 0xff51_afd7_ed55_8ccd
+        mixed ^= mixed >> 33
+        return shards[Int(mixed % UInt64(Self.shardCount))]
+    }
+
     /// Declares a metric's type and help text (shown once per name).
     public func describe(_ name: String, type: String, help: String) {
-        state.withLock { $0.help[name] = (type, help) }
+        shards[0].state.withLock { $0.help[name] = (type, help) }
     }
 
     public func increment(_ name: String, labels: [String: String] = [:], by amount: Double = 1) {
-        state.withLock { $0.counters[Series(name: name, labels: labels), default: 0] += amount }
+        let series = Series(name: name, labels: labels)
+        shard.state.withLock { $0.counters[series, default: 0] += amount }
     }
 
+    /// Sets a gauge (kept in the first shard: gauges are set, not summed).
     public func set(_ name: String, labels: [String: String] = [:], to value: Double) {
-        state.withLock { $0.gauges[Series(name: name, labels: labels)] = value }
+        let series = Series(name: name, labels: labels)
+        shards[0].state.withLock { $0.gauges[series] = value }
     }
 
     /// Records one observation (seconds) in a histogram with ``latencyBuckets``.
     public func observe(_ name: String, labels: [String: String] = [:], _ value: Double) {
-        state.withLock { state in
-            let series = Series(name: name, labels: labels)
+        let series = Series(name: name, labels: labels)
+        let bucket = Self.latencyBuckets.firstIndex { value <= $0 }
+        shard.state.withLock { state in
             var histogram = state.histograms[series] ?? Histogram(buckets: Array(repeating: 0, count: Self.latencyBuckets.count))
-            if let index = Self.latencyBuckets.firstIndex(where: { value <= $0 }) {
-                histogram.buckets[index] += 1
-            }
+            if let bucket { histogram.buckets[bucket] += 1 }
             histogram.count += 1
             histogram.sum += value
             state.histograms[series] = histogram
@@ -71,12 +93,28 @@ public final class MetricsRegistry: Sendable {
 
     /// The current value of a counter (for tests and the status of background work).
     public func counter(_ name: String, labels: [String: String] = [:]) -> Double {
-        state.withLock { $0.counters[Series(name: name, labels: labels)] ?? 0 }
+        let series = Series(name: name, labels: labels)
+        return shards.reduce(0) { total, shard in total + shard.state.withLock { $0.counters[series] ?? 0 } }
+    }
+
+    /// All shards added together.
+    private func snapshot() -> State {
+        var merged = State()
+        for shard in shards {
+            let state = shard.state.withLock { $0 }
+            merged.help.merge(state.help) { old, _ in old }
+            merged.counters.merge(state.counters, uniquingKeysWith: +)
+            merged.gauges.merge(state.gauges) { old, _ in old }
+            merged.histograms.merge(state.histograms) { left, right in
+                Histogram(buckets: zip(left.buckets, right.buckets).map(+), count: left.count + right.count, sum: left.sum + right.sum)
+            }
+        }
+        return merged
     }
 
     /// Every series in the Prometheus text exposition format, version 0.0.4.
     public func render() -> String {
-        let snapshot = state.withLock { $0 }
+        let snapshot = snapshot()
         var out = ""
         var described: Set<String> = []
         func header(_ name: String) {

@@ -9,6 +9,10 @@ public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Statements sent since ``beginJob()``; lets the pool tell whether a failed job may be retried.
     private(set) var statementsInJob = 0
+    /// Server-side prepared statements by SQL text: each statement is planned once per connection.
+    private var prepared: [String: String] = [:]
+    /// Beyond this many distinct statements, new ones run unprepared (a bound, not a cache).
+    private static let maxPreparedStatements = 256
 
     /// Opens a connection; throws ``PostgresError/Code/connectionFailed`` with libpq's reason.
     public init(settings: PostgresConnectionSettings) throws(PostgresError) {
@@ -46,15 +50,32 @@ public final class PostgresConnection: @unchecked Sendable {
     func beginJob() { statementsInJob = 0 }
 
     /// Runs one parametrised statement. `nil` parameters are SQL NULL; everything travels as text.
+    /// Each distinct statement is prepared on first use and executed by name afterwards.
     @discardableResult
     public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
         statementsInJob += 1
+        let name = try preparedName(for: sql, parameterCount: parameters.count)
         let copies = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         let result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { buffer in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+            if let name {
+                PQexecPrepared(handle, name, Int32(parameters.count), buffer.baseAddress, nil, nil, 0)
+            } else {
+                PQexecParams(handle, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+            }
         }
         return try collect(result, sql: sql)
+    }
+
+    /// The prepared statement's name, preparing it now if needed; `nil` for statements that run
+    /// unprepared (transaction control, or once the bound is reached).
+    private func preparedName(for sql: String, parameterCount: Int) throws(PostgresError) -> String? {
+        if let name = prepared[sql] { return name }
+        guard parameterCount > 0, prepared.count < Self.maxPreparedStatements else { return nil }
+        let name = "pigeon_\(prepared.count + 1)"
+        _ = try collect(PQprepare(handle, name, sql, Int32(parameterCount), nil), sql: sql)
+        prepared[sql] = name
+        return name
     }
 
     /// Runs SQL text that may hold several statements and no parameters (migrations).

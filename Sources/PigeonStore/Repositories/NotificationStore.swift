@@ -27,7 +27,7 @@ public struct NotificationStore: Sendable {
         let folded = recipients.map { $0.lowercased() }
         let userColumn = identifiers.caseInsensitive ? "user_folded" : "user_id"
         let content = notification.pushContent
-        let notificationParameters: [String?] = [
+        let parameters: [String?] = [
             notification.id,
             PostgresArray.encode(notification.recipients),
             String(notification.timeoutSeconds),
@@ -42,41 +42,38 @@ public struct NotificationStore: Sendable {
             notification.details.map { PostgresArray.encode($0.map(\.key)) },
             notification.details.map { PostgresArray.encode($0.map(\.value)) },
             Self.timestamp(now),
-        ]
-        let deliveryParameters: [String?] = [
-            notification.id,
             PostgresArray.encode(recipients),
             PostgresArray.encode(folded),
             PostgresArray.encode(identifiers.caseInsensitive ? folded : recipients),
-            String(notification.priority ?? 0),
         ]
-        return try await pool.transaction { connection in
-            let inserted = try connection.query("""
-                INSERT INTO notifications (id, recipients, timeout_seconds, perishable, priority,
-                    push_badge, push_sound, push_text, push_type, push_detail_keys, push_detail_values,
-                    detail_keys, detail_values, created_at, expires_at)
-                VALUES ($1, $2::text[], $3::integer, $4::boolean, $5::integer, $6::integer, $7, $8, $9,
-                    $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz,
-                    $14::timestamptz + make_interval(secs => $3::integer))
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id
-                """, notificationParameters)
-            guard !inserted.isEmpty else {
-                return .duplicate(try Self.states(of: notification.id, connection))
-            }
+        return try await pool.withConnection { connection in
+            // One statement, so one round trip and one commit: the notification and every
+            // delivery are stored together or not at all. No row back means the id was taken.
             let rows = try connection.query("""
+                WITH notification AS (
+                    INSERT INTO notifications (id, recipients, timeout_seconds, perishable, priority,
+                        push_badge, push_sound, push_text, push_type, push_detail_keys, push_detail_values,
+                        detail_keys, detail_values, created_at, expires_at)
+                    VALUES ($1, $2::text[], $3::integer, $4::boolean, $5::integer, $6::integer, $7, $8, $9,
+                        $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz,
+                        $14::timestamptz + make_interval(secs => $3::integer))
+                    ON CONFLICT (id) DO NOTHING
+                    RETURNING id, created_at, expires_at
+                )
                 INSERT INTO deliveries (notification_id, position, user_id, user_folded, state, priority,
                     expires_at, created_at, updated_at)
                 SELECT n.id, r.position, r.user_id, r.user_folded,
                     CASE WHEN EXISTS (SELECT 1 FROM devices d
                                       WHERE d.\(userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
                          THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END,
-                    $5::integer, n.expires_at, n.created_at, n.created_at
-                FROM notifications n,
-                     unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS r(user_id, user_folded, lookup, position)
-                WHERE n.id = $1
+                    COALESCE($5::integer, 0), n.expires_at, n.created_at, n.created_at
+                FROM notification n,
+                     unnest($15::text[], $16::text[], $17::text[]) WITH ORDINALITY AS r(user_id, user_folded, lookup, position)
                 RETURNING position, state
-                """, deliveryParameters)
+                """, parameters)
+            guard !rows.isEmpty else {
+                return .duplicate(try Self.states(of: notification.id, connection))
+            }
             var states = [DeliveryState?](repeating: nil, count: recipients.count)
             for row in rows.rows {
                 if let position = row.integer(0), let state = row.text(1).flatMap(DeliveryState.init(rawValue:)),

@@ -58,6 +58,33 @@ struct NotificationStoreTests {
         #expect(outcomes.filter { if case .duplicate = $0 { true } else { false } }.count == 15)
     }
 
+    @Test("concurrent sends share commits yet each gets its own, correct states")
+    func groupCommit() async throws {
+        let pool = try await TestDatabase.migratedPool(size: 4)
+        defer { pool.close() }
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let store = NotificationStore(pool: pool, identifiers: identifiers)
+        let subscribed = TestDatabase.unique("subscribed")
+        try await SubscriptionStore(pool: pool, identifiers: identifiers).subscribe(bankClientId: "bank", userId: subscribed, deviceId: "d", platform: .ios, pushToken: "ab")
+        let prefix = TestDatabase.unique("batch")
+        let outcomes = try await withThrowingTaskGroup(of: (Int, SendOutcome).self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    let others = (0..<(index % 5)).map { "\(prefix)-nobody-\(index)-\($0)" }
+                    let message = notification("\(prefix)-\(index)", index % 2 == 0 ? [subscribed] + others : others + [subscribed])
+                    return (index, try await store.send(message))
+                }
+            }
+            return try await group.reduce(into: [Int: SendOutcome]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes.count == 200)
+        for (index, outcome) in outcomes {
+            let others = (0..<(index % 5)).map { RecipientState(user: "\(prefix)-nobody-\(index)-\($0)", state: .invalidSubscription) }
+            let mine = RecipientState(user: subscribed, state: .queued)
+            #expect(outcome == .stored(index % 2 == 0 ? [mine] + others : others + [mine]), "send \(index)")
+        }
+    }
+
     @Test("getNotificationDetails returns exactly what was sent, absent fields absent")
     func roundTrip() async throws {
         let pool = try await TestDatabase.migratedPool()

@@ -18,6 +18,21 @@ public enum PostgresArray {
         return out
     }
 
+    /// Like ``encode(_:)-([String])`` with `nil` elements written as SQL NULL.
+    public static func encode(_ values: [String?]) -> String {
+        var out = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { out += "," }
+            if let value {
+                out += encode([value]).dropFirst().dropLast()
+            } else {
+                out += "NULL"
+            }
+        }
+        out += "}"
+        return out
+    }
+
     /// Parses `{a,"b c",NULL}`; `NULL` elements become `nil`.
     public static func decode(_ text: String) -> [String?] {
         var scalars = Array(text.unicodeScalars)

@@ -63,6 +63,13 @@ public final class PostgresPool: Sendable {
         }
     }
 
+    /// Queues `body` for a pooled connection without waiting for it; `failure` is called instead
+    /// when no connection can be had (pool closed or overloaded, server unreachable) or when
+    /// `body` throws.
+    func submit(_ body: @escaping @Sendable (PostgresConnection) throws -> Void, failure: @escaping @Sendable (any Error) -> Void) {
+        queue.submit(Job(run: body, fail: failure))
+    }
+
     /// Runs `body` in a transaction on a pooled connection.
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try connection.transaction(body) }

@@ -44,10 +44,11 @@ public struct Logger: Sendable {
     public static let silent = Logger(label: "silent", level: .critical, handler: DiscardLogHandler())
 
     public func log(
-        _ level: Level, _ message: @autoclosure () -> String, metadata extra: Metadata = [:],
+        _ level: Level, _ message: @autoclosure () -> String, metadata extra: @autoclosure () -> Metadata = [:],
         file: String = #fileID, line: UInt = #line
     ) {
         guard level >= self.level else { return }
+        let extra = extra()
         let merged = extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }
         handler.write(
             LogRecord(
@@ -55,26 +56,26 @@ public struct Logger: Sendable {
                 file: file, line: line))
     }
 
-    public func trace(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.trace, message(), metadata: metadata, file: file, line: line)
+    public func trace(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.trace, message(), metadata: metadata(), file: file, line: line)
     }
-    public func debug(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.debug, message(), metadata: metadata, file: file, line: line)
+    public func debug(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.debug, message(), metadata: metadata(), file: file, line: line)
     }
-    public func info(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.info, message(), metadata: metadata, file: file, line: line)
+    public func info(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.info, message(), metadata: metadata(), file: file, line: line)
     }
-    public func notice(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.notice, message(), metadata: metadata, file: file, line: line)
+    public func notice(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.notice, message(), metadata: metadata(), file: file, line: line)
     }
-    public func warning(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.warning, message(), metadata: metadata, file: file, line: line)
+    public func warning(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.warning, message(), metadata: metadata(), file: file, line: line)
     }
-    public func error(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.error, message(), metadata: metadata, file: file, line: line)
+    public func error(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.error, message(), metadata: metadata(), file: file, line: line)
     }
-    public func critical(_ message: @autoclosure () -> String, metadata: Metadata = [:], file: String = #fileID, line: UInt = #line) {
-        log(.critical, message(), metadata: metadata, file: file, line: line)
+    public func critical(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+        log(.critical, message(), metadata: metadata(), file: file, line: line)
     }
 }
 

@@ -3,34 +3,38 @@
 public enum PostgresArray {
     /// `["a", "b\"c"]` → `{"a","b\"c"}`.
     public static func encode(_ values: [String]) -> String {
-        var out = "{"
-        out.reserveCapacity(values.reduce(2) { $0 + $1.utf8.count + 3 })
-        for (index, value) in values.enumerated() {
-            if index > 0 { out += "," }
-            out += "\""
-            for character in value.unicodeScalars {
-                if character == "\"" || character == "\\" { out += "\\" }
-                out.unicodeScalars.append(character)
-            }
-            out += "\""
-        }
-        out += "}"
-        return out
+        encode(values.lazy.map(Optional.some), count: values.count)
     }
 
     /// Like ``encode(_:)-([String])`` with `nil` elements written as SQL NULL.
     public static func encode(_ values: [String?]) -> String {
-        var out = "{"
-        for (index, value) in values.enumerated() {
-            if index > 0 { out += "," }
-            if let value {
-                out += encode([value]).dropFirst().dropLast()
-            } else {
-                out += "NULL"
+        encode(values, count: values.count)
+    }
+
+    /// Works on UTF-8 bytes: only `"` and `\` need escaping inside quotes, and neither byte
+    /// occurs inside a multi-byte character.
+    private static func encode(_ values: some Sequence<String?>, count: Int) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(count * 16 + 2)
+        var first = true
+        for value in values {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            guard var value else {
+                bytes.append(contentsOf: "NULL".utf8)
+                continue
             }
+            bytes.append(UInt8(ascii: "\""))
+            value.withUTF8 { utf8 in
+                for byte in utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                    bytes.append(byte)
+                }
+            }
+            bytes.append(UInt8(ascii: "\""))
         }
-        out += "}"
-        return out
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses `{a,"b c",NULL}`; `NULL` elements become `nil`.

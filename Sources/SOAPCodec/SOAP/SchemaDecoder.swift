@@ -4,14 +4,18 @@
 /// its path, e.g. `notification/timeout`.
 struct SchemaDecoder {
     func decode(_ element: XMLElementNode, as type: ComplexType, path: String) throws(SOAPFault) -> SOAPRecord {
-        var grouped: [String: [XMLElementNode]] = [:]
-        for child in element.children where type.field(named: child.name) != nil {
-            grouped[child.name, default: []].append(child)
+        // Children by field position (types have a handful of fields: a scan beats hashing).
+        var grouped = [[XMLElementNode]](repeating: [], count: type.fields.count)
+        for child in element.children where !child.isNil {
+            if let index = type.fields.firstIndex(where: { $0.name == child.name }) {
+                grouped[index].append(child)
+            }
         }
         var record = SOAPRecord()
-        for field in type.fields {
-            let fieldPath = path.isEmpty ? field.name : "\(path)/\(field.name)"
-            let occurrences = (grouped[field.name] ?? []).filter { !$0.isNil }
+        record.fields.reserveCapacity(type.fields.count)
+        for (fieldIndex, field) in type.fields.enumerated() {
+            let occurrences = grouped[fieldIndex]
+            var fieldPath: String { path.isEmpty ? field.name : "\(path)/\(field.name)" }
             if occurrences.count < field.minOccurs {
                 throw .client(
                     field.minOccurs == 1

@@ -27,20 +27,41 @@ struct IngestBenchmark {
         }
     }
 
-    func request(id: String, users: [String]) -> [UInt8] {
-        var body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:inb=\"http://inbound.sbi.pigeon.idamobile.com/\"><soapenv:Body><inb:sendNotification><notification>"
-        body += "<id>\(id)</id><pushContent><badge>1</badge><details><entry><key>target</key><value>4242</value></entry></details>"
-        body += "<sound>default</sound><text>Код подтверждения платежа: 4242</text><type>PIN_CODE</type></pushContent>"
-        for user in users { body += "<recipients>\(user)</recipients>" }
-        body += "<timeout>300</timeout></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>"
-        let bytes = Array(body.utf8)
-        let head = "POST /pigeon/services/SBIInboundWebService HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: text/xml; charset=utf-8\r\nSOAPAction: \"\"\r\nContent-Length: \(bytes.count)\r\n\r\n"
-        return Array(head.utf8) + bytes
+    /// The request bytes around the id and the recipients, built once.
+    struct Template {
+        let head: [UInt8]
+        let beforeId: [UInt8]
+        let afterId: [UInt8]
+        let recipientOpen: [UInt8] = Array("<recipients>".utf8)
+        let recipientClose: [UInt8] = Array("</recipients>".utf8)
+        let tail: [UInt8]
+
+        init(host: String, port: UInt16) {
+            head = Array("POST /pigeon/services/SBIInboundWebService HTTP/1.1\r\nHost: \(host):\(port)\r\nContent-Type: text/xml; charset=utf-8\r\nSOAPAction: \"\"\r\nContent-Length: ".utf8)
+            beforeId = Array("<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:inb=\"http://inbound.sbi.pigeon.idamobile.com/\"><soapenv:Body><inb:sendNotification><notification><id>".utf8)
+            afterId = Array("</id><pushContent><badge>1</badge><details><entry><key>target</key><value>4242</value></entry></details><sound>default</sound><text>Код подтверждения платежа: 4242</text><type>PIN_CODE</type></pushContent>".utf8)
+            tail = Array("<timeout>300</timeout></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>".utf8)
+        }
+
+        func request(id: String, users: some Sequence<Int>) -> [UInt8] {
+            var body = beforeId
+            body.reserveCapacity(1024)
+            body.append(contentsOf: id.utf8)
+            body.append(contentsOf: afterId)
+            for user in users {
+                body.append(contentsOf: recipientOpen)
+                body.append(contentsOf: "bench-user-".utf8)
+                body.append(contentsOf: String(user).utf8)
+                body.append(contentsOf: recipientClose)
+            }
+            body.append(contentsOf: tail)
+            return head + Array("\(body.count)\r\n\r\n".utf8) + body
+        }
     }
 
     func run() throws -> Result {
         let (host, port, clients, recipients, rate, runId) = (host, port, clients, recipients, rate, runId)
-        let request = self.request
+        let template = Template(host: host, port: port)
         struct Totals {
             var latencies: [Double] = []
             var requests = 0
@@ -67,8 +88,8 @@ struct IngestBenchmark {
                             if wait > 0 { Thread.sleep(forTimeInterval: wait) }
                         }
                         let began = interval == nil ? Date() : scheduled
-                        let users = (0..<recipients).map { "bench-user-\((clientIndex * 7919 + sent * 31 + $0) % 20000)" }
-                        let (status, _) = try client.exchange(request("\(runId)-\(clientIndex)-\(sent)", users))
+                        let users = (0..<recipients).lazy.map { (clientIndex * 7919 + sent * 31 + $0) % 20000 }
+                        let (status, _) = try client.exchange(template.request(id: "\(runId)-\(clientIndex)-\(sent)", users: users))
                         latencies.append(Date().timeIntervalSince(began))
                         sent += 1
                         if status != 200 { failed += 1 }

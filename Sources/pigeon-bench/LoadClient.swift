@@ -34,48 +34,66 @@ final class LoadClient {
         close(socketDescriptor)
     }
 
-    /// Sends one request and reads the whole response; returns the status code and body.
-    func exchange(_ request: [UInt8]) throws -> (status: Int, body: [UInt8]) {
+    /// Sends one request and reads the whole response; returns the status code and body length.
+    /// Works on bytes without building strings, so the client's own cost stays small next to the
+    /// server's.
+    func exchange(_ request: [UInt8]) throws -> (status: Int, bodyLength: Int) {
         var offset = 0
         while offset < request.count {
             let written = request[offset...].withUnsafeBytes { send(socketDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard written > 0 else { throw Failure.io("send failed: errno \(errno)") }
             offset += written
         }
-        // Read until the header block is complete.
-        var headerEnd: Int?
-        while headerEnd == nil {
+        var scanned = 0
+        var headerEnd = -1
+        while headerEnd < 0 {
             try fill()
-            headerEnd = Self.find([13, 10, 13, 10], in: pending)
+            while scanned + 3 < pending.count {
+                if pending[scanned] == 13, pending[scanned + 1] == 10, pending[scanned + 2] == 13, pending[scanned + 3] == 10 {
+                    headerEnd = scanned
+                    break
+                }
+                scanned += 1
+            }
         }
-        let headerText = String(decoding: pending[..<headerEnd!], as: UTF8.self)
-        let lines = headerText.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.split(separator: " ").count >= 2,
-              let status = Int(statusLine.split(separator: " ")[1]) else {
-            throw Failure.protocolError("bad status line")
+        // "HTTP/1.1 200 …": the status is bytes 9-11.
+        guard headerEnd >= 12 else { throw Failure.protocolError("short status line") }
+        let status = pending[9...11].reduce(0) { $0 * 10 + Int($1) - 48 }
+        let length = contentLength(in: 0..<headerEnd)
+        let total = headerEnd + 4 + length
+        while pending.count < total { try fill() }
+        pending.removeSubrange(0..<total)
+        return (status, length)
+    }
+
+    /// The value of the Content-Length header within `range` of the pending bytes (0 if absent).
+    private func contentLength(in range: Range<Int>) -> Int {
+        let name = Array("content-length:".utf8)
+        var index = range.lowerBound
+        while index + name.count < range.upperBound {
+            var matches = true
+            for (offset, expected) in name.enumerated() where pending[index + offset] | 0x20 != expected | 0x20 {
+                matches = false
+                break
+            }
+            if matches {
+                var cursor = index + name.count
+                while pending[cursor] == 32 { cursor += 1 }
+                var value = 0
+                while cursor < range.upperBound, pending[cursor] >= 48, pending[cursor] <= 57 {
+                    value = value * 10 + Int(pending[cursor]) - 48
+                    cursor += 1
+                }
+                return value
+            }
+            index += 1
         }
-        var length = 0
-        for line in lines.dropFirst() where line.lowercased().hasPrefix("content-length:") {
-            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        let bodyStart = headerEnd! + 4
-        while pending.count < bodyStart + length { try fill() }
-        let body = Array(pending[bodyStart..<bodyStart + length])
-        pending.removeFirst(bodyStart + length)
-        return (status, body)
+        return 0
     }
 
     private func fill() throws {
         let count = buffer.withUnsafeMutableBytes { recv(socketDescriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { throw Failure.io("connection closed") }
         pending.append(contentsOf: buffer[0..<count])
-    }
-
-    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for index in 0...(haystack.count - needle.count) where haystack[index] == needle[0] {
-            if Array(haystack[index..<index + needle.count]) == needle { return index }
-        }
-        return nil
     }
 }

@@ -13,13 +13,47 @@ public final class MetricsRegistry: Sendable {
     /// Upper bounds, in seconds, of latency histogram buckets.
     public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
+    /// A metric name and its labels, kept as a flat, key-sorted list so hashing is one pass
+    /// (a dictionary's order-independent hash costs a hasher per element).
     private struct Series: Hashable, Comparable {
         var name: String
-        var labels: [String: String]
+        var labels: [String]
+
+        init(name: String, labels: [String: String]) {
+            self.name = name
+            var flat: [String] = []
+            flat.reserveCapacity(labels.count * 2)
+            for key in labels.keys.sorted() {
+                flat.append(key)
+                flat.append(labels[key] ?? "")
+            }
+            self.labels = flat
+        }
+
+        init(name: String, flatLabels: [String]) {
+            self.name = name
+            self.labels = flatLabels
+        }
+
+        /// The labels as a dictionary, for rendering.
+        var labelDictionary: [String: String] {
+            var dictionary: [String: String] = [:]
+            var index = 0
+            while index + 1 < labels.count {
+                dictionary[labels[index]] = labels[index + 1]
+                index += 2
+            }
+            return dictionary
+        }
 
         var rendered: String {
             guard !labels.isEmpty else { return name }
-            let pairs = labels.keys.sorted().map { "\($0)=\"\(Self.escape(labels[$0] ?? ""))\"" }
+            var pairs: [String] = []
+            var index = 0
+            while index + 1 < labels.count {
+                pairs.append("\(labels[index])=\"\(Self.escape(labels[index + 1]))\"")
+                index += 2
+            }
             return "\(name){\(pairs.joined(separator: ","))}"
         }
 
@@ -134,15 +168,15 @@ public final class MetricsRegistry: Sendable {
             var cumulative = 0
             for (index, bound) in Self.latencyBuckets.enumerated() {
                 cumulative += histogram.buckets[index]
-                var labels = series.labels
+                var labels = series.labelDictionary
                 labels["le"] = Self.format(bound)
                 out += "\(Series(name: series.name + "_bucket", labels: labels).rendered) \(cumulative)\n"
             }
-            var labels = series.labels
+            var labels = series.labelDictionary
             labels["le"] = "+Inf"
             out += "\(Series(name: series.name + "_bucket", labels: labels).rendered) \(histogram.count)\n"
-            out += "\(Series(name: series.name + "_sum", labels: series.labels).rendered) \(Self.format(histogram.sum))\n"
-            out += "\(Series(name: series.name + "_count", labels: series.labels).rendered) \(histogram.count)\n"
+            out += "\(Series(name: series.name + "_sum", flatLabels: series.labels).rendered) \(Self.format(histogram.sum))\n"
+            out += "\(Series(name: series.name + "_count", flatLabels: series.labels).rendered) \(histogram.count)\n"
         }
         return out
     }

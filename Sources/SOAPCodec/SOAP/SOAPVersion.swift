@@ -29,6 +29,7 @@ public enum SOAPVersion: Sendable, Equatable {
 
     /// The version a request's Content-Type suggests (used to answer requests too broken to parse).
     public init(contentType: String?) {
-        self = (contentType?.lowercased().contains("application/soap+xml") ?? false) ? .soap12 : .soap11
+        let mediaType = contentType?.prefix { $0 != ";" }.lowercased() ?? ""
+        self = mediaType.hasSuffix("application/soap+xml") ? .soap12 : .soap11
     }
 }

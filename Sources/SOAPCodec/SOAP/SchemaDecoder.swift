@@ -5,10 +5,10 @@
 struct SchemaDecoder {
     func decode(_ element: XMLElementNode, as type: ComplexType, path: String) throws(SOAPFault) -> SOAPRecord {
         // Children by field position (types have a handful of fields: a scan beats hashing).
-        var grouped = [[XMLElementNode]](repeating: [], count: type.fields.count)
-        for child in element.children where !child.isNil {
+        var grouped = [[Int]](repeating: [], count: type.fields.count)
+        for (childIndex, child) in element.children.enumerated() where !child.isNil {
             if let index = type.fields.firstIndex(where: { $0.name == child.name }) {
-                grouped[index].append(child)
+                grouped[index].append(childIndex)
             }
         }
         var record = SOAPRecord()
@@ -32,7 +32,7 @@ struct SchemaDecoder {
             var values: [SOAPValue] = []
             values.reserveCapacity(occurrences.count)
             for occurrence in occurrences {
-                values.append(try decodeValue(occurrence, as: field.type, path: fieldPath))
+                values.append(try decodeValue(element.children[occurrence], as: field.type, path: fieldPath))
             }
             record.fields[field.name] = values
         }

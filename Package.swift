@@ -42,6 +42,7 @@ let package = Package(
         // MARK: Swift modules
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
+        .target(name: "PushTransport"),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]
@@ -73,6 +74,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",

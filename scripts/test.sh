@@ -16,19 +16,22 @@ cleanup() {
     pg_stop test
 }
 trap cleanup EXIT
-pg_create_database "$PORT" pigeon_test
+# Every run starts from empty databases: a leftover schema from an older checkout must not
+# decide the result.
+pg_recreate_database "$PORT" pigeon_test
 export PIGEON_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_test"
 
 log "building"
 swift build --build-tests
 log "Swift tests"
-swift test --skip-build
+# A hung test must fail the run, not eat CI's 90 minutes.
+timeout --signal=TERM --kill-after=30 1200 swift test --skip-build
 
 log "third-party client tests (zeep)"
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests
-pg_create_database "$PORT" pigeon_zeep
+pg_recreate_database "$PORT" pigeon_zeep
 cat > /tmp/pigeon-zeep.conf <<CONF
 listen = 127.0.0.1:18080
 dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep
@@ -39,4 +42,4 @@ CONF
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
 PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
-    "$VENV/bin/python" -m pytest -q tests/python
+    timeout 600 "$VENV/bin/python" -m pytest -q tests/python

@@ -58,6 +58,13 @@ pg_create_database() {
     fi
 }
 
+# pg_recreate_database PORT NAME: drops NAME if it exists (closing its connections) and creates it.
+pg_recreate_database() {
+    local port="$1" database="$2"
+    psql -q -h 127.0.0.1 -p "$port" -U postgres -c "DROP DATABASE IF EXISTS \"$database\" WITH (FORCE)" postgres
+    psql -q -h 127.0.0.1 -p "$port" -U postgres -c "CREATE DATABASE \"$database\"" postgres
+}
+
 # pg_stop NAME
 pg_stop() {
     local data="/tmp/pigeon-pg/$1/data"

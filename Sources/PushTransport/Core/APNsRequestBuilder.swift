@@ -1,0 +1,49 @@
+import Foundation
+
+/// Builds APNs requests: `POST /3/device/<token>` with the headers Apple documents and a JSON
+/// payload of `aps` (alert, badge, sound) plus the message's custom keys.
+public struct APNsRequestBuilder: Sendable {
+    /// Apple's limit for regular remote notifications.
+    public static let maximumPayloadBytes = 4096
+    /// Apple's limit for `apns-collapse-id`.
+    public static let maximumCollapseIdBytes = 64
+
+    public var topic: String?
+
+    public init(topic: String?) {
+        self.topic = topic
+    }
+
+    /// The request for `message` to `deviceToken`; `apnsId` (a UUID) names this attempt.
+    public func request(for message: PushMessage, deviceToken: String, apnsId: UUID) throws(PushMessageError) -> PushRequest {
+        let body = try payload(for: message)
+        var headers = [
+            "apns-push-type": "alert",
+            "apns-priority": message.urgency == .high ? "10" : "5",
+            "apns-expiration": String(Int64(message.expiresAt.timeIntervalSince1970.rounded(.up))),
+            "apns-id": apnsId.uuidString.lowercased(),
+            "content-type": "application/json",
+        ]
+        if let topic { headers["apns-topic"] = topic }
+        // A retried duplicate replaces the first copy on the device instead of stacking.
+        if message.notificationId.utf8.count <= Self.maximumCollapseIdBytes {
+            headers["apns-collapse-id"] = message.notificationId
+        }
+        return PushRequest(path: "/3/device/\(deviceToken)", headers: headers, body: body)
+    }
+
+    /// The JSON payload; throws when it exceeds 4 KB.
+    public func payload(for message: PushMessage) throws(PushMessageError) -> Data {
+        var aps: [String: Any] = ["alert": message.text]
+        if let badge = message.badge { aps["badge"] = badge }
+        aps["sound"] = message.sound ?? "default"
+        var root: [String: Any] = ["aps": aps]
+        for (key, value) in message.data where key != "aps" { root[key] = value }
+        root["notificationId"] = message.notificationId
+        let data = (try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        guard data.count <= Self.maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: data.count, limit: Self.maximumPayloadBytes)
+        }
+        return data
+    }
+}

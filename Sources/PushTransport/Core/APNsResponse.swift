@@ -1,0 +1,39 @@
+import Foundation
+
+/// Turns an APNs HTTP/2 response into a ``PushOutcome``, following Apple's documented status
+/// codes and reasons ("Handling notification responses from APNs").
+public enum APNsResponse {
+    /// Reasons that mean the device token is unusable for this app: the device is removed.
+    public static let deadTokenReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken"]
+
+    /// Provider-token reasons that a fresh JWT fixes.
+    public static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"]
+
+    /// `status` and `body` of the response, and its `apns-id` and `retry-after` headers.
+    public static func classify(status: Int, body: Data, apnsId: String?, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+        if status == 200 { return .accepted(id: apnsId) }
+        let error = try? JSONDecoder().decode(ErrorBody.self, from: body)
+        let reason = error?.reason ?? "HTTP \(status)"
+        let since = error?.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        switch status {
+        case 410:
+            return .tokenDead(reason: reason, since: since)
+        case 400 where deadTokenReasons.contains(reason):
+            return .tokenDead(reason: reason, since: nil)
+        case 403 where credentialReasons.contains(reason):
+            return .refreshCredentials(reason: reason)
+        case 429, 500, 502, 503, 504:
+            // TooManyRequests, TooManyProviderTokenUpdates, InternalServerError,
+            // ServiceUnavailable, Shutdown: all pass with time.
+            return .retry(reason: reason, after: RetryAfter.parse(retryAfter, now: now))
+        default:
+            // 400 (bad headers or payload), 403 (certificate or topic), 405, 413 PayloadTooLarge.
+            return .failed(reason: reason)
+        }
+    }
+
+    private struct ErrorBody: Decodable {
+        var reason: String?
+        var timestamp: Int64?
+    }
+}

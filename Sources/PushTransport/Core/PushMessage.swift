@@ -1,0 +1,50 @@
+import Foundation
+
+/// One push as the transports send it, independent of where it came from.
+public struct PushMessage: Sendable, Equatable {
+    public enum Urgency: Sendable, Equatable {
+        /// APNs priority 10, FCM `HIGH`: wake the device now (PIN codes).
+        case high
+        /// APNs priority 5, FCM `NORMAL`: delivered when convenient for the device's power.
+        case normal
+    }
+
+    /// The notification id: APNs collapse id and a custom key, FCM data.
+    public var notificationId: String
+    public var text: String
+    public var badge: Int?
+    public var sound: String?
+    /// Custom keys for the app: type, target, …
+    public var data: [String: String]
+    public var urgency: Urgency
+    /// After this the services may drop the push (APNs `apns-expiration`, FCM `ttl`).
+    public var expiresAt: Date
+
+    public init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date) {
+        self.notificationId = notificationId
+        self.text = text
+        self.badge = badge
+        self.sound = sound
+        self.data = data
+        self.urgency = urgency
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Why a message cannot be sent at all.
+public enum PushMessageError: Error, Equatable, CustomStringConvertible {
+    case payloadTooLarge(bytes: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .payloadTooLarge(let bytes, let limit): "payload of \(bytes) bytes exceeds the \(limit)-byte limit"
+        }
+    }
+}
+
+/// An HTTP/2 request ready for a transport: path, headers and body.
+public struct PushRequest: Sendable, Equatable {
+    public var path: String
+    public var headers: [String: String]
+    public var body: Data
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// What one push attempt came to, for APNs and FCM alike. The engine acts on this alone.
+public enum PushOutcome: Sendable, Equatable {
+    /// The push service accepted the message (`apns-id` or FCM message name, if given).
+    case accepted(id: String?)
+    /// The token will never work again: remove the device. `since` is when the service says the
+    /// token stopped being valid (APNs 410 timestamp), if it says.
+    case tokenDead(reason: String, since: Date?)
+    /// A temporary problem: try again, not before `after` when the service said so.
+    case retry(reason: String, after: Duration?)
+    /// Our credentials were refused; refresh them (within the service's limits) and try again.
+    case refreshCredentials(reason: String)
+    /// A problem retrying cannot fix: the message, the topic, or our configuration.
+    case failed(reason: String)
+
+    /// A short label for metrics (`accepted`, `token_dead`, `retry`, `refresh_credentials`, `failed`).
+    public var label: String {
+        switch self {
+        case .accepted: "accepted"
+        case .tokenDead: "token_dead"
+        case .retry: "retry"
+        case .refreshCredentials: "refresh_credentials"
+        case .failed: "failed"
+        }
+    }
+}
+
+/// Reads a `Retry-After` header: delta-seconds, or an HTTP date relative to `now`.
+public enum RetryAfter {
+    public static func parse(_ value: String?, now: Date = Date()) -> Duration? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        let delay = date.timeIntervalSince(now)
+        return .milliseconds(Int64(max(0, delay) * 1000))
+    }
+}

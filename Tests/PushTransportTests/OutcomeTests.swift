@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+@testable import PushTransport
+
+@Suite("APNs and FCM outcomes")
+struct OutcomeTests {
+    func json(_ text: String) -> Data { Data(text.utf8) }
+
+    @Test("APNs: every documented status lands in the right class", arguments: [
+        (200, "", PushOutcome.accepted(id: "abc")),
+        (400, #"{"reason":"BadDeviceToken"}"#, .tokenDead(reason: "BadDeviceToken", since: nil)),
+        (400, #"{"reason":"DeviceTokenNotForTopic"}"#, .tokenDead(reason: "DeviceTokenNotForTopic", since: nil)),
+        (400, #"{"reason":"BadCollapseId"}"#, .failed(reason: "BadCollapseId")),
+        (403, #"{"reason":"ExpiredProviderToken"}"#, .refreshCredentials(reason: "ExpiredProviderToken")),
+        (403, #"{"reason":"InvalidProviderToken"}"#, .refreshCredentials(reason: "InvalidProviderToken")),
+        (403, #"{"reason":"BadCertificate"}"#, .failed(reason: "BadCertificate")),
+        (405, #"{"reason":"MethodNotAllowed"}"#, .failed(reason: "MethodNotAllowed")),
+        (413, #"{"reason":"PayloadTooLarge"}"#, .failed(reason: "PayloadTooLarge")),
+        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .retry(reason: "TooManyProviderTokenUpdates", after: nil)),
+        (429, #"{"reason":"TooManyRequests"}"#, .retry(reason: "TooManyRequests", after: nil)),
+        (500, #"{"reason":"InternalServerError"}"#, .retry(reason: "InternalServerError", after: nil)),
+        (503, #"{"reason":"ServiceUnavailable"}"#, .retry(reason: "ServiceUnavailable", after: nil)),
+        (503, "not json", .retry(reason: "HTTP 503", after: nil)),
+    ])
+    func apns(status: Int, body: String, expected: PushOutcome) {
+        #expect(APNsResponse.classify(status: status, body: json(body), apnsId: "abc") == expected)
+    }
+
+    @Test("APNs 410 Unregistered carries the time the token stopped being valid")
+    func unregistered() {
+        let outcome = APNsResponse.classify(status: 410, body: json(#"{"reason":"Unregistered","timestamp":1700000000000}"#), apnsId: nil)
+        #expect(outcome == .tokenDead(reason: "Unregistered", since: Date(timeIntervalSince1970: 1_700_000_000)))
+    }
+
+    @Test("Retry-After is honoured as seconds or as an HTTP date")
+    func retryAfter() {
+        #expect(APNsResponse.classify(status: 429, body: Data(), apnsId: nil, retryAfter: "7") == .retry(reason: "HTTP 429", after: .seconds(7)))
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:13:40 GMT", now: now) == .seconds(20))
+        #expect(RetryAfter.parse("soon", now: now) == nil)
+    }
+
+    @Test("FCM: error codes land in the right class", arguments: [
+        (200, #"{"name":"projects/p/messages/1"}"#, PushOutcome.accepted(id: "projects/p/messages/1")),
+        (404, #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#, .tokenDead(reason: "UNREGISTERED", since: nil)),
+        (403, #"{"error":{"code":403,"status":"PERMISSION_DENIED","details":[{"errorCode":"SENDER_ID_MISMATCH"}]}}"#, .tokenDead(reason: "SENDER_ID_MISMATCH", since: nil)),
+        (400, #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT","details":[{"errorCode":"INVALID_ARGUMENT"}]}}"#, .tokenDead(reason: "INVALID_ARGUMENT", since: nil)),
+        (400, #"{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT","details":[{"errorCode":"INVALID_ARGUMENT"}]}}"#, .failed(reason: "INVALID_ARGUMENT: Invalid JSON payload")),
+        (503, #"{"error":{"code":503,"status":"UNAVAILABLE","details":[{"errorCode":"UNAVAILABLE"}]}}"#, .retry(reason: "UNAVAILABLE", after: nil)),
+        (500, #"{"error":{"code":500,"status":"INTERNAL","details":[{"errorCode":"INTERNAL"}]}}"#, .retry(reason: "INTERNAL", after: nil)),
+        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#, .retry(reason: "QUOTA_EXCEEDED", after: nil)),
+        (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED"}}"#, .refreshCredentials(reason: "UNAUTHENTICATED")),
+        (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED","details":[{"errorCode":"THIRD_PARTY_AUTH_ERROR"}]}}"#, .failed(reason: "THIRD_PARTY_AUTH_ERROR")),
+    ])
+    func fcm(status: Int, body: String, expected: PushOutcome) {
+        #expect(FCMResponse.classify(status: status, body: json(body)) == expected)
+    }
+}
+
+@Suite("Retry schedule")
+struct RetryScheduleTests {
+    /// SplitMix64: deterministic, and unlike a constant source it never stalls the rejection
+    /// sampling inside `Double.random(in:using:)`.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    let now = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test("delays grow exponentially within jitter bounds and stop at the cap")
+    func backOff() {
+        let schedule = RetrySchedule(initialDelay: .seconds(1), maximumDelay: .seconds(60), maximumAttempts: 20)
+        var random = SystemRandomNumberGenerator()
+        for attempt in 1...10 {
+            let next = schedule.nextAttempt(after: attempt, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: nil, random: &random)!
+            let delay = next.timeIntervalSince(now)
+            let ceiling = min(60.0, pow(2.0, Double(attempt - 1)))
+            #expect(delay >= ceiling / 2 && delay <= ceiling, "attempt \(attempt): \(delay)")
+        }
+    }
+
+    @Test("never past the expiry, never for perishable, never beyond the attempt limit")
+    func limits() {
+        let schedule = RetrySchedule(maximumAttempts: 3)
+        var random = Seeded(state: 1)
+        #expect(schedule.nextAttempt(after: 1, now: now, expiresAt: now + 0.5, perishable: false, serviceDelay: nil, random: &random) == nil)
+        #expect(schedule.nextAttempt(after: 1, now: now, expiresAt: now + 3600, perishable: true, serviceDelay: nil, random: &random) == nil)
+        #expect(schedule.nextAttempt(after: 3, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: nil, random: &random) == nil)
+        #expect(schedule.nextAttempt(after: 2, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: nil, random: &random) != nil)
+    }
+
+    @Test("Retry-After from the service wins over a shorter back-off")
+    func serviceDelay() {
+        var random = Seeded(state: 2)
+        let next = RetrySchedule().nextAttempt(after: 1, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: .seconds(30), random: &random)
+        #expect(next == now + 30)
+    }
+}
+
+@Suite("Token refresh policies")
+struct TokenPolicyTests {
+    let issued = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test("the provider token is reused for 50 minutes, then replaced")
+    func providerToken() {
+        let policy = ProviderTokenPolicy()
+        #expect(policy.beforeRequest(issuedAt: nil, now: issued) == .sign)
+        #expect(policy.beforeRequest(issuedAt: issued, now: issued + 49 * 60) == .reuse)
+        #expect(policy.beforeRequest(issuedAt: issued, now: issued + 50 * 60) == .sign)
+        #expect(policy.beforeRequest(issuedAt: issued, now: issued - 10) == .sign)
+    }
+
+    @Test("after a rejection, a token younger than 20 minutes is not replaced")
+    func rejection() {
+        let policy = ProviderTokenPolicy()
+        #expect(policy.afterRejection(issuedAt: issued, now: issued + 19 * 60) == .reuse)
+        #expect(policy.afterRejection(issuedAt: issued, now: issued + 20 * 60) == .sign)
+    }
+
+    @Test("the FCM access token is refreshed five minutes before it expires")
+    func accessToken() {
+        let policy = AccessTokenPolicy()
+        let expiry = issued + 3600
+        #expect(!policy.needsRefresh(expiresAt: expiry, now: issued + 3000))
+        #expect(policy.needsRefresh(expiresAt: expiry, now: issued + 3300))
+        #expect(policy.needsRefresh(expiresAt: nil, now: issued))
+    }
+}
+
+@Suite("Request building")
+struct RequestBuilderTests {
+    let expiry = Date(timeIntervalSince1970: 1_700_000_300)
+    var message: PushMessage {
+        PushMessage(notificationId: "pay-1", text: "Код: 4242", badge: 1, sound: nil, data: ["type": "PIN_CODE", "target": "4242"], urgency: .high, expiresAt: expiry)
+    }
+
+    @Test("APNs headers and payload")
+    func apns() throws {
+        let id = UUID(uuidString: "6E4C2E1A-7C1B-4C39-9A8F-0F8E2B9D0A11")!
+        let request = try APNsRequestBuilder(topic: "com.bank.app").request(for: message, deviceToken: "ab12", apnsId: id)
+        #expect(request.path == "/3/device/ab12")
+        #expect(request.headers["apns-topic"] == "com.bank.app")
+        #expect(request.headers["apns-priority"] == "10")
+        #expect(request.headers["apns-push-type"] == "alert")
+        #expect(request.headers["apns-expiration"] == "1700000300")
+        #expect(request.headers["apns-collapse-id"] == "pay-1")
+        #expect(request.headers["apns-id"] == "6e4c2e1a-7c1b-4c39-9a8f-0f8e2b9d0a11")
+        let payload = try JSONSerialization.jsonObject(with: request.body) as! [String: Any]
+        let aps = payload["aps"] as! [String: Any]
+        #expect(aps["alert"] as? String == "Код: 4242")
+        #expect(aps["badge"] as? Int == 1)
+        #expect(aps["sound"] as? String == "default")
+        #expect(payload["type"] as? String == "PIN_CODE")
+        #expect(payload["target"] as? String == "4242")
+        #expect(payload["notificationId"] as? String == "pay-1")
+        var normal = message
+        normal.urgency = .normal
+        normal.notificationId = String(repeating: "x", count: 65)
+        let second = try APNsRequestBuilder(topic: nil).request(for: normal, deviceToken: "ab", apnsId: id)
+        #expect(second.headers["apns-priority"] == "5")
+        #expect(second.headers["apns-collapse-id"] == nil)
+        #expect(second.headers["apns-topic"] == nil)
+    }
+
+    @Test("oversized payloads fail before sending")
+    func tooLarge() {
+        var big = message
+        big.text = String(repeating: "я", count: 3000)
+        #expect(throws: PushMessageError.self) { try APNsRequestBuilder(topic: nil).payload(for: big) }
+        #expect(throws: PushMessageError.self) { try FCMRequestBuilder(projectId: "p").request(for: big, registrationToken: "t", now: expiry - 300) }
+    }
+
+    @Test("FCM message shape: notification, string data, ttl and priority")
+    func fcm() throws {
+        let request = try FCMRequestBuilder(projectId: "bank-prod").request(for: message, registrationToken: "tok:en", now: expiry - 300)
+        #expect(request.path == "/v1/projects/bank-prod/messages:send")
+        let root = try JSONSerialization.jsonObject(with: request.body) as! [String: Any]
+        let body = root["message"] as! [String: Any]
+        #expect(body["token"] as? String == "tok:en")
+        #expect((body["notification"] as? [String: Any])?["body"] as? String == "Код: 4242")
+        #expect(body["data"] as? [String: String] == ["type": "PIN_CODE", "target": "4242", "notificationId": "pay-1"])
+        let android = body["android"] as! [String: Any]
+        #expect(android["ttl"] as? String == "300s")
+        #expect(android["priority"] as? String == "HIGH")
+    }
+}

@@ -21,6 +21,11 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
@@ -42,7 +47,8 @@ let package = Package(
         // MARK: Swift modules
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
-        .target(name: "PushTransport"),
+        .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "PushTransport", dependencies: ["PigeonCrypto"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]
@@ -74,7 +80,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",

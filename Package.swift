@@ -26,6 +26,15 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "CCurlShim",
+            dependencies: ["CCurl"]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
@@ -48,7 +57,7 @@ let package = Package(
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "PushTransport", dependencies: ["PigeonCrypto"]),
+        .target(name: "PushTransport", dependencies: ["PigeonCrypto", "CCurlShim"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]

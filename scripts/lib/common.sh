@@ -4,7 +4,7 @@
 PIGEON_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 APT_PACKAGES=(pkg-config libjemalloc-dev libpq-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
-              postgresql-15 postgresql-client-15 nghttp2-client openssl curl python3-venv)
+              postgresql-15 postgresql-client-15 nghttp2-client nghttp2-server openssl curl python3-venv)
 
 log() { printf '[pigeon] %s\n' "$*" >&2; }
 

@@ -1,0 +1,237 @@
+internal import CCurlShim
+import Foundation
+import Synchronization
+
+/// An HTTP/2-over-TLS client on libcurl's multi interface: one thread drives every transfer,
+/// many streams share each connection. Callers `await` a response; nothing blocks the
+/// cooperative pool. This small interface is all the transports use, so the HTTP/2 stack can be
+/// replaced (libcurl 7.88 has known HTTP/2 defects; see the README).
+public final class HTTP2Client: Sendable {
+    /// Connections, streams and TLS material.
+    public struct Configuration: Sendable {
+        public var maxConnections: Int
+        public var maxStreamsPerConnection: Int
+        public var timeout: Duration
+        /// Extra CA bundle (PEM) for the servers' certificates.
+        public var caFile: String?
+        /// Client certificate (`.p12`) and its password, for APNs certificate authentication.
+        public var clientCertificate: (path: String, password: String?)?
+
+        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil, clientCertificate: (path: String, password: String?)? = nil) {
+            self.maxConnections = maxConnections
+            self.maxStreamsPerConnection = maxStreamsPerConnection
+            self.timeout = timeout
+            self.caFile = caFile
+            self.clientCertificate = clientCertificate
+        }
+    }
+
+    /// A completed exchange.
+    public struct Response: Sendable {
+        public var status: Int
+        /// Response headers by lower-cased name (the ones asked for in ``send(_:url:wantHeaders:)``).
+        public var headers: [String: String]
+        public var body: Data
+        /// 2 when the exchange used HTTP/2.
+        public var httpVersion: Int
+    }
+
+    /// A transfer that did not complete: connection refused or reset, TLS failure, timeout,
+    /// GOAWAY. `code` is libcurl's CURLcode.
+    public struct TransportError: Error, CustomStringConvertible, Sendable {
+        public var code: Int
+        public var message: String
+        public var description: String { "transport error \(code): \(message)" }
+    }
+
+    private final class Pending: @unchecked Sendable {
+        // @unchecked: built on the caller's thread, then touched only by the driving thread.
+        let url: String
+        let headers: [String]
+        let body: Data
+        let wantHeaders: [String]
+        let continuation: CheckedContinuation<Response, any Error>
+
+        init(url: String, headers: [String], body: Data, wantHeaders: [String], continuation: CheckedContinuation<Response, any Error>) {
+            self.url = url
+            self.headers = headers
+            self.body = body
+            self.wantHeaders = wantHeaders
+            self.continuation = continuation
+        }
+    }
+
+    private struct State {
+        var submitted: [Pending] = []
+        var stopping = false
+        var connectionsOpened = 0
+    }
+
+    private let configuration: Configuration
+    private let state = Mutex(State())
+    // The multi handle belongs to the driving thread; other threads only wake it.
+    private nonisolated(unsafe) let client: OpaquePointer
+    private let stopped = DispatchSemaphore(value: 0)
+
+    public init(configuration: Configuration) throws {
+        guard let client = pigeon_h2_client_new(configuration.maxConnections, configuration.maxStreamsPerConnection) else {
+            throw TransportError(code: -1, message: "cannot create the libcurl multi handle")
+        }
+        self.configuration = configuration
+        self.client = client
+        let thread = Thread { [self] in drive() }
+        thread.name = "pigeon-http2"
+        thread.start()
+    }
+
+    /// Connections opened so far (new ones replace connections closed by GOAWAY or errors).
+    public var connectionsOpened: Int { state.withLock { $0.connectionsOpened } }
+
+    /// POSTs `body` to `url` with `headers`; returns the response, or throws ``TransportError``.
+    public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async throws -> Response {
+        let lines = headers.map { "\($0.key): \($0.value)" }
+        return try await withCheckedThrowingContinuation { continuation in
+            let pending = Pending(url: url, headers: lines, body: body, wantHeaders: wantHeaders, continuation: continuation)
+            let accepted = state.withLock { state in
+                guard !state.stopping else { return false }
+                state.submitted.append(pending)
+                return true
+            }
+            guard accepted else {
+                continuation.resume(throwing: TransportError(code: -1, message: "the HTTP/2 client is shut down"))
+                return
+            }
+            pigeon_h2_client_wakeup(client)
+        }
+    }
+
+    /// Fails transfers not yet started, lets running ones finish (up to the timeout), and stops
+    /// the driving thread.
+    public func shutdown() {
+        let first = state.withLock { state in
+            let first = !state.stopping
+            state.stopping = true
+            return first
+        }
+        guard first else { return }
+        pigeon_h2_client_wakeup(client)
+        stopped.wait()
+    }
+
+    /// The driving loop: add submitted transfers, advance all, complete finished ones.
+    private func drive() {
+        var running = 0
+        var timeoutMilliseconds = Int(configuration.timeout.components.seconds * 1000)
+        if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
+        var tls = TLSStrings(configuration)
+        while true {
+            let (submitted, stopping) = state.withLock { state in
+                let submitted = state.submitted
+                state.submitted = []
+                return (submitted, state.stopping)
+            }
+            for pending in submitted {
+                if start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running += 1 }
+            }
+            if stopping && running == 0 { break }
+            _ = pigeon_h2_client_run(client, 100)
+            while let done = pigeon_h2_client_next_done(client) {
+                running -= 1
+                finish(done)
+            }
+            let opened = Int(pigeon_h2_client_connections_opened(client))
+            state.withLock { $0.connectionsOpened = opened }
+        }
+        pigeon_h2_client_free(client)
+        stopped.signal()
+    }
+
+    private func start(_ pending: Pending, tls: inout TLSStrings, timeoutMilliseconds: Int) -> Bool {
+        var error = [CChar](repeating: 0, count: 256)
+        let context = Unmanaged.passRetained(pending)
+        let transfer: OpaquePointer? = tls.withC { tlsPointer in
+            withCStrings(pending.headers) { headerPointers in
+                pending.body.withUnsafeBytes { body in
+                    pigeon_h2_transfer_new(
+                        pending.url, headerPointers, pending.headers.count,
+                        body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
+                        timeoutMilliseconds, context.toOpaque(), &error, error.count)
+                }
+            }
+        }
+        guard let transfer else {
+            context.release()
+            pending.continuation.resume(throwing: TransportError(code: -1, message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+            return false
+        }
+        let status = pigeon_h2_client_add(client, transfer)
+        guard status == 0 else {
+            pigeon_h2_transfer_free(transfer)
+            context.release()
+            pending.continuation.resume(throwing: TransportError(code: Int(status), message: "cannot add the transfer"))
+            return false
+        }
+        return true
+    }
+
+    private func finish(_ transfer: OpaquePointer) {
+        defer { pigeon_h2_transfer_free(transfer) }
+        guard let raw = pigeon_h2_transfer_context(transfer) else { return }
+        let pending = Unmanaged<Pending>.fromOpaque(raw).takeRetainedValue()
+        let code = Int(pigeon_h2_transfer_result(transfer))
+        guard code == 0 else {
+            pending.continuation.resume(throwing: TransportError(code: code, message: String(cString: pigeon_h2_transfer_error(transfer))))
+            return
+        }
+        var length = 0
+        let body = pigeon_h2_transfer_body(transfer, &length).map { Data(bytes: $0, count: length) } ?? Data()
+        var headers: [String: String] = [:]
+        for name in pending.wantHeaders {
+            if let value = pigeon_h2_transfer_header(transfer, name) { headers[name.lowercased()] = String(cString: value) }
+        }
+        pending.continuation.resume(returning: Response(
+            status: Int(pigeon_h2_transfer_status(transfer)), headers: headers, body: body,
+            httpVersion: Int(pigeon_h2_transfer_http_version(transfer))))
+    }
+}
+
+/// The TLS settings as C strings kept alive for the driving thread's lifetime.
+private struct TLSStrings {
+    var caFile: [CChar]?
+    var certificate: [CChar]?
+    var password: [CChar]?
+    var type: [CChar] = Array("P12".utf8CString)
+
+    init(_ configuration: HTTP2Client.Configuration) {
+        caFile = configuration.caFile.map { Array($0.utf8CString) }
+        certificate = configuration.clientCertificate.map { Array($0.path.utf8CString) }
+        password = configuration.clientCertificate?.password.map { Array($0.utf8CString) }
+    }
+
+    mutating func withC<R>(_ body: (UnsafePointer<pigeon_h2_tls>) -> R) -> R {
+        caFile.withOptionalPointer { ca in
+            certificate.withOptionalPointer { cert in
+                password.withOptionalPointer { pass in
+                    type.withUnsafeBufferPointer { type in
+                        var tls = pigeon_h2_tls(ca_file: ca, client_cert: cert, client_cert_type: type.baseAddress, client_key_password: pass)
+                        return body(&tls)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension Optional where Wrapped == [CChar] {
+    fileprivate func withOptionalPointer<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let array = self else { return body(nil) }
+        return array.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
+}
+
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}

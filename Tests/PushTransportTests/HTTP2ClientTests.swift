@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+@testable import PushTransport
+
+/// The HTTP/2 client against Debian's `nghttpd` (a reference HTTP/2 server) over TLS.
+@Suite("HTTP/2 client", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd"), "needs nghttp2-server"))
+struct HTTP2ClientTests {
+    /// A running nghttpd with a self-signed certificate, serving `answer`.
+    final class ReferenceServer: @unchecked Sendable {
+        let folder: URL
+        let port: Int
+        let process = Process()
+
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("h2-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("root"), withIntermediateDirectories: true)
+            try Data(#"{"ok":true}"#.utf8).write(to: folder.appendingPathComponent("root/answer"))
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder.appendingPathComponent("key.pem").path,
+                                 "-out", folder.appendingPathComponent("cert.pem").path, "-days", "1", "-subj", "/CN=127.0.0.1",
+                                 "-addext", "subjectAltName=IP:127.0.0.1"]
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+            port = Int.random(in: 30_000...40_000)
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
+            process.arguments = ["-d", folder.appendingPathComponent("root").path, "--address=127.0.0.1", String(port),
+                                 folder.appendingPathComponent("key.pem").path, folder.appendingPathComponent("cert.pem").path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+
+        var caFile: String { folder.appendingPathComponent("cert.pem").path }
+        var base: String { "https://127.0.0.1:\(port)" }
+
+        deinit {
+            // nghttpd ignores SIGTERM while it has connections; SIGKILL ends it at once.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(at: folder)
+        }
+    }
+
+    @Test("500 concurrent POSTs are multiplexed over at most two connections")
+    func multiplexing() async throws {
+        let server = try ReferenceServer()
+        let client = try HTTP2Client(configuration: .init(maxConnections: 2, maxStreamsPerConnection: 100, caFile: server.caFile))
+        defer { client.shutdown() }
+        let responses = try await withThrowingTaskGroup(of: HTTP2Client.Response.self) { group in
+            for index in 0..<500 {
+                group.addTask {
+                    try await client.send(url: server.base + "/answer", headers: ["content-type": "application/json", "x-index": String(index)],
+                                          body: Data(#"{"n":\#(index)}"#.utf8), wantHeaders: ["content-length", "server"])
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(responses.count == 500)
+        #expect(responses.allSatisfy { $0.status == 200 && $0.httpVersion == 2 && $0.body == Data(#"{"ok":true}"#.utf8) })
+        #expect(responses.first?.headers["content-length"] == "11")
+        #expect(client.connectionsOpened >= 1 && client.connectionsOpened <= 2)
+    }
+
+    @Test("statuses come back as they are; a refused connection is a transport error")
+    func errors() async throws {
+        let server = try ReferenceServer()
+        let client = try HTTP2Client(configuration: .init(timeout: .seconds(5), caFile: server.caFile))
+        defer { client.shutdown() }
+        let missing = try await client.send(url: server.base + "/missing", headers: [:], body: Data("x".utf8))
+        #expect(missing.status == 404)
+        await #expect(throws: HTTP2Client.TransportError.self) {
+            try await client.send(url: "https://127.0.0.1:9/answer", headers: [:], body: Data())
+        }
+        let untrusted = try HTTP2Client(configuration: .init(timeout: .seconds(5)))
+        defer { untrusted.shutdown() }
+        await #expect(throws: HTTP2Client.TransportError.self) {
+            try await untrusted.send(url: server.base + "/answer", headers: [:], body: Data())
+        }
+    }
+}

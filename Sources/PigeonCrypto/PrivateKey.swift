@@ -17,10 +17,7 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// Parses a PEM private key (PKCS#8, or the traditional EC/RSA forms).
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let bio = try OpenSSLCall.require(bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }, "reading the key")
-        defer { BIO_free(bio) }
-        key = try OpenSSLCall.require(PEM_read_bio_PrivateKey(bio, nil, nil, nil), "parsing the PEM private key")
+        key = try readPEM(pem, "parsing the PEM private key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
     }
 
     deinit {
@@ -63,10 +60,7 @@ public final class PublicKey: @unchecked Sendable {
     let key: OpaquePointer
 
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let bio = try OpenSSLCall.require(bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }, "reading the key")
-        defer { BIO_free(bio) }
-        key = try OpenSSLCall.require(PEM_read_bio_PUBKEY(bio, nil, nil, nil), "parsing the PEM public key")
+        key = try readPEM(pem, "parsing the PEM public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
     }
 
     deinit {
@@ -93,6 +87,14 @@ public final class PublicKey: @unchecked Sendable {
         if !valid { _ = OpenSSLCall.lastError() }
         return valid
     }
+}
+
+/// Runs an OpenSSL PEM reader over `pem` held in a memory BIO.
+private func readPEM(_ pem: String, _ operation: String, _ read: (OpaquePointer) -> OpaquePointer?) throws(CryptoError) -> OpaquePointer {
+    let bytes = Array(pem.utf8)
+    let bio = try OpenSSLCall.require(bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }, operation)
+    defer { BIO_free(bio) }
+    return try OpenSSLCall.require(read(bio), operation)
 }
 
 /// Converts ECDSA P-256 signatures between DER (OpenSSL) and JOSE's raw `R || S`.

@@ -35,6 +35,15 @@ let package = Package(
             dependencies: ["CCurl"]
         ),
         .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .target(
+            name: "CH2ServerShim",
+            dependencies: ["CNGHTTP2", "COpenSSL"]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
@@ -58,6 +67,8 @@ let package = Package(
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
         .target(name: "PushTransport", dependencies: ["PigeonCrypto", "CCurlShim"]),
+        // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs.
+        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]
@@ -90,6 +101,7 @@ let package = Package(
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto"]),
+        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",

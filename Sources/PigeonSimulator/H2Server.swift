@@ -1,0 +1,161 @@
+internal import CH2ServerShim
+import Foundation
+
+/// An HTTP/2-over-TLS server (libnghttp2 and OpenSSL on one thread) answering each request with
+/// a synchronous handler. The simulator builds APNs, FCM and OAuth on it.
+public final class H2Server: Sendable {
+    /// A complete request.
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var authority: String
+        /// Lower-case names.
+        public var headers: [String: String]
+        public var body: Data
+        /// The verified client certificate's subject, when one was presented.
+        public var clientSubject: String?
+        public var connectionId: UInt64
+    }
+
+    /// What to do with a request.
+    public struct Response: Sendable {
+        public enum Action: Sendable { case respond, dropConnection, goAway }
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data
+        public var action: Action
+
+        public init(status: Int, headers: [String: String] = [:], body: Data = Data(), action: Action = .respond) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.action = action
+        }
+
+        /// A JSON body with its content type.
+        public static func json(_ status: Int, _ text: String, headers: [String: String] = [:]) -> Response {
+            Response(status: status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a }, body: Data(text.utf8))
+        }
+    }
+
+    public typealias Handler = @Sendable (Request) -> Response
+
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port: UInt16 = 0
+        public var certificateFile: String
+        public var keyFile: String
+        /// When set, client certificates are requested and verified against this CA.
+        public var clientCAFile: String?
+        /// Enforce nghttp2's rapid-reset limit as Debian's libnghttp2 does by default.
+        public var enforceRapidResetLimit = false
+
+        public init(certificateFile: String, keyFile: String, clientCAFile: String? = nil) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+            self.clientCAFile = clientCAFile
+        }
+    }
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let port: UInt16
+    // Touched only by init and stop.
+    private nonisolated(unsafe) let server: OpaquePointer
+    private let box: Unmanaged<HandlerBox>
+
+    public init(configuration: Configuration, handler: @escaping Handler) throws {
+        let box = Unmanaged.passRetained(HandlerBox(handler: handler))
+        var error = [CChar](repeating: 0, count: 256)
+        let started: OpaquePointer? = configuration.host.withCString { host in
+            configuration.certificateFile.withCString { certificate in
+                configuration.keyFile.withCString { key in
+                    withOptional(configuration.clientCAFile) { clientCA in
+                        var config = pigeon_h2s_config(
+                            address: host, port: configuration.port, certificate_file: certificate,
+                            key_file: key, client_ca_file: clientCA,
+                            enforce_reset_limit: configuration.enforceRapidResetLimit ? 1 : 0,
+                            handler: handleRequest, context: box.toOpaque())
+                        return pigeon_h2s_start(&config, &error, error.count)
+                    }
+                }
+            }
+        }
+        guard let started else {
+            box.release()
+            throw StartError(description: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        self.server = started
+        self.box = box
+        self.port = pigeon_h2s_port(started)
+    }
+
+    /// Connections accepted so far.
+    public var connectionsAccepted: UInt64 { pigeon_h2s_connections(server) }
+
+    /// Closes every connection and the listener. Call once.
+    public func stop() {
+        pigeon_h2s_stop(server)
+        box.release()
+    }
+}
+
+private func withOptional<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
+}
+
+/// What the C callback reaches through its context pointer.
+private final class HandlerBox: Sendable {
+    let handler: H2Server.Handler
+    init(handler: @escaping H2Server.Handler) { self.handler = handler }
+}
+
+private let handleRequest: pigeon_h2s_handler = { context, rawRequest, exchange in
+    guard let context, let rawRequest, let exchange else { return }
+    let handler = Unmanaged<HandlerBox>.fromOpaque(context).takeUnretainedValue().handler
+    let request = rawRequest.pointee
+    var headers: [String: String] = [:]
+    for index in 0..<request.header_count {
+        if let name = request.header_names[index], let value = request.header_values[index] {
+            headers[String(cString: name)] = String(cString: value)
+        }
+    }
+    let body = request.body.map { Data(bytes: $0, count: request.body_length) } ?? Data()
+    let response = handler(H2Server.Request(
+        method: String(cString: request.method), path: String(cString: request.path),
+        authority: String(cString: request.authority), headers: headers, body: body,
+        clientSubject: request.client_subject.map { String(cString: $0) },
+        connectionId: request.connection_id))
+    respond(exchange, with: response)
+}
+
+/// Hands the response to the shim, which copies it before returning.
+private func respond(_ exchange: OpaquePointer, with response: H2Server.Response) {
+    let names = response.headers.keys.map { strdup($0.lowercased()) }
+    let values = response.headers.keys.map { strdup(response.headers[$0] ?? "") }
+    defer {
+        names.forEach { free($0) }
+        values.forEach { free($0) }
+    }
+    let namePointers = names.map { UnsafePointer($0) }
+    let valuePointers = values.map { UnsafePointer($0) }
+    namePointers.withUnsafeBufferPointer { nameBuffer in
+        valuePointers.withUnsafeBufferPointer { valueBuffer in
+            response.body.withUnsafeBytes { body in
+                let action: Int32 = switch response.action {
+                case .respond: Int32(PIGEON_H2S_RESPOND)
+                case .dropConnection: Int32(PIGEON_H2S_DROP_CONNECTION)
+                case .goAway: Int32(PIGEON_H2S_GOAWAY)
+                }
+                var raw = pigeon_h2s_response(
+                    status: Int32(response.status), header_names: nameBuffer.baseAddress,
+                    header_values: valueBuffer.baseAddress, header_count: names.count,
+                    body: body.bindMemory(to: UInt8.self).baseAddress, body_length: body.count, action: action)
+                pigeon_h2s_respond(exchange, &raw)
+            }
+        }
+    }
+}

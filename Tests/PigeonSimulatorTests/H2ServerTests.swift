@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import PigeonSimulator
+@testable import PushTransport
+
+/// Our HTTP/2 server against our HTTP/2 client, over real TLS with a CA made by openssl.
+@Suite("HTTP/2 server")
+struct H2ServerTests {
+    final class Certificates: @unchecked Sendable {
+        let folder: URL
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("h2s-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                 "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                                 "-addext", "subjectAltName=IP:127.0.0.1"]
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+        }
+        var key: String { folder.appendingPathComponent("key.pem").path }
+        var certificate: String { folder.appendingPathComponent("cert.pem").path }
+        deinit { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    @Test("requests arrive whole and responses go back, with and without bodies")
+    func exchange() async throws {
+        let certificates = try Certificates()
+        let seen = Mutex<[String]>([])
+        let server = try H2Server(configuration: .init(certificateFile: certificates.certificate, keyFile: certificates.key)) { request in
+            seen.withLock { $0.append("\(request.method) \(request.path) \(request.headers["apns-topic"] ?? "-") \(request.body.count)") }
+            if request.path.hasSuffix("/bad") {
+                return .json(400, #"{"reason":"BadDeviceToken"}"#)
+            }
+            return H2Server.Response(status: 200, headers: ["apns-id": "id-\(request.body.count)"])
+        }
+        defer { server.stop() }
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: certificates.certificate))
+        defer { client.shutdown() }
+        let base = "https://127.0.0.1:\(server.port)/3/device/"
+        let results = try await withThrowingTaskGroup(of: HTTP2Client.Response.self) { group in
+            for index in 0..<300 {
+                group.addTask {
+                    try await client.send(url: base + (index % 3 == 0 ? "bad" : "good\(index)"), headers: ["apns-topic": "com.bank"],
+                                          body: Data(repeating: 65, count: index), wantHeaders: ["apns-id"])
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 300)
+        #expect(results.filter { $0.status == 400 }.count == 100)
+        #expect(results.filter { $0.status == 400 }.allSatisfy { APNsResponse.classify(status: $0.status, body: $0.body, apnsId: nil) == .tokenDead(reason: "BadDeviceToken", since: nil) })
+        #expect(results.filter { $0.status == 200 }.allSatisfy { $0.body.isEmpty && $0.headers["apns-id"] != nil && $0.httpVersion == 2 })
+        #expect(seen.withLock { $0.count } == 300)
+        #expect(seen.withLock { $0.contains("POST /3/device/good1 com.bank 1") })
+        #expect(server.connectionsAccepted == 1)
+    }
+
+    @Test("after a GOAWAY the client opens a new connection and the rest succeed")
+    func goAway() async throws {
+        let certificates = try Certificates()
+        let count = Mutex(0)
+        let server = try H2Server(configuration: .init(certificateFile: certificates.certificate, keyFile: certificates.key)) { _ in
+            let number = count.withLock { value in
+                value += 1
+                return value
+            }
+            return H2Server.Response(status: 200, action: number == 20 ? .goAway : .respond)
+        }
+        defer { server.stop() }
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: certificates.certificate))
+        defer { client.shutdown() }
+        var statuses: [Int] = []
+        for _ in 0..<60 {
+            statuses.append((try? await client.send(url: "https://127.0.0.1:\(server.port)/x", headers: [:], body: Data("{}".utf8)).status) ?? -1)
+        }
+        #expect(statuses.filter { $0 == 200 }.count >= 59)
+        #expect(server.connectionsAccepted >= 2)
+    }
+}

@@ -134,7 +134,10 @@ public final class HTTP2Client: Sendable {
                 if start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running += 1 }
             }
             if stopping && running == 0 { break }
-            _ = pigeon_h2_client_run(client, 100)
+            // libcurl 7.88 can leave a complete HTTP/2 response (HEADERS with END_STREAM, the
+            // shape of APNs' success) in its buffers without a socket event to wake the poll;
+            // while transfers are in flight, poll briefly so such a response waits 2 ms, not 100.
+            _ = pigeon_h2_client_run(client, running > 0 ? 2 : 100)
             while let done = pigeon_h2_client_next_done(client) {
                 running -= 1
                 finish(done)

@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto"]),
-        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport"]),
+        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "PigeonCrypto"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",

@@ -1,0 +1,162 @@
+import Foundation
+import PigeonCrypto
+import Synchronization
+
+/// Answers `POST /3/device/<token>` the way APNs does: it checks the path, the headers, the
+/// payload size and the authentication (an ES256 provider token or a verified client
+/// certificate), applies the fault rules configured for the device token, and records every
+/// push it accepts.
+public final class APNsSimulator: Sendable {
+    /// How the simulator authenticates providers.
+    public struct Authentication: Sendable {
+        /// Keys for provider tokens, by key id (`kid`), and the team each belongs to.
+        public var signingKeys: [String: (team: String, key: PublicKey)]
+        /// Accept connections whose client certificate verified against the simulator's CA.
+        public var acceptClientCertificates: Bool
+
+        public init(signingKeys: [String: (team: String, key: PublicKey)] = [:], acceptClientCertificates: Bool = true) {
+            self.signingKeys = signingKeys
+            self.acceptClientCertificates = acceptClientCertificates
+        }
+    }
+
+    /// A push the simulator accepted.
+    public struct Delivery: Sendable, Equatable {
+        public var deviceToken: String
+        public var apnsId: String
+        public var topic: String?
+        public var priority: String?
+        public var collapseId: String?
+        public var expiration: String?
+        public var payload: Data
+    }
+
+    private struct State {
+        var faults = FaultRules()
+        var delivered: [Delivery] = []
+        /// When each provider-token key last presented a new token, and that token.
+        var lastToken: [String: (token: String, issuedAt: Date)] = [:]
+        var tokenRefreshes = 0
+    }
+
+    public static let maximumPayloadBytes = 4096
+    /// Deliveries kept for queries; older ones are dropped (the count keeps growing).
+    public static let recordLimit = 1_000_000
+
+    private let authentication: Authentication
+    private let state = Mutex(State())
+    private let clock: @Sendable () -> Date
+
+    public init(authentication: Authentication, clock: @escaping @Sendable () -> Date = Date.init) {
+        self.authentication = authentication
+        self.clock = clock
+    }
+
+    /// Replaces the fault rules.
+    public func setFaults(_ faults: FaultRules) {
+        state.withLock { $0.faults = faults }
+    }
+
+    /// Every push accepted so far (oldest first, bounded by ``recordLimit``).
+    public var deliveries: [Delivery] { state.withLock { $0.delivered } }
+
+    /// How many times a new provider token replaced an earlier one.
+    public var providerTokenRefreshes: Int { state.withLock { $0.tokenRefreshes } }
+
+    public func handle(_ request: H2Server.Request) -> H2Server.Response {
+        let apnsId = request.headers["apns-id"] ?? UUID().uuidString.lowercased()
+        func reject(_ status: Int, _ reason: String, timestamp: Date? = nil) -> H2Server.Response {
+            var body = #"{"reason":"\#(reason)""#
+            if let timestamp { body += #","timestamp":\#(Int64(timestamp.timeIntervalSince1970 * 1000))"# }
+            return .json(status, body + "}", headers: ["apns-id": apnsId])
+        }
+        guard request.method == "POST" else { return reject(405, "MethodNotAllowed") }
+        let prefix = "/3/device/"
+        guard request.path.hasPrefix(prefix) else { return reject(404, "BadPath") }
+        let token = String(request.path.dropFirst(prefix.count))
+        guard !token.isEmpty, token.count <= 200, token.allSatisfy(\.isHexDigit) else { return reject(400, "BadDeviceToken") }
+
+        if let failure = authenticate(request) { return reject(failure.status, failure.reason) }
+        if let priority = request.headers["apns-priority"], !["10", "5", "1"].contains(priority) { return reject(400, "BadPriority") }
+        if let pushType = request.headers["apns-push-type"],
+           !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"].contains(pushType) {
+            return reject(400, "InvalidPushType")
+        }
+        if let expiration = request.headers["apns-expiration"], Int64(expiration) == nil { return reject(400, "BadExpirationDate") }
+        if let collapseId = request.headers["apns-collapse-id"], collapseId.utf8.count > 64 { return reject(400, "BadCollapseId") }
+        if request.headers["apns-topic"] == nil && request.clientSubject == nil { return reject(400, "MissingTopic") }
+        guard !request.body.isEmpty else { return reject(400, "PayloadEmpty") }
+        guard request.body.count <= Self.maximumPayloadBytes else { return reject(413, "PayloadTooLarge") }
+        guard (try? JSONSerialization.jsonObject(with: request.body)) is [String: Any] else { return reject(400, "BadPayload") }
+
+        switch state.withLock({ $0.faults.next(for: token) }) {
+        case .none:
+            break
+        case .unregistered?:
+            return reject(410, "Unregistered", timestamp: clock())
+        case .badDeviceToken?:
+            return reject(400, "BadDeviceToken")
+        case .tooManyRequests?:
+            var response = reject(429, "TooManyRequests")
+            response.headers["retry-after"] = "1"
+            return response
+        case .serviceUnavailable?:
+            return reject(503, "ServiceUnavailable")
+        case .internalError?:
+            return reject(500, "InternalServerError")
+        case .dropConnection?:
+            return H2Server.Response(status: 0, action: .dropConnection)
+        case .goAway?:
+            record(token: token, apnsId: apnsId, request: request)
+            return H2Server.Response(status: 200, headers: ["apns-id": apnsId], action: .goAway)
+        }
+        record(token: token, apnsId: apnsId, request: request)
+        return H2Server.Response(status: 200, headers: ["apns-id": apnsId])
+    }
+
+    private func record(token: String, apnsId: String, request: H2Server.Request) {
+        let delivery = Delivery(
+            deviceToken: token, apnsId: apnsId, topic: request.headers["apns-topic"],
+            priority: request.headers["apns-priority"], collapseId: request.headers["apns-collapse-id"],
+            expiration: request.headers["apns-expiration"], payload: request.body)
+        state.withLock { state in
+            if state.delivered.count >= Self.recordLimit { state.delivered.removeFirst(state.delivered.count / 2) }
+            state.delivered.append(delivery)
+        }
+    }
+
+    /// `nil` when the request is authenticated, else Apple's status and reason.
+    private func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
+        guard let authorization = request.headers["authorization"] else {
+            if authentication.acceptClientCertificates && request.clientSubject != nil { return nil }
+            return (403, "MissingProviderToken")
+        }
+        guard authorization.hasPrefix("bearer ") || authorization.hasPrefix("Bearer ") else { return (403, "InvalidProviderToken") }
+        let token = String(authorization.dropFirst(7))
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerData = Base64URL.decode(parts[0]),
+              let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any],
+              let keyId = header["kid"] as? String, header["alg"] as? String == "ES256",
+              let signer = authentication.signingKeys[keyId],
+              let verified = JSONWebToken.verify(token, key: signer.key), verified.signatureValid,
+              verified.claims["iss"] as? String == signer.team,
+              let issuedAt = (verified.claims["iat"] as? NSNumber)?.doubleValue
+        else { return (403, "InvalidProviderToken") }
+        let now = clock()
+        let issued = Date(timeIntervalSince1970: issuedAt)
+        if now.timeIntervalSince(issued) > 3600 { return (403, "ExpiredProviderToken") }
+        if issued.timeIntervalSince(now) > 60 { return (403, "InvalidProviderToken") }
+        return state.withLock { state -> (status: Int, reason: String)? in
+            guard let previous = state.lastToken[keyId], previous.token != token else {
+                if state.lastToken[keyId] == nil { state.lastToken[keyId] = (token, now) }
+                return nil
+            }
+            // A new token for the same key: Apple allows one every 20 minutes.
+            if now.timeIntervalSince(previous.issuedAt) < 20 * 60 { return (429, "TooManyProviderTokenUpdates") }
+            state.lastToken[keyId] = (token, now)
+            state.tokenRefreshes += 1
+            return nil
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// Faults the simulator injects, per device or registration token.
+public struct FaultRules: Sendable, Equatable {
+    public enum Fault: Sendable, Equatable {
+        /// APNs 410 Unregistered (with a timestamp) / FCM 404 UNREGISTERED.
+        case unregistered
+        /// APNs 400 BadDeviceToken / FCM 400 INVALID_ARGUMENT about the token.
+        case badDeviceToken
+        /// 429 with Retry-After.
+        case tooManyRequests
+        /// 503.
+        case serviceUnavailable
+        /// 500.
+        case internalError
+        /// Close the connection without answering.
+        case dropConnection
+        /// Accept, then send GOAWAY on the connection.
+        case goAway
+    }
+
+    /// A fault for a token: always, or the first `times` requests and then success.
+    public struct Rule: Sendable, Equatable {
+        public var fault: Fault
+        public var remaining: Int?
+
+        public init(_ fault: Fault, times: Int? = nil) {
+            self.fault = fault
+            self.remaining = times
+        }
+    }
+
+    public var rules: [String: Rule]
+
+    public init(_ rules: [String: Rule] = [:]) {
+        self.rules = rules
+    }
+
+    /// The fault for this request to `token`, counting down limited rules.
+    mutating func next(for token: String) -> Fault? {
+        guard var rule = rules[token] else { return nil }
+        if let remaining = rule.remaining {
+            guard remaining > 0 else { return nil }
+            rule.remaining = remaining - 1
+            rules[token] = rule
+        }
+        return rule.fault
+    }
+}

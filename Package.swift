@@ -79,7 +79,7 @@ let package = Package(
         ),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec"]
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(

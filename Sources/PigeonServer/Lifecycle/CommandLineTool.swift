@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonSimulator
 import PigeonStore
 
 /// The `pigeon` command line (CONTRACT §6). `run` returns the process exit status.
@@ -17,6 +18,8 @@ public struct CommandLineTool: Sendable {
           serve --config FILE         apply pending migrations, then serve until SIGTERM
           migrate --config FILE       apply pending migrations and exit
           check-config --config FILE  validate the configuration and exit
+          simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
+                                      a local APNs + FCM + OAuth simulator (HTTP/2, TLS)
 
         Run 'pigeon <command> --help' for a command's options.
         """
@@ -44,10 +47,67 @@ public struct CommandLineTool: Sendable {
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
                 return 0
             }
+        case "simulate":
+            return await simulate(options)
         default:
             printError("pigeon: unknown command '\(command)'; run 'pigeon --help'")
             return 2
         }
+    }
+
+    static let simulateHelp = """
+        pigeon simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
+
+        Serves APNs (/3/device/<token>), FCM HTTP v1 (/v1/projects/<p>/messages:send) and the
+        OAuth token endpoint (/token) over HTTP/2 and TLS, validating like Apple and Google.
+        Credentials (CA, server certificate, client .p12, .p8 key, service-account JSON) are made
+        in the state folder on first run (default ./.local/pigeon-simulator); the server.conf lines
+        that point a gateway here are printed at start. Admin: GET /simulator/pushes,
+        PUT /simulator/faults, GET /simulator/health. --rapid-reset-limit enforces nghttp2's
+        stream-reset limit as Debian ships it. Default listen: 127.0.0.1:2197. Stops on SIGTERM.
+        """
+
+    private func simulate(_ options: [String]) async -> Int32 {
+        var listen = "127.0.0.1:2197"
+        var state = FileManager.default.currentDirectoryPath + "/.local/pigeon-simulator"
+        var enforceLimit = false
+        var index = 0
+        while index < options.count {
+            switch options[index] {
+            case "--help", "-h":
+                print(Self.simulateHelp)
+                return 0
+            case "--rapid-reset-limit":
+                enforceLimit = true
+                index += 1
+            case "--listen", "--state":
+                guard index + 1 < options.count else {
+                    printError("pigeon simulate: \(options[index]) needs a value")
+                    return 2
+                }
+                if options[index] == "--listen" { listen = options[index + 1] } else { state = options[index + 1] }
+                index += 2
+            default:
+                printError("pigeon simulate: unknown option '\(options[index])'; run 'pigeon simulate --help'")
+                return 2
+            }
+        }
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+            printError("pigeon simulate: --listen must be host:port, got '\(listen)'")
+            return 2
+        }
+        let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
+        let simulator: Simulator
+        do {
+            simulator = try Simulator(folder: URL(fileURLWithPath: state), host: String(listen[..<colon]), port: port, enforceRapidResetLimit: enforceLimit)
+        } catch {
+            printError("pigeon simulate: \(error)")
+            return 1
+        }
+        FileHandle.standardOutput.write(Data("pigeon simulate: listening on \(simulator.baseURL); point a gateway here with:\n\(simulator.configurationSnippet)\n".utf8))
+        _ = await signals.wait()
+        simulator.stop()
+        return 0
     }
 
     private func withConfiguration(

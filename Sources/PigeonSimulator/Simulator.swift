@@ -1,0 +1,109 @@
+import Foundation
+import PigeonCrypto
+
+/// `pigeon simulate`: APNs, FCM and the OAuth token endpoint on one HTTP/2-over-TLS port, with
+/// fault injection and a record of every accepted push. Admin calls on the same port:
+/// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
+/// `{"<token>": {"fault": "unregistered", "times": 2}}`), `GET /simulator/health`.
+public final class Simulator: Sendable {
+    public let apns: APNsSimulator
+    public let fcm: FCMSimulator
+    public let credentials: SimulatorCredentials
+    private let server: H2Server
+
+    public var port: UInt16 { server.port }
+    public var baseURL: String { "https://127.0.0.1:\(server.port)" }
+
+    /// Makes or reuses credentials in `folder` and starts listening on `host:port`.
+    public init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false) throws {
+        let credentials = try SimulatorCredentials(folder: folder, tokenURL: "https://127.0.0.1:\(port)/token")
+        let apnsKey = try PrivateKey(pem: try String(contentsOfFile: credentials.apnsKey, encoding: .utf8)).publicKey()
+        let account = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: credentials.serviceAccount))) as? [String: Any]
+        let accountKey = try PrivateKey(pem: account?["private_key"] as? String ?? "").publicKey()
+        let apns = APNsSimulator(authentication: .init(signingKeys: [SimulatorCredentials.keyId: (SimulatorCredentials.teamId, apnsKey)]))
+        let fcm = FCMSimulator(accounts: [SimulatorCredentials.clientEmail: accountKey])
+        var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
+        configuration.host = host
+        configuration.port = port
+        configuration.enforceRapidResetLimit = enforceRapidResetLimit
+        server = try H2Server(configuration: configuration) { request in
+            Simulator.route(request, apns: apns, fcm: fcm)
+        }
+        self.apns = apns
+        self.fcm = fcm
+        self.credentials = credentials
+    }
+
+    public func stop() {
+        server.stop()
+    }
+
+    /// The `server.conf` lines that point a gateway at this simulator.
+    public var configurationSnippet: String {
+        """
+        apnsEndpoint = \(baseURL)
+        apnsKeyPath = \(credentials.apnsKey)
+        apnsKeyId = \(SimulatorCredentials.keyId)
+        apnsTeamId = \(SimulatorCredentials.teamId)
+        apnsTopic = \(SimulatorCredentials.topic)
+        fcmServiceAccountPath = \(credentials.serviceAccount)
+        fcmEndpoint = \(baseURL)
+        fcmTokenEndpoint = \(baseURL)/token
+        tlsCaFile = \(credentials.caFile)
+        """
+    }
+
+    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator) -> H2Server.Response {
+        if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
+        if request.path.hasPrefix("/v1/projects/") { return fcm.handleSend(request) }
+        if request.path == "/token" { return fcm.handleToken(request) }
+        switch (request.method, request.path) {
+        case ("GET", "/simulator/health"):
+            return .json(200, #"{"status":"UP"}"#)
+        case ("GET", "/simulator/pushes"):
+            var lines = ""
+            for delivery in apns.deliveries {
+                let payload = String(decoding: delivery.payload, as: UTF8.self)
+                lines += #"{"service":"apns","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)}"# + "\n"
+            }
+            for delivery in fcm.deliveries {
+                let message = String(decoding: delivery.message, as: UTF8.self)
+                lines += #"{"service":"fcm","token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)}"# + "\n"
+            }
+            return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
+        case ("PUT", "/simulator/faults"):
+            guard let faults = FaultRules(json: request.body) else {
+                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway\", \"times\": N}}"}"#)
+            }
+            apns.setFaults(faults)
+            fcm.setFaults(faults)
+            return .json(200, #"{"rules":\#(faults.rules.count)}"#)
+        default:
+            return .json(404, #"{"reason":"BadPath"}"#)
+        }
+    }
+}
+
+extension FaultRules {
+    /// Parses `{"<token>": {"fault": "<name>", "times": N}}`.
+    public init?(json: Data) {
+        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return nil }
+        var rules: [String: Rule] = [:]
+        for (token, value) in object {
+            guard let entry = value as? [String: Any], let name = entry["fault"] as? String else { return nil }
+            let fault: Fault
+            switch name {
+            case "unregistered": fault = .unregistered
+            case "badDeviceToken": fault = .badDeviceToken
+            case "tooManyRequests": fault = .tooManyRequests
+            case "serviceUnavailable": fault = .serviceUnavailable
+            case "internalError": fault = .internalError
+            case "dropConnection": fault = .dropConnection
+            case "goAway": fault = .goAway
+            default: return nil
+            }
+            rules[token] = Rule(fault, times: (entry["times"] as? NSNumber)?.intValue)
+        }
+        self.init(rules)
+    }
+}

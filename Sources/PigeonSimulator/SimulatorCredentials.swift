@@ -1,0 +1,87 @@
+import Foundation
+
+/// Everything a gateway needs to talk to the simulator, made once with the openssl command line
+/// into a folder: a CA, the server certificate (127.0.0.1 and localhost), a client `.p12` for
+/// APNs certificate authentication, an APNs `.p8` token key, and an FCM service-account JSON.
+public struct SimulatorCredentials: Sendable {
+    public static let keyId = "SIMKEY0001"
+    public static let teamId = "SIMTEAM001"
+    public static let topic = "com.example.bank"
+    public static let projectId = "pigeon-simulator"
+    public static let clientEmail = "pigeon@pigeon-simulator.iam.gserviceaccount.com"
+    public static let p12Password = "pigeon"
+
+    public let folder: URL
+
+    public var caFile: String { path("ca.pem") }
+    public var serverCertificate: String { path("server.pem") }
+    public var serverKey: String { path("server.key") }
+    public var clientP12: String { path("client.p12") }
+    public var apnsKey: String { path("AuthKey_\(Self.keyId).p8") }
+    public var serviceAccount: String { path("service-account.json") }
+
+    /// Why credentials could not be made.
+    public struct GenerationError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Uses the credentials in `folder`, making any that are missing.
+    public init(folder: URL, tokenURL: @autoclosure () -> String) throws {
+        self.folder = folder
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if !exists("ca.pem") {
+            try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("ca.key"),
+                         "-out", path("ca.pem"), "-days", "3650", "-subj", "/CN=Pigeon Simulator CA"])
+        }
+        if !exists("server.pem") {
+            try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n".utf8).write(to: url("server.ext"))
+            try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("server.key"),
+                         "-out", path("server.csr"), "-subj", "/CN=localhost"])
+            try openssl(["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
+                         "-out", path("server.pem"), "-days", "825", "-extfile", path("server.ext")])
+        }
+        if !exists("client.p12") {
+            try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("client.key"), "-out", path("client.csr"),
+                         "-subj", "/CN=Apple Push Services: \(Self.topic)/UID=\(Self.topic)"])
+            try openssl(["x509", "-req", "-in", path("client.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
+                         "-out", path("client.pem"), "-days", "825"])
+            try openssl(["pkcs12", "-export", "-in", path("client.pem"), "-inkey", path("client.key"), "-out", path("client.p12"),
+                         "-passout", "pass:\(Self.p12Password)"])
+        }
+        if !exists("AuthKey_\(Self.keyId).p8") {
+            try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", apnsKey])
+        }
+        if !exists("service-account.json") {
+            try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", path("fcm.key")])
+            let key = try String(contentsOfFile: path("fcm.key"), encoding: .utf8)
+            let json: [String: Any] = [
+                "type": "service_account", "project_id": Self.projectId, "private_key_id": "simulator-key-1",
+                "private_key": key, "client_email": Self.clientEmail, "token_uri": tokenURL(),
+            ]
+            try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys]).write(to: url("service-account.json"))
+        }
+    }
+
+    private func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
+    private func path(_ name: String) -> String { url(name).path }
+    private func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
+
+    private func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw GenerationError(description: "cannot run openssl (install the openssl package): \(error.localizedDescription)")
+        }
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw GenerationError(description: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self).prefix(300))")
+        }
+    }
+}

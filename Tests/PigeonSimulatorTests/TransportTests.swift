@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+@testable import PigeonSimulator
+@testable import PushTransport
+
+/// The APNs and FCM transports against `pigeon simulate`'s endpoints.
+@Suite("Push transports")
+struct TransportTests {
+    @Test("APNs with token auth: one provider token reused across many pushes, replaced after 50 minutes")
+    func apnsTokenReuse() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tr-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 50_001...60_000))
+        defer { simulator.stop() }
+        let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let clock = ManualClock(Date())
+        let signing = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: simulator.credentials.apnsKey, encoding: .utf8),
+                                                 keyId: SimulatorCredentials.keyId, teamId: SimulatorCredentials.teamId)
+        let transport = APNsTransport(client: client, endpoint: simulator.baseURL, topic: SimulatorCredentials.topic,
+                                      authentication: .token(signing), clock: { clock.read() })
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: clock.read() + 3600)
+        let outcomes = await withTaskGroup(of: PushOutcome.self) { group in
+            for index in 0..<200 {
+                group.addTask { await transport.send(message, to: String(format: "%08x", index)) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0.label == "accepted" })
+        #expect(transport.providerTokensSigned == 1)
+        simulator.apns.setFaults(FaultRules(["deadbeef": .init(.unregistered)]))
+        guard case .tokenDead(let reason, _) = await transport.send(message, to: "deadbeef") else { Issue.record("expected tokenDead"); return }
+        #expect(reason == "Unregistered")
+        // The simulator checks the token's age against real time, so the policy is tested on
+        // its own; here: 50 minutes later the transport signs exactly one new token.
+        clock.set(clock.read() + 51 * 60)
+        _ = await transport.send(message, to: "00aa")
+        #expect(transport.providerTokensSigned == 2)
+    }
+
+    @Test("a refused connection is a retry outcome, never a crash or a lost answer")
+    func transportFailure() async throws {
+        let client = try HTTP2Client(configuration: .init(timeout: .seconds(3)))
+        defer { client.shutdown() }
+        let transport = APNsTransport(client: client, endpoint: "https://127.0.0.1:9", topic: "t", authentication: .certificate)
+        let outcome = await transport.send(PushMessage(notificationId: "n", text: "t", urgency: .high, expiresAt: Date() + 60), to: "ab")
+        #expect(outcome.label == "retry")
+    }
+
+    @Test("FCM transport: accepted, dead token, and a new access token after a 401")
+    func fcm() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("trf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 50_001...60_000))
+        defer { simulator.stop() }
+        let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: simulator.credentials.serviceAccount)))
+        let tokens = FCMAccessTokens(account: account, client: client)
+        let transport = FCMTransport(client: client, endpoint: simulator.baseURL, projectId: account.projectId, tokens: tokens)
+        let message = PushMessage(notificationId: "n", text: "t", data: ["type": "URL", "target": "https://bank.example"], urgency: .high, expiresAt: Date() + 600)
+        #expect(await transport.send(message, to: "reg-1").label == "accepted")
+        simulator.fcm.setFaults(FaultRules(["reg-2": .init(.unregistered)]))
+        #expect(await transport.send(message, to: "reg-2") == .tokenDead(reason: "UNREGISTERED", since: nil))
+        #expect(simulator.fcm.accessTokensIssued == 1)
+    }
+}

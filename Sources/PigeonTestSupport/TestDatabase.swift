@@ -30,6 +30,25 @@ public enum TestDatabase {
         return pool
     }
 
+    /// A pool on a database of its own (created now, migrated), for tests that must not see other
+    /// tests' rows — the delivery queue claims whatever is due. `drop()` removes it.
+    public static func isolatedDatabase() async throws -> (pool: PostgresPool, drop: @Sendable () async -> Void) {
+        guard let url, let slash = url.lastIndex(of: "/") else {
+            throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
+        }
+        let name = "pigeon_isolated_" + UUID().uuidString.prefix(8).lowercased()
+        let admin = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: url), size: 1), logger: .silent)
+        _ = try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \(name)") }
+        let isolatedURL = String(url[...slash]) + name
+        let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: isolatedURL), size: 4), logger: .silent)
+        _ = try await Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(pool, logger: .silent)
+        return (pool, {
+            pool.close()
+            _ = try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+            admin.close()
+        })
+    }
+
     /// An id no other test uses: `prefix-<random>`.
     public static func unique(_ prefix: String) -> String {
         "\(prefix)-\(UUID().uuidString.prefix(12).lowercased())"

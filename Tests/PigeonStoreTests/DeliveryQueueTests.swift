@@ -1,0 +1,84 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonStore
+
+@Suite("Delivery queue (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct DeliveryQueueTests {
+    /// A notification to `count` subscribed users.
+    func enqueue(_ pool: PostgresPool, id: String, count: Int, priority: Int? = nil) async throws {
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let users = (0..<count).map { "\(id)-user-\($0)" }
+        let subscriptions = SubscriptionStore(pool: pool, identifiers: identifiers)
+        for user in users {
+            try await subscriptions.subscribe(bankClientId: "bank", userId: user, deviceId: "d", platform: .ios, pushToken: "ab")
+        }
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers).send(PushNotification(
+            id: id, recipients: users, timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal), priority: priority))
+    }
+
+    @Test("two workers claiming at once get disjoint sets that cover everything")
+    func disjointClaims() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "fan", count: 300)
+        let queue = DeliveryQueue(pool: pool)
+        async let first = queue.claim(owner: "a", limit: 200, lease: .seconds(60))
+        async let second = queue.claim(owner: "b", limit: 200, lease: .seconds(60))
+        let (a, b) = try await (first, second)
+        let keysA = Set(a.map(\.position)), keysB = Set(b.map(\.position))
+        #expect(keysA.isDisjoint(with: keysB))
+        #expect(keysA.union(keysB).count == 300)
+        #expect(try await queue.claim(owner: "c", limit: 10, lease: .seconds(60)).isEmpty)
+        await drop()
+    }
+
+    @Test("higher priority is claimed first")
+    func priority() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "low", count: 3, priority: 1)
+        try await enqueue(pool, id: "high", count: 2, priority: 9)
+        let claimed = try await DeliveryQueue(pool: pool).claim(owner: "w", limit: 2, lease: .seconds(60))
+        #expect(claimed.map(\.notificationId) == ["high", "high"])
+        await drop()
+    }
+
+    @Test("a dead worker's lease runs out and the rows are claimed again, attempt counted")
+    func leaseExpiry() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "crash", count: 5)
+        let queue = DeliveryQueue(pool: pool)
+        let first = try await queue.claim(owner: "dies", limit: 10, lease: .milliseconds(300))
+        #expect(first.count == 5)
+        #expect(try await queue.claim(owner: "other", limit: 10, lease: .seconds(60)).isEmpty)
+        try await Task.sleep(for: .milliseconds(600))
+        let again = try await queue.claim(owner: "other", limit: 10, lease: .seconds(60))
+        #expect(again.count == 5)
+        #expect(again.allSatisfy { $0.attempt == 2 })
+        // The dead worker's late answer no longer counts.
+        #expect(try await queue.record(first.map { DeliveryResult(delivery: $0, state: .sent) }, owner: "dies") == 0)
+        #expect(try await queue.record(again.map { DeliveryResult(delivery: $0, state: .sent) }, owner: "other") == 5)
+        await drop()
+    }
+
+    @Test("outcomes: states never move backwards; a retry waits for its time")
+    func outcomes() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "out", count: 3)
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).sorted { $0.position < $1.position }
+        let later = Date().addingTimeInterval(3600)
+        let written = try await queue.record([
+            DeliveryResult(delivery: claimed[0], state: .sent),
+            DeliveryResult(delivery: claimed[1], state: .queued, nextAttemptAt: later, error: "503 ServiceUnavailable"),
+            DeliveryResult(delivery: claimed[2], state: .invalidSubscription, error: "Unregistered"),
+        ], owner: "w")
+        #expect(written == 3)
+        #expect(try await queue.record([DeliveryResult(delivery: claimed[0], state: .queued)], owner: "w") == 0)
+        #expect(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).isEmpty)
+        #expect(try await queue.depth() == 1)
+        let states = try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).deliveryStatus(id: "out")
+        #expect(states?.map(\.state) == [.sent, .queued, .invalidSubscription])
+        await drop()
+    }
+}

@@ -79,7 +79,7 @@ let package = Package(
         ),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator"]
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushTransport"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -105,7 +105,7 @@ let package = Package(
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushTransport", "PigeonSimulator"]
         ),
     ],
     swiftLanguageModes: [.v6]

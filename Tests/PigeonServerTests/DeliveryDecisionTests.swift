@@ -1,0 +1,66 @@
+import Foundation
+import PigeonCore
+import PushTransport
+import Testing
+@testable import PigeonServer
+
+@Suite("Delivery decision")
+struct DeliveryDecisionTests {
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64 = 42
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            return z ^ (z >> 27)
+        }
+    }
+
+    let now = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func decide(_ outcomes: [(Int64, PushOutcome)], attempt: Int = 1, expiresIn: TimeInterval = 600, perishable: Bool = false) -> DeliveryDecision {
+        var random = Seeded()
+        return DeliveryDecision.decide(outcomes: outcomes.map { (device: $0.0, outcome: $0.1) }, attempt: attempt,
+                                       expiresAt: now + expiresIn, perishable: perishable, now: now,
+                                       schedule: RetrySchedule(maximumAttempts: 5), random: &random)
+    }
+
+    @Test("one accepting device is enough; dead siblings are removed")
+    func accepted() {
+        let decision = decide([(1, .tokenDead(reason: "Unregistered", since: nil)), (2, .accepted(id: "x"))])
+        #expect(decision.state == .sent)
+        #expect(decision.deadDevices == [1])
+    }
+
+    @Test("no device, or only dead ones, is INVALID_SUBSCRIPTION")
+    func invalid() {
+        #expect(decide([]).state == .invalidSubscription)
+        let decision = decide([(1, .tokenDead(reason: "BadDeviceToken", since: nil)), (2, .tokenDead(reason: "Unregistered", since: nil))])
+        #expect(decision.state == .invalidSubscription)
+        #expect(decision.deadDevices == [1, 2])
+    }
+
+    @Test("temporary trouble stays QUEUED until the retry time, honouring Retry-After")
+    func retry() {
+        let decision = decide([(1, .retry(reason: "TooManyRequests", after: .seconds(30)))])
+        #expect(decision.state == .queued)
+        #expect(decision.nextAttemptAt == now + 30)
+        #expect(decision.error == "TooManyRequests")
+        #expect(decide([(1, .refreshCredentials(reason: "ExpiredProviderToken"))]).state == .queued)
+    }
+
+    @Test("perishable, attempts used up, or time up end the retries")
+    func noMoreRetries() {
+        #expect(decide([(1, .retry(reason: "503", after: nil))], perishable: true).state == .sendingFailed)
+        #expect(decide([(1, .retry(reason: "503", after: nil))], attempt: 5).state == .sendingFailed)
+        #expect(decide([(1, .retry(reason: "503", after: nil))], expiresIn: -1).state == .expired)
+        #expect(decide([(1, .retry(reason: "503", after: .seconds(900)))]).state == .sendingFailed)
+    }
+
+    @Test("permanent failures are SENDING_FAILED with the reason")
+    func failed() {
+        let decision = decide([(1, .failed(reason: "PayloadTooLarge"))])
+        #expect(decision.state == .sendingFailed)
+        #expect(decision.error == "PayloadTooLarge")
+    }
+}

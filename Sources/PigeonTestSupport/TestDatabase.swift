@@ -33,6 +33,12 @@ public enum TestDatabase {
     /// A pool on a database of its own (created now, migrated), for tests that must not see other
     /// tests' rows — the delivery queue claims whatever is due. `drop()` removes it.
     public static func isolatedDatabase() async throws -> (pool: PostgresPool, drop: @Sendable () async -> Void) {
+        let database = try await isolatedDatabaseWithURL()
+        return (database.pool, database.drop)
+    }
+
+    /// ``isolatedDatabase()`` with the database's URL, for starting a gateway on it.
+    public static func isolatedDatabaseWithURL() async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
         guard let url, let slash = url.lastIndex(of: "/") else {
             throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
         }
@@ -42,7 +48,7 @@ public enum TestDatabase {
         let isolatedURL = String(url[...slash]) + name
         let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: isolatedURL), size: 4), logger: .silent)
         _ = try await Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(pool, logger: .silent)
-        return (pool, {
+        return (pool, isolatedURL, {
             pool.close()
             _ = try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
             admin.close()

@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonHTTP
 import PigeonStore
+import PushTransport
 
 /// A running gateway: the database pool, migrations applied, and the HTTP listener.
 public final class Gateway: Sendable {
@@ -17,6 +18,8 @@ public final class Gateway: Sendable {
     private let pool: PostgresPool
     private let server: HTTPServer
     private let logger: Logger
+    private let pushClients: [HTTP2Client]
+    private let engine: Task<Void, Never>?
 
     /// Opens the database, applies pending migrations and starts serving.
     public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
@@ -66,6 +69,25 @@ public final class Gateway: Sendable {
         self.port = server.port
         self.logger = logger
         logger.notice("listening", metadata: ["address": "\(tls == nil ? "http" : "https")://\(http.host):\(server.port)"])
+
+        let transports: PushTransports
+        do {
+            transports = try PushTransports(configuration: configuration)
+        } catch {
+            server.stop()
+            throw error
+        }
+        pushClients = transports.clients
+        if transports.apns == nil && transports.fcm == nil {
+            logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
+            engine = nil
+        } else {
+            let deliveryEngine = DeliveryEngine(
+                configuration: .init(), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
+                queue: DeliveryQueue(pool: pool), notifications: inbound.notifications, subscriptions: inbound.subscriptions,
+                apns: transports.apns, fcm: transports.fcm, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
+            engine = Task { await deliveryEngine.run() }
+        }
     }
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
@@ -78,7 +100,20 @@ public final class Gateway: Sendable {
     public func shutdownBlocking() {
         logger.notice("shutting down")
         server.quiesce()
+        if let engine {
+            // The engine finishes the batch in hand and records it before the pool closes.
+            engine.cancel()
+            let finished = DispatchSemaphore(value: 0)
+            Task {
+                await engine.value
+                finished.signal()
+            }
+            if finished.wait(timeout: .now() + 30) == .timedOut {
+                logger.warning("delivery engine did not stop within 30 s; its leases will expire")
+            }
+        }
         server.stop()
+        pushClients.forEach { $0.shutdown() }
         pool.close()
         logger.notice("stopped")
     }
@@ -121,5 +156,8 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_http_request_duration_seconds", type: "histogram", help: "HTTP request latency by route template.")
         metrics.describe("pigeon_soap_calls_total", type: "counter", help: "SOAP operations by business status.")
         metrics.describe("pigeon_soap_faults_total", type: "counter", help: "SOAP requests answered with a fault.")
+        metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform and outcome.")
+        metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform.")
+        metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
     }
 }

@@ -69,6 +69,46 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
+    /// Subscribed devices of many users at once, keyed by the users' comparable form
+    /// (`user_folded` when ids are case-insensitive, else the id as given).
+    public func devices(users: [String]) async throws -> [String: [Device]] {
+        let column = userColumn
+        let keys = PostgresArray.encode(users.map(lookupKey))
+        return try await pool.withConnection { connection in
+            var devices: [String: [Device]] = [:]
+            for row in try connection.query("""
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column)
+                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
+                """, [keys]).rows {
+                guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)), let key = row[6] else { continue }
+                devices[key, default: []].append(Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform, pushToken: row[5] ?? ""))
+            }
+            return devices
+        }
+    }
+
+    /// The comparable form of a user id under the configured rule.
+    public func key(for user: String) -> String { lookupKey(user) }
+
+    /// Deletes devices whose push tokens the push services declared dead.
+    @discardableResult
+    public func remove(deviceIds: [Int64]) async throws -> Int {
+        guard !deviceIds.isEmpty else { return 0 }
+        let ids = PostgresArray.encode(deviceIds.map(String.init))
+        return try await pool.withConnection { connection in
+            try connection.query("DELETE FROM devices WHERE id = ANY($1::bigint[])", [ids]).affected
+        }
+    }
+
+    /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`).
+    public func markDelivered(deviceIds: [Int64]) async throws {
+        guard !deviceIds.isEmpty else { return }
+        let ids = PostgresArray.encode(deviceIds.map(String.init))
+        _ = try await pool.withConnection { connection in
+            try connection.query("UPDATE devices SET last_success_at = now() WHERE id = ANY($1::bigint[])", [ids])
+        }
+    }
+
     /// Every device of `user`.
     public func devices(user: String) async throws -> [Device] {
         let column = userColumn

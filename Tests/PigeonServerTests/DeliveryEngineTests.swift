@@ -1,0 +1,71 @@
+import Foundation
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// The whole path: SOAP sendNotification → PostgreSQL → delivery engine → APNs/FCM over HTTP/2
+/// and TLS → `pigeon simulate` → states recorded.
+@Suite("Delivery engine end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct DeliveryEngineTests {
+    @Test("pushes reach the simulator, states become SENT, dead tokens are removed")
+    func endToEnd() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("engine-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
+        defer { simulator.stop() }
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let credentials = simulator.credentials
+        let harness = try await GatewayHarness {
+            $0.database.url = database.url
+            $0.apns.endpoint = simulator.baseURL
+            $0.apns.keyPath = credentials.apnsKey
+            $0.apns.keyId = SimulatorCredentials.keyId
+            $0.apns.teamId = SimulatorCredentials.teamId
+            $0.apns.topic = SimulatorCredentials.topic
+            $0.fcm.serviceAccountPath = credentials.serviceAccount
+            $0.fcm.endpoint = simulator.baseURL
+            $0.fcm.tokenEndpoint = simulator.baseURL + "/token"
+            $0.tlsCaFile = credentials.caFile
+        }
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: identifiers)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "ios-user", deviceId: "iphone", platform: .ios, pushToken: "a1b2c3d4")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "android-user", deviceId: "pixel", platform: .android, pushToken: "fcm:token-1")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone", platform: .ios, pushToken: "deadbeef")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "pixel", platform: .android, pushToken: "fcm:token-2")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "gone", deviceId: "iphone", platform: .ios, pushToken: "0dead0")
+        simulator.apns.setFaults(FaultRules(["deadbeef": .init(.unregistered), "0dead0": .init(.badDeviceToken)]))
+
+        let reply = try await harness.soap(GatewayHarness.sendNotification(id: "engine-1", recipients: ["ios-user", "android-user", "both", "gone", "nobody"]))
+        #expect(reply.text.contains("<key>ios-user</key><value>QUEUED</value>"))
+
+        let store = NotificationStore(pool: database.pool, identifiers: identifiers)
+        var states: [RecipientState] = []
+        for _ in 0..<150 {
+            states = try await store.deliveryStatus(id: "engine-1") ?? []
+            if !states.contains(where: { $0.state == .queued }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(states == [
+            RecipientState(user: "ios-user", state: .sent),
+            RecipientState(user: "android-user", state: .sent),
+            RecipientState(user: "both", state: .sent),
+            RecipientState(user: "gone", state: .invalidSubscription),
+            RecipientState(user: "nobody", state: .invalidSubscription),
+        ])
+        #expect(Set(simulator.apns.deliveries.map(\.deviceToken)) == ["a1b2c3d4"])
+        #expect(Set(simulator.fcm.deliveries.map(\.registrationToken)) == ["fcm:token-1", "fcm:token-2"])
+        let payload = try JSONSerialization.jsonObject(with: simulator.apns.deliveries[0].payload) as? [String: Any]
+        #expect(payload?["notificationId"] as? String == "engine-1")
+        // Dead tokens are gone; the live Android device of "both" stays.
+        #expect(try await subscriptions.devices(user: "both").map(\.pushToken) == ["fcm:token-2"])
+        #expect(try await subscriptions.devices(user: "gone").isEmpty)
+        let metrics = try await harness.request("GET", "/metrics")
+        #expect(metrics.text.contains("pigeon_push_outcomes_total{outcome=\"accepted\",platform=\"IOS\"} 1"))
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+}

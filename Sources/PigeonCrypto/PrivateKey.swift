@@ -89,11 +89,14 @@ public final class PublicKey: @unchecked Sendable {
     }
 }
 
-/// Runs an OpenSSL PEM reader over `pem` held in a memory BIO.
+/// Runs an OpenSSL PEM reader over a copy of `pem` in a memory BIO. (BIO_new_mem_buf would
+/// only borrow the bytes, which Swift may free as soon as the closure that exposed them returns.)
 private func readPEM(_ pem: String, _ operation: String, _ read: (OpaquePointer) -> OpaquePointer?) throws(CryptoError) -> OpaquePointer {
-    let bytes = Array(pem.utf8)
-    let bio = try OpenSSLCall.require(bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }, operation)
+    let bio = try OpenSSLCall.require(BIO_new(BIO_s_mem()), operation)
     defer { BIO_free(bio) }
+    let bytes = Array(pem.utf8)
+    let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
+    guard written == bytes.count else { throw CryptoError(operation: operation, reason: "cannot buffer the PEM text") }
     return try OpenSSLCall.require(read(bio), operation)
 }
 

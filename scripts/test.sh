@@ -10,9 +10,10 @@ cd "$PIGEON_ROOT"
 PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=300
-gateway=""
+gateway="" simulator=""
 cleanup() {
     if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    if [ -n "$simulator" ]; then kill -TERM "$simulator" 2>/dev/null || true; wait "$simulator" 2>/dev/null || true; fi
     pg_stop test
 }
 trap cleanup EXIT
@@ -27,19 +28,31 @@ log "Swift tests"
 # A hung test must fail the run, not eat CI's 90 minutes.
 timeout --signal=TERM --kill-after=30 1200 swift test --skip-build
 
-log "third-party client tests (zeep)"
+log "third-party client tests (zeep) against release builds of the gateway and the simulator"
+swift build -c release --product pigeon
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests
 pg_recreate_database "$PORT" pigeon_zeep
-cat > /tmp/pigeon-zeep.conf <<CONF
-listen = 127.0.0.1:18080
-dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep
-migrationsPath = $PIGEON_ROOT/migrations
-logLevel = warning
-CONF
-.build/debug/pigeon serve --config /tmp/pigeon-zeep.conf &
+SIM_STATE=/tmp/pigeon-sim-test
+rm -rf "$SIM_STATE"
+.build/release/pigeon simulate --listen 127.0.0.1:22197 --state "$SIM_STATE" > /tmp/pigeon-sim-test.out 2>&1 &
+simulator=$!
+for _ in $(seq 1 300); do
+    grep -q '^tlsCaFile' /tmp/pigeon-sim-test.out 2>/dev/null && break
+    kill -0 "$simulator" 2>/dev/null || { cat /tmp/pigeon-sim-test.out >&2; exit 1; }
+    sleep 0.1
+done
+{
+    echo "listen = 127.0.0.1:18080"
+    echo "dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep"
+    echo "migrationsPath = $PIGEON_ROOT/migrations"
+    echo "logLevel = warning"
+    grep -E '^(apns|fcm|tlsCaFile)' /tmp/pigeon-sim-test.out
+} > /tmp/pigeon-zeep.conf
+.build/release/pigeon serve --config /tmp/pigeon-zeep.conf &
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
 PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
+    PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
     timeout 600 "$VENV/bin/python" -m pytest -q tests/python

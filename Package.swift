@@ -100,8 +100,8 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto"]),
-        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "PigeonCrypto"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",

@@ -138,23 +138,7 @@ struct BadInputTests {
     /// Runs curl (for requests URLSession cannot make, like a chunked upload) and returns
     /// "<status> <body>".
     static func curl(_ arguments: [String], stdin: Data? = nil) async throws -> String {
-        try await BlockingWork.run("curl") { try curlBlocking(arguments, stdin: stdin) }
-    }
-
-    private static func curlBlocking(_ arguments: [String], stdin: Data?) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "-o", "-", "-w", "%{http_code}", "-X", "POST"] + arguments
-        let output = Pipe(), input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        if let stdin {
-            try? input.fileHandleForWriting.write(contentsOf: stdin)
-        }
-        try? input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try await ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "-", "-w", "%{http_code}", "-X", "POST"] + arguments, input: stdin, allowFailure: true)
         let text = String(decoding: data, as: UTF8.self)
         return String(text.suffix(3)) + " " + text.dropLast(3)
     }

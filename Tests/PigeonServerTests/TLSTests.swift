@@ -29,22 +29,6 @@ struct TLSTests {
 
     @discardableResult
     func run(_ executable: String, _ arguments: [String]) async throws -> String {
-        try await BlockingWork.run(executable) { try Self.runBlocking(executable, arguments) }
-    }
-
-    static func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) exited \(process.terminationStatus)"])
-        }
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: try await ChildProcess.run(executable, arguments), as: UTF8.self)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCrypto
+import PigeonTestSupport
 import Synchronization
 import Testing
 @testable import PigeonSimulator
@@ -133,15 +134,6 @@ final class ManualClock: Sendable {
 /// The openssl command line, for making keys.
 enum CredentialsHelper {
     static func openssl(_ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return data
+        try ChildProcess.runBlocking("/usr/bin/openssl", arguments)
     }
 }

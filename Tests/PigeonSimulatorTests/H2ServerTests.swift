@@ -1,4 +1,5 @@
 import Foundation
+import PigeonTestSupport
 import Synchronization
 import Testing
 @testable import PigeonSimulator
@@ -12,14 +13,10 @@ struct H2ServerTests {
         init() throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("h2s-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                 "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
-                                 "-addext", "subjectAltName=IP:127.0.0.1"]
-            openssl.standardError = FileHandle.nullDevice
-            try openssl.run()
-            openssl.waitUntilExit()
+            _ = try ChildProcess.runBlocking("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1"])
         }
         var key: String { folder.appendingPathComponent("key.pem").path }
         var certificate: String { folder.appendingPathComponent("cert.pem").path }

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCrypto
+import PigeonTestSupport
 import Testing
 @testable import PushTransport
 
@@ -7,20 +8,7 @@ import Testing
 @Suite("Signing: ES256 provider tokens and RS256 service-account assertions")
 struct CredentialsTests {
     static func openssl(_ arguments: [String], input: Data? = nil) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let output = Pipe(), stdin = Pipe()
-        process.standardOutput = output
-        process.standardInput = stdin
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(input) }
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CryptoError(operation: "openssl \(arguments.first ?? "")", reason: "exit \(process.terminationStatus)") }
-        return data
+        try ChildProcess.runBlocking("/usr/bin/openssl", arguments, input: input)
     }
 
     static func pem(_ arguments: [String]) throws -> String {

@@ -1,0 +1,35 @@
+import Foundation
+import PigeonCore
+
+/// Runs a command line program (openssl, curl) for a test and returns its standard output.
+/// The waiting happens on a thread of its own, never on the cooperative pool.
+public enum ChildProcess {
+    /// Why a program failed.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) async throws -> Data {
+        try await BlockingWork.run(executable) { try runBlocking(executable, arguments, input: input, allowFailure: allowFailure) }
+    }
+
+    /// For synchronous set-up code (test fixtures' initialisers).
+    public static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe(), stdin = Pipe()
+        process.standardOutput = output
+        process.standardInput = stdin
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
+        try? stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard allowFailure || process.terminationStatus == 0 else {
+            throw Failure(description: "\(executable) \(arguments.first ?? "") exited \(process.terminationStatus)")
+        }
+        return data
+    }
+}

@@ -34,7 +34,7 @@ public final class APNsSimulator: Sendable {
     private struct State {
         var faults = FaultRules()
         var delivered: [Delivery] = []
-        /// When each provider-token key last presented a new token, and that token.
+        /// The token each connection last presented for each key, and when it was first seen.
         var lastToken: [String: (token: String, issuedAt: Date)] = [:]
         var tokenRefreshes = 0
     }
@@ -147,14 +147,16 @@ public final class APNsSimulator: Sendable {
         let issued = Date(timeIntervalSince1970: issuedAt)
         if now.timeIntervalSince(issued) > 3600 { return (403, "ExpiredProviderToken") }
         if issued.timeIntervalSince(now) > 60 { return (403, "InvalidProviderToken") }
+        // Token updates are counted per connection: several provider servers may share a key,
+        // each with its own token, but one connection must not change tokens within 20 minutes.
+        let slot = "\(request.connectionId)/\(keyId)"
         return state.withLock { state -> (status: Int, reason: String)? in
-            guard let previous = state.lastToken[keyId], previous.token != token else {
-                if state.lastToken[keyId] == nil { state.lastToken[keyId] = (token, now) }
+            guard let previous = state.lastToken[slot], previous.token != token else {
+                if state.lastToken[slot] == nil { state.lastToken[slot] = (token, now) }
                 return nil
             }
-            // A new token for the same key: Apple allows one every 20 minutes.
             if now.timeIntervalSince(previous.issuedAt) < 20 * 60 { return (429, "TooManyProviderTokenUpdates") }
-            state.lastToken[keyId] = (token, now)
+            state.lastToken[slot] = (token, now)
             state.tokenRefreshes += 1
             return nil
         }

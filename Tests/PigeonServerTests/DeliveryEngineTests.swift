@@ -69,3 +69,56 @@ struct DeliveryEngineTests {
         await database.drop()
     }
 }
+
+@Suite("Delivery engine, two gateways on one database", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct TwoGatewaysTests {
+    @Test("2,000 recipients fanned out by two gateways: every one pushed exactly once")
+    func noDoubleSends() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("two-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
+        defer { simulator.stop() }
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let credentials = simulator.credentials
+        let configure: (inout GatewayConfiguration) -> Void = {
+            $0.database.url = database.url
+            $0.apns.endpoint = simulator.baseURL
+            $0.apns.keyPath = credentials.apnsKey
+            $0.apns.keyId = SimulatorCredentials.keyId
+            $0.apns.teamId = SimulatorCredentials.teamId
+            $0.apns.topic = SimulatorCredentials.topic
+            $0.tlsCaFile = credentials.caFile
+        }
+        let first = try await GatewayHarness(configure)
+        let second = try await GatewayHarness(configure)
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let users = (0..<2000).map { "fan-\($0)" }
+        _ = try await database.pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', u, u, 'phone', 'IOS', md5(u) FROM unnest($1::text[]) AS u
+                """, [PostgresArray.encode(users)])
+        }
+        let body = GatewayHarness.sendNotification(id: "fan-out", recipients: users)
+        let reply = try await first.soapRaw(Data(GatewayHarness.envelope(body).utf8))
+        #expect(reply.status == 200)
+        let store = NotificationStore(pool: database.pool, identifiers: identifiers)
+        for _ in 0..<300 {
+            let states = try await store.deliveryStatus(id: "fan-out") ?? []
+            if !states.isEmpty && states.allSatisfy({ $0.state == .sent }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await store.deliveryStatus(id: "fan-out")?.allSatisfy { $0.state == .sent } == true)
+        let tokens = simulator.apns.deliveries.map(\.deviceToken)
+        #expect(tokens.count == 2000)
+        #expect(Set(tokens).count == 2000)
+        // Every delivery was claimed once: no retries, so attempts stay at 1.
+        let attempts = try await database.pool.withConnection { connection in
+            try connection.query("SELECT max(attempts) FROM deliveries WHERE notification_id = 'fan-out'").scalar
+        }
+        #expect(attempts == "1")
+        await first.gateway.shutdown()
+        await second.gateway.shutdown()
+        await database.drop()
+    }
+}

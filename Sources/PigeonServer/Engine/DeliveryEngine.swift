@@ -65,7 +65,13 @@ final class DeliveryEngine: Sendable {
 
     private func process(_ claims: [ClaimedDelivery], cache: inout [String: PushNotification]) async {
         for id in Set(claims.map(\.notificationId)) where cache[id] == nil {
-            cache[id] = try? await notifications.notification(id: id)
+            do {
+                cache[id] = try await notifications.notification(id: id)
+            } catch {
+                // A database hiccup must not fail deliveries: leave the batch to its lease.
+                logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])
+                return
+            }
         }
         let devices: [String: [Device]]
         do {

@@ -17,19 +17,7 @@ struct DeliveryEngineTests {
         let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
         defer { simulator.stop() }
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let credentials = simulator.credentials
-        let harness = try await GatewayHarness {
-            $0.database.url = database.url
-            $0.apns.endpoint = simulator.baseURL
-            $0.apns.keyPath = credentials.apnsKey
-            $0.apns.keyId = SimulatorCredentials.keyId
-            $0.apns.teamId = SimulatorCredentials.teamId
-            $0.apns.topic = SimulatorCredentials.topic
-            $0.fcm.serviceAccountPath = credentials.serviceAccount
-            $0.fcm.endpoint = simulator.baseURL
-            $0.fcm.tokenEndpoint = simulator.baseURL + "/token"
-            $0.tlsCaFile = credentials.caFile
-        }
+        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
         let identifiers = UserIdentifiers(caseInsensitive: false)
         let subscriptions = SubscriptionStore(pool: database.pool, identifiers: identifiers)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "ios-user", deviceId: "iphone", platform: .ios, pushToken: "a1b2c3d4")
@@ -79,18 +67,8 @@ struct TwoGatewaysTests {
         let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
         defer { simulator.stop() }
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let credentials = simulator.credentials
-        let configure: (inout GatewayConfiguration) -> Void = {
-            $0.database.url = database.url
-            $0.apns.endpoint = simulator.baseURL
-            $0.apns.keyPath = credentials.apnsKey
-            $0.apns.keyId = SimulatorCredentials.keyId
-            $0.apns.teamId = SimulatorCredentials.teamId
-            $0.apns.topic = SimulatorCredentials.topic
-            $0.tlsCaFile = credentials.caFile
-        }
-        let first = try await GatewayHarness(configure)
-        let second = try await GatewayHarness(configure)
+        let first = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        let second = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
         let identifiers = UserIdentifiers(caseInsensitive: false)
         let users = (0..<2000).map { "fan-\($0)" }
         _ = try await database.pool.withConnection { connection in
@@ -120,5 +98,22 @@ struct TwoGatewaysTests {
         await first.gateway.shutdown()
         await second.gateway.shutdown()
         await database.drop()
+    }
+}
+
+extension GatewayConfiguration {
+    /// Points APNs and FCM at `simulator` and the database at `database`.
+    mutating func point(at simulator: Simulator, database: String) {
+        let credentials = simulator.credentials
+        self.database.url = database
+        apns.endpoint = simulator.baseURL
+        apns.keyPath = credentials.apnsKey
+        apns.keyId = SimulatorCredentials.keyId
+        apns.teamId = SimulatorCredentials.teamId
+        apns.topic = SimulatorCredentials.topic
+        fcm.serviceAccountPath = credentials.serviceAccount
+        fcm.endpoint = simulator.baseURL
+        fcm.tokenEndpoint = simulator.baseURL + "/token"
+        tlsCaFile = credentials.caFile
     }
 }

@@ -33,15 +33,13 @@ public final class APNsSimulator: Sendable {
 
     private struct State {
         var faults = FaultRules()
-        var delivered: [Delivery] = []
+        var delivered = DeliveryLog<Delivery>()
         /// The token each connection last presented for each key, and when it was first seen.
         var lastToken: [String: (token: String, issuedAt: Date)] = [:]
         var tokenRefreshes = 0
     }
 
     public static let maximumPayloadBytes = 4096
-    /// Deliveries kept for queries; older ones are dropped (the count keeps growing).
-    public static let recordLimit = 1_000_000
 
     private let authentication: Authentication
     private let state = Mutex(State())
@@ -57,8 +55,8 @@ public final class APNsSimulator: Sendable {
         state.withLock { $0.faults = faults }
     }
 
-    /// Every push accepted so far (oldest first, bounded by ``recordLimit``).
-    public var deliveries: [Delivery] { state.withLock { $0.delivered } }
+    /// Pushes accepted so far (oldest first; bounded, see ``DeliveryLog``).
+    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
 
     /// How many times a new provider token replaced an earlier one.
     public var providerTokenRefreshes: Int { state.withLock { $0.tokenRefreshes } }
@@ -119,10 +117,7 @@ public final class APNsSimulator: Sendable {
             deviceToken: token, apnsId: apnsId, topic: request.headers["apns-topic"],
             priority: request.headers["apns-priority"], collapseId: request.headers["apns-collapse-id"],
             expiration: request.headers["apns-expiration"], payload: request.body)
-        state.withLock { state in
-            if state.delivered.count >= Self.recordLimit { state.delivered.removeFirst(state.delivered.count / 2) }
-            state.delivered.append(delivery)
-        }
+        state.withLock { $0.delivered.append(delivery) }
     }
 
     /// `nil` when the request is authenticated, else Apple's status and reason.

@@ -22,7 +22,7 @@ public final class FCMSimulator: Sendable {
     private struct State {
         var faults = FaultRules()
         var accessTokens: [String: Date] = [:]
-        var delivered: [Delivery] = []
+        var delivered = DeliveryLog<Delivery>()
         var tokensIssued = 0
     }
 
@@ -40,7 +40,7 @@ public final class FCMSimulator: Sendable {
         state.withLock { $0.faults = faults }
     }
 
-    public var deliveries: [Delivery] { state.withLock { $0.delivered } }
+    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
     public var accessTokensIssued: Int { state.withLock { $0.tokensIssued } }
 
     // MARK: OAuth
@@ -142,16 +142,19 @@ public final class FCMSimulator: Sendable {
             return Self.error(500, "INTERNAL", "Internal error encountered.", code: "INTERNAL")
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)
-        case .goAway?, .none:
-            let name = "projects/\(project)/messages/\(UUID().uuidString.lowercased())"
-            state.withLock { state in
-                if state.delivered.count >= APNsSimulator.recordLimit { state.delivered.removeFirst(state.delivered.count / 2) }
-                state.delivered.append(Delivery(project: project, registrationToken: token, name: name, message: request.body))
-            }
-            let goAway = state.withLock { _ in false }
-            _ = goAway
-            return .json(200, #"{"name":"\#(name)"}"#)
+        case .goAway?:
+            var response = record(project: project, token: token, body: request.body)
+            response.action = .goAway
+            return response
+        case nil:
+            return record(project: project, token: token, body: request.body)
         }
+    }
+
+    private func record(project: String, token: String, body: Data) -> H2Server.Response {
+        let name = "projects/\(project)/messages/\(UUID().uuidString.lowercased())"
+        state.withLock { $0.delivered.append(Delivery(project: project, registrationToken: token, name: name, message: body)) }
+        return .json(200, #"{"name":"\(name)"}"#)
     }
 
     /// Google's error body, with an `FcmError` detail when `code` is given.

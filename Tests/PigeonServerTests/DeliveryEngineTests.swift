@@ -12,10 +12,9 @@ import Testing
 struct DeliveryEngineTests {
     @Test("pushes reach the simulator, states become SENT, dead tokens are removed")
     func endToEnd() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("engine-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
-        defer { simulator.stop() }
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
         let identifiers = UserIdentifiers(caseInsensitive: false)
@@ -62,10 +61,9 @@ struct DeliveryEngineTests {
 struct TwoGatewaysTests {
     @Test("2,000 recipients fanned out by two gateways: every one pushed exactly once")
     func noDoubleSends() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("two-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 41_000...49_000))
-        defer { simulator.stop() }
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let first = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
         let second = try await GatewayHarness { $0.point(at: simulator, database: database.url) }

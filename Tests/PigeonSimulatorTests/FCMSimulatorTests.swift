@@ -77,13 +77,18 @@ struct FCMSimulatorTests {
             "junk": .init(.badDeviceToken),
             "slow": .init(.serviceUnavailable, times: 1),
             "full": .init(.tooManyRequests, times: 1),
+            "away": .init(.goAway, times: 1),
         ]))
         #expect(try await setup.send("gone") == .tokenDead(reason: "UNREGISTERED", since: nil))
         #expect(try await setup.send("junk") == .tokenDead(reason: "INVALID_ARGUMENT", since: nil))
         #expect(try await setup.send("slow") == .retry(reason: "UNAVAILABLE", after: nil))
         #expect(try await setup.send("slow").label == "accepted")
         #expect(try await setup.send("full") == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(1)))
-        #expect(setup.simulator.deliveries.map(\.registrationToken) == ["slow"])
+        // GOAWAY after an accepted message: the next send goes out on a new connection.
+        #expect(try await setup.send("away").label == "accepted")
+        #expect(try await setup.send("away").label == "accepted")
+        #expect(setup.server.connectionsAccepted >= 2)
+        #expect(setup.simulator.deliveries.map(\.registrationToken) == ["slow", "away", "away"])
     }
 
     @Test("sends without a valid access token are refused; foreign assertions get no token")

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonTestSupport
 import Testing
 @testable import PigeonSimulator
 @testable import PushTransport
@@ -9,11 +10,9 @@ import Testing
 struct SimulatorTests {
     @Test("generated credentials work end to end for both services, and faults can be set over HTTP")
     func endToEnd() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sim-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let port = UInt16.random(in: 40_000...50_000)
-        let simulator = try Simulator(folder: folder, port: port)
-        defer { simulator.stop() }
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
         #expect(simulator.configurationSnippet.contains("apnsKeyId = \(SimulatorCredentials.keyId)"))
 
         // APNs, certificate authentication: no provider token, the .p12 made for us.

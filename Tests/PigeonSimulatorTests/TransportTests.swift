@@ -1,4 +1,5 @@
 import Foundation
+import PigeonTestSupport
 import Testing
 @testable import PigeonSimulator
 @testable import PushTransport
@@ -8,10 +9,9 @@ import Testing
 struct TransportTests {
     @Test("APNs with token auth: one provider token reused across many pushes, replaced after 50 minutes")
     func apnsTokenReuse() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tr-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 50_001...60_000))
-        defer { simulator.stop() }
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
         defer { client.shutdown() }
         let clock = ManualClock(Date())
@@ -49,10 +49,9 @@ struct TransportTests {
 
     @Test("FCM transport: accepted, dead token, and a new access token after a 401")
     func fcm() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("trf-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let simulator = try Simulator(folder: folder, port: UInt16.random(in: 50_001...60_000))
-        defer { simulator.stop() }
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
         defer { client.shutdown() }
         let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: simulator.credentials.serviceAccount)))

@@ -52,10 +52,10 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
         var rest = String(url.dropFirst(jdbcPrefix.count))
         // jdbc:postgresql:dbname and jdbc:postgresql:/ are shorthands for localhost.
         if !rest.hasPrefix("//") { rest = "//localhost/" + rest.drop { $0 == "/" } }
-        let (location, query) = rest.split(separator: "?", maxSplits: 1).map(String.init)
-            .splitFirst()
+        let location = String(rest.prefix { $0 != "?" })
+        let query = rest.dropFirst(location.count + 1)
         var converted: [String] = []
-        for pair in query?.split(separator: "&") ?? [] {
+        for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             let key = parts[0]
             let value = parts.count > 1 ? parts[1] : ""
@@ -101,8 +101,3 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
     }
 }
 
-extension Array where Element == String {
-    fileprivate func splitFirst() -> (String, String?) {
-        (first ?? "", count > 1 ? self[1] : nil)
-    }
-}

@@ -62,7 +62,7 @@ public struct NotificationStore: Sendable {
         try await pool.withConnection { connection in
             let exists = try connection.query("SELECT 1 FROM notifications WHERE id = $1", [id])
             guard !exists.isEmpty else { return nil }
-            return try Self.states(of: id, connection)
+            return try Self.states(of: [id], connection)[id] ?? []
         }
     }
 
@@ -78,14 +78,6 @@ public struct NotificationStore: Sendable {
                 RecipientState(user: row[1] ?? "", state: row[2].flatMap(DeliveryState.init(rawValue:)) ?? .queued))
         }
         return states
-    }
-
-    private static func states(of id: String, _ connection: PostgresConnection) throws -> [RecipientState] {
-        try connection.query(
-            "SELECT user_id, state FROM deliveries WHERE notification_id = $1 ORDER BY position", [id]
-        ).rows.map { row in
-            RecipientState(user: row[0] ?? "", state: row[1].flatMap(DeliveryState.init(rawValue:)) ?? .queued)
-        }
     }
 
     private static func pairs(keys: String, values: String) -> [KeyValue] {

@@ -121,6 +121,7 @@ public final class HTTP2Client: Sendable {
     /// The driving loop: add submitted transfers, advance all, complete finished ones.
     private func drive() {
         var running = 0
+        var connections = 0
         var timeoutMilliseconds = Int(configuration.timeout.components.seconds * 1000)
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
@@ -143,7 +144,10 @@ public final class HTTP2Client: Sendable {
                 finish(done)
             }
             let opened = Int(pigeon_h2_client_connections_opened(client))
-            state.withLock { $0.connectionsOpened = opened }
+            if opened != connections {
+                connections = opened
+                state.withLock { $0.connectionsOpened = opened }
+            }
         }
         pigeon_h2_client_free(client)
         stopped.signal()

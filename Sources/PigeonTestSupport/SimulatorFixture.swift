@@ -1,0 +1,32 @@
+import Foundation
+import PigeonSimulator
+
+/// A `pigeon simulate` for one test: fresh credentials in a temporary folder, a free port found
+/// by trying random ones (the credentials name the port, so port 0 cannot be used), and
+/// `stop()` that removes everything.
+public final class SimulatorFixture: Sendable {
+    public let simulator: Simulator
+    private let folder: URL
+
+    public init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulator-\(UUID().uuidString)")
+        var lastError: (any Error)?
+        for _ in 0..<10 {
+            let port = UInt16.random(in: 40_000...60_000)
+            do {
+                // Credentials name the token endpoint's port: make them afresh for each try.
+                try? FileManager.default.removeItem(at: folder)
+                simulator = try Simulator(folder: folder, port: port)
+                return
+            } catch let error as H2Server.StartError {
+                lastError = error
+            }
+        }
+        throw lastError ?? CocoaError(.featureUnsupported)
+    }
+
+    public func stop() {
+        simulator.stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}

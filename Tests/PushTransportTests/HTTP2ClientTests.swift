@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PushTransport
+import PigeonTestSupport
 
 /// The HTTP/2 client against Debian's `nghttpd` (a reference HTTP/2 server) over TLS.
 @Suite("HTTP/2 client", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd"), "needs nghttp2-server"))
@@ -9,7 +10,7 @@ struct HTTP2ClientTests {
     final class ReferenceServer: @unchecked Sendable {
         let folder: URL
         let port: Int
-        let process = Process()
+        let process: Process
 
         init() throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("h2-\(UUID().uuidString)")
@@ -23,14 +24,26 @@ struct HTTP2ClientTests {
             openssl.standardError = FileHandle.nullDevice
             try openssl.run()
             openssl.waitUntilExit()
-            port = Int.random(in: 30_000...40_000)
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
-            process.arguments = ["-d", folder.appendingPathComponent("root").path, "--address=127.0.0.1", String(port),
-                                 folder.appendingPathComponent("key.pem").path, folder.appendingPathComponent("cert.pem").path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            Thread.sleep(forTimeInterval: 0.3)
+            // A loaded CI machine may start nghttpd slowly, or another test may take the port
+            // first: wait until it accepts, and try another port if it exits.
+            for _ in 0..<5 {
+                guard let candidate = LoopbackPort.free() else { continue }
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
+                process.arguments = ["-d", folder.appendingPathComponent("root").path, "--address=127.0.0.1", String(candidate),
+                                     folder.appendingPathComponent("key.pem").path, folder.appendingPathComponent("cert.pem").path]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                if LoopbackPort.waitUntilAccepting(candidate, stillStarting: { process.isRunning }) {
+                    self.process = process
+                    port = candidate
+                    return
+                }
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            throw CocoaError(.executableLoad)
         }
 
         var caFile: String { folder.appendingPathComponent("cert.pem").path }

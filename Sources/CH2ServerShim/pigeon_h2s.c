@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <nghttp2/nghttp2.h>
@@ -34,8 +35,22 @@ typedef struct stream {
     size_t response_length, response_offset;
 } stream;
 
+/* A response held back by delay_ms, with its own copy of everything. */
+typedef struct deferred {
+    struct deferred *next;
+    int32_t stream_id;
+    stream *stream;
+    uint64_t due_ms;
+    int status, action;
+    char **names, **values;
+    size_t header_count;
+    uint8_t *body;
+    size_t body_length;
+} deferred;
+
 typedef struct connection {
     int fd;
+    deferred *deferred;
     SSL *ssl;
     nghttp2_session *session;
     int ready;
@@ -106,9 +121,77 @@ struct pigeon_h2s_exchange {
     int answered;
 };
 
+static uint64_t now_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
+static void deferred_free(deferred *d) {
+    for (size_t i = 0; i < d->header_count; i++) {
+        free(d->names[i]);
+        free(d->values[i]);
+    }
+    free(d->names);
+    free(d->values);
+    free(d->body);
+    free(d);
+}
+
+/* Copies the response and queues it on the connection; 0 on success. */
+static int defer_response(pigeon_h2s_exchange *exchange, const pigeon_h2s_response *response) {
+    deferred *d = calloc(1, sizeof *d);
+    if (d == NULL) return -1;
+    d->stream_id = exchange->stream_id;
+    d->stream = exchange->stream;
+    d->due_ms = now_ms() + response->delay_ms;
+    d->status = response->status;
+    d->action = response->action;
+    d->names = calloc(response->header_count + 1, sizeof(char *));
+    d->values = calloc(response->header_count + 1, sizeof(char *));
+    d->body = response->body_length ? malloc(response->body_length) : NULL;
+    if (d->names == NULL || d->values == NULL || (response->body_length && d->body == NULL)) {
+        deferred_free(d);
+        return -1;
+    }
+    for (size_t i = 0; i < response->header_count; i++, d->header_count++) {
+        d->names[i] = strdup(response->header_names[i]);
+        d->values[i] = strdup(response->header_values[i]);
+    }
+    if (response->body_length) memcpy(d->body, response->body, response->body_length);
+    d->body_length = response->body_length;
+    d->next = exchange->connection->deferred;
+    exchange->connection->deferred = d;
+    return 0;
+}
+
+/* Sends the connection's deferred responses that are due. */
+static void send_due(connection *c, uint64_t now) {
+    deferred **link = &c->deferred;
+    while (*link != NULL) {
+        deferred *d = *link;
+        if (d->due_ms > now) {
+            link = &d->next;
+            continue;
+        }
+        *link = d->next;
+        /* The client may have reset the stream meanwhile; its memory is then gone. */
+        if (nghttp2_session_get_stream_user_data(c->session, d->stream_id) == d->stream) {
+            pigeon_h2s_exchange exchange = {c, d->stream_id, d->stream, 0};
+            pigeon_h2s_response response = {
+                .status = d->status, .header_names = (const char *const *)d->names,
+                .header_values = (const char *const *)d->values, .header_count = d->header_count,
+                .body = d->body, .body_length = d->body_length, .action = d->action};
+            pigeon_h2s_respond(&exchange, &response);
+        }
+        deferred_free(d);
+    }
+}
+
 void pigeon_h2s_respond(pigeon_h2s_exchange *exchange, const pigeon_h2s_response *response) {
     if (exchange->answered) return;
     exchange->answered = 1;
+    if (response->delay_ms > 0 && defer_response(exchange, response) == 0) return;
     connection *c = exchange->connection;
     stream *s = exchange->stream;
     if (response->action == PIGEON_H2S_DROP_CONNECTION) {
@@ -255,6 +338,11 @@ static int accept_any(int preverified, X509_STORE_CTX *store) {
 }
 
 static void connection_close(connection *c) {
+    while (c->deferred != NULL) {
+        deferred *next = c->deferred->next;
+        deferred_free(c->deferred);
+        c->deferred = next;
+    }
     if (c->session) nghttp2_session_del(c->session);
     if (c->ssl) SSL_free(c->ssl);
     close(c->fd);
@@ -395,13 +483,26 @@ static void *run(void *argument) {
             if (c->out_length > 0) events |= POLLOUT;
             fds[i + 2] = (struct pollfd){c->fd, events, 0};
         }
-        int ready = poll(fds, server->connection_count + 2, 1000);
+        int wait_ms = 1000;
+        uint64_t now = now_ms();
+        for (size_t i = 0; i < server->connection_count; i++) {
+            for (deferred *d = server->connections[i]->deferred; d != NULL; d = d->next) {
+                int until = d->due_ms <= now ? 0 : (int)(d->due_ms - now);
+                if (until < wait_ms) wait_ms = until;
+            }
+        }
+        int ready = poll(fds, server->connection_count + 2, wait_ms);
         if (ready < 0 && errno != EINTR) break;
         if (fds[1].revents & POLLIN) break;
         size_t count = server->connection_count;
+        now = now_ms();
         for (size_t i = 0; i < count; i++) {
-            if (fds[i + 2].revents == 0) continue;
             connection *c = server->connections[i];
+            if (c->deferred != NULL && c->ready) {
+                send_due(c, now);
+                if (flush(c) != 0) c->closing = 1;
+            }
+            if (fds[i + 2].revents == 0) continue;
             if ((fds[i + 2].revents & (POLLERR | POLLHUP | POLLNVAL)) && !(fds[i + 2].revents & POLLIN)) {
                 c->closing = 1;
             } else if (service(c) != 0) {

@@ -15,6 +15,8 @@ public struct FaultRules: Sendable, Equatable {
         case dropConnection
         /// Accept, then send GOAWAY on the connection.
         case goAway
+        /// Accept after this many milliseconds (provider latency).
+        case delay(milliseconds: Int)
     }
 
     /// A fault for a token: always, or the first `times` requests and then success.
@@ -28,7 +30,11 @@ public struct FaultRules: Sendable, Equatable {
         }
     }
 
+    /// Rules by token; the token `*` applies to every token without a rule of its own.
     public var rules: [String: Rule]
+
+    /// The token that matches every token without a rule of its own.
+    public static let anyToken = "*"
 
     public init(_ rules: [String: Rule] = [:]) {
         self.rules = rules
@@ -36,11 +42,12 @@ public struct FaultRules: Sendable, Equatable {
 
     /// The fault for this request to `token`, counting down limited rules.
     mutating func next(for token: String) -> Fault? {
-        guard var rule = rules[token] else { return nil }
+        let key = rules[token] == nil ? Self.anyToken : token
+        guard var rule = rules[key] else { return nil }
         if let remaining = rule.remaining {
             guard remaining > 0 else { return nil }
             rule.remaining = remaining - 1
-            rules[token] = rule
+            rules[key] = rule
         }
         return rule.fault
     }

@@ -2,7 +2,7 @@ internal import CH2ServerShim
 import Foundation
 
 /// An HTTP/2-over-TLS server (libnghttp2 and OpenSSL on one thread) answering each request with
-/// a synchronous handler. The simulator builds APNs, FCM and OAuth on it.
+/// a synchronous handler (whose answer may be delayed without holding up other streams). The simulator builds APNs, FCM and OAuth on it.
 public final class H2Server: Sendable {
     /// A complete request.
     public struct Request: Sendable {
@@ -24,12 +24,15 @@ public final class H2Server: Sendable {
         public var headers: [String: String]
         public var body: Data
         public var action: Action
+        /// Answer this many milliseconds later; the server keeps serving other streams meanwhile.
+        public var delayMilliseconds: Int
 
-        public init(status: Int, headers: [String: String] = [:], body: Data = Data(), action: Action = .respond) {
+        public init(status: Int, headers: [String: String] = [:], body: Data = Data(), action: Action = .respond, delayMilliseconds: Int = 0) {
             self.status = status
             self.headers = headers
             self.body = body
             self.action = action
+            self.delayMilliseconds = delayMilliseconds
         }
 
         /// A JSON body with its content type.
@@ -153,7 +156,8 @@ private func respond(_ exchange: OpaquePointer, with response: H2Server.Response
                 var raw = pigeon_h2s_response(
                     status: Int32(response.status), header_names: nameBuffer.baseAddress,
                     header_values: valueBuffer.baseAddress, header_count: names.count,
-                    body: body.bindMemory(to: UInt8.self).baseAddress, body_length: body.count, action: action)
+                    body: body.bindMemory(to: UInt8.self).baseAddress, body_length: body.count, action: action,
+                    delay_ms: UInt32(clamping: response.delayMilliseconds))
                 pigeon_h2s_respond(exchange, &raw)
             }
         }

@@ -4,7 +4,8 @@ import PigeonCrypto
 /// `pigeon simulate`: APNs, FCM and the OAuth token endpoint on one HTTP/2-over-TLS port, with
 /// fault injection and a record of every accepted push. Admin calls on the same port:
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
-/// `{"<token>": {"fault": "unregistered", "times": 2}}`), `GET /simulator/health`.
+/// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
+/// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
 public final class Simulator: Sendable {
     public let apns: APNsSimulator
     public let fcm: FCMSimulator
@@ -73,7 +74,7 @@ public final class Simulator: Sendable {
             return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
-                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway\", \"times\": N}}"}"#)
+                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|delay\", \"times\": N, \"milliseconds\": N}}"}"#)
             }
             apns.setFaults(faults)
             fcm.setFaults(faults)
@@ -100,6 +101,9 @@ extension FaultRules {
             case "internalError": fault = .internalError
             case "dropConnection": fault = .dropConnection
             case "goAway": fault = .goAway
+            case "delay":
+                guard let milliseconds = (entry["milliseconds"] as? NSNumber)?.intValue, (0...60_000).contains(milliseconds) else { return nil }
+                fault = .delay(milliseconds: milliseconds)
             default: return nil
             }
             rules[token] = Rule(fault, times: (entry["times"] as? NSNumber)?.intValue)

@@ -38,6 +38,36 @@ struct TransportTests {
         #expect(transport.providerTokensSigned == 2)
     }
 
+    @Test("a delay fault on every token holds each answer back without serialising the streams")
+    func delayedAnswers() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let signing = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: simulator.credentials.apnsKey, encoding: .utf8),
+                                                 keyId: SimulatorCredentials.keyId, teamId: SimulatorCredentials.teamId)
+        let transport = APNsTransport(client: client, endpoint: simulator.baseURL, topic: SimulatorCredentials.topic, authentication: .token(signing))
+        simulator.apns.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 300)), "0dead": .init(.unregistered)]))
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: Date() + 3600)
+        let started = ContinuousClock.now
+        let timed = await withTaskGroup(of: (PushOutcome, Duration).self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    let begin = ContinuousClock.now
+                    return (await transport.send(message, to: String(format: "%06x", index)), ContinuousClock.now - begin)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let total = ContinuousClock.now - started
+        #expect(timed.allSatisfy { $0.0.label == "accepted" && $0.1 >= .milliseconds(300) })
+        // 100 answers of 300 ms each one after another would take 30 s.
+        #expect(total < .seconds(10))
+        // A token's own rule wins over the wildcard.
+        #expect(await transport.send(message, to: "0dead").label == "token_dead")
+    }
+
     @Test("a refused connection is a retry outcome, never a crash or a lost answer")
     func transportFailure() async throws {
         let client = try HTTP2Client(configuration: .init(timeout: .seconds(3)))

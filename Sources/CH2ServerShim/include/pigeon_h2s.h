@@ -39,6 +39,7 @@ typedef struct pigeon_h2s_response {
     const uint8_t *body;
     size_t body_length;
     int action;
+    unsigned delay_ms;                 /* answer this much later (the poll loop keeps serving) */
 } pigeon_h2s_response;
 
 typedef struct pigeon_h2s_exchange pigeon_h2s_exchange;
@@ -48,7 +49,8 @@ typedef struct pigeon_h2s_exchange pigeon_h2s_exchange;
 typedef void (*pigeon_h2s_handler)(void *context, const pigeon_h2s_request *request,
                                    pigeon_h2s_exchange *exchange);
 
-/* Answers the request; everything is copied before this returns. */
+/* Answers the request, at once or after response->delay_ms; everything is copied before this
+ * returns. A delayed answer to a stream the client reset meanwhile is dropped. */
 void pigeon_h2s_respond(pigeon_h2s_exchange *exchange, const pigeon_h2s_response *response);
 
 typedef struct pigeon_h2s_config {

@@ -122,6 +122,12 @@ pigeon_h2_transfer *pigeon_h2_client_next_done(pigeon_h2_client *client) {
 
 void pigeon_h2_client_wakeup(pigeon_h2_client *client) { curl_multi_wakeup(client->multi); }
 
+void pigeon_h2_client_abandon(pigeon_h2_client *client, pigeon_h2_transfer *transfer) {
+    curl_multi_remove_handle(client->multi, transfer->easy);
+    transfer->result = (int)CURLE_ABORTED_BY_CALLBACK;
+    snprintf(transfer->error, sizeof transfer->error, "abandoned: the client shut down");
+}
+
 long pigeon_h2_client_connections_opened(pigeon_h2_client *client) {
     return client->connections_opened;
 }

@@ -13,6 +13,8 @@ public final class Simulator: Sendable {
     private let server: H2Server
 
     public var port: UInt16 { server.port }
+    /// TLS connections accepted so far (clients open new ones after a GOAWAY).
+    public var connectionsAccepted: UInt64 { server.connectionsAccepted }
     public var baseURL: String { "https://127.0.0.1:\(server.port)" }
 
     /// Makes or reuses credentials in `folder` and starts listening on `host:port`.

@@ -32,6 +32,8 @@ int pigeon_h2_client_run(pigeon_h2_client *client, int timeout_ms);
 pigeon_h2_transfer *pigeon_h2_client_next_done(pigeon_h2_client *client);
 /* Interrupts pigeon_h2_client_run from any thread. */
 void pigeon_h2_client_wakeup(pigeon_h2_client *client);
+/* Takes a running transfer off the client unfinished; its result becomes CURLE_ABORTED_BY_CALLBACK. */
+void pigeon_h2_client_abandon(pigeon_h2_client *client, pigeon_h2_transfer *transfer);
 /* Connections opened so far (a counter the shim keeps through CURLOPT_OPENSOCKETFUNCTION). */
 long pigeon_h2_client_connections_opened(pigeon_h2_client *client);
 

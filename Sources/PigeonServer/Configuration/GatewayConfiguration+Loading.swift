@@ -121,6 +121,11 @@ extension GatewayConfiguration {
         "caseInsensitiveIds": { $0.caseInsensitiveIds = try boolean($1) },
         "deviceExpiredPeriodMillis": { $0.deviceExpiredPeriodMillis = Int64(try integer($1, in: 1...Int(Int64.max))) },
         "expirySweepIntervalSeconds": { $0.expirySweepIntervalSeconds = try integer($1, in: 1...86_400) },
+        "deliveryBatchSize": { $0.delivery.batchSize = try integer($1, in: 1...10_000) },
+        "deliveryLeaseSeconds": { $0.delivery.leaseSeconds = try integer($1, in: 2...3600) },
+        "deliveryConcurrency": { $0.delivery.concurrency = try integer($1, in: 1...10_000) },
+        "pushConnections": { $0.delivery.connections = try integer($1, in: 1...64) },
+        "shutdownGraceSeconds": { $0.delivery.shutdownGraceSeconds = try integer($1, in: 0...600) },
         "logLevel": { configuration, value in
             guard let level = Logger.Level(name: value) else {
                 throw ValueError(message: "'\(value)' is not one of \(Logger.Level.allCases.map { "\($0)" }.joined(separator: ", "))")

@@ -62,7 +62,24 @@ public struct GatewayConfiguration: Sendable {
         public var tokenEndpoint: String?
     }
 
+    /// The delivery engine.
+    public struct Delivery: Sendable {
+        /// `deliveryBatchSize`: deliveries claimed per batch. Default 500.
+        public var batchSize = 500
+        /// `deliveryLeaseSeconds`: how long a claim is held; a process that dies holding one
+        /// delays those deliveries by at most this. Default 60.
+        public var leaseSeconds = 60
+        /// `deliveryConcurrency`: pushes in flight per gateway process. Default 256.
+        public var concurrency = 256
+        /// `pushConnections`: HTTP/2 connections per push service. Default 2.
+        public var connections = 2
+        /// `shutdownGraceSeconds`: on SIGTERM, how long in-flight sends may take before their
+        /// deliveries are handed back to the queue. Default 20.
+        public var shutdownGraceSeconds = 20
+    }
+
     public var http = HTTP()
+    public var delivery = Delivery()
     public var database = Database()
     public var apns = APNs()
     public var fcm = FCM()

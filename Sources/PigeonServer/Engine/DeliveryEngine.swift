@@ -15,10 +15,20 @@ final class DeliveryEngine: Sendable {
         var idlePoll: Duration = .milliseconds(200)
         var maxConcurrentPushes = 256
         var schedule = RetrySchedule()
+
+        init() {}
+
+        /// The engine settings of `server.conf`.
+        init(_ delivery: GatewayConfiguration.Delivery) {
+            batchSize = delivery.batchSize
+            lease = .seconds(delivery.leaseSeconds)
+            maxConcurrentPushes = delivery.concurrency
+        }
     }
 
     private let configuration: Configuration
-    private let owner: String
+    /// The lease owner name of this process's claims.
+    let owner: String
     private let queue: DeliveryQueue
     private let notifications: NotificationStore
     private let subscriptions: SubscriptionStore
@@ -105,6 +115,9 @@ final class DeliveryEngine: Sendable {
                     metrics.observe("pigeon_push_duration_seconds", labels: ["platform": job.device.platform.rawValue],
                                     Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
                     metrics.increment("pigeon_push_outcomes_total", labels: ["platform": job.device.platform.rawValue, "outcome": outcome.label])
+                    if let cause = outcome.retryCause {
+                        metrics.increment("pigeon_push_retries_total", labels: ["platform": job.device.platform.rawValue, "cause": cause])
+                    }
                     return (job.claim, job.device.id, outcome)
                 }
             }

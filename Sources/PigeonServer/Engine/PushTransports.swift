@@ -5,26 +5,34 @@ import PushTransport
 struct PushTransports {
     var apns: APNsTransport?
     var fcm: FCMTransport?
-    var clients: [HTTP2Client] = []
+    /// Each client with the service it serves (`apns`, `fcm`), for metrics and shutdown.
+    var clients: [(service: String, client: HTTP2Client)] = []
 
     init(configuration: GatewayConfiguration) throws {
         let apnsSettings = configuration.apns
+        // Enough streams per connection for the engine's concurrency, within what servers allow.
+        let streams = min(1000, max(100, configuration.delivery.concurrency / configuration.delivery.connections + 1))
+        func client(certificate: (path: String, password: String?)? = nil) throws -> HTTP2Client {
+            try HTTP2Client(configuration: .init(
+                maxConnections: configuration.delivery.connections, maxStreamsPerConnection: streams,
+                caFile: configuration.tlsCaFile, clientCertificate: certificate))
+        }
         if let keyPath = apnsSettings.keyPath, let keyId = apnsSettings.keyId, let teamId = apnsSettings.teamId {
-            let client = try HTTP2Client(configuration: .init(caFile: configuration.tlsCaFile))
-            clients.append(client)
+            let http = try client()
+            clients.append(("apns", http))
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
-            apns = APNsTransport(client: client, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .token(credentials))
+            apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .token(credentials))
         } else if let certificate = apnsSettings.certificatePath {
-            let client = try HTTP2Client(configuration: .init(caFile: configuration.tlsCaFile, clientCertificate: (certificate, apnsSettings.password)))
-            clients.append(client)
-            apns = APNsTransport(client: client, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .certificate)
+            let http = try client(certificate: (certificate, apnsSettings.password))
+            clients.append(("apns", http))
+            apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .certificate)
         }
         if let accountPath = configuration.fcm.serviceAccountPath {
-            let client = try HTTP2Client(configuration: .init(caFile: configuration.tlsCaFile))
-            clients.append(client)
+            let http = try client()
+            clients.append(("fcm", http))
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))
-            let tokens = FCMAccessTokens(account: account, tokenURL: configuration.fcm.tokenEndpoint, client: client)
-            fcm = FCMTransport(client: client, endpoint: configuration.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
+            let tokens = FCMAccessTokens(account: account, tokenURL: configuration.fcm.tokenEndpoint, client: http)
+            fcm = FCMTransport(client: http, endpoint: configuration.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
         }
     }
 }

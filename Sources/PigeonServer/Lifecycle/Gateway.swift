@@ -3,6 +3,7 @@ import PigeonCore
 import PigeonHTTP
 import PigeonStore
 import PushTransport
+import Synchronization
 
 /// A running gateway: the database pool, migrations applied, and the HTTP listener.
 public final class Gateway: Sendable {
@@ -19,7 +20,8 @@ public final class Gateway: Sendable {
     private let server: HTTPServer
     private let logger: Logger
     private let pushClients: [HTTP2Client]
-    private let engine: Task<Void, Never>?
+    private let engine: (task: Task<Void, Never>, owner: String)?
+    private let sampler: Task<Void, Never>
 
     /// Opens the database, applies pending migrations and starts serving.
     public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
@@ -77,17 +79,21 @@ public final class Gateway: Sendable {
             server.stop()
             throw error
         }
-        pushClients = transports.clients
+        pushClients = transports.clients.map(\.client)
+        let queue = DeliveryQueue(pool: pool)
         if transports.apns == nil && transports.fcm == nil {
             logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
             engine = nil
         } else {
             let deliveryEngine = DeliveryEngine(
-                configuration: .init(), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
-                queue: DeliveryQueue(pool: pool), notifications: inbound.notifications, subscriptions: inbound.subscriptions,
+                configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
+                queue: queue, notifications: inbound.notifications, subscriptions: inbound.subscriptions,
                 apns: transports.apns, fcm: transports.fcm, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
-            engine = Task { await deliveryEngine.run() }
+            engine = (Task { await deliveryEngine.run() }, deliveryEngine.owner)
         }
+        MetricsSampler.collect(transports.clients, into: metrics)
+        let metricsSampler = MetricsSampler(queue: queue, metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
+        sampler = Task { await metricsSampler.run() }
     }
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
@@ -100,22 +106,47 @@ public final class Gateway: Sendable {
     public func shutdownBlocking() {
         logger.notice("shutting down")
         server.quiesce()
+        sampler.cancel()
+        var sendsInFlight = false
         if let engine {
-            // The engine finishes the batch in hand and records it before the pool closes.
-            engine.cancel()
-            let finished = DispatchSemaphore(value: 0)
-            Task {
-                await engine.value
-                finished.signal()
+            // The engine stops claiming and finishes the batch in hand; what it still holds when
+            // the grace period ends goes back to the queue for another process (or the next start).
+            engine.task.cancel()
+            let grace = configuration.delivery.shutdownGraceSeconds
+            if !Self.wait(for: engine.task, seconds: grace) {
+                sendsInFlight = true
+                logger.warning("in-flight sends did not finish within shutdownGraceSeconds; handing their deliveries back", metadata: ["seconds": String(grace)])
             }
-            if finished.wait(timeout: .now() + 30) == .timedOut {
-                logger.warning("delivery engine did not stop within 30 s; its leases will expire")
+            let queue = DeliveryQueue(pool: pool)
+            let released = Self.wait(seconds: 10) { try await queue.release(owner: engine.owner) }
+            if let released, released > 0 {
+                logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }
         }
         server.stop()
-        pushClients.forEach { $0.shutdown() }
+        // Sends still in flight after the grace period are abandoned: their deliveries are back
+        // in the queue already.
+        pushClients.forEach { $0.shutdown(abandonRunning: sendsInFlight) }
         pool.close()
         logger.notice("stopped")
+    }
+
+    /// Waits on this (non-cooperative) thread for `task` to end; false when `seconds` passed first.
+    private static func wait(for task: Task<Void, Never>, seconds: Int) -> Bool {
+        wait(seconds: seconds) { await task.value } != nil
+    }
+
+    /// Runs `work` as a task and waits on this thread up to `seconds` for its result; nil when it
+    /// failed or did not finish in time.
+    private static func wait<T: Sendable>(seconds: Int, _ work: @escaping @Sendable () async throws -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<T?>(nil)
+        Task {
+            if let value = try? await work() { result.withLock { $0 = value } }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
+        return result.withLock { $0 }
     }
 
     /// The database pool of a configuration (no connection is opened until first use).
@@ -159,5 +190,7 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform and outcome.")
         metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
+        metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform and cause (connection, throttled, unavailable).")
+        MetricsSampler.describe(metrics)
     }
 }

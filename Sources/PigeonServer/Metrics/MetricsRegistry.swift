@@ -85,7 +85,16 @@ public final class MetricsRegistry: Sendable {
     private static let shardCount = 16
     private let shards: [Shard] = (0..<MetricsRegistry.shardCount).map { _ in Shard() }
 
+    /// Called before each render to set gauges read from elsewhere (counters other code keeps).
+    private let collectors = Mutex<[@Sendable (MetricsRegistry) -> Void]>([])
+
     public init() {}
+
+    /// Adds a collector: `collect` runs before every render and sets gauges; it must be cheap
+    /// (no I/O).
+    public func addCollector(_ collect: @escaping @Sendable (MetricsRegistry) -> Void) {
+        collectors.withLock { $0.append(collect) }
+    }
 
     /// The calling thread's shard.
     private var shard: Shard {
@@ -148,6 +157,7 @@ public final class MetricsRegistry: Sendable {
 
     /// Every series in the Prometheus text exposition format, version 0.0.4.
     public func render() -> String {
+        for collect in collectors.withLock({ $0 }) { collect(self) }
         let snapshot = snapshot()
         var out = ""
         var described: Set<String> = []

@@ -101,6 +101,19 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
+    /// Hands back every delivery `owner` still holds, due at once, for another process (a
+    /// gateway stopping before its in-flight sends finished). A late `record` by `owner` then
+    /// changes nothing. Returns how many were released.
+    @discardableResult
+    public func release(owner: String) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE deliveries SET lease_owner = NULL, next_attempt_at = now(), updated_at = now()
+                WHERE state = 'QUEUED' AND lease_owner = $1
+                """, [owner]).affected
+        }
+    }
+
     /// QUEUED deliveries due now or later (the queue depth for metrics).
     public func depth() async throws -> Int {
         try await pool.withConnection { connection in

@@ -26,6 +26,17 @@ public enum PushOutcome: Sendable, Equatable {
     }
 }
 
+extension PushOutcome {
+    /// Why a retry is needed, as a bounded label for metrics: `connection` (the request never got
+    /// an answer), `throttled` (429 and quota errors), `unavailable` (5xx); nil for other outcomes.
+    public var retryCause: String? {
+        guard case .retry(let reason, _) = self else { return nil }
+        if reason.hasPrefix("transport") || reason.hasPrefix("no access token") { return "connection" }
+        if ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) { return "throttled" }
+        return "unavailable"
+    }
+}
+
 /// Reads a `Retry-After` header: delta-seconds, or an HTTP date relative to `now`.
 public enum RetryAfter {
     public static func parse(_ value: String?, now: Date = Date()) -> Duration? {

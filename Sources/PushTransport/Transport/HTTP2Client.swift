@@ -51,6 +51,8 @@ public final class HTTP2Client: Sendable {
         let body: Data
         let wantHeaders: [String]
         let continuation: CheckedContinuation<Response, any Error>
+        /// Times this transfer was started again after its connection failed under it.
+        var restarts = 0
 
         init(url: String, headers: [String], body: Data, wantHeaders: [String], continuation: CheckedContinuation<Response, any Error>) {
             self.url = url
@@ -64,8 +66,17 @@ public final class HTTP2Client: Sendable {
     private struct State {
         var submitted: [Pending] = []
         var stopping = false
+        var abandonRunning = false
         var connectionsOpened = 0
+        var restarted = 0
     }
+
+    /// libcurl results that mean the connection failed under the stream (GOAWAY, RST_STREAM, a
+    /// reset socket) rather than the server answering: CURLE_HTTP2, CURLE_GOT_NOTHING,
+    /// CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2_STREAM.
+    static let connectionFailures: Set<Int> = [16, 52, 55, 56, 92]
+    /// How often one transfer is started again after such a failure before the error is returned.
+    static let maximumRestarts = 2
 
     private let configuration: Configuration
     private let state = Mutex(State())
@@ -87,6 +98,11 @@ public final class HTTP2Client: Sendable {
     /// Connections opened so far (new ones replace connections closed by GOAWAY or errors).
     public var connectionsOpened: Int { state.withLock { $0.connectionsOpened } }
 
+    /// Transfers started again because their connection failed under them (a GOAWAY, a reset
+    /// stream). APNs and FCM treat a repeated request as the same push (same apns-id and
+    /// collapse id), so restarting is safe.
+    public var transfersRestarted: Int { state.withLock { $0.restarted } }
+
     /// POSTs `body` to `url` with `headers`; returns the response, or throws ``TransportError``.
     public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async throws -> Response {
         let lines = headers.map { "\($0.key): \($0.value)" }
@@ -105,12 +121,13 @@ public final class HTTP2Client: Sendable {
         }
     }
 
-    /// Fails transfers not yet started, lets running ones finish (up to the timeout), and stops
-    /// the driving thread.
-    public func shutdown() {
+    /// Fails transfers not yet started, lets running ones finish (up to the timeout) or, with
+    /// `abandonRunning`, fails them at once too, and stops the driving thread.
+    public func shutdown(abandonRunning: Bool = false) {
         let first = state.withLock { state in
             let first = !state.stopping
             state.stopping = true
+            state.abandonRunning = abandonRunning
             return first
         }
         guard first else { return }
@@ -120,28 +137,42 @@ public final class HTTP2Client: Sendable {
 
     /// The driving loop: add submitted transfers, advance all, complete finished ones.
     private func drive() {
-        var running = 0
+        var running: Set<OpaquePointer> = []
         var connections = 0
         var timeoutMilliseconds = Int(configuration.timeout.components.seconds * 1000)
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
         while true {
-            let (submitted, stopping) = state.withLock { state in
+            let (submitted, stopping, abandon) = state.withLock { state in
                 let submitted = state.submitted
                 state.submitted = []
-                return (submitted, state.stopping)
+                return (submitted, state.stopping, state.abandonRunning)
             }
             for pending in submitted {
-                if start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running += 1 }
+                if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
             }
-            if stopping && running == 0 { break }
+            if stopping && abandon {
+                for transfer in running {
+                    pigeon_h2_client_abandon(client, transfer)
+                    _ = finish(transfer, restartable: false)
+                }
+                running.removeAll()
+            }
+            if stopping && running.isEmpty { break }
             // libcurl 7.88 can leave a complete HTTP/2 response (HEADERS with END_STREAM, the
             // shape of APNs' success) in its buffers without a socket event to wake the poll;
             // while transfers are in flight, poll briefly so such a response waits 2 ms, not 100.
-            _ = pigeon_h2_client_run(client, running > 0 ? 2 : 100)
+            _ = pigeon_h2_client_run(client, running.isEmpty ? 100 : 2)
+            var restarts: [Pending] = []
             while let done = pigeon_h2_client_next_done(client) {
-                running -= 1
-                finish(done)
+                running.remove(done)
+                if let again = finish(done, restartable: !stopping) { restarts.append(again) }
+            }
+            if !restarts.isEmpty {
+                state.withLock { $0.restarted += restarts.count }
+                for pending in restarts {
+                    if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
+                }
             }
             let opened = Int(pigeon_h2_client_connections_opened(client))
             if opened != connections {
@@ -153,7 +184,8 @@ public final class HTTP2Client: Sendable {
         stopped.signal()
     }
 
-    private func start(_ pending: Pending, tls: inout TLSStrings, timeoutMilliseconds: Int) -> Bool {
+    /// Starts a transfer; nil (with the caller answered) when it could not be started.
+    private func start(_ pending: Pending, tls: inout TLSStrings, timeoutMilliseconds: Int) -> OpaquePointer? {
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passRetained(pending)
         let transfer: OpaquePointer? = tls.withC { tlsPointer in
@@ -169,26 +201,32 @@ public final class HTTP2Client: Sendable {
         guard let transfer else {
             context.release()
             pending.continuation.resume(throwing: TransportError(code: -1, message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
-            return false
+            return nil
         }
         let status = pigeon_h2_client_add(client, transfer)
         guard status == 0 else {
             pigeon_h2_transfer_free(transfer)
             context.release()
             pending.continuation.resume(throwing: TransportError(code: Int(status), message: "cannot add the transfer"))
-            return false
+            return nil
         }
-        return true
+        return transfer
     }
 
-    private func finish(_ transfer: OpaquePointer) {
+    /// Completes a finished transfer; returns it instead when its connection failed under it
+    /// and it should be started again.
+    private func finish(_ transfer: OpaquePointer, restartable: Bool) -> Pending? {
         defer { pigeon_h2_transfer_free(transfer) }
-        guard let raw = pigeon_h2_transfer_context(transfer) else { return }
+        guard let raw = pigeon_h2_transfer_context(transfer) else { return nil }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeRetainedValue()
         let code = Int(pigeon_h2_transfer_result(transfer))
         guard code == 0 else {
+            if restartable && Self.connectionFailures.contains(code) && pending.restarts < Self.maximumRestarts {
+                pending.restarts += 1
+                return pending
+            }
             pending.continuation.resume(throwing: TransportError(code: code, message: String(cString: pigeon_h2_transfer_error(transfer))))
-            return
+            return nil
         }
         var length = 0
         let body = pigeon_h2_transfer_body(transfer, &length).map { Data(bytes: $0, count: length) } ?? Data()
@@ -199,6 +237,7 @@ public final class HTTP2Client: Sendable {
         pending.continuation.resume(returning: Response(
             status: Int(pigeon_h2_transfer_status(transfer)), headers: headers, body: body,
             httpVersion: Int(pigeon_h2_transfer_http_version(transfer))))
+        return nil
     }
 }
 

@@ -1,0 +1,42 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+import PushTransport
+
+/// Metrics not counted as they happen: the HTTP/2 clients' connection and restart counters, read
+/// at every scrape, and the delivery queue's depth, one query every `interval` (a scrape never
+/// waits on the database).
+struct MetricsSampler: Sendable {
+    var queue: DeliveryQueue
+    var metrics: MetricsRegistry
+    var logger: Logger
+    var interval: Duration = .seconds(5)
+
+    static func describe(_ metrics: MetricsRegistry) {
+        metrics.describe("pigeon_delivery_queue_depth", type: "gauge", help: "QUEUED deliveries (due now or waiting for a retry), sampled every 5 s.")
+        metrics.describe("pigeon_push_connections_opened", type: "gauge", help: "HTTP/2 connections opened to each push service since start.")
+        metrics.describe("pigeon_push_transfers_restarted", type: "gauge", help: "Pushes sent again on a fresh connection after a GOAWAY or reset stream, since start.")
+    }
+
+    /// Reports `clients`' counters at every scrape.
+    static func collect(_ clients: [(service: String, client: HTTP2Client)], into metrics: MetricsRegistry) {
+        metrics.addCollector { metrics in
+            for (service, client) in clients {
+                metrics.set("pigeon_push_connections_opened", labels: ["service": service], to: Double(client.connectionsOpened))
+                metrics.set("pigeon_push_transfers_restarted", labels: ["service": service], to: Double(client.transfersRestarted))
+            }
+        }
+    }
+
+    /// Samples the queue depth until cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            do {
+                metrics.set("pigeon_delivery_queue_depth", to: Double(try await queue.depth()))
+            } catch {
+                logger.debug("cannot sample the queue depth", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}

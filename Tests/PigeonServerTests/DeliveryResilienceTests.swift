@@ -1,0 +1,195 @@
+import Foundation
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The engine when things go wrong: processes killed mid fan-out, SIGTERM with sends in flight,
+/// and a push service enforcing HTTP/2's rapid-reset limit against libcurl's stream resets.
+@Suite("Delivery engine under failure", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct DeliveryResilienceTests {
+    @Test("kill -9 in the middle of a 5,000-recipient fan-out: a second process finishes it, duplicates bounded by one batch")
+    func killMidFanOut() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        // Provider latency keeps the fan-out going long enough to be killed in the middle.
+        simulator.apns.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 40))]))
+        simulator.fcm.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 40))]))
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let users = try await Self.subscribe(count: 5000, prefix: "kill", in: database.pool)
+        let batchSize = 200
+        let configuration = Self.configuration(simulator: simulator, database: database.url, extra: """
+            deliveryLeaseSeconds = 3
+            deliveryBatchSize = \(batchSize)
+            deliveryConcurrency = 100
+            """)
+
+        let first = try GatewayProcess(configuration: configuration)
+        let reply = try await Self.post(first.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "kill-9", recipients: users)))
+        #expect(reply.contains("<status>OK</status>"))
+        // Kill it mid-batch: a batch goes out in two waves of 100, the second 40 ms after the first.
+        #expect(try await Self.waitUntil(seconds: 60, every: .milliseconds(5)) {
+            let count = Self.pushCount(simulator)
+            return count >= 1000 && count % batchSize != 0
+        })
+        first.signal(SIGKILL)
+        #expect(await first.waitForExit() == SIGKILL)
+        let atKill = Self.pushCount(simulator)
+        #expect(atKill < 5000, "the fan-out finished before the kill; the test proves nothing")
+
+        let second = try GatewayProcess(configuration: configuration)
+        let finished = try await Self.waitUntil(seconds: 90) { try await Self.count(database.pool, "state = 'SENT'") == 5000 }
+        #expect(finished, "log of the second gateway: \(second.log.suffix(2000))")
+        let tokens = simulator.apns.deliveries.map(\.deviceToken) + simulator.fcm.deliveries.map(\.registrationToken)
+        #expect(Set(tokens).count == 5000)
+        // Only what the killed process held under lease and had not recorded can go out twice.
+        let duplicates = tokens.count - 5000
+        #expect(duplicates <= batchSize, "\(duplicates) duplicates")
+        #expect(try await Self.count(database.pool, "attempts >= 2") >= 1, "no lease expired and was claimed again")
+        second.signal(SIGTERM)
+        #expect(await second.waitForExit() == 0)
+        await database.drop()
+    }
+
+    @Test("SIGTERM with sends in flight: exit 0 within the grace period, the held deliveries handed straight back")
+    func sigtermHandsBack() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        simulator.apns.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 8000))]))
+        simulator.fcm.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 8000))]))
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let users = try await Self.subscribe(count: 100, prefix: "term", in: database.pool)
+        // A lease far longer than the test: only the hand-back can make the rows claimable again.
+        let gateway = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: """
+            deliveryLeaseSeconds = 600
+            shutdownGraceSeconds = 1
+            """))
+        let reply = try await Self.post(gateway.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "term", recipients: users)))
+        #expect(reply.contains("<status>OK</status>"))
+        #expect(try await Self.waitUntil(seconds: 30) { Self.pushCount(simulator) >= 100 })
+        let stopping = ContinuousClock.now
+        gateway.signal(SIGTERM)
+        #expect(await gateway.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(ContinuousClock.now - stopping < .seconds(8), "waited for the provider instead of the grace period")
+        #expect(gateway.log.contains("handing their deliveries back"))
+        #expect(try await Self.count(database.pool, "state = 'QUEUED' AND lease_owner IS NULL AND next_attempt_at <= now()") == 100)
+
+        simulator.apns.setFaults(FaultRules())
+        simulator.fcm.setFaults(FaultRules())
+        let successor = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: ""))
+        #expect(try await Self.waitUntil(seconds: 30) { try await Self.count(database.pool, "state = 'SENT'") == 100 })
+        successor.signal(SIGTERM)
+        #expect(await successor.waitForExit() == 0)
+        await database.drop()
+    }
+
+    @Test("a provider enforcing the rapid-reset limit: GOAWAYs ridden through, every push sent once, reconnections in /metrics")
+    func rapidResetLimit() async throws {
+        let fixture = try SimulatorFixture(enforceRapidResetLimit: true)
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let users = (0..<3000).map { "reset-\($0)" }
+        _ = try await database.pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', u, u, 'phone', 'IOS', md5(u) FROM unnest($1::text[]) AS u
+                """, [PostgresArray.encode(users)])
+        }
+        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        let reply = try await harness.soap(GatewayHarness.sendNotification(id: "reset", recipients: users))
+        #expect(reply.status == 200)
+        #expect(try await Self.waitUntil(seconds: 90) { try await Self.count(database.pool, "state = 'SENT'") == 3000 })
+        let tokens = simulator.apns.deliveries.map(\.deviceToken)
+        #expect(Set(tokens).count == 3000)
+        // libcurl resets a stream after every body-less answer; nghttp2 ends such connections.
+        #expect(simulator.connectionsAccepted >= 3)
+        // The depth is sampled every 5 s; the connection counters are read at each scrape.
+        var metrics = ""
+        _ = try await Self.waitUntil(seconds: 15) {
+            metrics = try await harness.request("GET", "/metrics").text
+            return metrics.contains("pigeon_delivery_queue_depth 0")
+        }
+        #expect((Self.gauge(metrics, "pigeon_push_connections_opened{service=\"apns\"}") ?? 0) >= 3, "\(metrics)")
+        // A push whose answer was lost with its connection may have arrived: a restart or a
+        // retry can repeat it (the collapse id keeps the device showing one), nothing else can.
+        let restarted = Self.gauge(metrics, "pigeon_push_transfers_restarted{service=\"apns\"}")
+        let retried = Self.gauge(metrics, "pigeon_push_retries_total{cause=\"connection\",platform=\"IOS\"}") ?? 0
+        #expect(restarted != nil)
+        #expect(Double(tokens.count - 3000) <= (restarted ?? 0) + retried, "\(tokens.count - 3000) duplicates")
+        #expect(metrics.contains("pigeon_delivery_queue_depth 0"))
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+
+    // MARK: - Helpers
+
+    /// `count` users with one device each, alternately iOS and Android; returns their ids.
+    static func subscribe(count: Int, prefix: String, in pool: PostgresPool) async throws -> [String] {
+        let users = (0..<count).map { "\(prefix)-\($0)" }
+        _ = try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', u, u, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
+                       CASE WHEN n % 2 = 0 THEN md5(u) ELSE 'fcm-' || u END
+                FROM unnest($1::text[]) WITH ORDINALITY AS t(u, n)
+                """, [PostgresArray.encode(users)])
+        }
+        return users
+    }
+
+    static func configuration(simulator: Simulator, database: String, extra: String) -> String {
+        """
+        dbUrl = \(database)
+        dbPoolSize = 4
+        migrationsPath = \(TestDatabase.migrationsDirectory.path)
+        maxRequestBytes = 4194304
+        logLevel = info
+        \(simulator.configurationSnippet)
+        \(extra)
+        """
+    }
+
+    static func pushCount(_ simulator: Simulator) -> Int {
+        simulator.apns.deliveries.count + simulator.fcm.deliveries.count
+    }
+
+    static func count(_ pool: PostgresPool, _ condition: String) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM deliveries WHERE \(condition)").scalar.flatMap(Int.init) ?? 0
+        }
+    }
+
+    static func gauge(_ metrics: String, _ series: String) -> Double? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Polls `condition`; true once it holds, false after `seconds`.
+    static func waitUntil(seconds: Int, every interval: Duration = .milliseconds(50), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: interval)
+        }
+        return false
+    }
+
+    static func post(_ url: String, _ envelope: String) async throws -> String {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(envelope.utf8)
+        request.setValue("text/xml; charset=utf-8", forHTTPHeaderField: "Content-Type")
+        request.timeoutInterval = 60
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let (data, _) = try await session.data(for: request)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -95,7 +95,7 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushTransport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),

@@ -37,6 +37,9 @@ public final class APNsSimulator: Sendable {
         /// The token each connection last presented for each key, and when it was first seen.
         var lastToken: [String: (token: String, issuedAt: Date)] = [:]
         var tokenRefreshes = 0
+        /// Provider tokens whose signature checked out: key id and issue time. Apple, too,
+        /// verifies a connection's token once, not per request.
+        var verifiedTokens: [String: (keyId: String, issuedAt: Double)] = [:]
     }
 
     public static let maximumPayloadBytes = 4096
@@ -123,14 +126,8 @@ public final class APNsSimulator: Sendable {
         state.withLock { $0.delivered.append(delivery) }
     }
 
-    /// `nil` when the request is authenticated, else Apple's status and reason.
-    private func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
-        guard let authorization = request.headers["authorization"] else {
-            if authentication.acceptClientCertificates && request.clientSubject != nil { return nil }
-            return (403, "MissingProviderToken")
-        }
-        guard authorization.hasPrefix("bearer ") || authorization.hasPrefix("Bearer ") else { return (403, "InvalidProviderToken") }
-        let token = String(authorization.dropFirst(7))
+    /// Checks a provider token's header, signature and issuer; remembers it when valid.
+    private func verify(_ token: String) -> (keyId: String, issuedAt: Double)? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerData = Base64URL.decode(parts[0]),
@@ -140,7 +137,25 @@ public final class APNsSimulator: Sendable {
               let verified = JSONWebToken.verify(token, key: signer.key), verified.signatureValid,
               verified.claims["iss"] as? String == signer.team,
               let issuedAt = (verified.claims["iat"] as? NSNumber)?.doubleValue
-        else { return (403, "InvalidProviderToken") }
+        else { return nil }
+        state.withLock { state in
+            if state.verifiedTokens.count >= 1000 { state.verifiedTokens.removeAll() }
+            state.verifiedTokens[token] = (keyId, issuedAt)
+        }
+        return (keyId, issuedAt)
+    }
+
+    /// `nil` when the request is authenticated, else Apple's status and reason.
+    private func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
+        guard let authorization = request.headers["authorization"] else {
+            if authentication.acceptClientCertificates && request.clientSubject != nil { return nil }
+            return (403, "MissingProviderToken")
+        }
+        guard authorization.hasPrefix("bearer ") || authorization.hasPrefix("Bearer ") else { return (403, "InvalidProviderToken") }
+        let token = String(authorization.dropFirst(7))
+        guard let (keyId, issuedAt) = state.withLock({ $0.verifiedTokens[token] }) ?? verify(token) else {
+            return (403, "InvalidProviderToken")
+        }
         let now = clock()
         let issued = Date(timeIntervalSince1970: issuedAt)
         if now.timeIntervalSince(issued) > 3600 { return (403, "ExpiredProviderToken") }

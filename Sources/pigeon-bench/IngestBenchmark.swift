@@ -83,7 +83,7 @@ struct IngestBenchmark {
                     let interval = rate.map { Double(clients) / $0 }
                     var scheduled = start.addingTimeInterval(Double(clientIndex) * (interval ?? 0) / Double(clients))
                     while Date() < deadline {
-                        if let interval {
+                        if interval != nil {
                             let wait = scheduled.timeIntervalSinceNow
                             if wait > 0 { Thread.sleep(forTimeInterval: wait) }
                         }

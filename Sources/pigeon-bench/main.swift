@@ -1,15 +1,28 @@
 import Foundation
+import PushTransport
 
 // pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]
 // Prints one line: clients recipients requests/s p50_ms p99_ms errors.
 var options: [String: String] = [:]
 var arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "apns-token", arguments.count == 4 {
+    // pigeon-bench apns-token KEY.p8 KEY_ID TEAM_ID: a provider token for h2load's ceiling run.
+    let values = Array(arguments)
+    do {
+        let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: values[1], encoding: .utf8), keyId: values[2], teamId: values[3])
+        print(try credentials.providerToken(issuedAt: Date()))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 if arguments.first == "decode-rss" {
     DecodeMemoryCheck.run(rounds: 5, perRound: 50_000)
     exit(0)
 }
 guard arguments.first == "ingest" else {
-    FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
+    FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench apns-token KEY.p8 KEY_ID TEAM_ID | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
     exit(2)
 }
 arguments = arguments.dropFirst()

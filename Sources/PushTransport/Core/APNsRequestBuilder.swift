@@ -34,13 +34,15 @@ public struct APNsRequestBuilder: Sendable {
 
     /// The JSON payload; throws when it exceeds 4 KB.
     public func payload(for message: PushMessage) throws(PushMessageError) -> Data {
-        var aps: [String: Any] = ["alert": message.text]
-        if let badge = message.badge { aps["badge"] = badge }
-        aps["sound"] = message.sound ?? "default"
-        var root: [String: Any] = ["aps": aps]
-        for (key, value) in message.data where key != "aps" { root[key] = value }
-        root["notificationId"] = message.notificationId
-        let data = (try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        var aps: [(String, JSONValue)] = [("alert", .string(message.text))]
+        if let badge = message.badge { aps.append(("badge", .int(badge))) }
+        aps.append(("sound", .string(message.sound ?? "default")))
+        var root: [(String, JSONValue)] = [("aps", .object(aps))]
+        for (key, value) in message.data.sorted(by: { $0.key < $1.key }) where key != "aps" && key != "notificationId" {
+            root.append((key, .string(value)))
+        }
+        root.append(("notificationId", .string(message.notificationId)))
+        let data = JSONValue.object(root).encoded
         guard data.count <= Self.maximumPayloadBytes else {
             throw .payloadTooLarge(bytes: data.count, limit: Self.maximumPayloadBytes)
         }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Fan-out benchmark (issue: delivery engine). One sendNotification to N users (half iOS, half
+# Android, one device each) through a release gateway to `pigeon simulate` over HTTP/2 + TLS,
+# timed from the SOAP call until no delivery is QUEUED. In the same run the ceiling: h2load
+# sending the same APNs request (valid provider token, same payload size) to the same simulator
+# with as many streams in flight as the gateway allows (deliveryConcurrency). Also the gateway's
+# memory: peak RSS (the SOAP ingest of N recipients included) and RSS sampled while the engine
+# works through the fan-out. Durable PostgreSQL; everything shares the machine's cores.
+# usage: bench/fanout.sh [RECIPIENTS]   (default 100000)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+cd "$PIGEON_ROOT"
+recipients="${1:-100000}"
+PORT=55434
+HTTP_PORT=18091
+SIM_PORT=22198
+DB=pigeon_fanout
+URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
+STATE=/tmp/pigeon-fanout-sim
+CONCURRENCY=256
+
+install_packages
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
+gateway="" simulator=""
+cleanup() {
+    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    if [ -n "$simulator" ]; then kill -TERM "$simulator" 2>/dev/null || true; wait "$simulator" 2>/dev/null || true; fi
+    pg_stop bench
+}
+trap cleanup EXIT
+pg_recreate_database "$PORT" "$DB"
+sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+
+log "building (release)"
+swift build -c release --product pigeon >/dev/null
+swift build -c release --product pigeon-bench >/dev/null
+
+rm -rf "$STATE"
+.build/release/pigeon simulate --listen "127.0.0.1:$SIM_PORT" --state "$STATE" > /tmp/pigeon-fanout-sim.out 2>&1 &
+simulator=$!
+for _ in $(seq 1 300); do grep -q '^tlsCaFile' /tmp/pigeon-fanout-sim.out 2>/dev/null && break; sleep 0.1; done
+{
+    echo "listen = 127.0.0.1:$HTTP_PORT"
+    echo "dbUrl = $URL"
+    echo "migrationsPath = $PIGEON_ROOT/migrations"
+    echo "maxRequestBytes = 268435456"
+    echo "deliveryConcurrency = $CONCURRENCY"
+    echo "logLevel = warning"
+    grep -E '^(apns|fcm|tlsCaFile)' /tmp/pigeon-fanout-sim.out
+} > /tmp/pigeon-fanout.conf
+
+log "ceiling: h2load, APNs requests straight to the simulator"
+key_id=$(awk '$1 == "apnsKeyId" {print $3}' /tmp/pigeon-fanout.conf)
+team_id=$(awk '$1 == "apnsTeamId" {print $3}' /tmp/pigeon-fanout.conf)
+topic=$(awk '$1 == "apnsTopic" {print $3}' /tmp/pigeon-fanout.conf)
+key_path=$(awk '$1 == "apnsKeyPath" {print $3}' /tmp/pigeon-fanout.conf)
+token=$(.build/release/pigeon-bench apns-token "$key_path" "$key_id" "$team_id")
+printf '%s' '{"aps":{"alert":{"body":"Hello"},"badge":1},"notificationId":"fanout","type":"UNIVERSAL"}' > /tmp/pigeon-fanout-payload.json
+ceiling_requests=$(( recipients < 200000 ? recipients : 200000 ))
+ceiling=$(h2load -n "$ceiling_requests" -c 2 -m $((CONCURRENCY / 2)) -t 1 \
+    -H "authorization: bearer $token" -H "apns-topic: $topic" -H "apns-push-type: alert" -H "apns-priority: 10" \
+    -H "content-type: application/json" -d /tmp/pigeon-fanout-payload.json \
+    "https://127.0.0.1:$SIM_PORT/3/device/0123456789abcdef0123456789abcdef" 2>&1)
+ceiling_rate=$(echo "$ceiling" | awk '/^finished in/ {gsub(",", "", $4); print int($4)}')
+ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $3}')
+
+.build/release/pigeon serve --config /tmp/pigeon-fanout.conf &
+gateway=$!
+wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+     SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
+            CASE WHEN n % 2 = 0 THEN md5(n::text) ELSE 'fcm-' || n END
+     FROM generate_series(1, $recipients) AS n"
+python3 - "$recipients" > /tmp/pigeon-fanout-request.xml <<'PY'
+import sys
+n = int(sys.argv[1])
+recipients = "".join(f"<recipients>fan-{i}</recipients>" for i in range(1, n + 1))
+print('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+      'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
+      '<id>fanout</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>'
+      f'{recipients}<timeout>3600</timeout></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
+PY
+rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$gateway/status"; }
+log "fan-out of $recipients recipients"
+started=$(date +%s.%N)
+curl -sS -o /tmp/pigeon-fanout-reply.xml -H 'Content-Type: text/xml; charset=utf-8' --data-binary @/tmp/pigeon-fanout-request.xml \
+    "http://127.0.0.1:$HTTP_PORT/pigeon/services/SBIInboundWebService"
+accepted=$(date +%s.%N)
+grep -q '<status>OK</status>' /tmp/pigeon-fanout-reply.xml || { log "send failed: $(head -c 300 /tmp/pigeon-fanout-reply.xml)"; exit 1; }
+rss_after_ingest=$(rss)
+rss_min=999999 rss_max=0
+while :; do
+    queued=$(sql "SELECT count(*) FROM deliveries WHERE state = 'QUEUED'")
+    current=$(rss)
+    [ "$current" -lt "$rss_min" ] && rss_min=$current
+    [ "$current" -gt "$rss_max" ] && rss_max=$current
+    [ "$queued" -eq 0 ] && break
+    sleep 0.5
+done
+finished=$(date +%s.%N)
+peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
+states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
+pushes=$(curl -sS "https://127.0.0.1:$SIM_PORT/simulator/pushes" --cacert "$STATE/ca.pem" | grep -vc '"token":"0123456789abcdef0123456789abcdef"')
+
+awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" \
+    -v states="$states" -v pushes="$pushes" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
+    rate = n / (f - a)
+    printf "\n| recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s (%s ok) | ratio | peak RSS MiB | RSS during fan-out MiB |\n", ok
+    printf "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    printf "| %d | %.2f | %.2f | %.0f | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, peak, rmin, rmax, ri
+    printf "\nStates: %s. Pushes recorded by the simulator: %d.\n", states, pushes
+}'

@@ -66,7 +66,14 @@ let package = Package(
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "PushTransport", dependencies: ["PigeonCrypto", "CCurlShim"]),
+        // An HTTP client on libcurl's multi interface (HTTP/2 over TLS, HTTP/1.1 otherwise) for
+        // every outbound call: push services and the bank proxy.
+        .target(name: "OutboundHTTP", dependencies: ["CCurlShim"]),
+        .target(name: "PushTransport", dependencies: ["PigeonCrypto", "OutboundHTTP"]),
+        // The bank proxy's SOAP client (CONTRACT §3).
+        .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP", "PigeonCore"]),
+        // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
+        .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs.
         .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto"]),
         .target(
@@ -79,7 +86,7 @@ let package = Package(
         ),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushTransport"]
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushTransport", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -100,12 +107,13 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushTransport", "PigeonSimulator"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushTransport", "PigeonSimulator", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -98,6 +98,7 @@ while :; do
     sleep 0.5
 done
 finished=$(date +%s.%N)
+curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" > /tmp/pigeon-fanout-metrics.txt
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
 pushes=$(curl -sS "https://127.0.0.1:$SIM_PORT/simulator/pushes" --cacert "$STATE/ca.pem" | grep -vc '"token":"0123456789abcdef0123456789abcdef"')

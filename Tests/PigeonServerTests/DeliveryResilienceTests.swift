@@ -28,6 +28,7 @@ struct DeliveryResilienceTests {
             deliveryLeaseSeconds = 3
             deliveryBatchSize = \(batchSize)
             deliveryConcurrency = 100
+            deliveryWorkers = 1
             """)
 
         let first = try GatewayProcess(configuration: configuration)

@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import PigeonCrypto
 import Testing
 @testable import PigeonSimulator

@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import PigeonTestSupport
 import Synchronization
 import Testing

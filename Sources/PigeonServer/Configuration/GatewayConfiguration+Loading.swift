@@ -124,6 +124,7 @@ extension GatewayConfiguration {
         "deliveryBatchSize": { $0.delivery.batchSize = try integer($1, in: 1...10_000) },
         "deliveryLeaseSeconds": { $0.delivery.leaseSeconds = try integer($1, in: 2...3600) },
         "deliveryConcurrency": { $0.delivery.concurrency = try integer($1, in: 1...10_000) },
+        "deliveryWorkers": { $0.delivery.workers = try integer($1, in: 1...64) },
         "pushConnections": { $0.delivery.connections = try integer($1, in: 1...64) },
         "shutdownGraceSeconds": { $0.delivery.shutdownGraceSeconds = try integer($1, in: 0...600) },
         "logLevel": { configuration, value in

@@ -71,6 +71,9 @@ public struct GatewayConfiguration: Sendable {
         public var leaseSeconds = 60
         /// `deliveryConcurrency`: pushes in flight per gateway process. Default 256.
         public var concurrency = 256
+        /// `deliveryWorkers`: batches worked on at once per process (one claims while another
+        /// sends), sharing `deliveryConcurrency`. Default 4.
+        public var workers = 4
         /// `pushConnections`: HTTP/2 connections per push service. Default 2.
         public var connections = 2
         /// `shutdownGraceSeconds`: on SIGTERM, how long in-flight sends may take before their

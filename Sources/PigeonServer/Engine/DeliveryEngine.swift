@@ -22,7 +22,7 @@ final class DeliveryEngine: Sendable {
         init(_ delivery: GatewayConfiguration.Delivery) {
             batchSize = delivery.batchSize
             lease = .seconds(delivery.leaseSeconds)
-            maxConcurrentPushes = delivery.concurrency
+            maxConcurrentPushes = max(1, delivery.concurrency / delivery.workers)
         }
     }
 
@@ -50,9 +50,20 @@ final class DeliveryEngine: Sendable {
         self.metrics = metrics
     }
 
-    /// Claims and sends until cancelled.
-    func run() async {
-        logger.info("delivery engine started", metadata: ["owner": owner])
+    /// Runs `workers` claim-and-send loops until cancelled: while one batch's pushes are in
+    /// flight, another is being claimed or recorded.
+    func run(workers: Int) async {
+        logger.info("delivery engine started", metadata: ["owner": owner, "workers": String(workers)])
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<max(1, workers) {
+                group.addTask { await self.work() }
+            }
+        }
+        logger.info("delivery engine stopped", metadata: ["owner": owner])
+    }
+
+    /// One claim-and-send loop, until cancelled.
+    private func work() async {
         var cache: [String: PushNotification] = [:]
         while !Task.isCancelled {
             let claims: [ClaimedDelivery]
@@ -70,7 +81,6 @@ final class DeliveryEngine: Sendable {
             if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
             await process(claims, cache: &cache)
         }
-        logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 
     private func process(_ claims: [ClaimedDelivery], cache: inout [String: PushNotification]) async {

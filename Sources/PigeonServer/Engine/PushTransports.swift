@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import PushTransport
 
 /// The APNs and FCM transports a configuration asks for, each on its own HTTP/2 client.

@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import PigeonCore
 import PigeonHTTP
 import PigeonStore
@@ -89,7 +90,8 @@ public final class Gateway: Sendable {
                 configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
                 queue: queue, notifications: inbound.notifications, subscriptions: inbound.subscriptions,
                 apns: transports.apns, fcm: transports.fcm, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
-            engine = (Task { await deliveryEngine.run() }, deliveryEngine.owner)
+            let workers = configuration.delivery.workers
+            engine = (Task { await deliveryEngine.run(workers: workers) }, deliveryEngine.owner)
         }
         MetricsSampler.collect(transports.clients, into: metrics)
         let metricsSampler = MetricsSampler(queue: queue, metrics: metrics, logger: logger.withLabel("pigeon.metrics"))

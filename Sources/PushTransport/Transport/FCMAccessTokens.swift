@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import PigeonCrypto
 
 /// OAuth2 access tokens for FCM from a service account: one cached token shared by every

@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 
 /// Sends pushes to FCM HTTP v1 over one ``HTTP2Client`` with access tokens from
 /// ``FCMAccessTokens``. A 401 drops the cached token so the next attempt fetches a new one.

@@ -104,13 +104,19 @@ public struct SOAPCodec: Sendable {
     public func encodeFault(_ fault: SOAPFault, version: SOAPVersion) -> Data {
         let code = fault.code.qualifiedName(for: version)
         let reason = XMLEscaping.escape(fault.reason)
+        // A declared fault travels as its element in the detail, JAX-WS style.
+        let detail = fault.detail.map {
+            "<ns2:\($0) xmlns:ns2=\"\(service.targetNamespace)\"><message>\(reason)</message></ns2:\($0)>"
+        }
         let body: String
         switch version {
         case .soap11:
-            body = "<soap:Fault><faultcode>\(code)</faultcode><faultstring>\(reason)</faultstring></soap:Fault>"
+            body = "<soap:Fault><faultcode>\(code)</faultcode><faultstring>\(reason)</faultstring>"
+                + (detail.map { "<detail>\($0)</detail>" } ?? "") + "</soap:Fault>"
         case .soap12:
             body = "<soap:Fault><soap:Code><soap:Value>\(code)</soap:Value></soap:Code>"
-                + "<soap:Reason><soap:Text xml:lang=\"en\">\(reason)</soap:Text></soap:Reason></soap:Fault>"
+                + "<soap:Reason><soap:Text xml:lang=\"en\">\(reason)</soap:Text></soap:Reason>"
+                + (detail.map { "<soap:Detail>\($0)</soap:Detail>" } ?? "") + "</soap:Fault>"
         }
         return envelope(body, version: version)
     }
@@ -142,12 +148,13 @@ public struct SOAPCodec: Sendable {
     }
 
     private func faultReason(_ fault: XMLElementNode) -> SOAPFault {
+        let detail = (fault.children(named: "detail").first ?? fault.children(named: "Detail").first)?.children.first?.name
         if let text = fault.children(named: "faultstring").first?.text {
-            return .server(text)
+            return SOAPFault(.server, text, detail: detail)
         }
         if let text = fault.children(named: "Reason").first?.children(named: "Text").first?.text {
-            return .server(text)
+            return SOAPFault(.server, text, detail: detail)
         }
-        return .server("the peer answered with a SOAP fault")
+        return SOAPFault(.server, "the peer answered with a SOAP fault", detail: detail)
     }
 }

@@ -17,10 +17,14 @@ public struct SOAPFault: Error, Equatable, CustomStringConvertible {
 
     public var code: Code
     public var reason: String
+    /// The declared fault this is (a fault element of the service, such as
+    /// `BankClientNotExistsException`), carried in the fault's detail.
+    public var detail: String?
 
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, detail: String? = nil) {
         self.code = code
         self.reason = reason
+        self.detail = detail
     }
 
     /// A fault caused by the request.

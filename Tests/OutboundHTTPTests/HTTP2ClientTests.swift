@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PushTransport
+@testable import OutboundHTTP
 import PigeonTestSupport
 
 /// The HTTP/2 client against Debian's `nghttpd` (a reference HTTP/2 server) over TLS.

@@ -1,0 +1,109 @@
+import Foundation
+import OutboundHTTP
+import SOAPCodec
+
+/// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.
+public struct SubscriptionRequest: Sendable, Equatable {
+    public var bankClientId: String
+    public var userId: String
+    public var deviceId: String
+    /// `IOS` or `ANDROID`.
+    public var platform: String
+
+    public init(bankClientId: String, userId: String, deviceId: String, platform: String) {
+        self.bankClientId = bankClientId
+        self.userId = userId
+        self.deviceId = deviceId
+        self.platform = platform
+    }
+}
+
+/// The bank proxy's SOAP service (CONTRACT §3) as async calls. Requests are encoded and answers
+/// decoded from ``OutboundService/description``, the same description the WSDL and the bank stub
+/// use. Every failure is a ``BankProxyError``.
+public struct BankProxyClient: Sendable {
+    private let url: String
+    private let http: HTTP2Client
+    private let codec = SOAPCodec(service: OutboundService.description)
+
+    /// Calls go to `url` (`sbiOutboundWebServiceURL`) over `http`.
+    public init(url: String, http: HTTP2Client) {
+        self.url = url
+        self.http = http
+    }
+
+    /// Whether the bank already authorized this subscription.
+    public func checkSubscriptionAuthorized(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
+        let result = try await call(OutboundService.checkSubscriptionAuthorized, Self.record(request))
+        guard let authorized = result.boolean("authorized") else {
+            throw BankProxyError(.invalidAnswer, "checkSubscriptionAuthorized answered without 'authorized'")
+        }
+        return authorized
+    }
+
+    /// Asks the bank to start its authorization (an SMS code); true when it did (`OK`).
+    public func authorizeSubscription(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
+        let result = try await call(OutboundService.authorizeSubscription, Self.record(request))
+        guard let answer = result.string("result") else {
+            throw BankProxyError(.invalidAnswer, "authorizeSubscription answered without 'result'")
+        }
+        return answer == "OK"
+    }
+
+    /// Whether `code` is the one the bank sent; false for `VERIFICATION_FAILED`.
+    public func verifySubscriptionAuthorization(bankClientId: String, userId: String, deviceId: String, code: String) async throws(BankProxyError) -> Bool {
+        let result = try await call(OutboundService.verifySubscriptionAuthorization, SOAPRecord([
+            "bankClientId": [.string(bankClientId)], "userId": [.string(userId)],
+            "deviceId": [.string(deviceId)], "verificationCode": [.string(code)],
+        ]))
+        guard let answer = result.string("result") else {
+            throw BankProxyError(.invalidAnswer, "verifySubscriptionAuthorization answered without 'result'")
+        }
+        return answer == "OK"
+    }
+
+    /// Tells the bank that `users` did not receive `notificationId` in time.
+    public func reportNotificationExpired(notificationId: String, users: [String]) async throws(BankProxyError) {
+        _ = try await call(OutboundService.reportNotificationExpired, SOAPRecord([
+            "notificationId": [.string(notificationId)], "userId": users.map { .string($0) },
+        ]))
+    }
+
+    /// Tells the bank that `user` opened `notificationId`.
+    public func pushIsOpened(notificationId: String, user: String) async throws(BankProxyError) {
+        _ = try await call(OutboundService.pushIsOpened, SOAPRecord([
+            "notificationId": [.string(notificationId)], "userId": [.string(user)],
+        ]))
+    }
+
+    private static func record(_ request: SubscriptionRequest) -> SOAPRecord {
+        SOAPRecord([
+            "bankClientId": [.string(request.bankClientId)], "userId": [.string(request.userId)],
+            "deviceId": [.string(request.deviceId)], "platform": [.string(request.platform)],
+        ])
+    }
+
+    private func call(_ operation: OperationDescription, _ parameters: SOAPRecord) async throws(BankProxyError) -> SOAPRecord {
+        let response: HTTP2Client.Response
+        do {
+            response = try await http.send(
+                url: url,
+                headers: ["content-type": "text/xml; charset=utf-8", "soapaction": "\"\""],
+                body: codec.encodeRequest(operation, parameters: parameters))
+        } catch {
+            throw BankProxyError(.unavailable, "\(operation.name): \(error)")
+        }
+        do {
+            return try codec.decodeResponse(response.body, for: operation)
+        } catch {
+            if error.detail == OutboundService.bankClientNotExists.name {
+                throw BankProxyError(.bankClientNotExists, error.reason)
+            }
+            if response.status == 200 {
+                throw BankProxyError(.invalidAnswer, "\(operation.name): \(error.reason)")
+            }
+            // A fault or an error page with a failure status: the bank is not serving.
+            throw BankProxyError(.unavailable, "\(operation.name): HTTP \(response.status): \(error.reason.prefix(200))")
+        }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import PigeonCore
+import PigeonHTTP
+import SOAPCodec
+import Synchronization
+
+/// `pigeon bank-stub`: a reference bank proxy implementing the `SBIOutbound` service (CONTRACT
+/// §3) from the same description the gateway's client and WSDL use. It knows a set of bank
+/// clients, authorizes subscriptions by an SMS code it writes to its log instead of sending,
+/// and records every report. For tests and integrators it answers admin calls on the same port:
+/// `GET /stub/reports`, `GET /stub/codes`, `PUT /stub/mode`, `GET /stub/health`.
+public final class BankStub: Sendable {
+    /// What the stub accepts.
+    public struct Configuration: Sendable {
+        /// Known bank client ids; empty accepts every id.
+        public var bankClients: Set<String> = []
+        /// Users whose subscriptions are authorized from the start (no SMS needed).
+        public var authorizedUsers: Set<String> = []
+        /// The SMS code to issue; random six digits when nil.
+        public var fixedCode: String?
+
+        public init(bankClients: Set<String> = [], authorizedUsers: Set<String> = [], fixedCode: String? = nil) {
+            self.bankClients = bankClients
+            self.authorizedUsers = authorizedUsers
+            self.fixedCode = fixedCode
+        }
+    }
+
+    /// How the stub answers SOAP calls, to rehearse a bank that misbehaves.
+    public enum Mode: Sendable, Equatable {
+        case normal
+        /// 503 with an HTML error page, as a proxy in front of a dead service answers.
+        case down
+        /// Answers correctly after this many milliseconds.
+        case slow(milliseconds: Int)
+        /// 200 with a body that is not SOAP.
+        case garbage
+    }
+
+    /// A report the stub received.
+    public struct Report: Sendable, Equatable {
+        /// `reportNotificationExpired` or `pushIsOpened`.
+        public var operation: String
+        public var notificationId: String
+        public var users: [String]
+    }
+
+    private struct State {
+        var mode = Mode.normal
+        var authorized: Set<String> = []
+        var codes: [String: String] = [:]
+        var reports: [Report] = []
+        var calls = 0
+    }
+
+    public let port: UInt16
+    private let configuration: Configuration
+    private let state: Mutex<State>
+    private let codec = SOAPCodec(service: OutboundService.description)
+    private let logger: Logger
+    private let server: Mutex<HTTPServer?>
+    private let box: HandlerBox
+
+    /// Starts listening on `host:port` (0 picks a free port).
+    public init(configuration: Configuration, host: String = "127.0.0.1", port: UInt16, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        state = Mutex(State(authorized: Set(configuration.authorizedUsers.map { "*/\($0)" })))
+        server = Mutex(nil)
+        let box = HandlerBox()
+        self.box = box
+        let http = try HTTPServer(
+            configuration: .init(host: host, port: port, connectionLimit: 64, idleTimeoutSeconds: 30, maxBodyBytes: 4 << 20, tls: nil),
+            logger: logger, handler: { request in await box.stub.withLock { $0 }?.handle(request) ?? .text(503, "stopped") })
+        self.port = http.port
+        server.withLock { $0 = http }
+        box.stub.withLock { $0 = self }
+    }
+
+    /// The address to put in the gateway's `sbiOutboundWebServiceURL`.
+    public var serviceURL: String { "http://127.0.0.1:\(port)\(Self.servicePath)" }
+    public static let servicePath = "/sbi-outbound/services/SBIOutbound"
+
+    /// Stops listening. Call once.
+    public func stop() {
+        server.withLock { $0?.stop(); $0 = nil }
+        box.stub.withLock { $0 = nil }
+    }
+
+    public func setMode(_ mode: Mode) {
+        state.withLock { $0.mode = mode }
+        logger.notice("mode changed", metadata: ["mode": "\(mode)"])
+    }
+
+    /// Reports received so far, oldest first.
+    public var reports: [Report] { state.withLock { $0.reports } }
+
+    /// SOAP calls answered so far (any operation, any mode).
+    public var calls: Int { state.withLock { $0.calls } }
+
+    /// The SMS code last issued for a device, as the stub's log shows it.
+    public func code(bankClientId: String, userId: String, deviceId: String) -> String? {
+        state.withLock { $0.codes[Self.deviceKey(bankClientId, userId, deviceId)] }
+    }
+
+    // MARK: Handling
+
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        switch (request.method, request.path) {
+        case ("GET", "/stub/health"):
+            return .text(200, #"{"status":"UP"}"#, contentType: "application/json")
+        case ("GET", "/stub/reports"):
+            return .text(200, reportsJSON(), contentType: "application/x-ndjson")
+        case ("GET", "/stub/codes"):
+            let codes = state.withLock { $0.codes }
+            let lines = codes.sorted { $0.key < $1.key }.map { #"{"device":"\#(Self.jsonEscape($0.key))","code":"\#($0.value)"}"# }
+            return .text(200, lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n"), contentType: "application/x-ndjson")
+        case ("PUT", "/stub/mode"):
+            guard let mode = Self.mode(from: request.body) else {
+                return .text(400, #"{"error":"expected {\"mode\": \"normal|down|garbage|slow\", \"milliseconds\": N}"}"#, contentType: "application/json")
+            }
+            setMode(mode)
+            return .text(200, #"{"mode":"ok"}"#, contentType: "application/json")
+        case ("GET", Self.servicePath) where request.hasQueryArgument("wsdl"):
+            let host = request.header("host") ?? "127.0.0.1:\(port)"
+            return .text(200, WSDLGenerator(service: OutboundService.description).wsdl(address: "http://\(host)\(Self.servicePath)"), contentType: "text/xml; charset=utf-8")
+        case ("POST", Self.servicePath):
+            return await soap(request)
+        default:
+            return .text(404, "not found")
+        }
+    }
+
+    private func soap(_ request: HTTPRequest) async -> HTTPResponse {
+        let mode = state.withLock { state -> Mode in
+            state.calls += 1
+            return state.mode
+        }
+        switch mode {
+        case .down:
+            return .text(503, "<html><body><h1>503 Service Unavailable</h1></body></html>", contentType: "text/html")
+        case .garbage:
+            return .text(200, "this is not SOAP", contentType: "text/plain")
+        case .slow(let milliseconds):
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+        case .normal:
+            break
+        }
+        let decoded: SOAPRequest
+        do {
+            decoded = try codec.decodeRequest(request.body, contentType: request.header("content-type"))
+        } catch {
+            return fault(error.fault, version: error.version)
+        }
+        let parameters = decoded.parameters
+        let bankClientId = parameters.string("bankClientId") ?? ""
+        let userId = parameters.string("userId") ?? ""
+        let deviceId = parameters.string("deviceId") ?? ""
+        let operation = decoded.operation
+        if ["checkSubscriptionAuthorized", "authorizeSubscription", "verifySubscriptionAuthorization"].contains(operation.name),
+           !configuration.bankClients.isEmpty, !configuration.bankClients.contains(bankClientId) {
+            logger.info("unknown bank client", metadata: ["operation": operation.name, "bankClientId": bankClientId])
+            return fault(SOAPFault(.server, "bank client '\(bankClientId)' does not exist", detail: OutboundService.bankClientNotExists.name), version: decoded.version)
+        }
+        let result: SOAPRecord
+        switch operation.name {
+        case "checkSubscriptionAuthorized":
+            let authorized = state.withLock { $0.authorized.contains("*/\(userId)") || $0.authorized.contains(Self.deviceKey(bankClientId, userId, deviceId)) }
+            logger.info("checkSubscriptionAuthorized", metadata: ["user": userId, "device": deviceId, "authorized": String(authorized)])
+            result = SOAPRecord(["authorized": [.boolean(authorized)]])
+        case "authorizeSubscription":
+            let code = configuration.fixedCode ?? String(format: "%06d", Int.random(in: 0..<1_000_000))
+            state.withLock { $0.codes[Self.deviceKey(bankClientId, userId, deviceId)] = code }
+            logger.notice("SMS to the bank client", metadata: ["bankClientId": bankClientId, "user": userId, "device": deviceId, "code": code])
+            result = SOAPRecord(["result": [.string("OK")]])
+        case "verifySubscriptionAuthorization":
+            let key = Self.deviceKey(bankClientId, userId, deviceId)
+            let entered = parameters.string("verificationCode") ?? ""
+            let verified = state.withLock { state -> Bool in
+                guard let code = state.codes[key], code == entered else { return false }
+                state.codes[key] = nil
+                state.authorized.insert(key)
+                return true
+            }
+            logger.info("verifySubscriptionAuthorization", metadata: ["user": userId, "device": deviceId, "verified": String(verified)])
+            result = SOAPRecord(["result": [.string(verified ? "OK" : "VERIFICATION_FAILED")]])
+        case "reportNotificationExpired", "pushIsOpened":
+            let report = Report(operation: operation.name, notificationId: parameters.string("notificationId") ?? "", users: parameters.strings("userId"))
+            state.withLock { $0.reports.append(report) }
+            logger.notice("report received", metadata: ["operation": report.operation, "notification": report.notificationId, "users": report.users.prefix(20).joined(separator: ","), "count": String(report.users.count)])
+            result = SOAPRecord()
+        default:
+            return fault(.client("unknown operation '\(operation.name)'"), version: decoded.version)
+        }
+        return HTTPResponse(
+            status: 200, headers: [("Content-Type", decoded.version.contentType)],
+            body: codec.encodeResponse(operation, result: result, version: decoded.version))
+    }
+
+    private func fault(_ fault: SOAPFault, version: SOAPVersion) -> HTTPResponse {
+        HTTPResponse(status: 500, headers: [("Content-Type", version.contentType)], body: codec.encodeFault(fault, version: version))
+    }
+
+    private func reportsJSON() -> String {
+        reports.map { report in
+            let users = report.users.map { "\"\(Self.jsonEscape($0))\"" }.joined(separator: ",")
+            return #"{"operation":"\#(report.operation)","notificationId":"\#(Self.jsonEscape(report.notificationId))","users":[\#(users)]}"#
+        }.joined(separator: "\n") + (reports.isEmpty ? "" : "\n")
+    }
+
+    private static func jsonEscape(_ text: String) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes]) else { return "" }
+        return String(decoding: data.dropFirst(2).dropLast(2), as: UTF8.self)
+    }
+
+    private static func deviceKey(_ bankClientId: String, _ userId: String, _ deviceId: String) -> String {
+        "\(bankClientId)/\(userId)/\(deviceId)"
+    }
+
+    static func mode(from body: Data) -> Mode? {
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let name = object["mode"] as? String else { return nil }
+        switch name {
+        case "normal": return .normal
+        case "down": return .down
+        case "garbage": return .garbage
+        case "slow":
+            guard let milliseconds = (object["milliseconds"] as? NSNumber)?.intValue, (0...600_000).contains(milliseconds) else { return nil }
+            return .slow(milliseconds: milliseconds)
+        default: return nil
+        }
+    }
+}
+
+/// Lets the server's handler reach the stub, which exists only after the server started; stop()
+/// empties it, ending the reference cycle stub → server → handler → box → stub.
+private final class HandlerBox: Sendable {
+    let stub = Mutex<BankStub?>(nil)
+}

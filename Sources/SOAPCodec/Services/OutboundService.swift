@@ -1,0 +1,72 @@
+/// The bank proxy's service (`SBIOutbound`, CONTRACT §3), described once: the gateway's client,
+/// the reference `pigeon bank-stub` and the WSDL served at
+/// `/pigeon/services/SBIOutbound?wsdl` all read this description.
+public enum OutboundService {
+    public static let namespace = "http://outbound.sbi.pigeon.idamobile.com/"
+
+    /// Field limits applied when decoding.
+    public enum Limits {
+        public static let identifier = 256
+        public static let verificationCode = 64
+        /// Users in one `reportNotificationExpired`.
+        public static let users = 10_000
+    }
+
+    // MARK: Types
+
+    public static let platform = EnumerationType(name: "platform", values: ["IOS", "ANDROID"])
+    public static let authorizationResult = EnumerationType(name: "authorizationResult", values: ["OK", "ERROR"])
+    public static let verificationResult = EnumerationType(name: "verificationResult", values: ["OK", "VERIFICATION_FAILED"])
+
+    /// The fault a bank raises for an unknown `bankClientId`.
+    public static let bankClientNotExists = ComplexType(
+        name: "BankClientNotExistsException", fields: [.optional("message", .string(maxLength: 4096))])
+
+    static let subscriptionFields: [Field] = [
+        Field("bankClientId", .string(maxLength: Limits.identifier)),
+        Field("userId", .string(maxLength: Limits.identifier)),
+        Field("deviceId", .string(maxLength: Limits.identifier)),
+        Field("platform", .enumeration(platform)),
+    ]
+
+    // MARK: Operations
+
+    public static let checkSubscriptionAuthorized = OperationDescription(
+        name: "checkSubscriptionAuthorized",
+        requestFields: subscriptionFields,
+        returnType: ComplexType(name: "checkSubscriptionAuthorizedResult", fields: [Field("authorized", .boolean)]))
+    public static let authorizeSubscription = OperationDescription(
+        name: "authorizeSubscription",
+        requestFields: subscriptionFields,
+        returnType: ComplexType(name: "authorizeSubscriptionResult", fields: [Field("result", .enumeration(authorizationResult))]))
+    public static let verifySubscriptionAuthorization = OperationDescription(
+        name: "verifySubscriptionAuthorization",
+        requestFields: [
+            Field("bankClientId", .string(maxLength: Limits.identifier)),
+            Field("userId", .string(maxLength: Limits.identifier)),
+            Field("deviceId", .string(maxLength: Limits.identifier)),
+            Field("verificationCode", .string(maxLength: Limits.verificationCode)),
+        ],
+        returnType: ComplexType(name: "verifySubscriptionAuthorizationResult", fields: [Field("result", .enumeration(verificationResult))]))
+    public static let reportNotificationExpired = OperationDescription(
+        name: "reportNotificationExpired",
+        requestFields: [
+            Field("notificationId", .string(maxLength: Limits.identifier)),
+            .list("userId", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users),
+        ],
+        returnType: ComplexType(name: "reportNotificationExpiredResult", fields: []))
+    public static let pushIsOpened = OperationDescription(
+        name: "pushIsOpened",
+        requestFields: [
+            Field("notificationId", .string(maxLength: Limits.identifier)),
+            Field("userId", .string(maxLength: Limits.identifier)),
+        ],
+        returnType: ComplexType(name: "pushIsOpenedResult", fields: []))
+
+    /// The whole service.
+    public static let description = ServiceDescription(
+        name: "SBIOutbound",
+        targetNamespace: namespace,
+        operations: [checkSubscriptionAuthorized, authorizeSubscription, verifySubscriptionAuthorization, reportNotificationExpired, pushIsOpened],
+        faults: [bankClientNotExists])
+}

@@ -100,7 +100,18 @@ int pigeon_xml_parse(const char *data, size_t length, const pigeon_xml_callbacks
         return -1;
     }
     xmlCtxtUseOptions(state.parser, XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_NOERROR);
-    int status = xmlParseChunk(state.parser, data, (int)length, 1);
+    /* Fed in chunks: libxml2 refuses a single push of more than 10 MB ("Huge input lookup")
+     * unless XML_PARSE_HUGE lifts limits we want to keep. */
+    const size_t chunk = 64 * 1024;
+    int status = 0;
+    size_t offset = 0;
+    while (status == 0 && !state.stopped && !state.failed && length - offset > chunk) {
+        status = xmlParseChunk(state.parser, data + offset, (int)chunk, 0);
+        offset += chunk;
+    }
+    if (status == 0 && !state.stopped && !state.failed) {
+        status = xmlParseChunk(state.parser, data + offset, (int)(length - offset), 1);
+    }
     int well_formed = state.parser->wellFormed;
     xmlFreeParserCtxt(state.parser);
     if (state.stopped) return 1;

@@ -117,6 +117,8 @@ extension GatewayConfiguration {
         "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
         "tlsCaFile": { $0.tlsCaFile = try nonEmpty($1) },
         "sbiOutboundWebServiceURL": { $0.bankProxyURL = try url($1) },
+        "bankProxyTimeoutSeconds": { $0.bankProxyTimeoutSeconds = try integer($1, in: 1...300) },
+        "authTokenLifetimeSeconds": { $0.authTokenLifetimeSeconds = try integer($1, in: 60...31_622_400) },
         "overrideSubscriptions": { $0.overrideSubscriptions = try boolean($1) },
         "caseInsensitiveIds": { $0.caseInsensitiveIds = try boolean($1) },
         "deviceExpiredPeriodMillis": { $0.deviceExpiredPeriodMillis = Int64(try integer($1, in: 1...Int(Int64.max))) },

@@ -90,6 +90,11 @@ public struct GatewayConfiguration: Sendable {
     public var tlsCaFile: String?
     /// `sbiOutboundWebServiceURL`: the bank proxy.
     public var bankProxyURL: String?
+    /// `bankProxyTimeoutSeconds`: how long one call to the bank proxy may take. Default 10.
+    public var bankProxyTimeoutSeconds = 10
+    /// `authTokenLifetimeSeconds`: how long a device's authentication token works before the
+    /// app must register again. Default 90 days.
+    public var authTokenLifetimeSeconds = 7_776_000
     /// `overrideSubscriptions`: a new device unsubscribes the user's older ones.
     public var overrideSubscriptions = false
     /// `caseInsensitiveIds`: user ids compared without case.

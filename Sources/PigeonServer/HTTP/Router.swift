@@ -7,6 +7,8 @@ import PigeonStore
 /// metrics by route template.
 struct Router: Sendable {
     let inbound: InboundEndpoint
+    let devices: DeviceEndpoint
+    let outboundWSDL: OutboundWSDL
     let health: HealthEndpoint
     let metrics: MetricsRegistry
     let soapAuthentication: BasicAuthentication?
@@ -48,6 +50,14 @@ struct Router: Sendable {
             default:
                 return (route, methodNotAllowed("POST, or GET with ?wsdl"))
             }
+        case OutboundWSDL.path:
+            guard request.method == "GET", request.hasQueryArgument("wsdl") else {
+                return ("soap_outbound_wsdl", .text(404, "the bank proxy's service is described here (GET ?wsdl); it is served by the bank\n"))
+            }
+            return ("soap_outbound_wsdl", outboundWSDL.response())
+        case let path where path.hasPrefix(DeviceEndpoint.prefix):
+            if request.bodyTooLarge { return ("api", tooLarge()) }
+            return await devices.handle(request)
         case "/health":
             return ("health", request.method == "GET" ? health.live() : methodNotAllowed("GET"))
         case "/ready":

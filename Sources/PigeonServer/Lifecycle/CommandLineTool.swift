@@ -20,6 +20,8 @@ public struct CommandLineTool: Sendable {
           check-config --config FILE  validate the configuration and exit
           simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
                                       a local APNs + FCM + OAuth simulator (HTTP/2, TLS)
+          bank-stub [--listen HOST:PORT] [--clients …] [--authorized …] [--code CODE]
+                                      a reference bank proxy (SBIOutbound) for local runs
 
         Run 'pigeon <command> --help' for a command's options.
         """
@@ -49,6 +51,8 @@ public struct CommandLineTool: Sendable {
             }
         case "simulate":
             return await simulate(options)
+        case "bank-stub":
+            return await bankStub(options)
         default:
             printError("pigeon: unknown command '\(command)'; run 'pigeon --help'")
             return 2
@@ -177,7 +181,7 @@ public struct CommandLineTool: Sendable {
         }
     }
 
-    private func printError(_ text: String) {
+    func printError(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 

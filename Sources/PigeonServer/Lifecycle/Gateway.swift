@@ -1,3 +1,4 @@
+import BankProxy
 import Foundation
 import OutboundHTTP
 import PigeonCore
@@ -22,7 +23,8 @@ public final class Gateway: Sendable {
     private let logger: Logger
     private let pushClients: [HTTP2Client]
     private let engine: (task: Task<Void, Never>, owner: String)?
-    private let sampler: Task<Void, Never>
+    /// Metrics sampling, sweeps and the outbox sender, cancelled together at shutdown.
+    private let background: Task<Void, Never>
 
     /// Opens the database, applies pending migrations and starts serving.
     public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
@@ -48,8 +50,21 @@ public final class Gateway: Sendable {
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
         let tls = try Self.loadTLS(configuration.http)
+        // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time.
+        let bankHTTP = try configuration.bankProxyURL.map { _ in
+            try HTTP2Client(configuration: .init(
+                maxConnections: 8, maxStreamsPerConnection: 10, timeout: .seconds(configuration.bankProxyTimeoutSeconds),
+                caFile: configuration.tlsCaFile))
+        }
+        let bank = configuration.bankProxyURL.flatMap { url in bankHTTP.map { BankProxyClient(url: url, http: $0) } }
         let router = Router(
             inbound: inbound,
+            devices: DeviceEndpoint(
+                registry: DeviceRegistry(pool: pool, identifiers: identifiers),
+                acknowledgements: AcknowledgementStore(pool: pool, identifiers: identifiers),
+                bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
+                tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds), logger: logger.withLabel("pigeon.devices")),
+            outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
             health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
             metrics: metrics,
             soapAuthentication: configuration.http.soapUsername.map {
@@ -80,7 +95,7 @@ public final class Gateway: Sendable {
             server.stop()
             throw error
         }
-        pushClients = transports.clients.map(\.client)
+        pushClients = transports.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
         let queue = DeliveryQueue(pool: pool)
         if transports.apns == nil && transports.fcm == nil {
             logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
@@ -94,8 +109,24 @@ public final class Gateway: Sendable {
             engine = (Task { await deliveryEngine.run(workers: workers) }, deliveryEngine.owner)
         }
         MetricsSampler.collect(transports.clients, into: metrics)
-        let metricsSampler = MetricsSampler(queue: queue, metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
-        sampler = Task { await metricsSampler.run() }
+        let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
+        let sweeps = SweepRunner(
+            sweeps: Sweeps(pool: pool), interval: .seconds(configuration.expirySweepIntervalSeconds),
+            deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis), metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
+        let sender = bank.map {
+            OutboxSender(outbox: Outbox(pool: pool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
+                         metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
+        }
+        if sender == nil {
+            logger.warning("sbiOutboundWebServiceURL is not set: reports to the bank wait in the outbox and new devices cannot register")
+        }
+        background = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await metricsSampler.run() }
+                group.addTask { await sweeps.run() }
+                if let sender { group.addTask { await sender.run() } }
+            }
+        }
     }
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
@@ -108,7 +139,7 @@ public final class Gateway: Sendable {
     public func shutdownBlocking() {
         logger.notice("shutting down")
         server.quiesce()
-        sampler.cancel()
+        background.cancel()
         var sendsInFlight = false
         if let engine {
             // The engine stops claiming and finishes the batch in hand; what it still holds when
@@ -125,6 +156,8 @@ public final class Gateway: Sendable {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }
         }
+        // Reports being sent finish (or stay leased and go out after a restart).
+        _ = Self.wait(for: background, seconds: configuration.delivery.shutdownGraceSeconds)
         server.stop()
         // Sends still in flight after the grace period are abandoned: their deliveries are back
         // in the queue already.

@@ -5,16 +5,19 @@ import PigeonStore
 import PushTransport
 
 /// Metrics not counted as they happen: the HTTP/2 clients' connection and restart counters, read
-/// at every scrape, and the delivery queue's depth, one query every `interval` (a scrape never
-/// waits on the database).
+/// at every scrape, and the delivery queue's and the outbox's depth, queried every `interval` (a
+/// scrape never waits on the database).
 struct MetricsSampler: Sendable {
     var queue: DeliveryQueue
+    var outbox: Outbox
     var metrics: MetricsRegistry
     var logger: Logger
     var interval: Duration = .seconds(5)
 
     static func describe(_ metrics: MetricsRegistry) {
         metrics.describe("pigeon_delivery_queue_depth", type: "gauge", help: "QUEUED deliveries (due now or waiting for a retry), sampled every 5 s.")
+        metrics.describe("pigeon_outbox_depth", type: "gauge", help: "Reports waiting for the bank, sampled every 5 s.")
+        metrics.describe("pigeon_outbox_oldest_age_seconds", type: "gauge", help: "Age of the oldest report waiting for the bank, sampled every 5 s.")
         metrics.describe("pigeon_push_connections_opened", type: "gauge", help: "HTTP/2 connections opened to each push service since start.")
         metrics.describe("pigeon_push_transfers_restarted", type: "gauge", help: "Pushes sent again on a fresh connection after a GOAWAY or reset stream, since start.")
     }
@@ -34,6 +37,9 @@ struct MetricsSampler: Sendable {
         while !Task.isCancelled {
             do {
                 metrics.set("pigeon_delivery_queue_depth", to: Double(try await queue.depth()))
+                let statistics = try await outbox.statistics()
+                metrics.set("pigeon_outbox_depth", to: Double(statistics.depth))
+                metrics.set("pigeon_outbox_oldest_age_seconds", to: statistics.oldestAgeSeconds)
             } catch {
                 logger.debug("cannot sample the queue depth", metadata: ["error": "\(error)"])
             }

@@ -1,0 +1,40 @@
+/// What a push token must look like for each platform, checked when an app registers so that a
+/// malformed token is refused with a clear message instead of failing later at Apple or Google.
+public enum PushTokenFormat {
+    /// APNs device tokens: hexadecimal, 32 bytes today; Apple allows for longer ones.
+    public static let apnsLength = 64...200
+    /// FCM registration tokens: about 160 characters of letters, digits and `-_:`.
+    public static let fcmLength = 32...4096
+
+    /// Why `token` is not a valid push token for `platform`, or nil when it is.
+    public static func problem(with token: String, for platform: Platform) -> String? {
+        switch platform {
+        case .ios:
+            guard apnsLength.contains(token.utf8.count) else {
+                return "an APNs device token has \(apnsLength.lowerBound)–\(apnsLength.upperBound) hexadecimal digits, got \(token.utf8.count) characters"
+            }
+            guard token.utf8.count % 2 == 0, token.utf8.allSatisfy(isHexDigit) else {
+                return "an APNs device token is hexadecimal (0-9, a-f), an even number of digits"
+            }
+        case .android:
+            guard fcmLength.contains(token.utf8.count) else {
+                return "an FCM registration token has \(fcmLength.lowerBound)–\(fcmLength.upperBound) characters, got \(token.utf8.count)"
+            }
+            guard token.utf8.allSatisfy(isFCMCharacter) else {
+                return "an FCM registration token contains only letters, digits, '-', '_' and ':'"
+            }
+        }
+        return nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+
+    private static func isFCMCharacter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            || byte == UInt8(ascii: ":")
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import PigeonHTTP
+
+/// A device-API error: an HTTP status and a JSON body `{"error": CODE, "message": …}` (CONTRACT §2).
+struct APIError: Error, Equatable {
+    var status: Int
+    var code: String
+    var message: String
+
+    init(_ status: Int, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    var response: HTTPResponse {
+        JSONResponse.make(status, ["error": code, "message": message])
+    }
+
+    static func badRequest(_ code: String, _ message: String) -> APIError { APIError(400, code, message) }
+    static let unauthorized = APIError(401, "UNAUTHORIZED", "missing, unknown, revoked or expired authentication token; register the device again")
+}
+
+/// JSON bodies for the device API.
+enum JSONResponse {
+    static func make(_ status: Int, _ object: [String: Any]) -> HTTPResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8"), ("Cache-Control", "no-store")], body: data)
+    }
+}

@@ -1,0 +1,193 @@
+import BankProxy
+import Foundation
+import PigeonCore
+import PigeonCrypto
+import PigeonHTTP
+import PigeonStore
+
+/// The device API (CONTRACT §2): registration and verification following the bank's flow,
+/// acknowledgements and notification details behind bearer tokens.
+struct DeviceEndpoint: Sendable {
+    static let prefix = "/api/v1/"
+
+    let registry: DeviceRegistry
+    let acknowledgements: AcknowledgementStore
+    /// Nil when `sbiOutboundWebServiceURL` is not set: only known devices can register then.
+    let bank: BankProxyClient?
+    let overrideSubscriptions: Bool
+    let tokenLifetime: Duration
+    let logger: Logger
+
+    /// The route template (for metrics) and the answer.
+    func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+        let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        do {
+            switch (request.method, parts.count, parts.first, parts.last) {
+            case ("POST", 2, "devices", "register"):
+                return ("api_register", try await register(RegisterRequest(request.body)))
+            case ("POST", 2, "devices", "verify"):
+                return ("api_verify", try await verify(VerifyRequest(request.body)))
+            case ("POST", 3, "notifications", "delivered"):
+                return ("api_delivered", try await acknowledge(parts[1], .delivered, request))
+            case ("POST", 3, "notifications", "opened"):
+                return ("api_opened", try await acknowledge(parts[1], .read, request))
+            case ("GET", 3, "notifications", "details"):
+                return ("api_details", try await details(parts[1], request))
+            case (_, 2, "devices", "register"), (_, 2, "devices", "verify"), (_, 3, "notifications", "delivered"), (_, 3, "notifications", "opened"):
+                throw APIError(405, "METHOD_NOT_ALLOWED", "use POST")
+            case (_, 3, "notifications", "details"):
+                throw APIError(405, "METHOD_NOT_ALLOWED", "use GET")
+            default:
+                throw APIError(404, "NOT_FOUND", "no such device API call")
+            }
+        } catch let error as APIError {
+            return ("api", error.response)
+        } catch {
+            logger.error("device API call failed", metadata: ["path": String(request.path.prefix(100)), "error": "\(error)"])
+            return ("api", APIError(503, "UNAVAILABLE", "the gateway cannot serve this call right now; try again").response)
+        }
+    }
+
+    // MARK: Registration
+
+    private func register(_ request: RegisterRequest) async throws -> HTTPResponse {
+        let identity = request.identity
+        if let known = try await registry.subscribedDevice(identity) {
+            let token = newToken()
+            try await registry.refresh(device: known, pushToken: request.pushToken, token: token.stored)
+            logger.info("device re-registered", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
+            return subscribed(token.plain)
+        }
+        let bank = try requireBank()
+        let question = SubscriptionRequest(bankClientId: identity.bankClientId, userId: identity.userId, deviceId: identity.deviceId, platform: identity.platform.rawValue)
+        if try await bankCall({ try await bank.checkSubscriptionAuthorized(question) }) {
+            let token = newToken()
+            try await registry.subscribe(identity, pushToken: request.pushToken, token: token.stored, override: overrideSubscriptions)
+            logger.info("device subscribed", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
+            return subscribed(token.plain)
+        }
+        guard try await bankCall({ try await bank.authorizeSubscription(question) }) else {
+            throw APIError(403, "AUTHORIZATION_REFUSED", "the bank could not start authorizing this subscription")
+        }
+        try await registry.savePending(identity, pushToken: request.pushToken)
+        logger.info("device waits for its verification code", metadata: ["user": identity.userId])
+        return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED"])
+    }
+
+    private func verify(_ request: VerifyRequest) async throws -> HTTPResponse {
+        guard let pending = try await registry.pending(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId) else {
+            throw APIError(404, "REGISTRATION_NOT_FOUND", "no registration of this device is waiting for a code; register first")
+        }
+        let bank = try requireBank()
+        let verified = try await bankCall {
+            try await bank.verifySubscriptionAuthorization(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId, code: request.verificationCode)
+        }
+        guard verified else {
+            logger.info("verification code refused", metadata: ["user": request.userId])
+            throw APIError(403, "VERIFICATION_FAILED", "the verification code is not the one the bank sent")
+        }
+        let token = newToken()
+        try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions)
+        logger.info("device verified and subscribed", metadata: ["user": request.userId])
+        return subscribed(token.plain)
+    }
+
+    private func requireBank() throws(APIError) -> BankProxyClient {
+        guard let bank else {
+            throw APIError(503, "BANK_PROXY_NOT_CONFIGURED", "new devices need the bank's authorization, and sbiOutboundWebServiceURL is not set")
+        }
+        return bank
+    }
+
+    /// A bank call with its failures as API errors; nothing has been stored when one is thrown.
+    private func bankCall<T>(_ call: () async throws -> T) async throws(APIError) -> T {
+        do {
+            return try await call()
+        } catch {
+            guard let error = error as? BankProxyError else {
+                throw APIError(503, "BANK_PROXY_UNAVAILABLE", "the bank cannot be reached; nothing was registered, try again later")
+            }
+            switch error.kind {
+            case .bankClientNotExists:
+                throw APIError(404, "BANK_CLIENT_NOT_EXISTS", "the bank does not know this bankClientId")
+            case .unavailable:
+                logger.warning("bank proxy unavailable", metadata: ["error": error.message])
+                throw APIError(503, "BANK_PROXY_UNAVAILABLE", "the bank cannot be reached; nothing was registered, try again later")
+            case .invalidAnswer:
+                logger.error("bank proxy answered something unexpected", metadata: ["error": error.message])
+                throw APIError(502, "BANK_PROXY_INVALID_ANSWER", "the bank answered something unexpected; nothing was registered")
+            }
+        }
+    }
+
+    private func subscribed(_ token: String) -> HTTPResponse {
+        JSONResponse.make(200, ["state": "SUBSCRIBED", "authenticationToken": token])
+    }
+
+    private func newToken() -> (plain: String, stored: StoredToken) {
+        let plain = SecretToken.generate()
+        return (plain, StoredToken(digest: SecretToken.digest(plain), expiresAt: Date() + Double(tokenLifetime.components.seconds)))
+    }
+
+    // MARK: Authenticated calls
+
+    private func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
+        guard let header = request.header("authorization"), header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+            throw APIError.unauthorized
+        }
+        let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        guard token.utf8.count <= 256, let device = try await registry.authenticate(digest: SecretToken.digest(token)) else {
+            throw APIError.unauthorized
+        }
+        return device
+    }
+
+    private func notificationId(_ raw: String) throws(APIError) -> String {
+        guard let id = raw.removingPercentEncoding, !id.isEmpty, id.utf8.count <= JSONFields.maximumIdentifierLength else {
+            throw .badRequest("INVALID_NOTIFICATION_ID", "the notification id in the path is empty, badly encoded or too long")
+        }
+        return id
+    }
+
+    private func acknowledge(_ rawId: String, _ target: DeliveryState, _ request: HTTPRequest) async throws -> HTTPResponse {
+        let device = try await authenticate(request)
+        let id = try notificationId(rawId)
+        switch try await acknowledgements.acknowledge(notificationId: id, user: device.userId, device: device.id, target: target) {
+        case .recorded(let state):
+            return JSONResponse.make(200, ["notificationId": id, "state": state.rawValue])
+        case .notAddressed:
+            throw APIError(403, "FORBIDDEN", "this notification was not addressed to this user")
+        case .notFound:
+            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id")
+        }
+    }
+
+    private func details(_ rawId: String, _ request: HTTPRequest) async throws -> HTTPResponse {
+        let device = try await authenticate(request)
+        let id = try notificationId(rawId)
+        switch try await acknowledgements.notification(id: id, user: device.userId) {
+        case .found(let notification):
+            return JSONResponse.make(200, Self.json(notification))
+        case .notAddressed:
+            throw APIError(403, "FORBIDDEN", "this notification was not addressed to this user")
+        case .notFound:
+            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id")
+        }
+    }
+
+    /// What the app may read: the push content with its details, and the notification's details.
+    static func json(_ notification: PushNotification) -> [String: Any] {
+        var content: [String: Any] = [
+            "text": notification.pushContent.text,
+            "type": notification.pushContent.type.rawValue,
+            "details": Dictionary(notification.pushContent.details.map { ($0.key, $0.value) }) { first, _ in first },
+        ]
+        if let badge = notification.pushContent.badge { content["badge"] = badge }
+        if let sound = notification.pushContent.sound { content["sound"] = sound }
+        var object: [String: Any] = ["id": notification.id, "pushContent": content]
+        if let details = notification.details {
+            object["details"] = Dictionary(details.map { ($0.key, $0.value) }) { first, _ in first }
+        }
+        return object
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+/// The JSON bodies of the device API, parsed and checked: every field present, a string,
+/// non-empty and within its limit.
+struct JSONFields {
+    /// Device-API bodies are small; anything larger is refused before parsing.
+    static let maximumBodyBytes = 16 * 1024
+    static let maximumIdentifierLength = 256
+
+    private let object: [String: Any]
+
+    init(_ body: Data) throws(APIError) {
+        guard body.count <= Self.maximumBodyBytes else {
+            throw APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(Self.maximumBodyBytes) bytes")
+        }
+        guard !body.isEmpty else { throw .badRequest("MALFORMED_JSON", "the request body is empty; expected a JSON object") }
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            throw .badRequest("MALFORMED_JSON", "the request body is not a JSON object")
+        }
+        self.object = object
+    }
+
+    /// A required string field of at most `maxLength` UTF-8 bytes.
+    func string(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String {
+        guard let raw = object[name], !(raw is NSNull) else { throw .badRequest("MISSING_FIELD", "'\(name)' is required") }
+        guard let value = raw as? String else { throw .badRequest("INVALID_FIELD", "'\(name)' must be a string") }
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw .badRequest("INVALID_FIELD", "'\(name)' must not be empty") }
+        guard value.utf8.count <= maxLength else {
+            throw .badRequest("FIELD_TOO_LONG", "'\(name)' is longer than \(maxLength) bytes")
+        }
+        return value
+    }
+}
+
+/// `POST /api/v1/devices/register`.
+struct RegisterRequest {
+    var identity: DeviceIdentity
+    var pushToken: String
+
+    init(_ body: Data) throws(APIError) {
+        let fields = try JSONFields(body)
+        let platformName = try fields.string("platform", maxLength: 16)
+        guard let platform = Platform(rawValue: platformName) else {
+            throw .badRequest("INVALID_PLATFORM", "'platform' must be IOS or ANDROID, got '\(platformName)'")
+        }
+        identity = DeviceIdentity(
+            bankClientId: try fields.string("bankClientId"), userId: try fields.string("userId"),
+            deviceId: try fields.string("deviceId"), platform: platform)
+        pushToken = try fields.string("pushToken", maxLength: PushTokenFormat.fcmLength.upperBound)
+        if let problem = PushTokenFormat.problem(with: pushToken, for: platform) {
+            throw .badRequest("INVALID_PUSH_TOKEN", problem)
+        }
+    }
+}
+
+/// `POST /api/v1/devices/verify`.
+struct VerifyRequest {
+    var bankClientId: String
+    var userId: String
+    var deviceId: String
+    var verificationCode: String
+
+    init(_ body: Data) throws(APIError) {
+        let fields = try JSONFields(body)
+        bankClientId = try fields.string("bankClientId")
+        userId = try fields.string("userId")
+        deviceId = try fields.string("deviceId")
+        verificationCode = try fields.string("verificationCode", maxLength: 64)
+    }
+}

@@ -1,0 +1,89 @@
+import BankProxy
+import Foundation
+import PigeonCore
+import PigeonStore
+
+/// Sends the outbox to the bank until cancelled: claims due reports under a lease, sends up to
+/// `concurrency` at once, deletes those the bank took and reschedules the others by
+/// ``ReportSchedule``. A report is deleted only after the bank answered, so it survives restarts
+/// and bank outages (at least once; the bank may see a report twice if its answer is lost).
+struct OutboxSender: Sendable {
+    var outbox: Outbox
+    var bank: BankProxyClient
+    var schedule = ReportSchedule()
+    var batchSize = 64
+    var concurrency = 16
+    var lease: Duration = .seconds(120)
+    var idlePoll: Duration = .seconds(1)
+    var metrics: MetricsRegistry
+    var logger: Logger
+
+    func run() async {
+        logger.info("outbox sender started")
+        while !Task.isCancelled {
+            let claimed: [ClaimedReport]
+            do {
+                claimed = try await outbox.claim(limit: batchSize, lease: lease)
+            } catch {
+                logger.warning("cannot read the outbox", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            if claimed.isEmpty {
+                try? await Task.sleep(for: idlePoll)
+                continue
+            }
+            await send(claimed)
+        }
+        logger.info("outbox sender stopped")
+    }
+
+    private func send(_ reports: [ClaimedReport]) async {
+        let results = await withTaskGroup(of: (ClaimedReport, BankProxyError?).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < reports.count else { return }
+                let report = reports[next]
+                next += 1
+                group.addTask { (report, await deliver(report.report)) }
+            }
+            for _ in 0..<min(concurrency, reports.count) { addNext() }
+            var results: [(ClaimedReport, BankProxyError?)] = []
+            while let result = await group.next() {
+                results.append(result)
+                addNext()
+            }
+            return results
+        }
+        let sent = results.filter { $0.1 == nil }.map(\.0.id)
+        do {
+            try await outbox.complete(sent)
+        } catch {
+            logger.warning("cannot remove sent reports; they will be sent again", metadata: ["error": "\(error)"])
+        }
+        var random = SystemRandomNumberGenerator()
+        for (claimed, failure) in results {
+            metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": failure == nil ? "sent" : "retry"])
+            guard let failure else { continue }
+            let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: Date(), random: &random)
+            logger.warning("report not taken by the bank; will retry", metadata: [
+                "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure.message,
+                "retryIn": String(format: "%.1fs", retryAt.timeIntervalSinceNow)])
+            try? await outbox.reschedule(claimed.id, at: retryAt, error: failure.description)
+        }
+    }
+
+    private func deliver(_ report: BankReport) async -> BankProxyError? {
+        do {
+            switch report {
+            case .pushIsOpened(let id, let user):
+                try await bank.pushIsOpened(notificationId: id, user: user)
+            case .notificationExpired(let id, let users):
+                try await bank.reportNotificationExpired(notificationId: id, users: users)
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import PigeonCore
+
+/// What an app's acknowledgement came to.
+public enum AcknowledgementResult: Sendable, Equatable {
+    /// The user's delivery now stands at this state (unchanged when it was already there or
+    /// further: acknowledgements are idempotent and never move a state backwards).
+    case recorded(DeliveryState)
+    /// The notification exists but was not addressed to this user.
+    case notAddressed
+    /// No such notification.
+    case notFound
+}
+
+/// A notification looked up on behalf of a user.
+public enum NotificationLookup: Sendable, Equatable {
+    case found(PushNotification)
+    case notAddressed
+    case notFound
+}
+
+/// Acknowledgements from the app (`delivered`, `opened`) and the notification details it may
+/// read. Opening writes the `pushIsOpened` report to the outbox in the same transaction as the
+/// state change, so the bank hears of it exactly when the state changed.
+public struct AcknowledgementStore: Sendable {
+    private let pool: PostgresPool
+    private let identifiers: UserIdentifiers
+
+    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+        self.pool = pool
+        self.identifiers = identifiers
+    }
+
+    /// Moves `user`'s delivery of `notificationId` to `target` (`.delivered` or `.read`) if the
+    /// state machine allows it; the acknowledging device counts as reached (`last_success_at`).
+    public func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult {
+        let sources = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: target) }.map(\.rawValue))
+        let (column, key) = userMatch(user)
+        return try await pool.transaction { connection in
+            let rows = try connection.query("""
+                SELECT position, state, user_id FROM deliveries
+                WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3
+                ORDER BY position FOR UPDATE
+                """, [notificationId, user.lowercased(), key]).rows
+            guard !rows.isEmpty else {
+                let exists = try !connection.query("SELECT 1 FROM notifications WHERE id = $1", [notificationId]).isEmpty
+                return exists ? .notAddressed : .notFound
+            }
+            let changed = try connection.query("""
+                UPDATE deliveries SET state = $4, updated_at = now(), lease_owner = NULL
+                WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
+                RETURNING user_id
+                """, [notificationId, user.lowercased(), key, target.rawValue, sources])
+            _ = try connection.query("UPDATE devices SET last_success_at = now() WHERE id = $1", [String(device)])
+            if target == .read, let reported = changed.rows.first?[0] {
+                try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)
+            }
+            if !changed.isEmpty { return .recorded(target) }
+            let states = rows.compactMap { $0[1].flatMap(DeliveryState.init(rawValue:)) }
+            return .recorded(states.first ?? target)
+        }
+    }
+
+    /// The notification, if it was addressed to `user`.
+    public func notification(id: String, user: String) async throws -> NotificationLookup {
+        let (column, key) = userMatch(user)
+        let addressed = try await pool.withConnection { connection in
+            try !connection.query("""
+                SELECT 1 FROM deliveries WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
+                """, [id, user.lowercased(), key]).isEmpty
+        }
+        guard let notification = try await NotificationStore(pool: pool, identifiers: identifiers).notification(id: id) else {
+            return .notFound
+        }
+        return addressed ? .found(notification) : .notAddressed
+    }
+
+    /// The deliveries table is keyed by `user_folded`; case-sensitive ids also match `user_id`.
+    private func userMatch(_ user: String) -> (column: String, key: String) {
+        identifiers.caseInsensitive ? ("user_folded", user.lowercased()) : ("user_id", user)
+    }
+}

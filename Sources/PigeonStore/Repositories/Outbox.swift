@@ -1,0 +1,119 @@
+import Foundation
+import PigeonCore
+
+/// A report the bank must receive (CONTRACT §3).
+public enum BankReport: Sendable, Equatable {
+    case pushIsOpened(notificationId: String, user: String)
+    case notificationExpired(notificationId: String, users: [String])
+
+    /// The `outbox.kind` of this report.
+    public var kind: String {
+        switch self {
+        case .pushIsOpened: "pushIsOpened"
+        case .notificationExpired: "reportNotificationExpired"
+        }
+    }
+
+    var payload: String {
+        let object: [String: Any] = switch self {
+        case .pushIsOpened(let id, let user): ["notificationId": id, "users": [user]]
+        case .notificationExpired(let id, let users): ["notificationId": id, "users": users]
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    init?(kind: String, payload: String) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
+              let id = object["notificationId"] as? String, let users = object["users"] as? [String] else { return nil }
+        switch kind {
+        case "pushIsOpened":
+            guard let user = users.first else { return nil }
+            self = .pushIsOpened(notificationId: id, user: user)
+        case "reportNotificationExpired":
+            self = .notificationExpired(notificationId: id, users: users)
+        default:
+            return nil
+        }
+    }
+}
+
+/// An outbox row held by a sender.
+public struct ClaimedReport: Sendable, Equatable {
+    public var id: Int64
+    public var report: BankReport
+    /// Attempts including this one.
+    public var attempt: Int
+}
+
+/// Outbox health for /metrics.
+public struct OutboxStatistics: Sendable, Equatable {
+    public var depth: Int
+    public var oldestAgeSeconds: Double
+}
+
+/// The durable outbox of reports to the bank. Reports are written in the transaction that
+/// changes the state they report (``enqueue(_:_:)``), claimed under a lease like deliveries (so
+/// several gateways never send the same row at once and a crashed sender's rows come due again),
+/// and deleted only after the bank acknowledged them: at least once, never lost.
+public struct Outbox: Sendable {
+    private let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Adds a report inside the caller's transaction.
+    public static func enqueue(_ report: BankReport, _ connection: PostgresConnection) throws {
+        _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ($1, $2::jsonb)", [report.kind, report.payload])
+    }
+
+    /// Up to `limit` due reports, oldest first, each leased for `lease`.
+    public func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
+        let seconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                WITH due AS (
+                    SELECT id FROM outbox WHERE next_attempt_at <= now()
+                    ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+                )
+                UPDATE outbox o SET attempts = o.attempts + 1,
+                                    next_attempt_at = now() + make_interval(secs => $2::double precision)
+                FROM due WHERE o.id = due.id
+                RETURNING o.id, o.kind, o.payload::text, o.attempts
+                """, [String(limit), seconds]).rows
+                .compactMap { row in
+                    guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
+                          let attempt = row.integer(3), let report = BankReport(kind: kind, payload: payload) else { return nil }
+                    return ClaimedReport(id: id, report: report, attempt: attempt)
+                }
+                .sorted { $0.id < $1.id }
+        }
+    }
+
+    /// The bank acknowledged these reports.
+    public func complete(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await pool.withConnection { connection in
+            try connection.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [PostgresArray.encode(ids.map(String.init))])
+        }
+    }
+
+    /// A send failed: try again at `retryAt`.
+    public func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
+        _ = try await pool.withConnection { connection in
+            try connection.query("UPDATE outbox SET next_attempt_at = to_timestamp($2), last_error = $3 WHERE id = $1",
+                                 [String(id), String(retryAt.timeIntervalSince1970), String(error.prefix(500))])
+        }
+    }
+
+    /// Reports waiting, and how long the oldest has waited.
+    public func statistics() async throws -> OutboxStatistics {
+        try await pool.withConnection { connection in
+            let row = try connection.query("""
+                SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision FROM outbox
+                """).rows.first
+            return OutboxStatistics(depth: row?.integer(0) ?? 0, oldestAgeSeconds: row?[1].flatMap(Double.init) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import PigeonCore
+
+/// What one sweep step did.
+public struct SweepStep: Sendable, Equatable {
+    /// Rows changed (deliveries expired, devices deleted).
+    public var rows: Int
+    /// Reports written to the outbox.
+    public var reports: Int
+    /// False when another process held the sweep lock and this step did nothing.
+    public var ran: Bool
+    /// True when more work was left for a next step.
+    public var more: Bool
+}
+
+/// The periodic sweeps, each step one bounded transaction under a transaction-scoped advisory
+/// lock (several gateways: one sweeps, the others skip the step):
+/// - expiry: deliveries whose notification's `timeout` passed and that can still expire become
+///   EXPIRED (pending retries stop: the engine only records onto QUEUED rows), and one
+///   `reportNotificationExpired` per notification lists their users;
+/// - hygiene: subscriptions with no successful delivery for longer than the configured period,
+///   and registrations left waiting for their SMS code, are deleted.
+public struct Sweeps: Sendable {
+    /// Advisory lock keys (any constants unique to Pigeon).
+    static let expiryLock = "7414013201"
+    static let hygieneLock = "7414013202"
+
+    private let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Expires deliveries of up to `notifications` overdue notifications, at most `rows`
+    /// deliveries per transaction. A notification whose deliveries fit in one step gets exactly
+    /// one report; a larger one gets one report per step of `rows` users.
+    public func expire(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
+        let expirable = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: .expired) }.map(\.rawValue))
+        return try await pool.transaction { connection in
+            guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.expiryLock]).rows.first?.boolean(0) == true else {
+                return SweepStep(rows: 0, reports: 0, ran: false, more: false)
+            }
+            let overdue = try connection.query("""
+                SELECT id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
+                ORDER BY expires_at LIMIT $1
+                """, [String(notifications)]).rows.compactMap { $0[0] }
+            var budget = rows
+            var changed = 0, reports = 0, more = overdue.count == notifications
+            for id in overdue {
+                guard budget > 0 else { more = true; break }
+                let allowance = budget
+                let users = try connection.query("""
+                    WITH batch AS (
+                        SELECT notification_id, user_folded, position FROM deliveries
+                        WHERE notification_id = $1 AND state = ANY($2::text[])
+                        ORDER BY position LIMIT $3 FOR UPDATE
+                    )
+                    UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL
+                    FROM batch
+                    WHERE d.notification_id = batch.notification_id AND d.user_folded = batch.user_folded
+                      AND d.position = batch.position
+                    RETURNING d.user_id, d.position
+                    """, [id, expirable, String(allowance)]).rows
+                    .sorted { ($0.integer(1) ?? 0) < ($1.integer(1) ?? 0) }
+                    .compactMap { $0[0] }
+                if !users.isEmpty {
+                    try Outbox.enqueue(.notificationExpired(notificationId: id, users: users), connection)
+                    reports += 1
+                }
+                changed += users.count
+                budget -= users.count
+                if users.count < allowance {
+                    _ = try connection.query("UPDATE notifications SET expiry_handled = true WHERE id = $1", [id])
+                } else {
+                    more = true
+                }
+            }
+            return SweepStep(rows: changed, reports: reports, ran: true, more: more)
+        }
+    }
+
+    /// Deletes up to `limit` subscriptions with no successful delivery (or, never reached, no
+    /// registration) within `period`, and registrations waiting for a code longer than a day.
+    public func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
+        let seconds = String(Double(period.components.seconds))
+        return try await pool.transaction { connection in
+            guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.hygieneLock]).rows.first?.boolean(0) == true else {
+                return SweepStep(rows: 0, reports: 0, ran: false, more: false)
+            }
+            let deleted = try connection.query("""
+                DELETE FROM devices WHERE id IN (
+                    SELECT id FROM devices
+                    WHERE (state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision))
+                       OR (state = 'PENDING_VERIFICATION' AND updated_at < now() - interval '1 day')
+                    LIMIT $2 FOR UPDATE SKIP LOCKED)
+                """, [seconds, String(limit)]).affected
+            return SweepStep(rows: deleted, reports: 0, ran: true, more: deleted == limit)
+        }
+    }
+}

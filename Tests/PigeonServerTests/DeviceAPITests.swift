@@ -1,0 +1,183 @@
+import Foundation
+import PigeonBankStub
+import PigeonCore
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// The device API (CONTRACT §2) against `pigeon bank-stub` and `pigeon simulate`.
+@Suite("Device API", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct DeviceAPITests {
+    @Test("an authorized user subscribes; a known device only gets its push token and a new authentication token")
+    func authorizedAndKnown() async throws {
+        let flow = try await DeviceFlowHarness()
+        let first = try await flow.register(user: "alice")
+        #expect(first.count >= 43)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND state = 'SUBSCRIBED'") == 1)
+        // The token is stored only as its digest.
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE position('\(first)' in encode(auth_token_hash, 'escape')) > 0") == 0)
+        let callsBefore = flow.stub.calls
+        let newToken = String(repeating: "cd", count: 32)
+        let second = try await flow.register(user: "alice", token: newToken)
+        #expect(second != first)
+        #expect(flow.stub.calls == callsBefore, "a known device must not ask the bank again")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND push_token = '\(newToken)'") == 1)
+        #expect(try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: first).status == 401)
+        #expect(try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: second).status == 404)
+        await flow.stop()
+    }
+
+    @Test("SMS flow: 202, a wrong code is refused, the right one subscribes; an unknown bank client gets 404")
+    func smsVerification() async throws {
+        let flow = try await DeviceFlowHarness()
+        let registration = DeviceFlowHarness.registration(user: "carol", device: "pixel", platform: "ANDROID")
+        let pending = try await flow.call("POST", "/api/v1/devices/register", body: registration)
+        #expect(pending.status == 202)
+        #expect(pending.json["state"] == "VERIFICATION_REQUIRED")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND state = 'SUBSCRIBED'") == 0)
+        // A pending device gets no pushes and does not count as a subscription.
+        let exists = try await flow.gateway.soap("<inb:checkSubscriptionExists><user>carol</user></inb:checkSubscriptionExists>")
+        #expect(exists.text.contains("<exists>false</exists>"))
+
+        let code = try #require(flow.stub.code(bankClientId: "bank", userId: "carol", deviceId: "pixel"))
+        let wrong = code == "000000" ? "111111" : "000000"
+        let refused = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"carol","deviceId":"pixel","verificationCode":"\#(wrong)"}"#)
+        #expect(refused.status == 403)
+        #expect(refused.json["error"] == "VERIFICATION_FAILED")
+        let verified = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"carol","deviceId":"pixel","verificationCode":"\#(code)"}"#)
+        #expect(verified.status == 200)
+        #expect(verified.json["state"] == "SUBSCRIBED")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND state = 'SUBSCRIBED' AND platform = 'ANDROID'") == 1)
+
+        let unknown = try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "dave", bank: "other-bank"))
+        #expect(unknown.status == 404)
+        #expect(unknown.json["error"] == "BANK_CLIENT_NOT_EXISTS")
+        let noPending = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"x","verificationCode":"1"}"#)
+        #expect(noPending.status == 404)
+        await flow.stop()
+    }
+
+    @Test("bad registrations get 400 with a JSON error and store nothing")
+    func badInput() async throws {
+        let flow = try await DeviceFlowHarness()
+        let long = String(repeating: "u", count: 300)
+        let cases: [(String, String)] = [
+            ("{not json", "MALFORMED_JSON"),
+            ("[1,2]", "MALFORMED_JSON"),
+            (#"{"bankClientId":"bank","deviceId":"d","platform":"IOS","pushToken":"\#(String(repeating: "ab", count: 32))"}"#, "MISSING_FIELD"),
+            (#"{"bankClientId":"bank","userId":42,"deviceId":"d","platform":"IOS","pushToken":"ab"}"#, "INVALID_FIELD"),
+            (DeviceFlowHarness.registration(user: long), "FIELD_TOO_LONG"),
+            (DeviceFlowHarness.registration(user: "alice", platform: "WINDOWS_PHONE"), "INVALID_PLATFORM"),
+            (DeviceFlowHarness.registration(user: "alice", token: String(repeating: "zz", count: 32)), "INVALID_PUSH_TOKEN"),
+            (DeviceFlowHarness.registration(user: "alice", token: "abc"), "INVALID_PUSH_TOKEN"),
+            (DeviceFlowHarness.registration(user: "alice", platform: "ANDROID", token: String(repeating: "x", count: 100) + "<script>"), "INVALID_PUSH_TOKEN"),
+        ]
+        for (body, code) in cases {
+            let answer = try await flow.call("POST", "/api/v1/devices/register", body: body)
+            #expect(answer.status == 400, "\(body.prefix(60)) → \(answer.status) \(answer.body)")
+            #expect(answer.json["error"] == code, "\(body.prefix(60)) → \(answer.body)")
+            #expect(answer.json["message"]?.isEmpty == false)
+        }
+        let huge = try await flow.call("POST", "/api/v1/devices/register", body: "{\"x\":\"" + String(repeating: "a", count: 20_000) + "\"}")
+        #expect(huge.status == 413)
+        #expect(try await flow.call("GET", "/api/v1/devices/register").status == 405)
+        #expect(try await flow.call("POST", "/api/v1/nothing/here").status == 404)
+        #expect(try await flow.count("SELECT count(*) FROM devices") == 0)
+        await flow.stop()
+    }
+
+    @Test("the bank down, slow or answering garbage during registration: a clear error and no half-registered device")
+    func bankFailures() async throws {
+        let flow = try await DeviceFlowHarness()
+        let body = DeviceFlowHarness.registration(user: "frank")
+        for (mode, status, code) in [(BankStub.Mode.down, 503, "BANK_PROXY_UNAVAILABLE"), (.slow(milliseconds: 4000), 503, "BANK_PROXY_UNAVAILABLE"), (.garbage, 502, "BANK_PROXY_INVALID_ANSWER")] {
+            flow.stub.setMode(mode)
+            let answer = try await flow.call("POST", "/api/v1/devices/register", body: body)
+            #expect(answer.status == status, "\(mode): \(answer.body)")
+            #expect(answer.json["error"] == code)
+            #expect(try await flow.count("SELECT count(*) FROM devices") == 0)
+        }
+        // Back to normal: the same registration goes through (an SMS code this time, as frank
+        // is not pre-authorized).
+        flow.stub.setMode(.normal)
+        #expect(try await flow.call("POST", "/api/v1/devices/register", body: body).status == 202)
+        await flow.stop()
+    }
+
+    @Test("acknowledgements: DELIVERED then READ with pushIsOpened at the bank, idempotent, never backwards; 401/403/404; details")
+    func acknowledgements() async throws {
+        let flow = try await DeviceFlowHarness()
+        let alice = try await flow.register(user: "alice")
+        let bob = try await flow.register(user: "bob", device: "bobs-phone", platform: "ANDROID")
+        let details = #"<details><entry><key>amount</key><value>100.00</value></entry></details>"#
+        let reply = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "ack-1", recipients: ["alice", "bob"], extra: details))
+        #expect(reply.text.contains("<status>OK</status>"))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "ack-2", recipients: ["bob"]))
+
+        let delivered = try await flow.call("POST", "/api/v1/notifications/ack-1/delivered", bearer: alice)
+        #expect(delivered.status == 200)
+        #expect(delivered.json["state"] == "DELIVERED")
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/opened", bearer: alice).json["state"] == "READ")
+        // Repeated and late acknowledgements change nothing.
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/opened", bearer: alice).json["state"] == "READ")
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/delivered", bearer: alice).json["state"] == "READ")
+        // Opened before delivered lands READ.
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/opened", bearer: bob).json["state"] == "READ")
+
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-2/delivered", bearer: alice).status == 403)
+        #expect(try await flow.call("GET", "/api/v1/notifications/ack-2/details", bearer: alice).status == 403)
+        #expect(try await flow.call("POST", "/api/v1/notifications/nope/opened", bearer: alice).status == 404)
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/opened").status == 401)
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack-1/opened", bearer: "forged-token").status == 401)
+
+        let read = try await flow.call("GET", "/api/v1/notifications/ack-1/details", bearer: bob)
+        #expect(read.status == 200)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(read.body.utf8)) as? [String: Any])
+        #expect(object["id"] as? String == "ack-1")
+        #expect((object["details"] as? [String: String])?["amount"] == "100.00")
+        #expect((object["pushContent"] as? [String: Any])?["text"] as? String == "Hello")
+
+        let status = try await flow.gateway.soap("<inb:getDeliveryStatus><id>ack-1</id></inb:getDeliveryStatus>")
+        #expect(status.text.contains("<key>alice</key><value>READ</value>"))
+        #expect(status.text.contains("<key>bob</key><value>READ</value>"))
+        // One pushIsOpened per user that opened, however often they acknowledged.
+        #expect(try await flow.waitUntil(seconds: 15) { flow.stub.reports.count >= 2 })
+        try await Task.sleep(for: .milliseconds(300))
+        let opened = flow.stub.reports.filter { $0.operation == "pushIsOpened" }
+        #expect(opened.count == 2)
+        #expect(Set(opened.map { $0.users.first ?? "" }) == ["alice", "bob"])
+        #expect(opened.allSatisfy { $0.notificationId == "ack-1" })
+
+        // deleteSubscription revokes the tokens; an expired token is refused too.
+        _ = try await flow.gateway.soap("<inb:deleteSubscription><user>bob</user></inb:deleteSubscription>")
+        #expect(try await flow.call("GET", "/api/v1/notifications/ack-1/details", bearer: bob).status == 401)
+        _ = try await flow.database.pool.withConnection { try $0.query("UPDATE devices SET auth_token_expires_at = now() - interval '1 second' WHERE user_id = 'alice'") }
+        #expect(try await flow.call("GET", "/api/v1/notifications/ack-1/details", bearer: alice).status == 401)
+        await flow.stop()
+    }
+
+    @Test("overrideSubscriptions: a new device unsubscribes the user's older ones")
+    func overrideSubscriptions() async throws {
+        let flow = try await DeviceFlowHarness { $0.overrideSubscriptions = true }
+        let old = try await flow.register(user: "alice", device: "old-phone")
+        _ = try await flow.register(user: "alice", device: "new-phone", platform: "ANDROID")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 1)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND device_id = 'new-phone'") == 1)
+        #expect(try await flow.call("POST", "/api/v1/notifications/x/opened", bearer: old).status == 401)
+        await flow.stop()
+    }
+
+    @Test("the outbound WSDL describes the bank's service from the description the client uses")
+    func outboundWSDL() async throws {
+        let flow = try await DeviceFlowHarness()
+        let reply = try await flow.gateway.request("GET", "/pigeon/services/SBIOutbound?wsdl")
+        #expect(reply.status == 200)
+        for operation in ["checkSubscriptionAuthorized", "authorizeSubscription", "verifySubscriptionAuthorization", "reportNotificationExpired", "pushIsOpened", "BankClientNotExistsException"] {
+            #expect(reply.text.contains("name=\"\(operation)\""), "\(operation)")
+        }
+        #expect(reply.text.contains("http://outbound.sbi.pigeon.idamobile.com/"))
+        #expect(reply.text.contains(flow.stub.serviceURL))
+        await flow.stop()
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import PigeonBankStub
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+@testable import PigeonServer
+
+/// A gateway with everything CONTRACT §2–§3 needs: its own database, `pigeon simulate` and
+/// `pigeon bank-stub`, plus a device-API client (curl: URLSession stalls on 401 answers).
+final class DeviceFlowHarness: Sendable {
+    let simulator: SimulatorFixture
+    let stub: BankStub
+    let database: (pool: PostgresPool, url: String, drop: @Sendable () async -> Void)
+    let gateway: GatewayHarness
+
+    init(stub configuration: BankStub.Configuration = .init(bankClients: ["bank"], authorizedUsers: ["alice", "bob"]),
+         _ adjust: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+        simulator = try SimulatorFixture()
+        stub = try BankStub(configuration: configuration, port: 0, logger: .silent)
+        database = try await TestDatabase.isolatedDatabaseWithURL()
+        let (simulatorInstance, databaseURL, stubURL) = (simulator.simulator, database.url, stub.serviceURL)
+        gateway = try await GatewayHarness {
+            $0.point(at: simulatorInstance, database: databaseURL)
+            $0.bankProxyURL = stubURL
+            $0.bankProxyTimeoutSeconds = 2
+            adjust(&$0)
+        }
+    }
+
+    func stop() async {
+        await gateway.gateway.shutdown()
+        stub.stop()
+        simulator.stop()
+        await database.drop()
+    }
+
+    /// A device-API answer: status and parsed JSON body.
+    struct Answer: Sendable {
+        var status: Int
+        var body: String
+        var json: [String: String] {
+            ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any])?.compactMapValues { $0 as? String } ?? [:]
+        }
+    }
+
+    func call(_ method: String, _ path: String, body: String? = nil, bearer: String? = nil) async throws -> Answer {
+        var arguments = ["-s", "-S", "-o", "-", "-w", "\n%{http_code}", "-X", method, "--max-time", "30",
+                         "-H", "Content-Type: application/json"]
+        if let bearer { arguments += ["-H", "Authorization: Bearer \(bearer)"] }
+        if body != nil { arguments += ["--data-binary", "@-"] }
+        arguments.append(gateway.baseURL + path)
+        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", arguments, input: body.map { Data($0.utf8) }), as: UTF8.self)
+        let split = output.lastIndex(of: "\n") ?? output.startIndex
+        return Answer(status: Int(output[output.index(after: split)...]) ?? 0, body: String(output[..<split]))
+    }
+
+    static func registration(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil, bank: String = "bank") -> String {
+        let pushToken = token ?? (platform == "IOS" ? String(repeating: "ab", count: 32) : "fcm-" + String(repeating: "x", count: 150))
+        return #"{"bankClientId":"\#(bank)","userId":"\#(user)","deviceId":"\#(device)","platform":"\#(platform)","pushToken":"\#(pushToken)"}"#
+    }
+
+    /// Registers an authorized user's device and returns its authentication token.
+    func register(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil) async throws -> String {
+        let answer = try await call("POST", "/api/v1/devices/register", body: Self.registration(user: user, device: device, platform: platform, token: token))
+        guard answer.status == 200, let token = answer.json["authenticationToken"] else {
+            throw RegistrationFailed(description: "registration failed: \(answer.status) \(answer.body)")
+        }
+        return token
+    }
+
+    struct RegistrationFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        try await database.pool.withConnection { try $0.query(sql).scalar.flatMap(Int.init) ?? -1 }
+    }
+
+    /// Polls `condition` every 50 ms; true once it holds, false after `seconds`.
+    func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+}

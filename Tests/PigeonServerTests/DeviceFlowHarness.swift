@@ -45,11 +45,16 @@ final class DeviceFlowHarness: Sendable {
     }
 
     func call(_ method: String, _ path: String, body: String? = nil, bearer: String? = nil) async throws -> Answer {
+        try await Self.call(gateway.baseURL, method, path, body: body, bearer: bearer)
+    }
+
+    /// A device-API call to any gateway.
+    static func call(_ baseURL: String, _ method: String, _ path: String, body: String? = nil, bearer: String? = nil) async throws -> Answer {
         var arguments = ["-s", "-S", "-o", "-", "-w", "\n%{http_code}", "-X", method, "--max-time", "30",
                          "-H", "Content-Type: application/json"]
         if let bearer { arguments += ["-H", "Authorization: Bearer \(bearer)"] }
         if body != nil { arguments += ["--data-binary", "@-"] }
-        arguments.append(gateway.baseURL + path)
+        arguments.append(baseURL + path)
         let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", arguments, input: body.map { Data($0.utf8) }), as: UTF8.self)
         let split = output.lastIndex(of: "\n") ?? output.startIndex
         return Answer(status: Int(output[output.index(after: split)...]) ?? 0, body: String(output[..<split]))

@@ -11,6 +11,13 @@ public struct SweepStep: Sendable, Equatable {
     public var ran: Bool
     /// True when more work was left for a next step.
     public var more: Bool
+
+    public init(rows: Int, reports: Int, ran: Bool, more: Bool) {
+        self.rows = rows
+        self.reports = reports
+        self.ran = ran
+        self.more = more
+    }
 }
 
 /// The periodic sweeps, each step one bounded transaction under a transaction-scoped advisory

@@ -1,0 +1,149 @@
+import Foundation
+import PigeonBankStub
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// Expiry sweeps, subscription hygiene and the durable outbox of reports to the bank.
+@Suite("Reports to the bank", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct ReportsTests {
+    static let stub = BankStub.Configuration(bankClients: ["bank"], authorizedUsers: ["alice", "bob", "carol"])
+    static let carolsToken = String(repeating: "cd", count: 32)
+
+    @Test("timeout passed: undelivered recipients become EXPIRED (retries stop), one report per notification lists them")
+    func expiry() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 1 }
+        let alice = try await flow.register(user: "alice")
+        _ = try await flow.register(user: "bob", device: "b")
+        _ = try await flow.register(user: "carol", device: "c", token: Self.carolsToken)
+        // Apple keeps failing carol's pushes: her delivery stays QUEUED, retrying, until it expires.
+        flow.simulator.simulator.apns.setFaults(FaultRules([Self.carolsToken: .init(.serviceUnavailable)]))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-1", recipients: ["alice", "bob", "carol", "nobody"], timeout: "2"))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-2", recipients: ["bob"], timeout: "2"))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "later", recipients: ["bob"], timeout: "3600"))
+        #expect(try await flow.call("POST", "/api/v1/notifications/exp-1/delivered", bearer: alice).json["state"] == "DELIVERED")
+
+        #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.count >= 2 })
+        try await Task.sleep(for: .milliseconds(1500))
+        let reports = flow.stub.reports
+        #expect(reports.count == 2, "\(reports)")
+        #expect(reports.first { $0.notificationId == "exp-1" }?.users == ["bob", "carol"])
+        #expect(reports.first { $0.notificationId == "exp-2" }?.users == ["bob"])
+        #expect(reports.allSatisfy { $0.operation == "reportNotificationExpired" })
+        let states = try await flow.gateway.soap("<inb:getDeliveryStatus><id>exp-1</id></inb:getDeliveryStatus>")
+        for (user, state) in [("alice", "DELIVERED"), ("bob", "EXPIRED"), ("carol", "EXPIRED"), ("nobody", "INVALID_SUBSCRIPTION")] {
+            #expect(states.text.contains("<key>\(user)</key><value>\(state)</value>"), "\(user): \(states.text)")
+        }
+        let later = try await flow.gateway.soap("<inb:getDeliveryStatus><id>later</id></inb:getDeliveryStatus>")
+        #expect(later.text.contains("<key>bob</key><value>SENT</value>"))
+        #expect(try await flow.count("SELECT count(*) FROM outbox") == 0)
+        await flow.stop()
+    }
+
+    @Test("the bank down while reports wait: retried with back-off, every report arrives after it returns")
+    func bankDown() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 1 }
+        let alice = try await flow.register(user: "alice")
+        flow.stub.setMode(.down)
+        for index in 0..<5 {
+            _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "down-\(index)", recipients: ["alice"], timeout: "600"))
+            #expect(try await flow.call("POST", "/api/v1/notifications/down-\(index)/opened", bearer: alice).json["state"] == "READ")
+        }
+        #expect(try await flow.waitUntil(seconds: 10) { flow.stub.calls >= 5 })
+        #expect(flow.stub.reports.isEmpty)
+        #expect(try await flow.count("SELECT count(*) FROM outbox WHERE attempts >= 1 AND last_error IS NOT NULL") == 5)
+        let metrics = try await flow.gateway.request("GET", "/metrics").text
+        #expect(metrics.contains("pigeon_bank_reports_total{kind=\"pushIsOpened\",result=\"retry\"}"))
+        flow.stub.setMode(.normal)
+        #expect(try await flow.waitUntil(seconds: 30) { flow.stub.reports.count >= 5 })
+        #expect(Set(flow.stub.reports.map(\.notificationId)) == Set((0..<5).map { "down-\($0)" }))
+        #expect(try await flow.waitUntil(seconds: 5) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
+        await flow.stop()
+    }
+
+    @Test("two gateways sweeping one database: one report per notification")
+    func twoSweepers() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 1 }
+        let (simulator, url, stubURL) = (flow.simulator.simulator, flow.database.url, flow.stub.serviceURL)
+        let second = try await GatewayHarness {
+            $0.point(at: simulator, database: url)
+            $0.bankProxyURL = stubURL
+            $0.expirySweepIntervalSeconds = 1
+        }
+        _ = try await flow.register(user: "alice")
+        _ = try await flow.register(user: "bob", device: "b")
+        for index in 0..<20 {
+            _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "two-\(index)", recipients: ["alice", "bob"], timeout: "1"))
+        }
+        #expect(try await flow.waitUntil(seconds: 30) { flow.stub.reports.count >= 20 })
+        try await Task.sleep(for: .seconds(3))
+        let reports = flow.stub.reports
+        #expect(reports.count == 20, "\(reports.count) reports")
+        #expect(Set(reports.map(\.notificationId)).count == 20)
+        #expect(reports.allSatisfy { $0.users == ["alice", "bob"] })
+        await second.gateway.shutdown()
+        await flow.stop()
+    }
+
+    @Test("a gateway killed with kill -9 while the bank is down and a report waits: a new process delivers it")
+    func reportsSurviveKill() async throws {
+        let stub = try BankStub(configuration: Self.stub, port: 0, logger: .silent)
+        defer { stub.stop() }
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let configuration = """
+            dbUrl = \(database.url)
+            migrationsPath = \(TestDatabase.migrationsDirectory.path)
+            sbiOutboundWebServiceURL = \(stub.serviceURL)
+            bankProxyTimeoutSeconds = 2
+            logLevel = info
+            """
+        let first = try GatewayProcess(configuration: configuration)
+        let registered = try await DeviceFlowHarness.call(first.baseURL, "POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "alice"))
+        let alice = try #require(registered.json["authenticationToken"], "\(registered.body)")
+        stub.setMode(.down)
+        let sent = try await DeliveryResilienceTests.post(first.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "killed-1", recipients: ["alice"])))
+        #expect(sent.contains("<status>OK</status>"))
+        #expect(try await DeviceFlowHarness.call(first.baseURL, "POST", "/api/v1/notifications/killed-1/opened", bearer: alice).status == 200)
+        // The first process tried (the bank was down), then dies without a word.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while stub.calls < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(stub.calls >= 2)
+        first.signal(SIGKILL)
+        #expect(await first.waitForExit() == SIGKILL)
+        #expect(try await database.pool.withConnection { try $0.query("SELECT count(*) FROM outbox").scalar } == "1")
+        stub.setMode(.normal)
+
+        let successor = try GatewayProcess(configuration: configuration)
+        let arrived = ContinuousClock.now + .seconds(40)
+        while stub.reports.isEmpty && ContinuousClock.now < arrived { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(stub.reports.count == 1, "\(successor.log.suffix(1500))")
+        #expect(stub.reports.first?.operation == "pushIsOpened")
+        #expect(stub.reports.first?.notificationId == "killed-1")
+        #expect(stub.reports.first?.users == ["alice"])
+        successor.signal(SIGTERM)
+        #expect(await successor.waitForExit() == 0)
+        await database.drop()
+    }
+
+    @Test("hygiene: subscriptions without a successful delivery for longer than deviceExpiredPeriodMillis are deleted")
+    func hygiene() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) {
+            $0.expirySweepIntervalSeconds = 1
+            $0.deviceExpiredPeriodMillis = 3_600_000
+        }
+        _ = try await flow.register(user: "alice")
+        _ = try await flow.register(user: "bob", device: "b")
+        _ = try await flow.register(user: "carol", device: "c")
+        _ = try await flow.database.pool.withConnection { connection in
+            try connection.query("UPDATE devices SET created_at = now() - interval '2 hours' WHERE user_id IN ('alice', 'bob')")
+            try connection.query("UPDATE devices SET last_success_at = now() - interval '10 minutes' WHERE user_id = 'bob'")
+        }
+        #expect(try await flow.waitUntil(seconds: 15) { try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0 })
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id IN ('bob', 'carol')") == 2)
+        await flow.stop()
+    }
+}

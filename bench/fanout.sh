@@ -101,7 +101,9 @@ finished=$(date +%s.%N)
 curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" > /tmp/pigeon-fanout-metrics.txt
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
-pushes=$(curl -sS "https://127.0.0.1:$SIM_PORT/simulator/pushes" --cacert "$STATE/ca.pem" | grep -vc '"token":"0123456789abcdef0123456789abcdef"')
+# Pushes the simulator accepted, less the ceiling run's.
+pushes=$(curl -sS "https://127.0.0.1:$SIM_PORT/simulator/health" --cacert "$STATE/ca.pem" \
+    | python3 -c "import json, sys; h = json.load(sys.stdin); print(h['apnsPushes'] + h['fcmPushes'] - $ceiling_requests)")
 
 awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" \
     -v states="$states" -v pushes="$pushes" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {

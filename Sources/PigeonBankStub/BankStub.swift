@@ -14,7 +14,8 @@ public final class BankStub: Sendable {
     public struct Configuration: Sendable {
         /// Known bank client ids; empty accepts every id.
         public var bankClients: Set<String> = []
-        /// Users whose subscriptions are authorized from the start (no SMS needed).
+        /// Users whose subscriptions are authorized from the start (no SMS needed); `*`
+        /// authorizes everyone.
         public var authorizedUsers: Set<String> = []
         /// The SMS code to issue; random six digits when nil.
         public var fixedCode: String?
@@ -165,7 +166,9 @@ public final class BankStub: Sendable {
         let result: SOAPRecord
         switch operation.name {
         case "checkSubscriptionAuthorized":
-            let authorized = state.withLock { $0.authorized.contains("*/\(userId)") || $0.authorized.contains(Self.deviceKey(bankClientId, userId, deviceId)) }
+            let authorized = configuration.authorizedUsers.contains("*") || state.withLock {
+                $0.authorized.contains("*/\(userId)") || $0.authorized.contains(Self.deviceKey(bankClientId, userId, deviceId))
+            }
             logger.info("checkSubscriptionAuthorized", metadata: ["user": userId, "device": deviceId, "authorized": String(authorized)])
             result = SOAPRecord(["authorized": [.boolean(authorized)]])
         case "authorizeSubscription":

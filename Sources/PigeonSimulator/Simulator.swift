@@ -62,7 +62,7 @@ public final class Simulator: Sendable {
         if request.path == "/token" { return fcm.handleToken(request) }
         switch (request.method, request.path) {
         case ("GET", "/simulator/health"):
-            return .json(200, #"{"status":"UP"}"#)
+            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count)}"#)
         case ("GET", "/simulator/pushes"):
             var lines = ""
             for delivery in apns.deliveries {

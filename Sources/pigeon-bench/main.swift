@@ -21,8 +21,28 @@ if arguments.first == "decode-rss" {
     DecodeMemoryCheck.run(rounds: 5, perRound: 50_000)
     exit(0)
 }
+if arguments.first == "register" {
+    // pigeon-bench register --port P --clients N --seconds S: prints registrations/s p50_ms p99_ms errors.
+    arguments = arguments.dropFirst()
+    while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
+        options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
+        arguments = arguments.dropFirst(2)
+    }
+    let benchmark = RegisterBenchmark(
+        host: options["host"] ?? "127.0.0.1", port: UInt16(options["port"] ?? "8080") ?? 8080,
+        clients: Int(options["clients"] ?? "16") ?? 16, seconds: Double(options["seconds"] ?? "10") ?? 10,
+        runId: options["run-id"] ?? UUID().uuidString.prefix(8).lowercased())
+    do {
+        let result = try benchmark.run()
+        print(String(format: "%.0f %.2f %.2f %d", result.throughput, result.percentile(0.5) * 1000, result.percentile(0.99) * 1000, result.errors))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.first == "ingest" else {
-    FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench apns-token KEY.p8 KEY_ID TEAM_ID | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
+    FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench apns-token KEY.p8 KEY_ID TEAM_ID | pigeon-bench register --port P --clients N --seconds S | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
     exit(2)
 }
 arguments = arguments.dropFirst()

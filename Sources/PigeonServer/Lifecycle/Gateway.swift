@@ -226,6 +226,8 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
         metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform and cause (connection, throttled, unavailable).")
+        metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
         MetricsSampler.describe(metrics)
+        SweepRunner.describe(metrics)
     }
 }

@@ -19,21 +19,34 @@ struct SweepRunner: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
+    static func describe(_ metrics: MetricsRegistry) {
+        metrics.describe("pigeon_sweep_rows_total", type: "counter", help: "Rows changed by sweeps: deliveries expired, devices deleted.")
+        metrics.describe("pigeon_sweep_longest_step_seconds", type: "gauge", help: "The longest single sweep transaction since start.")
+    }
+
     func run() async {
+        var longest: [String: Duration] = [:]
         while !Task.isCancelled {
-            await sweep("expiry") { try await sweeps.expire() }
-            await sweep("hygiene") { try await sweeps.removeStaleDevices(olderThan: deviceExpiry) }
+            await sweep("expiry", longest: &longest) { try await sweeps.expire() }
+            await sweep("hygiene", longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry) }
             try? await Task.sleep(for: interval)
         }
     }
 
     /// Runs steps of one sweep until it has nothing left (or is cancelled).
-    private func sweep(_ name: String, _ step: () async throws -> SweepStep) async {
+    private func sweep(_ name: String, longest: inout [String: Duration], _ step: () async throws -> SweepStep) async {
         var total = 0, reports = 0
         while !Task.isCancelled {
             let result: SweepStep
+            let started = ContinuousClock.now
             do {
                 result = try await step()
+                let took = ContinuousClock.now - started
+                if took > longest[name, default: .zero] {
+                    longest[name] = took
+                    metrics.set("pigeon_sweep_longest_step_seconds", labels: ["sweep": name],
+                                to: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
+                }
             } catch {
                 logger.warning("sweep step failed; retrying at the next interval", metadata: ["sweep": name, "error": "\(error)"])
                 return

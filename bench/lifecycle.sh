@@ -73,8 +73,8 @@ load_expired() {
          SELECT 'sweep-' || n, '{}', 1, 'Hello', 'UNIVERSAL', now() - interval '1 minute' FROM generate_series(1, 100) AS n;
          INSERT INTO deliveries (notification_id, position, user_id, user_folded, state, expires_at)
          SELECT 'sweep-' || (p / 10000 + 1), p % 10000, 'user-' || p, 'user-' || p, 'SENT', now() - interval '1 minute'
-         FROM generate_series(0, 999999) AS p;
-         VACUUM ANALYZE deliveries;"
+         FROM generate_series(0, 999999) AS p;"
+    sql "VACUUM ANALYZE deliveries"
 }
 load_expired
 started=$(date +%s.%N)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine with the Swift toolchain and runs the gateway:
 # installs packages, starts a private PostgreSQL (port 55432, data under /tmp/pigeon-pg/dev),
-# builds in release mode, starts `pigeon simulate` (local APNs + FCM on 127.0.0.1:2197), writes
-# server.conf pointing at the simulator if there is none, and serves on 127.0.0.1:8080.
-# Ctrl-C (or SIGTERM) stops the gateway, the simulator and the database it started.
+# builds in release mode, starts `pigeon simulate` (local APNs + FCM on 127.0.0.1:2197) and
+# `pigeon bank-stub` (a reference bank proxy on 127.0.0.1:8088 whose SMS codes appear in this
+# terminal), writes server.conf pointing at both if there is none, and serves on 127.0.0.1:8080.
+# Ctrl-C (or SIGTERM) stops the gateway, the simulator, the stub and the database it started.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$PIGEON_ROOT"
@@ -13,10 +14,11 @@ SIMULATOR_STATE="$PIGEON_ROOT/.local/pigeon-simulator"
 mkdir -p "$PIGEON_ROOT/.local"
 install_packages
 pg_start dev "$PORT"
-gateway="" simulator=""
+gateway="" simulator="" stub=""
 cleanup() {
     [ -z "$gateway" ] || { kill -TERM "$gateway" 2>/dev/null; wait "$gateway" 2>/dev/null || true; }
     [ -z "$simulator" ] || { kill -TERM "$simulator" 2>/dev/null; wait "$simulator" 2>/dev/null || true; }
+    [ -z "$stub" ] || { kill -TERM "$stub" 2>/dev/null; wait "$stub" 2>/dev/null || true; }
     pg_stop dev
 }
 trap cleanup EXIT INT TERM
@@ -34,17 +36,26 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 
+log "starting the reference bank proxy (pigeon bank-stub); its SMS codes and reports show here"
+.build/release/pigeon bank-stub --listen 127.0.0.1:8088 --clients bank &
+stub=$!
+wait_for_http http://127.0.0.1:8088/stub/health 30
+
+STUB_URL=http://127.0.0.1:8088/sbi-outbound/services/SBIOutbound
 if [ ! -f server.conf ]; then
-    log "writing server.conf (database and simulator)"
+    log "writing server.conf (database, simulator, bank stub)"
     {
         sed "s#^dbUrl = .*#dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon#" server.conf.example
         echo
-        echo "# --- pigeon simulate (written by scripts/run.sh; replace with real credentials) ---"
+        echo "# --- pigeon simulate and pigeon bank-stub (written by scripts/run.sh; replace with real ones) ---"
         grep -E '^(apns|fcm|tlsCaFile)' "$PIGEON_ROOT/.local/simulator.out"
+        echo "sbiOutboundWebServiceURL = $STUB_URL"
     } > server.conf
+elif grep -q 'written by scripts/run.sh' server.conf && ! grep -q '^sbiOutboundWebServiceURL' server.conf; then
+    echo "sbiOutboundWebServiceURL = $STUB_URL" >> server.conf
 fi
 
-log "serving; SOAP at http://127.0.0.1:8080/pigeon/services/SBIInboundWebService?wsdl"
+log "serving; SOAP at http://127.0.0.1:8080/pigeon/services/SBIInboundWebService?wsdl, device API at /api/v1/"
 .build/release/pigeon serve --config server.conf &
 gateway=$!
 wait "$gateway"

@@ -10,9 +10,10 @@ cd "$PIGEON_ROOT"
 PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=300
-gateway="" simulator=""
+gateway="" simulator="" stub=""
 cleanup() {
     if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    if [ -n "$stub" ]; then kill -TERM "$stub" 2>/dev/null || true; wait "$stub" 2>/dev/null || true; fi
     if [ -n "$simulator" ]; then kill -TERM "$simulator" 2>/dev/null || true; wait "$simulator" 2>/dev/null || true; fi
     pg_stop test
 }
@@ -43,8 +44,12 @@ for _ in $(seq 1 300); do
     kill -0 "$simulator" 2>/dev/null || { cat /tmp/pigeon-sim-test.out >&2; exit 1; }
     sleep 0.1
 done
+.build/release/pigeon bank-stub --listen 127.0.0.1:18088 --clients bank > /tmp/pigeon-stub-test.out 2>&1 &
+stub=$!
+wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-test.out >&2; exit 1; }
 {
     echo "listen = 127.0.0.1:18080"
+    echo "sbiOutboundWebServiceURL = http://127.0.0.1:18088/sbi-outbound/services/SBIOutbound"
     echo "dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep"
     echo "migrationsPath = $PIGEON_ROOT/migrations"
     echo "logLevel = warning"
@@ -54,5 +59,5 @@ done
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
 PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
-    PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
+    PIGEON_STUB_URL=http://127.0.0.1:18088 PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
     timeout 600 "$VENV/bin/python" -m pytest -q tests/python

@@ -53,7 +53,8 @@ struct DeliveryDecisionTests {
     func noMoreRetries() {
         #expect(decide([(1, .retry(reason: "503", after: nil))], perishable: true).state == .sendingFailed)
         #expect(decide([(1, .retry(reason: "503", after: nil))], attempt: 5).state == .sendingFailed)
-        #expect(decide([(1, .retry(reason: "503", after: nil))], expiresIn: -1).state == .expired)
+        // Time up: the engine stops; the expiry sweep makes it EXPIRED and reports it to the bank.
+        #expect(decide([(1, .retry(reason: "503", after: nil))], expiresIn: -1).state == .sendingFailed)
         #expect(decide([(1, .retry(reason: "503", after: .seconds(900)))]).state == .sendingFailed)
     }
 

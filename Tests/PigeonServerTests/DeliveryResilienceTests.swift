@@ -71,6 +71,7 @@ struct DeliveryResilienceTests {
         let gateway = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: """
             deliveryLeaseSeconds = 600
             shutdownGraceSeconds = 1
+            deliveryWorkers = 1
             """))
         let reply = try await Self.post(gateway.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "term", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))

@@ -63,8 +63,9 @@ struct TransportTests {
         }
         let total = ContinuousClock.now - started
         #expect(timed.allSatisfy { $0.0.label == "accepted" && $0.1 >= .milliseconds(300) })
-        // 100 answers of 300 ms each one after another would take 30 s.
-        #expect(total < .seconds(10))
+        // 100 answers of 300 ms each one after another would take 30 s; alone this takes about
+        // 0.3 s, under the whole suite's parallel load a few seconds.
+        #expect(total < .seconds(20))
         // A token's own rule wins over the wildcard.
         #expect(await transport.send(message, to: "0dead").label == "token_dead")
     }

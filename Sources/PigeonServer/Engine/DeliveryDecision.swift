@@ -8,8 +8,8 @@ import PushTransport
 /// - Any device accepted → `SENT`.
 /// - Every device's token is dead (or the user has no device) → `INVALID_SUBSCRIPTION`.
 /// - Something temporary and no acceptance → stay `QUEUED` until the retry schedule's next time;
-///   `EXPIRED` when the notification's time is up, `SENDING_FAILED` when the notification is
-///   perishable or the attempts are used up.
+///   `SENDING_FAILED` when the notification is perishable, the attempts are used up or its time
+///   is up (the expiry sweep then makes it `EXPIRED` and reports it).
 /// - Otherwise (permanent failures) → `SENDING_FAILED`.
 /// Devices whose tokens are dead are always reported for removal.
 struct DeliveryDecision: Equatable {
@@ -49,8 +49,9 @@ struct DeliveryDecision: Equatable {
             if let next = schedule.nextAttempt(after: attempt, now: now, expiresAt: expiresAt, perishable: perishable, serviceDelay: serviceDelay, random: &random) {
                 return DeliveryDecision(state: .queued, nextAttemptAt: next, deadDevices: dead, error: reason(first.outcome))
             }
-            let state: DeliveryState = !perishable && now >= expiresAt ? .expired : .sendingFailed
-            return DeliveryDecision(state: state, deadDevices: dead, error: reason(first.outcome))
+            // Never EXPIRED here: the expiry sweep does that, in the transaction that writes the
+            // bank's report, so every expired delivery is reported.
+            return DeliveryDecision(state: .sendingFailed, deadDevices: dead, error: reason(first.outcome))
         }
         let failure = outcomes.first { if case .failed = $0.outcome { true } else { false } }
         return DeliveryDecision(state: .sendingFailed, deadDevices: dead, error: reason(failure?.outcome))

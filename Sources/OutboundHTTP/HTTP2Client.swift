@@ -85,6 +85,10 @@ public final class HTTP2Client: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     public init(configuration: Configuration) throws {
+        // libcurl with CURLOPT_NOSIGNAL (needed with threads) leaves SIGPIPE to the application,
+        // and OpenSSL writing to a connection the server closed raises it: ignore it
+        // process-wide, or a push service hanging up would end the gateway.
+        signal(SIGPIPE, SIG_IGN)
         guard let client = pigeon_h2_client_new(configuration.maxConnections, configuration.maxStreamsPerConnection) else {
             throw TransportError(code: -1, message: "cannot create the libcurl multi handle")
         }

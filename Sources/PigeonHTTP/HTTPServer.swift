@@ -51,6 +51,8 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts serving; returns once the socket listens.
     public init(configuration: Configuration, logger: Logger, handler: @escaping Handler) throws {
+        // TLS writes to a client that hung up raise SIGPIPE; it must not end the server.
+        signal(SIGPIPE, SIG_IGN)
         let context = Unmanaged.passRetained(ExchangeContext(handler: handler, logger: logger))
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)

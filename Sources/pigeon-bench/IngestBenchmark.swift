@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Drives sendNotification with unique ids from `clients` keep-alive connections, closed loop
 /// (as fast as answers come) or open loop at a fixed total `rate`, where latency is measured from
@@ -60,58 +59,27 @@ struct IngestBenchmark {
     }
 
     func run() throws -> Result {
-        let (host, port, clients, recipients, rate, runId) = (host, port, clients, recipients, rate, runId)
+        let (clients, recipients, rate, runId) = (clients, recipients, rate, runId)
         let template = Template(host: host, port: port)
-        struct Totals {
-            var latencies: [Double] = []
-            var requests = 0
-            var errors = 0
-            var failure: (any Error)?
-        }
-        let totals = Mutex(Totals())
-        let start = Date()
-        let deadline = start.addingTimeInterval(seconds)
-        let group = DispatchGroup()
-        for clientIndex in 0..<clients {
-            group.enter()
-            let thread = Thread {
-                defer { group.leave() }
-                var latencies: [Double] = []
-                var sent = 0, failed = 0
-                do {
-                    let client = try LoadClient(host: host, port: port)
-                    let interval = rate.map { Double(clients) / $0 }
-                    var scheduled = start.addingTimeInterval(Double(clientIndex) * (interval ?? 0) / Double(clients))
-                    while Date() < deadline {
-                        if interval != nil {
-                            let wait = scheduled.timeIntervalSinceNow
-                            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-                        }
-                        let began = interval == nil ? Date() : scheduled
-                        let users = (0..<recipients).lazy.map { (clientIndex * 7919 + sent * 31 + $0) % 20000 }
-                        let (status, _) = try client.exchange(template.request(id: "\(runId)-\(clientIndex)-\(sent)", users: users))
-                        latencies.append(Date().timeIntervalSince(began))
-                        sent += 1
-                        if status != 200 { failed += 1 }
-                        if let interval { scheduled = scheduled.addingTimeInterval(interval) }
-                    }
-                } catch {
-                    totals.withLock { $0.failure = error }
+        return try LoadRun.run(host: host, port: port, clients: clients, seconds: seconds) { client, clientIndex, start, deadline in
+            var result = LoadRun.ThreadResult()
+            let interval = rate.map { Double(clients) / $0 }
+            var scheduled = start.addingTimeInterval(Double(clientIndex) * (interval ?? 0) / Double(clients))
+            while Date() < deadline {
+                if interval != nil {
+                    let wait = scheduled.timeIntervalSinceNow
+                    if wait > 0 { Thread.sleep(forTimeInterval: wait) }
                 }
-                totals.withLock {
-                    $0.latencies.append(contentsOf: latencies)
-                    $0.requests += sent
-                    $0.errors += failed
-                }
+                let began = interval == nil ? Date() : scheduled
+                let sent = result.sent
+                let users = (0..<recipients).lazy.map { (clientIndex * 7919 + sent * 31 + $0) % 20000 }
+                let (status, _) = try client.exchange(template.request(id: "\(runId)-\(clientIndex)-\(sent)", users: users))
+                result.latencies.append(Date().timeIntervalSince(began))
+                result.sent += 1
+                if status != 200 { result.failed += 1 }
+                if let interval { scheduled = scheduled.addingTimeInterval(interval) }
             }
-            thread.stackSize = 1 << 20
-            thread.start()
-        }
-        group.wait()
-        let elapsed = Date().timeIntervalSince(start)
-        return try totals.withLock { totals in
-            if let failure = totals.failure { throw failure }
-            return Result(requests: totals.requests, errors: totals.errors, elapsed: elapsed, latencies: totals.latencies)
+            return result
         }
     }
 }

@@ -1,25 +1,16 @@
 import Foundation
 import PigeonCore
 import PushTransport
+import PigeonTestSupport
 import Testing
 @testable import PigeonServer
 
 @Suite("Delivery decision")
 struct DeliveryDecisionTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64 = 42
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            return z ^ (z >> 27)
-        }
-    }
-
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
     func decide(_ outcomes: [(Int64, PushOutcome)], attempt: Int = 1, expiresIn: TimeInterval = 600, perishable: Bool = false) -> DeliveryDecision {
-        var random = Seeded()
+        var random = SeededRandom(seed: 42)
         return DeliveryDecision.decide(outcomes: outcomes.map { (device: $0.0, outcome: $0.1) }, attempt: attempt,
                                        expiresAt: now + expiresIn, perishable: perishable, now: now,
                                        schedule: RetrySchedule(maximumAttempts: 5), random: &random)

@@ -1,26 +1,15 @@
 import Foundation
 import PigeonStore
+import PigeonTestSupport
 import Testing
 @testable import PigeonServer
 
 /// Outbox back-off and sweep pacing as pure logic: the clock and randomness are injected.
 @Suite("Report and sweep scheduling")
 struct SchedulingTests {
-    /// A deterministic generator (SplitMix64).
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("report back-off doubles from 1 s, stays within ±20 % jitter, and is capped at 5 minutes")
     func backoff() {
-        var random = SplitMix(state: 7)
+        var random = SeededRandom(seed: 7)
         let schedule = ReportSchedule()
         for attempt in 1...12 {
             let expected = min(300.0, pow(2, Double(attempt - 1)))

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonTestSupport
 import Testing
 @testable import PushTransport
 
@@ -59,19 +60,6 @@ struct OutcomeTests {
 
 @Suite("Retry schedule")
 struct RetryScheduleTests {
-    /// SplitMix64: deterministic, and unlike a constant source it never stalls the rejection
-    /// sampling inside `Double.random(in:using:)`.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     let now = Date(timeIntervalSince1970: 1_000_000)
 
     @Test("delays grow exponentially within jitter bounds and stop at the cap")
@@ -89,7 +77,7 @@ struct RetryScheduleTests {
     @Test("never past the expiry, never for perishable, never beyond the attempt limit")
     func limits() {
         let schedule = RetrySchedule(maximumAttempts: 3)
-        var random = Seeded(state: 1)
+        var random = SeededRandom(seed: 1)
         #expect(schedule.nextAttempt(after: 1, now: now, expiresAt: now + 0.5, perishable: false, serviceDelay: nil, random: &random) == nil)
         #expect(schedule.nextAttempt(after: 1, now: now, expiresAt: now + 3600, perishable: true, serviceDelay: nil, random: &random) == nil)
         #expect(schedule.nextAttempt(after: 3, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: nil, random: &random) == nil)
@@ -98,7 +86,7 @@ struct RetryScheduleTests {
 
     @Test("Retry-After from the service wins over a shorter back-off")
     func serviceDelay() {
-        var random = Seeded(state: 2)
+        var random = SeededRandom(seed: 2)
         let next = RetrySchedule().nextAttempt(after: 1, now: now, expiresAt: now + 3600, perishable: false, serviceDelay: .seconds(30), random: &random)
         #expect(next == now + 30)
     }

@@ -77,6 +77,6 @@ public struct AcknowledgementStore: Sendable {
 
     /// The deliveries table is keyed by `user_folded`; case-sensitive ids also match `user_id`.
     private func userMatch(_ user: String) -> (column: String, key: String) {
-        identifiers.caseInsensitive ? ("user_folded", user.lowercased()) : ("user_id", user)
+        (identifiers.userColumn, identifiers.comparable(user))
     }
 }

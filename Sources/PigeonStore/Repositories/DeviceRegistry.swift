@@ -49,9 +49,8 @@ public struct DeviceRegistry: Sendable {
         self.identifiers = identifiers
     }
 
-    /// The column user ids are compared on, and the form of an id compared with it.
-    private var userColumn: String { identifiers.caseInsensitive ? "user_folded" : "user_id" }
-    private func userKey(_ user: String) -> String { identifiers.caseInsensitive ? user.lowercased() : user }
+    private var userColumn: String { identifiers.userColumn }
+    private func userKey(_ user: String) -> String { identifiers.comparable(user) }
 
     /// The subscribed device with this user, device id and platform, if any.
     public func subscribedDevice(_ identity: DeviceIdentity) async throws -> Int64? {

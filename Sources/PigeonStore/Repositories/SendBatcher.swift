@@ -114,7 +114,7 @@ final class SendBatcher: Sendable {
     /// One statement inserts every notification of the batch and all their deliveries; then the
     /// ids that already existed get their first send's states.
     private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> [SendOutcome] {
-        let userColumn = identifiers.caseInsensitive ? "user_folded" : "user_id"
+        let userColumn = identifiers.userColumn
         let rows = try connection.query("""
             WITH input AS (
                 SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::boolean[], $5::integer[],

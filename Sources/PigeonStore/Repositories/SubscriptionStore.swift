@@ -21,11 +21,9 @@ public struct SubscriptionStore: Sendable {
         self.identifiers = identifiers
     }
 
-    private var userColumn: String { identifiers.caseInsensitive ? "user_folded" : "user_id" }
+    private var userColumn: String { identifiers.userColumn }
 
-    private func lookupKey(_ user: String) -> String {
-        identifiers.caseInsensitive ? user.lowercased() : user
-    }
+    private func lookupKey(_ user: String) -> String { identifiers.comparable(user) }
 
     /// Subscribes a device, or updates the push token of a known one (same user, device id and
     /// platform). Returns the device's row id.

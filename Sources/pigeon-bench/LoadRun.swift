@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+
+/// Runs `clients` threads, each with its own keep-alive connection, and adds up what each
+/// reports. A thread's `work` loops until `deadline` and returns its latencies and counts.
+enum LoadRun {
+    struct ThreadResult {
+        var latencies: [Double] = []
+        var sent = 0
+        var failed = 0
+    }
+
+    static func run(host: String, port: UInt16, clients: Int, seconds: Double,
+                    work: @escaping @Sendable (_ client: LoadClient, _ clientIndex: Int, _ start: Date, _ deadline: Date) throws -> ThreadResult) throws -> IngestBenchmark.Result {
+        struct Totals {
+            var result = ThreadResult()
+            var failure: (any Error)?
+        }
+        let totals = Mutex(Totals())
+        let start = Date()
+        let deadline = start.addingTimeInterval(seconds)
+        let group = DispatchGroup()
+        for clientIndex in 0..<clients {
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                do {
+                    let result = try work(try LoadClient(host: host, port: port), clientIndex, start, deadline)
+                    totals.withLock {
+                        $0.result.latencies += result.latencies
+                        $0.result.sent += result.sent
+                        $0.result.failed += result.failed
+                    }
+                } catch {
+                    totals.withLock { $0.failure = error }
+                }
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        group.wait()
+        let elapsed = Date().timeIntervalSince(start)
+        return try totals.withLock { totals in
+            if let failure = totals.failure { throw failure }
+            return IngestBenchmark.Result(requests: totals.result.sent, errors: totals.result.failed, elapsed: elapsed, latencies: totals.result.latencies)
+        }
+    }
+}

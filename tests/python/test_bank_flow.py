@@ -37,13 +37,14 @@ def stub_reports(stub_url):
 
 
 def test_outbound_wsdl_drives_the_bank_stub(bank, stub_url, unique):
+    # zeep hands back a one-field result as that field's value.
     user = unique("zeep-bank")
-    assert bank.checkSubscriptionAuthorized(bankClientId="bank", userId=user, deviceId="d1", platform="IOS").authorized is False
-    assert bank.authorizeSubscription(bankClientId="bank", userId=user, deviceId="d1", platform="IOS").result == "OK"
+    assert bank.checkSubscriptionAuthorized(bankClientId="bank", userId=user, deviceId="d1", platform="IOS") is False
+    assert bank.authorizeSubscription(bankClientId="bank", userId=user, deviceId="d1", platform="IOS") == "OK"
     code = stub_codes(stub_url)[f"bank/{user}/d1"]
-    assert bank.verifySubscriptionAuthorization(bankClientId="bank", userId=user, deviceId="d1", verificationCode="x" + code).result == "VERIFICATION_FAILED"
-    assert bank.verifySubscriptionAuthorization(bankClientId="bank", userId=user, deviceId="d1", verificationCode=code).result == "OK"
-    assert bank.checkSubscriptionAuthorized(bankClientId="bank", userId=user, deviceId="d1", platform="IOS").authorized is True
+    assert bank.verifySubscriptionAuthorization(bankClientId="bank", userId=user, deviceId="d1", verificationCode="x" + code) == "VERIFICATION_FAILED"
+    assert bank.verifySubscriptionAuthorization(bankClientId="bank", userId=user, deviceId="d1", verificationCode=code) == "OK"
+    assert bank.checkSubscriptionAuthorized(bankClientId="bank", userId=user, deviceId="d1", platform="IOS") is True
     with pytest.raises(zeep.exceptions.Fault) as fault:
         bank.checkSubscriptionAuthorized(bankClientId="no-such-bank", userId=user, deviceId="d1", platform="IOS")
     assert "does not exist" in fault.value.message

@@ -112,16 +112,18 @@ public final class HTTP2Client: Sendable {
         let lines = headers.map { "\($0.key): \($0.value)" }
         return try await withCheckedThrowingContinuation { continuation in
             let pending = Pending(url: url, headers: lines, body: body, wantHeaders: wantHeaders, continuation: continuation)
-            let accepted = state.withLock { state in
-                guard !state.stopping else { return false }
+            // Only the first of a burst wakes the driving thread: it takes everything submitted
+            // by the time it looks, and a submission after that finds the list empty again.
+            let (accepted, wake) = state.withLock { state in
+                guard !state.stopping else { return (false, false) }
                 state.submitted.append(pending)
-                return true
+                return (true, state.submitted.count == 1)
             }
             guard accepted else {
                 continuation.resume(throwing: TransportError(code: -1, message: "the HTTP/2 client is shut down"))
                 return
             }
-            pigeon_h2_client_wakeup(client)
+            if wake { pigeon_h2_client_wakeup(client) }
         }
     }
 

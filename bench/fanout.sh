@@ -46,6 +46,8 @@ for _ in $(seq 1 300); do grep -q '^tlsCaFile' /tmp/pigeon-fanout-sim.out 2>/dev
     echo "maxRequestBytes = 268435456"
     echo "deliveryConcurrency = $CONCURRENCY"
     echo "logLevel = warning"
+    # Extra server.conf lines to try engine settings, e.g. PIGEON_BENCH_CONF=$'deliveryWorkers = 8'.
+    echo "${PIGEON_BENCH_CONF:-}"
     grep -E '^(apns|fcm|tlsCaFile)' /tmp/pigeon-fanout-sim.out
 } > /tmp/pigeon-fanout.conf
 

@@ -68,8 +68,8 @@ struct ReportsTests {
             #expect(try await flow.count("SELECT count(*) FROM outbox") == 5)
         }
         flow.stub.setMode(.normal)
-        #expect(try await flow.waitUntil(seconds: 30) { flow.stub.reports.count >= 5 })
-        #expect(Set(flow.stub.reports.map(\.notificationId)) == Set((0..<5).map { "down-\($0)" }))
+        let all = Set((0..<5).map { "down-\($0)" })
+        #expect(try await flow.waitUntil(seconds: 40) { Set(flow.stub.reports.map(\.notificationId)) == all })
         // The stub may have taken reports whose answers came too late: the gateway sends those
         // again (at least once), and only then are they gone from the outbox.
         #expect(try await flow.waitUntil(seconds: 40) { try await flow.count("SELECT count(*) FROM outbox") == 0 })

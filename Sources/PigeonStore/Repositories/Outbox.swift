@@ -71,17 +71,19 @@ public struct Outbox: Sendable {
     /// Up to `limit` due reports, oldest first, each leased for `lease`.
     public func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
         let seconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
+        // A literal limit: a generic plan that does not know it would sort the whole outbox.
+        let limit = max(1, min(limit, 10_000))
         return try await pool.withConnection { connection in
             try connection.query("""
                 WITH due AS (
                     SELECT id FROM outbox WHERE next_attempt_at <= now()
-                    ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+                    ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 )
                 UPDATE outbox o SET attempts = o.attempts + 1,
-                                    next_attempt_at = now() + make_interval(secs => $2::double precision)
+                                    next_attempt_at = now() + make_interval(secs => $1::double precision)
                 FROM due WHERE o.id = due.id
                 RETURNING o.id, o.kind, o.payload::text, o.attempts
-                """, [String(limit), seconds]).rows
+                """, [seconds]).rows
                 .compactMap { row in
                     guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
                           let attempt = row.integer(3), let report = BankReport(kind: kind, payload: payload) else { return nil }

@@ -43,14 +43,17 @@ public struct Sweeps: Sendable {
     /// one report; a larger one gets one report per step of `rows` users.
     public func expire(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
         let expirable = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: .expired) }.map(\.rawValue))
+        // Limits are written into the statements: generic plans that do not know them sort
+        // every candidate row.
+        let notifications = max(1, min(notifications, 10_000))
         return try await pool.transaction { connection in
             guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.expiryLock]).rows.first?.boolean(0) == true else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
             let overdue = try connection.query("""
                 SELECT id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
-                ORDER BY expires_at LIMIT $1
-                """, [String(notifications)]).rows.compactMap { $0[0] }
+                ORDER BY expires_at LIMIT \(notifications)
+                """).rows.compactMap { $0[0] }
             var budget = rows
             var changed = 0, reports = 0, more = overdue.count == notifications
             for id in overdue {
@@ -60,14 +63,14 @@ public struct Sweeps: Sendable {
                     WITH batch AS (
                         SELECT notification_id, user_folded, position FROM deliveries
                         WHERE notification_id = $1 AND state = ANY($2::text[])
-                        ORDER BY position LIMIT $3 FOR UPDATE
+                        LIMIT \(allowance) FOR UPDATE
                     )
                     UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL
                     FROM batch
                     WHERE d.notification_id = batch.notification_id AND d.user_folded = batch.user_folded
                       AND d.position = batch.position
                     RETURNING d.user_id, d.position
-                    """, [id, expirable, String(allowance)]).rows
+                    """, [id, expirable]).rows
                     .sorted { ($0.integer(1) ?? 0) < ($1.integer(1) ?? 0) }
                     .compactMap { $0[0] }
                 if !users.isEmpty {
@@ -90,6 +93,7 @@ public struct Sweeps: Sendable {
     /// registration) within `period`, and registrations waiting for a code longer than a day.
     public func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
+        let limit = max(1, min(limit, 100_000))
         return try await pool.transaction { connection in
             guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.hygieneLock]).rows.first?.boolean(0) == true else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
@@ -99,8 +103,8 @@ public struct Sweeps: Sendable {
                     SELECT id FROM devices
                     WHERE (state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision))
                        OR (state = 'PENDING_VERIFICATION' AND updated_at < now() - interval '1 day')
-                    LIMIT $2 FOR UPDATE SKIP LOCKED)
-                """, [seconds, String(limit)]).affected
+                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                """, [seconds]).affected
             return SweepStep(rows: deleted, reports: 0, ran: true, more: deleted == limit)
         }
     }

@@ -50,6 +50,18 @@ struct DeviceAPITests {
         #expect(verified.json["state"] == "SUBSCRIBED")
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND state = 'SUBSCRIBED' AND platform = 'ANDROID'") == 1)
 
+        // Guessing is cut short: after five wrong codes the registration is gone, even the right
+        // code no longer works, and the app must register again for a new one.
+        #expect(try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "erin", device: "e")).status == 202)
+        let erinsCode = try #require(flow.stub.code(bankClientId: "bank", userId: "erin", deviceId: "e"))
+        let guess = erinsCode == "000000" ? "111111" : "000000"
+        for _ in 0..<DeviceEndpoint.maximumWrongCodes {
+            #expect(try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"e","verificationCode":"\#(guess)"}"#).status == 403)
+        }
+        let late = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"e","verificationCode":"\#(erinsCode)"}"#)
+        #expect(late.status == 404)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'erin'") == 0)
+
         let unknown = try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "dave", bank: "other-bank"))
         #expect(unknown.status == 404)
         #expect(unknown.json["error"] == "BANK_CLIENT_NOT_EXISTS")

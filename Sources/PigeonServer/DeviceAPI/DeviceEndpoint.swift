@@ -9,6 +9,8 @@ import PigeonStore
 /// acknowledgements and notification details behind bearer tokens.
 struct DeviceEndpoint: Sendable {
     static let prefix = "/api/v1/"
+    /// Wrong codes a waiting registration survives; then the app must register again.
+    static let maximumWrongCodes = 5
 
     let registry: DeviceRegistry
     let acknowledgements: AcknowledgementStore
@@ -83,8 +85,11 @@ struct DeviceEndpoint: Sendable {
             try await bank.verifySubscriptionAuthorization(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId, code: request.verificationCode)
         }
         guard verified else {
-            logger.info("verification code refused", metadata: ["user": request.userId])
-            throw APIError(403, "VERIFICATION_FAILED", "the verification code is not the one the bank sent")
+            let dropped = try await registry.recordVerificationFailure(pending.identity, limit: Self.maximumWrongCodes)
+            logger.info("verification code refused", metadata: ["user": request.userId, "registrationDropped": String(dropped)])
+            throw APIError(403, "VERIFICATION_FAILED", dropped
+                ? "the verification code is wrong, \(Self.maximumWrongCodes) times: register again for a new code"
+                : "the verification code is not the one the bank sent")
         }
         let token = newToken()
         try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions)

@@ -116,6 +116,25 @@ public struct DeviceRegistry: Sendable {
         }
     }
 
+    /// Counts a wrong code against the waiting registration of this device; once `limit` wrong
+    /// codes were entered the registration is dropped. Returns true when it was dropped.
+    public func recordVerificationFailure(_ identity: DeviceIdentity, limit: Int) async throws -> Bool {
+        let sql = """
+            UPDATE devices SET verification_failures = verification_failures + 1, updated_at = now()
+            WHERE \(userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'
+            RETURNING id, verification_failures
+            """
+        return try await pool.transaction { [key = userKey(identity.userId)] connection in
+            var dropped = false
+            for row in try connection.query(sql, [key, identity.deviceId, identity.platform.rawValue]).rows {
+                guard let id = row[0], (row.integer(1) ?? 0) >= limit else { continue }
+                _ = try connection.query("DELETE FROM devices WHERE id = $1", [id])
+                dropped = true
+            }
+            return dropped
+        }
+    }
+
     /// The subscribed device holding this token, if the token is known and not expired.
     public func authenticate(digest: Data) async throws -> AuthenticatedDevice? {
         let parameter = StoredToken(digest: digest, expiresAt: Date()).digestParameter

@@ -57,6 +57,39 @@ struct DeliveryEngineTests {
     }
 }
 
+@Suite("Delivery engine with APNs certificate authentication", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct CertificateAuthenticationTests {
+    @Test("apnsCertificatePath/apnsPassword: pushes go out on a client-certificate connection, without provider tokens")
+    func certificateAuthentication() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let harness = try await GatewayHarness {
+            $0.point(at: simulator, database: database.url)
+            $0.apns.keyPath = nil
+            $0.apns.keyId = nil
+            $0.apns.teamId = nil
+            $0.apns.certificatePath = simulator.credentials.clientP12
+            $0.apns.password = SimulatorCredentials.p12Password
+        }
+        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "cert-user", deviceId: "iphone", platform: .ios, pushToken: "c0ffee")
+        _ = try await harness.soap(GatewayHarness.sendNotification(id: "cert-1", recipients: ["cert-user"]))
+        let store = NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        for _ in 0..<150 {
+            if try await store.deliveryStatus(id: "cert-1")?.first?.state == .sent { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await store.deliveryStatus(id: "cert-1")?.first?.state == .sent)
+        // The simulator accepts a push only with a valid provider token or a client certificate
+        // its CA issued, and this gateway has no signing key: the certificate carried it.
+        #expect(simulator.apns.deliveries.map(\.deviceToken) == ["c0ffee"])
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+}
+
 @Suite("Delivery engine, two gateways on one database", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct TwoGatewaysTests {
     @Test("2,000 recipients fanned out by two gateways: every one pushed exactly once")

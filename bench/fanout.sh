@@ -23,8 +23,7 @@ install_packages
 pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" simulator=""
 cleanup() {
-    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
-    if [ -n "$simulator" ]; then kill -TERM "$simulator" 2>/dev/null || true; wait "$simulator" 2>/dev/null || true; fi
+    stop_processes "$gateway" "$simulator"
     pg_stop bench
 }
 trap cleanup EXIT

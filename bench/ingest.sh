@@ -17,7 +17,7 @@ install_packages
 pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway=""
 cleanup() {
-    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
+    stop_processes "$gateway"
     pg_stop bench
 }
 trap cleanup EXIT

@@ -23,8 +23,7 @@ install_packages
 pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" stub=""
 cleanup() {
-    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
-    if [ -n "$stub" ]; then kill -TERM "$stub" 2>/dev/null || true; wait "$stub" 2>/dev/null || true; fi
+    stop_processes "$gateway" "$stub"
     pg_stop bench
 }
 trap cleanup EXIT
@@ -66,7 +65,7 @@ ceiling=$(pgbench -n -h 127.0.0.1 -p "$PORT" -U postgres -c 16 -j 2 -T "$seconds
           | awk '/^tps/ {print int($3)}' | head -1)
 
 log "expiry sweep of 1,000,000 deliveries"
-kill -TERM "$gateway"; wait "$gateway" 2>/dev/null || true; gateway=""
+stop_processes "$gateway"; gateway=""
 load_expired() {
     sql "TRUNCATE deliveries, notifications, outbox;
          INSERT INTO notifications (id, recipients, timeout_seconds, push_text, push_type, expires_at)

@@ -16,9 +16,7 @@ install_packages
 pg_start dev "$PORT"
 gateway="" simulator="" stub=""
 cleanup() {
-    [ -z "$gateway" ] || { kill -TERM "$gateway" 2>/dev/null; wait "$gateway" 2>/dev/null || true; }
-    [ -z "$simulator" ] || { kill -TERM "$simulator" 2>/dev/null; wait "$simulator" 2>/dev/null || true; }
-    [ -z "$stub" ] || { kill -TERM "$stub" 2>/dev/null; wait "$stub" 2>/dev/null || true; }
+    stop_processes "$gateway" "$simulator" "$stub"
     pg_stop dev
 }
 trap cleanup EXIT INT TERM

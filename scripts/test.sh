@@ -12,9 +12,7 @@ install_packages
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=300
 gateway="" simulator="" stub=""
 cleanup() {
-    if [ -n "$gateway" ]; then kill -TERM "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true; fi
-    if [ -n "$stub" ]; then kill -TERM "$stub" 2>/dev/null || true; wait "$stub" 2>/dev/null || true; fi
-    if [ -n "$simulator" ]; then kill -TERM "$simulator" 2>/dev/null || true; wait "$simulator" 2>/dev/null || true; fi
+    stop_processes "$gateway" "$stub" "$simulator"
     pg_stop test
 }
 trap cleanup EXIT

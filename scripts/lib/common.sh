@@ -77,6 +77,16 @@ pg_stop() {
 }
 
 # wait_for_http URL SECONDS
+# Stops the background processes whose PIDs are given (empty ones skipped): SIGTERM, then waits.
+stop_processes() {
+    local pid
+    for pid in "$@"; do
+        [ -n "$pid" ] || continue
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
 wait_for_http() {
     local url="$1" seconds="$2"
     for _ in $(seq 1 $((seconds * 10))); do

@@ -93,6 +93,10 @@ struct NotificationStoreTests {
         let full = notification(TestDatabase.unique("full"), ["a", "b"], details: [KeyValue("name", "Заголовок"), KeyValue("x", "{\"quoted\"}"), KeyValue("x", "")])
         _ = try await store.send(full)
         #expect(try await store.notification(id: full.id) == full)
+        // The engine's and the device API's read leaves the recipient list behind, nothing else.
+        var contentOnly = full
+        contentOnly.recipients = []
+        #expect(try await store.notification(id: full.id, recipients: false) == contentOnly)
 
         var sparse = PushNotification(id: TestDatabase.unique("sparse"), recipients: ["a"], timeoutSeconds: 5, pushContent: PushContent(text: "t", type: .universal))
         _ = try await store.send(sparse)

@@ -86,7 +86,7 @@ final class DeliveryEngine: Sendable {
     private func process(_ claims: [ClaimedDelivery], cache: inout [String: PushNotification]) async {
         for id in Set(claims.map(\.notificationId)) where cache[id] == nil {
             do {
-                cache[id] = try await notifications.notification(id: id)
+                cache[id] = try await notifications.notification(id: id, recipients: false)
             } catch {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
                 logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])

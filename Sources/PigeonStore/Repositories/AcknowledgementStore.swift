@@ -69,7 +69,7 @@ public struct AcknowledgementStore: Sendable {
                 SELECT 1 FROM deliveries WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
                 """, [id, user.lowercased(), key]).isEmpty
         }
-        guard let notification = try await NotificationStore(pool: pool, identifiers: identifiers).notification(id: id) else {
+        guard let notification = try await NotificationStore(pool: pool, identifiers: identifiers).notification(id: id, recipients: false) else {
             return .notFound
         }
         return addressed ? .found(notification) : .notAddressed

@@ -29,11 +29,14 @@ public struct NotificationStore: Sendable {
         try await batcher.send(notification)
     }
 
-    /// The notification as sent, or `nil` if the id is unknown.
-    public func notification(id: String) async throws -> PushNotification? {
-        try await pool.withConnection { connection in
+    /// The notification as sent, or `nil` if the id is unknown. Without `recipients` its
+    /// recipient list comes back empty: the delivery engine and the device API need only the
+    /// content, and a million-recipient list is tens of megabytes.
+    public func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
+        let recipientsColumn = recipients ? "recipients" : "'{}'::text[]"
+        return try await pool.withConnection { connection in
             let rows = try connection.query("""
-                SELECT id, recipients, timeout_seconds, perishable, priority, push_badge, push_sound,
+                SELECT id, \(recipientsColumn), timeout_seconds, perishable, priority, push_badge, push_sound,
                     push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
                 FROM notifications WHERE id = $1
                 """, [id])

@@ -48,7 +48,8 @@ public final class BankStub: Sendable {
 
     private struct State {
         var mode = Mode.normal
-        var authorized: Set<String> = []
+        /// Devices verified by their SMS code.
+        var verified: Set<String> = []
         var codes: [String: String] = [:]
         var reports: [Report] = []
         var calls = 0
@@ -66,7 +67,7 @@ public final class BankStub: Sendable {
     public init(configuration: Configuration, host: String = "127.0.0.1", port: UInt16, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        state = Mutex(State(authorized: Set(configuration.authorizedUsers.map { "*/\($0)" })))
+        state = Mutex(State())
         server = Mutex(nil)
         let box = HandlerBox()
         self.box = box
@@ -113,9 +114,8 @@ public final class BankStub: Sendable {
         case ("GET", "/stub/reports"):
             return .text(200, reportsJSON(), contentType: "application/x-ndjson")
         case ("GET", "/stub/codes"):
-            let codes = state.withLock { $0.codes }
-            let lines = codes.sorted { $0.key < $1.key }.map { #"{"device":"\#(Self.jsonEscape($0.key))","code":"\#($0.value)"}"# }
-            return .text(200, lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n"), contentType: "application/x-ndjson")
+            let codes = state.withLock { $0.codes }.sorted { $0.key < $1.key }
+            return .text(200, Self.jsonLines(codes.map { ["device": $0.key, "code": $0.value] }), contentType: "application/x-ndjson")
         case ("PUT", "/stub/mode"):
             guard let mode = Self.mode(from: request.body) else {
                 return .text(400, #"{"error":"expected {\"mode\": \"normal|down|garbage|slow\", \"milliseconds\": N}"}"#, contentType: "application/json")
@@ -166,9 +166,8 @@ public final class BankStub: Sendable {
         let result: SOAPRecord
         switch operation.name {
         case "checkSubscriptionAuthorized":
-            let authorized = configuration.authorizedUsers.contains("*") || state.withLock {
-                $0.authorized.contains("*/\(userId)") || $0.authorized.contains(Self.deviceKey(bankClientId, userId, deviceId))
-            }
+            let authorized = configuration.authorizedUsers.contains("*") || configuration.authorizedUsers.contains(userId)
+                || state.withLock { $0.verified.contains(Self.deviceKey(bankClientId, userId, deviceId)) }
             logger.info("checkSubscriptionAuthorized", metadata: ["user": userId, "device": deviceId, "authorized": String(authorized)])
             result = SOAPRecord(["authorized": [.boolean(authorized)]])
         case "authorizeSubscription":
@@ -182,7 +181,7 @@ public final class BankStub: Sendable {
             let verified = state.withLock { state -> Bool in
                 guard let code = state.codes[key], code == entered else { return false }
                 state.codes[key] = nil
-                state.authorized.insert(key)
+                state.verified.insert(key)
                 return true
             }
             logger.info("verifySubscriptionAuthorization", metadata: ["user": userId, "device": deviceId, "verified": String(verified)])
@@ -205,15 +204,14 @@ public final class BankStub: Sendable {
     }
 
     private func reportsJSON() -> String {
-        reports.map { report in
-            let users = report.users.map { "\"\(Self.jsonEscape($0))\"" }.joined(separator: ",")
-            return #"{"operation":"\#(report.operation)","notificationId":"\#(Self.jsonEscape(report.notificationId))","users":[\#(users)]}"#
-        }.joined(separator: "\n") + (reports.isEmpty ? "" : "\n")
+        Self.jsonLines(reports.map { ["operation": $0.operation, "notificationId": $0.notificationId, "users": $0.users] })
     }
 
-    private static func jsonEscape(_ text: String) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes]) else { return "" }
-        return String(decoding: data.dropFirst(2).dropLast(2), as: UTF8.self)
+    /// One JSON object per line.
+    private static func jsonLines(_ objects: [[String: Any]]) -> String {
+        objects.compactMap { object in
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) + "\n" }
+        }.joined()
     }
 
     private static func deviceKey(_ bankClientId: String, _ userId: String, _ deviceId: String) -> String {

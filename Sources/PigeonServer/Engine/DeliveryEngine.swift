@@ -103,10 +103,13 @@ final class DeliveryEngine: Sendable {
         let notificationsById = cache
         let now = Date()
         // Every (claim, device) pair is one push; pairs run with a bounded number in flight.
+        // A notification's deliveries share its expiry, so one message serves all of them.
         var jobs: [(claim: Int, device: Device, message: PushMessage)] = []
+        var messages: [String: PushMessage] = [:]
         for (index, claim) in claims.enumerated() {
             guard let notification = notificationsById[claim.notificationId] else { continue }
-            let message = Self.message(for: notification, expiresAt: claim.expiresAt)
+            let message = messages[claim.notificationId] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
+            messages[claim.notificationId] = message
             for device in devices[subscriptions.key(for: claim.userId)] ?? [] {
                 jobs.append((index, device, message))
             }
@@ -124,10 +127,6 @@ final class DeliveryEngine: Sendable {
                     let elapsed = ContinuousClock.now - started
                     metrics.observe("pigeon_push_duration_seconds", labels: ["platform": job.device.platform.rawValue],
                                     Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-                    metrics.increment("pigeon_push_outcomes_total", labels: ["platform": job.device.platform.rawValue, "outcome": outcome.label])
-                    if let cause = outcome.retryCause {
-                        metrics.increment("pigeon_push_retries_total", labels: ["platform": job.device.platform.rawValue, "cause": cause])
-                    }
                     return (job.claim, job.device.id, outcome)
                 }
             }
@@ -137,6 +136,7 @@ final class DeliveryEngine: Sendable {
                 addNext()
             }
         }
+        countOutcomes(jobs.map(\.device), outcomes)
         var random = SystemRandomNumberGenerator()
         var results: [DeliveryResult] = []
         var dead: [Int64] = []
@@ -162,6 +162,20 @@ final class DeliveryEngine: Sendable {
             logger.error("cannot record delivery outcomes; the batch will be claimed again", metadata: ["error": "\(error)", "deliveries": String(results.count)])
         }
         if !dead.isEmpty { logger.info("removed devices with dead push tokens", metadata: ["devices": String(dead.count)]) }
+    }
+
+    /// Push outcome and retry counters, added up for the batch before they reach the registry.
+    private func countOutcomes(_ devices: [Device], _ outcomes: [[(device: Int64, outcome: PushOutcome)]]) {
+        let platforms = Dictionary(devices.map { ($0.id, $0.platform.rawValue) }) { first, _ in first }
+        var byOutcome: [[String: String]: Double] = [:]
+        var byRetryCause: [[String: String]: Double] = [:]
+        for (device, outcome) in outcomes.joined() {
+            let platform = platforms[device] ?? "unknown"
+            byOutcome[["platform": platform, "outcome": outcome.label], default: 0] += 1
+            if let cause = outcome.retryCause { byRetryCause[["platform": platform, "cause": cause], default: 0] += 1 }
+        }
+        for (labels, count) in byOutcome { metrics.increment("pigeon_push_outcomes_total", labels: labels, by: count) }
+        for (labels, count) in byRetryCause { metrics.increment("pigeon_push_retries_total", labels: labels, by: count) }
     }
 
     private func send(_ message: PushMessage, to device: Device) async -> PushOutcome {

@@ -61,18 +61,18 @@ public struct AcknowledgementStore: Sendable {
         }
     }
 
-    /// The notification, if it was addressed to `user`.
+    /// The notification (content only), if it was addressed to `user`.
     public func notification(id: String, user: String) async throws -> NotificationLookup {
         let (column, key) = userMatch(user)
-        let addressed = try await pool.withConnection { connection in
-            try !connection.query("""
+        return try await pool.withConnection { connection in
+            guard let notification = try NotificationStore.notification(id: id, recipients: false, connection) else {
+                return .notFound
+            }
+            let addressed = try !connection.query("""
                 SELECT 1 FROM deliveries WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
                 """, [id, user.lowercased(), key]).isEmpty
+            return addressed ? .found(notification) : .notAddressed
         }
-        guard let notification = try await NotificationStore(pool: pool, identifiers: identifiers).notification(id: id, recipients: false) else {
-            return .notFound
-        }
-        return addressed ? .found(notification) : .notAddressed
     }
 
     /// The deliveries table is keyed by `user_folded`; case-sensitive ids also match `user_id`.

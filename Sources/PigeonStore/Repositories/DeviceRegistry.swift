@@ -32,8 +32,13 @@ public struct StoredToken: Sendable {
         self.expiresAt = expiresAt
     }
 
-    fileprivate var digestParameter: String { "\\x" + digest.map { String(format: "%02x", $0) }.joined() }
+    fileprivate var digestParameter: String { Self.byteaParameter(digest) }
     fileprivate var expiresParameter: String { String(expiresAt.timeIntervalSince1970) }
+
+    /// A digest as a `bytea` parameter in text form.
+    fileprivate static func byteaParameter(_ digest: Data) -> String {
+        "\\x" + digest.map { String(format: "%02x", $0) }.joined()
+    }
 }
 
 /// The device API's view of subscriptions: registration (known devices, pending SMS
@@ -49,17 +54,15 @@ public struct DeviceRegistry: Sendable {
         self.identifiers = identifiers
     }
 
-    private var userColumn: String { identifiers.userColumn }
-    private func userKey(_ user: String) -> String { identifiers.comparable(user) }
 
     /// The subscribed device with this user, device id and platform, if any.
     public func subscribedDevice(_ identity: DeviceIdentity) async throws -> Int64? {
         let sql = """
             SELECT id FROM devices
-            WHERE \(userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'SUBSCRIBED'
+            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'SUBSCRIBED'
             ORDER BY id LIMIT 1
             """
-        return try await pool.withConnection { [userKey = userKey(identity.userId)] connection in
+        return try await pool.withConnection { [userKey = identifiers.comparable(identity.userId)] connection in
             try connection.query(sql, [userKey, identity.deviceId, identity.platform.rawValue]).scalar.flatMap(Int64.init)
         }
     }
@@ -79,8 +82,8 @@ public struct DeviceRegistry: Sendable {
     /// unsubscribed in the same transaction. Returns the device's row id.
     @discardableResult
     public func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool) async throws -> Int64 {
-        let column = userColumn
-        let key = userKey(identity.userId)
+        let column = identifiers.userColumn
+        let key = identifiers.comparable(identity.userId)
         return try await pool.transaction { connection in
             // Any earlier row of this device (a pending one, or one under another id spelling) is replaced.
             _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
@@ -95,8 +98,8 @@ public struct DeviceRegistry: Sendable {
 
     /// Keeps a registration waiting for the SMS code (replacing an earlier wait of this device).
     public func savePending(_ identity: DeviceIdentity, pushToken: String) async throws {
-        let sql = "DELETE FROM devices WHERE \(userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'"
-        _ = try await pool.transaction { [key = userKey(identity.userId)] connection in
+        let sql = "DELETE FROM devices WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'"
+        _ = try await pool.transaction { [key = identifiers.comparable(identity.userId)] connection in
             _ = try connection.query(sql, [key, identity.deviceId, identity.platform.rawValue])
             return try Self.insert(identity, pushToken: pushToken, state: "PENDING_VERIFICATION", token: nil, connection)
         }
@@ -106,10 +109,10 @@ public struct DeviceRegistry: Sendable {
     public func pending(bankClientId: String, userId: String, deviceId: String) async throws -> (identity: DeviceIdentity, pushToken: String)? {
         let sql = """
             SELECT platform, push_token, bank_client_id, user_id, device_id FROM devices
-            WHERE \(userColumn) = $1 AND device_id = $2 AND bank_client_id = $3 AND state = 'PENDING_VERIFICATION'
+            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND bank_client_id = $3 AND state = 'PENDING_VERIFICATION'
             ORDER BY id DESC LIMIT 1
             """
-        return try await pool.withConnection { [key = userKey(userId)] connection in
+        return try await pool.withConnection { [key = identifiers.comparable(userId)] connection in
             guard let row = try connection.query(sql, [key, deviceId, bankClientId]).rows.first,
                   let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
             return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform), pushToken)
@@ -121,10 +124,10 @@ public struct DeviceRegistry: Sendable {
     public func recordVerificationFailure(_ identity: DeviceIdentity, limit: Int) async throws -> Bool {
         let sql = """
             UPDATE devices SET verification_failures = verification_failures + 1, updated_at = now()
-            WHERE \(userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'
+            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'
             RETURNING id, verification_failures
             """
-        return try await pool.transaction { [key = userKey(identity.userId)] connection in
+        return try await pool.transaction { [key = identifiers.comparable(identity.userId)] connection in
             var dropped = false
             for row in try connection.query(sql, [key, identity.deviceId, identity.platform.rawValue]).rows {
                 guard let id = row[0], (row.integer(1) ?? 0) >= limit else { continue }
@@ -137,7 +140,7 @@ public struct DeviceRegistry: Sendable {
 
     /// The subscribed device holding this token, if the token is known and not expired.
     public func authenticate(digest: Data) async throws -> AuthenticatedDevice? {
-        let parameter = StoredToken(digest: digest, expiresAt: Date()).digestParameter
+        let parameter = StoredToken.byteaParameter(digest)
         return try await pool.withConnection { connection in
             guard let row = try connection.query("""
                 SELECT id, user_id FROM devices

@@ -33,31 +33,34 @@ public struct NotificationStore: Sendable {
     /// recipient list comes back empty: the delivery engine and the device API need only the
     /// content, and a million-recipient list is tens of megabytes.
     public func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
+        try await pool.withConnection { connection in try Self.notification(id: id, recipients: recipients, connection) }
+    }
+
+    /// ``notification(id:recipients:)`` on a connection the caller holds.
+    static func notification(id: String, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
         let recipientsColumn = recipients ? "recipients" : "'{}'::text[]"
-        return try await pool.withConnection { connection in
-            let rows = try connection.query("""
-                SELECT id, \(recipientsColumn), timeout_seconds, perishable, priority, push_badge, push_sound,
-                    push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
-                FROM notifications WHERE id = $1
-                """, [id])
-            guard let row = rows.rows.first else { return nil }
-            let details: [KeyValue]? = row[11].map { keys in
-                Self.pairs(keys: keys, values: row[12] ?? "{}")
-            }
-            return PushNotification(
-                id: row[0] ?? id,
-                recipients: PostgresArray.decode(row[1] ?? "{}").map { $0 ?? "" },
-                timeoutSeconds: row.integer(2) ?? 0,
-                pushContent: PushContent(
-                    badge: row.integer(5),
-                    sound: row[6],
-                    text: row[7] ?? "",
-                    type: row[8].flatMap(PushType.init(rawValue:)) ?? .universal,
-                    details: Self.pairs(keys: row[9] ?? "{}", values: row[10] ?? "{}")),
-                details: details,
-                perishable: row.boolean(3),
-                priority: row.integer(4))
+        let rows = try connection.query("""
+            SELECT id, \(recipientsColumn), timeout_seconds, perishable, priority, push_badge, push_sound,
+                push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
+            FROM notifications WHERE id = $1
+            """, [id])
+        guard let row = rows.rows.first else { return nil }
+        let details: [KeyValue]? = row[11].map { keys in
+            Self.pairs(keys: keys, values: row[12] ?? "{}")
         }
+        return PushNotification(
+            id: row[0] ?? id,
+            recipients: PostgresArray.decode(row[1] ?? "{}").map { $0 ?? "" },
+            timeoutSeconds: row.integer(2) ?? 0,
+            pushContent: PushContent(
+                badge: row.integer(5),
+                sound: row[6],
+                text: row[7] ?? "",
+                type: row[8].flatMap(PushType.init(rawValue:)) ?? .universal,
+                details: Self.pairs(keys: row[9] ?? "{}", values: row[10] ?? "{}")),
+            details: details,
+            perishable: row.boolean(3),
+            priority: row.integer(4))
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.

@@ -21,9 +21,6 @@ public struct SubscriptionStore: Sendable {
         self.identifiers = identifiers
     }
 
-    private var userColumn: String { identifiers.userColumn }
-
-    private func lookupKey(_ user: String) -> String { identifiers.comparable(user) }
 
     /// Subscribes a device, or updates the push token of a known one (same user, device id and
     /// platform). Returns the device's row id.
@@ -47,8 +44,8 @@ public struct SubscriptionStore: Sendable {
 
     /// Erases every device of `user`; returns how many there were.
     public func deleteAll(user: String) async throws -> Int {
-        let column = userColumn
-        let key = lookupKey(user)
+        let column = identifiers.userColumn
+        let key = identifiers.comparable(user)
         return try await pool.withConnection { connection in
             try connection.query("DELETE FROM devices WHERE \(column) = $1", [key]).affected
         }
@@ -56,8 +53,8 @@ public struct SubscriptionStore: Sendable {
 
     /// For each user, whether they have at least one subscribed device; in the order given.
     public func exist(users: [String]) async throws -> [Bool] {
-        let column = userColumn
-        let keys = PostgresArray.encode(users.map(lookupKey))
+        let column = identifiers.userColumn
+        let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection { connection in
             try connection.query("""
                 SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED')
@@ -70,8 +67,8 @@ public struct SubscriptionStore: Sendable {
     /// Subscribed devices of many users at once, keyed by the users' comparable form
     /// (`user_folded` when ids are case-insensitive, else the id as given).
     public func devices(users: [String]) async throws -> [String: [Device]] {
-        let column = userColumn
-        let keys = PostgresArray.encode(users.map(lookupKey))
+        let column = identifiers.userColumn
+        let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection { connection in
             var devices: [String: [Device]] = [:]
             for row in try connection.query("""
@@ -86,7 +83,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// The comparable form of a user id under the configured rule.
-    public func key(for user: String) -> String { lookupKey(user) }
+    public func key(for user: String) -> String { identifiers.comparable(user) }
 
     /// Deletes devices whose push tokens the push services declared dead.
     @discardableResult
@@ -98,19 +95,24 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
-    /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`).
+    /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`). A
+    /// device reached within the last hour is left alone: hygiene counts in days, and rewriting
+    /// every device row on every fan-out is work for nothing.
     public func markDelivered(deviceIds: [Int64]) async throws {
         guard !deviceIds.isEmpty else { return }
         let ids = PostgresArray.encode(deviceIds.map(String.init))
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE devices SET last_success_at = now() WHERE id = ANY($1::bigint[])", [ids])
+            try connection.query("""
+                UPDATE devices SET last_success_at = now()
+                WHERE id = ANY($1::bigint[]) AND (last_success_at IS NULL OR last_success_at < now() - interval '1 hour')
+                """, [ids])
         }
     }
 
     /// Every device of `user`.
     public func devices(user: String) async throws -> [Device] {
-        let column = userColumn
-        let key = lookupKey(user)
+        let column = identifiers.userColumn
+        let key = identifiers.comparable(user)
         return try await pool.withConnection { connection in
             try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token

@@ -59,7 +59,9 @@ let package = Package(
         ),
         .target(
             name: "CHTTPShim",
-            dependencies: ["CMicroHTTPD"]
+            dependencies: ["CMicroHTTPD"],
+            // Client certificates are checked through the GnuTLS session libmicrohttpd runs on.
+            linkerSettings: [.linkedLibrary("gnutls")]
         ),
 
         // MARK: Swift modules

@@ -25,11 +25,15 @@ public struct BankProxyClient: Sendable {
     private let url: String
     private let http: HTTP2Client
     private let codec = SOAPCodec(service: OutboundService.description)
+    /// The `Authorization` header proving the gateway to the bank, if Basic credentials are set.
+    private let authorization: String?
 
-    /// Calls go to `url` (`sbiOutboundWebServiceURL`) over `http`.
-    public init(url: String, http: HTTP2Client) {
+    /// Calls go to `url` (`sbiOutboundWebServiceURL`) over `http`, with HTTP Basic `credentials`
+    /// (`sbiOutboundUsername`/`sbiOutboundPassword`) when given.
+    public init(url: String, http: HTTP2Client, credentials: (username: String, password: String)? = nil) {
         self.url = url
         self.http = http
+        authorization = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
     }
 
     /// Whether the bank already authorized this subscription.
@@ -41,21 +45,23 @@ public struct BankProxyClient: Sendable {
         return authorized
     }
 
-    /// Asks the bank to start its authorization (an SMS code); true when it did (`OK`).
+    /// Asks the bank to start its authorization (an SMS code); true when it did (`OK`). Sent at
+    /// most once: after a connection failure the bank may have sent the SMS already.
     public func authorizeSubscription(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
-        let result = try await call(OutboundService.authorizeSubscription, Self.record(request))
+        let result = try await call(OutboundService.authorizeSubscription, Self.record(request), idempotent: false)
         guard let answer = result.string("result") else {
             throw BankProxyError(.invalidAnswer, "authorizeSubscription answered without 'result'")
         }
         return answer == "OK"
     }
 
-    /// Whether `code` is the one the bank sent; false for `VERIFICATION_FAILED`.
+    /// Whether `code` is the one the bank sent; false for `VERIFICATION_FAILED`. Sent at most
+    /// once: the bank may count or consume the code.
     public func verifySubscriptionAuthorization(bankClientId: String, userId: String, deviceId: String, code: String) async throws(BankProxyError) -> Bool {
         let result = try await call(OutboundService.verifySubscriptionAuthorization, SOAPRecord([
             "bankClientId": [.string(bankClientId)], "userId": [.string(userId)],
             "deviceId": [.string(deviceId)], "verificationCode": [.string(code)],
-        ]))
+        ]), idempotent: false)
         guard let answer = result.string("result") else {
             throw BankProxyError(.invalidAnswer, "verifySubscriptionAuthorization answered without 'result'")
         }
@@ -83,13 +89,14 @@ public struct BankProxyClient: Sendable {
         ])
     }
 
-    private func call(_ operation: OperationDescription, _ parameters: SOAPRecord) async throws(BankProxyError) -> SOAPRecord {
+    private func call(_ operation: OperationDescription, _ parameters: SOAPRecord, idempotent: Bool = true) async throws(BankProxyError) -> SOAPRecord {
         let response: HTTP2Client.Response
+        var headers = ["content-type": "text/xml; charset=utf-8", "soapaction": "\"\""]
+        if let authorization { headers["authorization"] = authorization }
         do {
             response = try await http.send(
-                url: url,
-                headers: ["content-type": "text/xml; charset=utf-8", "soapaction": "\"\""],
-                body: codec.encodeRequest(operation, parameters: parameters))
+                url: url, headers: headers,
+                body: codec.encodeRequest(operation, parameters: parameters), idempotent: idempotent)
         } catch {
             throw BankProxyError(.unavailable, "\(operation.name): \(error)")
         }

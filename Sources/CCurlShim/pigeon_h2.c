@@ -135,7 +135,7 @@ long pigeon_h2_client_connections_opened(pigeon_h2_client *client) {
 pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *headers,
                                            size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
-                                           long timeout_ms, void *context, char *error,
+                                           long timeout_ms, int fresh_connection, void *context, char *error,
                                            size_t error_capacity) {
     pigeon_h2_transfer *transfer = calloc(1, sizeof *transfer);
     if (transfer == NULL) {
@@ -186,8 +186,16 @@ pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *h
         if (tls->client_cert != NULL) {
             SET(CURLOPT_SSLCERT, tls->client_cert);
             SET(CURLOPT_SSLCERTTYPE, tls->client_cert_type ? tls->client_cert_type : "P12");
+            if (tls->client_key != NULL) SET(CURLOPT_SSLKEY, tls->client_key);
             if (tls->client_key_password != NULL) SET(CURLOPT_KEYPASSWD, tls->client_key_password);
         }
+    }
+    SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (fresh_connection) {
+        /* A request that must not be sent twice: libcurl re-sends a request whose reused
+         * connection turns out dead, so this one gets a connection of its own. */
+        SET(CURLOPT_FRESH_CONNECT, 1L);
+        SET(CURLOPT_FORBID_REUSE, 1L);
     }
 #undef SET
     if (code != CURLE_OK) {

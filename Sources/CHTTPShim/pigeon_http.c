@@ -2,25 +2,57 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
-struct pigeon_http_server {
-    struct MHD_Daemon *daemon;
-    pigeon_http_handler handler;
-    pigeon_http_logger logger;
-    void *context;
-    size_t max_body_bytes;
+/* TLS 1.2 and 1.3 only (GnuTLS priority string). */
+static const char tls_priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+static const char client_certificate_required[] =
+    "a client certificate signed by the configured CA (bankClientCaFile) is required\n";
+
+/* One open connection: what the deadline reaper needs. */
+typedef struct connection_record {
+    struct connection_record *previous, *next;
+    int fd;
+    /* Milliseconds (monotonic) since the server began waiting for the next request; 0 while a
+     * request is being handled or answered. */
+    _Atomic uint64_t waiting_since_ms;
+    /* Client certificate check: 0 not yet, 1 accepted, 2 refused. Touched by its I/O thread. */
+    int client_certificate;
+} connection_record;
+
+enum exchange_phase {
+    PHASE_RECEIVING, /* head arrived, body arriving */
+    PHASE_HANDLING,  /* the handler has it; the connection is suspended */
+    PHASE_READY,     /* a response is set; the connection was resumed */
+    PHASE_DROP,      /* close without answering */
+    PHASE_DONE,      /* the response is queued */
 };
 
 struct pigeon_http_exchange {
+    struct pigeon_http_server *server;
     struct MHD_Connection *connection;
+    connection_record *record;
+    /* One reference for libmicrohttpd (released when the request completes) and one for the
+     * handler while it holds the exchange (released by pigeon_http_complete). */
+    _Atomic int references;
+    enum exchange_phase phase;
+    /* Set once by whoever answers: pigeon_http_complete, or pigeon_http_stop (which then answers
+     * 503 and the later completion is dropped without touching the freed server). */
+    _Atomic int claimed;
+    int close_connection;
+    struct pigeon_http_exchange *previous_in_flight, *next_in_flight;
     const char *method;
     const char *path;
     char *query;
@@ -28,12 +60,41 @@ struct pigeon_http_exchange {
     uint8_t *body;
     size_t body_length;
     size_t body_capacity;
+    size_t body_limit;
     int too_large;
-    int queued;
     unsigned int status;
     struct MHD_Response *response;
     char peer[64];
 };
+
+struct pigeon_http_server {
+    struct MHD_Daemon *daemon;
+    pigeon_http_admit admit;
+    pigeon_http_handler handler;
+    pigeon_http_logger logger;
+    void *context;
+    int require_client_certificate;
+    uint64_t deadline_ms;
+
+    pthread_mutex_t connections_lock; /* records, connection_count */
+    connection_record *records;
+    unsigned int connection_count;
+    _Atomic unsigned long deadline_closures;
+
+    pthread_mutex_t flight_lock; /* in_flight list, exchange phases after dispatch */
+    struct pigeon_http_exchange *in_flight;
+    unsigned int in_flight_count;
+
+    pthread_t reaper;
+    int reaper_started;
+    _Atomic int stopping;
+};
+
+static uint64_t now_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
 
 static void log_trampoline(void *cls, const char *format, va_list arguments) {
     struct pigeon_http_server *server = cls;
@@ -47,6 +108,101 @@ static void log_trampoline(void *cls, const char *format, va_list arguments) {
     server->logger(server->context, message);
 }
 
+static void release(struct pigeon_http_exchange *exchange) {
+    if (atomic_fetch_sub(&exchange->references, 1) != 1) return;
+    if (exchange->response != NULL) MHD_destroy_response(exchange->response);
+    free(exchange->body);
+    free(exchange->query);
+    free(exchange);
+}
+
+/* MARK: connections and the deadline */
+
+static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+    struct pigeon_http_server *server = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        connection_record *record = calloc(1, sizeof *record);
+        if (record == NULL) return;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        record->fd = info ? info->connect_fd : -1;
+        atomic_store(&record->waiting_since_ms, now_ms());
+        pthread_mutex_lock(&server->connections_lock);
+        record->next = server->records;
+        if (server->records) server->records->previous = record;
+        server->records = record;
+        server->connection_count++;
+        pthread_mutex_unlock(&server->connections_lock);
+        *socket_context = record;
+        return;
+    }
+    /* Closed: libmicrohttpd calls this before it closes the socket, so the reaper, which holds
+     * the same lock, never shuts down a descriptor that was reused. */
+    connection_record *record = *socket_context;
+    if (record == NULL) return;
+    pthread_mutex_lock(&server->connections_lock);
+    if (record->previous) record->previous->next = record->next;
+    else server->records = record->next;
+    if (record->next) record->next->previous = record->previous;
+    server->connection_count--;
+    pthread_mutex_unlock(&server->connections_lock);
+    free(record);
+    *socket_context = NULL;
+}
+
+/* Shuts down (never closes) the socket of every connection that has waited for a whole request
+ * longer than the deadline; libmicrohttpd then sees the end of the stream and closes it. */
+static void *reap_late_requests(void *cls) {
+    struct pigeon_http_server *server = cls;
+    while (!atomic_load(&server->stopping)) {
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        uint64_t now = now_ms();
+        pthread_mutex_lock(&server->connections_lock);
+        for (connection_record *record = server->records; record; record = record->next) {
+            uint64_t since = atomic_load(&record->waiting_since_ms);
+            if (since != 0 && now - since > server->deadline_ms && record->fd >= 0) {
+                shutdown(record->fd, SHUT_RDWR);
+                atomic_store(&record->waiting_since_ms, 0);
+                atomic_fetch_add(&server->deadline_closures, 1);
+            }
+        }
+        pthread_mutex_unlock(&server->connections_lock);
+    }
+    return NULL;
+}
+
+static connection_record *record_of(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* Whether the peer presented a certificate that the trusted CA signed (checked once per
+ * connection). */
+static int client_certificate_accepted(struct MHD_Connection *connection,
+                                       connection_record *record) {
+    if (record != NULL && record->client_certificate != 0) return record->client_certificate == 1;
+    int accepted = 0;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (info != NULL && info->tls_session != NULL) {
+        gnutls_session_t session = (gnutls_session_t)info->tls_session;
+        unsigned int status = 0;
+        unsigned int count = 0;
+        if (gnutls_certificate_get_peers(session, &count) != NULL && count > 0 &&
+            gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS &&
+            status == 0) {
+            accepted = 1;
+        }
+    }
+    if (record != NULL) record->client_certificate = accepted ? 1 : 2;
+    return accepted;
+}
+
+/* MARK: requests */
+
 static enum MHD_Result append_query(void *cls, enum MHD_ValueKind kind, const char *key,
                                     const char *value) {
     (void)kind;
@@ -54,6 +210,7 @@ static enum MHD_Result append_query(void *cls, enum MHD_ValueKind kind, const ch
     size_t key_length = strlen(key);
     size_t value_length = value ? strlen(value) : 0;
     size_t needed = exchange->query_length + key_length + value_length + 3;
+    if (needed > 8192) return MHD_NO; /* the head is bounded; so is its query */
     char *grown = realloc(exchange->query, needed);
     if (grown == NULL) return MHD_NO;
     exchange->query = grown;
@@ -86,24 +243,52 @@ static void describe_peer(struct pigeon_http_exchange *exchange) {
     }
 }
 
+/* Hands the request to the handler with its connection suspended. */
 static enum MHD_Result dispatch(struct pigeon_http_server *server,
                                 struct pigeon_http_exchange *exchange) {
-    exchange->queued = 1;
+    if (exchange->record) atomic_store(&exchange->record->waiting_since_ms, 0);
+    atomic_fetch_add(&exchange->references, 1);
+    MHD_suspend_connection(exchange->connection);
+    pthread_mutex_lock(&server->flight_lock);
+    exchange->phase = PHASE_HANDLING;
+    exchange->next_in_flight = server->in_flight;
+    if (server->in_flight) server->in_flight->previous_in_flight = exchange;
+    server->in_flight = exchange;
+    server->in_flight_count++;
+    pthread_mutex_unlock(&server->flight_lock);
     server->handler(server->context, exchange);
-    if (exchange->response == NULL) {
-        static const char fallback[] = "internal error: no response produced\n";
-        exchange->status = 500;
-        exchange->response = MHD_create_response_from_buffer(
-            sizeof fallback - 1, (void *)fallback, MHD_RESPMEM_PERSISTENT);
-        if (exchange->response == NULL) return MHD_NO;
-    }
-    if (exchange->too_large) {
-        MHD_add_response_header(exchange->response, MHD_HTTP_HEADER_CONNECTION, "close");
-    }
-    enum MHD_Result result =
-        MHD_queue_response(exchange->connection, exchange->status, exchange->response);
-    MHD_destroy_response(exchange->response);
+    return MHD_YES;
+}
+
+/* Queues the response the handler (or pigeon_http_stop) set. */
+static enum MHD_Result answer(struct pigeon_http_exchange *exchange) {
+    pthread_mutex_lock(&exchange->server->flight_lock);
+    enum exchange_phase phase = exchange->phase;
+    struct MHD_Response *response = exchange->response;
     exchange->response = NULL;
+    exchange->phase = PHASE_DONE;
+    pthread_mutex_unlock(&exchange->server->flight_lock);
+    if (phase == PHASE_DROP || response == NULL) {
+        if (response) MHD_destroy_response(response);
+        return MHD_NO;
+    }
+    if (exchange->too_large || exchange->close_connection) {
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
+    enum MHD_Result result = MHD_queue_response(exchange->connection, exchange->status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result refuse_client(struct MHD_Connection *connection) {
+    struct MHD_Response *response = MHD_create_response_from_buffer(
+        sizeof client_certificate_required - 1, (void *)client_certificate_required,
+        MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) return MHD_NO;
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_FORBIDDEN, response);
+    MHD_destroy_response(response);
     return result;
 }
 
@@ -116,44 +301,67 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     struct pigeon_http_exchange *exchange = *request_state;
 
     if (exchange == NULL) {
+        connection_record *record = record_of(connection);
+        if (server->require_client_certificate &&
+            !client_certificate_accepted(connection, record)) {
+            return refuse_client(connection);
+        }
         exchange = calloc(1, sizeof *exchange);
         if (exchange == NULL) return MHD_NO;
+        atomic_store(&exchange->references, 1);
+        exchange->server = server;
         exchange->connection = connection;
+        exchange->record = record;
         exchange->method = method;
         exchange->path = url;
         *request_state = exchange;
         describe_peer(exchange);
-        MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, append_query, exchange);
-
+        if (MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, append_query, exchange) <
+            0) {
+            return MHD_NO;
+        }
+        long limit = server->admit(server->context, exchange);
         const char *declared =
             MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long length = 0;
         if (declared != NULL) {
             char *end = NULL;
-            unsigned long long length = strtoull(declared, &end, 10);
-            if (end != declared && length > server->max_body_bytes) {
-                exchange->too_large = 1;
-                return dispatch(server, exchange);
-            }
+            length = strtoull(declared, &end, 10);
+            if (end == declared) length = 0;
         }
+        if (limit < 0 || length > (unsigned long long)limit) {
+            /* Answered at once; the body is never read. */
+            exchange->too_large = 1;
+            return dispatch(server, exchange);
+        }
+        exchange->body_limit = (size_t)limit;
+        return MHD_YES;
+    }
+
+    switch (exchange->phase) {
+    case PHASE_RECEIVING:
+        break;
+    case PHASE_READY:
+    case PHASE_DROP:
+        return answer(exchange);
+    case PHASE_HANDLING:
+    case PHASE_DONE:
+        *upload_data_size = 0;
         return MHD_YES;
     }
 
     if (*upload_data_size != 0) {
         size_t chunk = *upload_data_size;
         *upload_data_size = 0;
-        if (exchange->queued || exchange->too_large) return MHD_YES;
-        if (exchange->body_length + chunk > server->max_body_bytes) {
-            exchange->too_large = 1;
-            free(exchange->body);
-            exchange->body = NULL;
-            exchange->body_length = 0;
-            exchange->body_capacity = 0;
-            return MHD_YES;
+        if (exchange->body_length + chunk > exchange->body_limit) {
+            /* A body without a declared length grew past its limit: nothing more is read, and
+             * libmicrohttpd cannot answer in the middle of a body, so the connection closes. */
+            return MHD_NO;
         }
         if (exchange->body_length + chunk > exchange->body_capacity) {
             size_t capacity = exchange->body_capacity ? exchange->body_capacity : 4096;
             while (capacity < exchange->body_length + chunk) capacity *= 2;
-            if (capacity > server->max_body_bytes) capacity = server->max_body_bytes;
+            if (capacity > exchange->body_limit) capacity = exchange->body_limit;
             uint8_t *grown = realloc(exchange->body, capacity);
             if (grown == NULL) return MHD_NO;
             exchange->body = grown;
@@ -163,24 +371,58 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         exchange->body_length += chunk;
         return MHD_YES;
     }
-
-    if (exchange->queued) return MHD_YES;
     return dispatch(server, exchange);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *connection, void **request_state,
                               enum MHD_RequestTerminationCode code) {
     (void)cls;
-    (void)connection;
     (void)code;
+    connection_record *record = record_of(connection);
+    if (record) atomic_store(&record->waiting_since_ms, now_ms());
     struct pigeon_http_exchange *exchange = *request_state;
     if (exchange == NULL) return;
-    if (exchange->response != NULL) MHD_destroy_response(exchange->response);
-    free(exchange->body);
-    free(exchange->query);
-    free(exchange);
     *request_state = NULL;
+    release(exchange);
 }
+
+void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
+                          const uint8_t *body, size_t length, const char *const *names,
+                          const char *const *values, size_t header_count, int close_connection,
+                          int drop_connection) {
+    int unclaimed = 0;
+    if (!atomic_compare_exchange_strong(&exchange->claimed, &unclaimed, 1)) {
+        /* pigeon_http_stop answered it already. */
+        release(exchange);
+        return;
+    }
+    struct pigeon_http_server *server = exchange->server;
+    struct MHD_Response *response = NULL;
+    if (!drop_connection) {
+        response = MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+        for (size_t index = 0; response != NULL && index < header_count; index++) {
+            MHD_add_response_header(response, names[index], values[index]);
+        }
+    }
+    /* The resume happens under the lock: pigeon_http_stop waits for an empty in-flight list, so
+     * no connection is still suspended when it stops the daemon. */
+    pthread_mutex_lock(&server->flight_lock);
+    exchange->response = response;
+    exchange->status = status;
+    exchange->close_connection = close_connection;
+    exchange->phase = response == NULL ? PHASE_DROP : PHASE_READY;
+    if (exchange->previous_in_flight)
+        exchange->previous_in_flight->next_in_flight = exchange->next_in_flight;
+    else server->in_flight = exchange->next_in_flight;
+    if (exchange->next_in_flight)
+        exchange->next_in_flight->previous_in_flight = exchange->previous_in_flight;
+    server->in_flight_count--;
+    MHD_resume_connection(exchange->connection);
+    pthread_mutex_unlock(&server->flight_lock);
+    release(exchange);
+}
+
+/* MARK: the server */
 
 int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out, char *error,
                       size_t error_capacity) {
@@ -188,8 +430,8 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     struct sockaddr_in address4;
     struct sockaddr_in6 address6;
     const struct sockaddr *address = NULL;
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                         MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+                         MHD_USE_ERROR_LOG;
 
     memset(&address4, 0, sizeof address4);
     memset(&address6, 0, sizeof address6);
@@ -207,35 +449,59 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         return -1;
     }
     if (config->tls_certificate_pem != NULL) flags |= MHD_USE_TLS;
+    if (config->tls_client_ca_pem != NULL && config->tls_certificate_pem == NULL) {
+        snprintf(error, error_capacity, "client certificates need TLS (a certificate and key)");
+        return -1;
+    }
 
     struct pigeon_http_server *server = calloc(1, sizeof *server);
     if (server == NULL) {
         snprintf(error, error_capacity, "out of memory");
         return -1;
     }
+    server->admit = config->admit;
     server->handler = config->handler;
     server->logger = config->logger;
     server->context = config->context;
-    server->max_body_bytes = config->max_body_bytes;
+    server->require_client_certificate = config->tls_client_ca_pem != NULL;
+    server->deadline_ms = (uint64_t)(config->request_deadline_seconds ? config->request_deadline_seconds : 30) * 1000u;
+    pthread_mutex_init(&server->connections_lock, NULL);
+    pthread_mutex_init(&server->flight_lock, NULL);
 
-    struct MHD_OptionItem options[12];
+    unsigned int threads = config->io_threads ? config->io_threads : 1;
+    struct MHD_OptionItem options[20];
     int count = 0;
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER,
                                                (intptr_t)log_trampoline, server};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)address};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
                                                (intptr_t)config->connection_limit, NULL};
+    if (config->per_address_limit > 0) {
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                   (intptr_t)config->per_address_limit, NULL};
+    }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                                (intptr_t)config->idle_timeout_seconds, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
                                                (intptr_t)request_completed, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
+                                               (intptr_t)notify_connection, server};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL};
+    /* A connection's head (request line and headers) must fit in this; larger heads get 431. */
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL};
     if (config->tls_certificate_pem != NULL) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
                                                    (void *)config->tls_certificate_pem};
         options[count++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem};
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                                   (void *)tls_priorities};
+        if (config->tls_client_ca_pem != NULL) {
+            options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                                       (void *)config->tls_client_ca_pem};
+        }
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
@@ -245,8 +511,13 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         snprintf(error, error_capacity,
                  "cannot listen on %s port %u (address in use, bad TLS material or no permission)",
                  config->address, (unsigned)config->port);
+        pthread_mutex_destroy(&server->connections_lock);
+        pthread_mutex_destroy(&server->flight_lock);
         free(server);
         return -1;
+    }
+    if (pthread_create(&server->reaper, NULL, reap_late_requests, server) == 0) {
+        server->reaper_started = 1;
     }
     *out = server;
     return 0;
@@ -263,8 +534,57 @@ void pigeon_http_quiesce(pigeon_http_server *server) {
     if (socket != MHD_INVALID_SOCKET) close(socket);
 }
 
+unsigned int pigeon_http_in_flight(pigeon_http_server *server) {
+    pthread_mutex_lock(&server->flight_lock);
+    unsigned int count = server->in_flight_count;
+    pthread_mutex_unlock(&server->flight_lock);
+    return count;
+}
+
+unsigned int pigeon_http_connections(pigeon_http_server *server) {
+    pthread_mutex_lock(&server->connections_lock);
+    unsigned int count = server->connection_count;
+    pthread_mutex_unlock(&server->connections_lock);
+    return count;
+}
+
+unsigned long pigeon_http_deadline_closures(pigeon_http_server *server) {
+    return atomic_load(&server->deadline_closures);
+}
+
 void pigeon_http_stop(pigeon_http_server *server) {
+    static const char unavailable[] = "the server is shutting down\n";
+    atomic_store(&server->stopping, 1);
+    if (server->reaper_started) pthread_join(server->reaper, NULL);
+    /* libmicrohttpd refuses to stop with suspended connections: answer the requests still in
+     * their handlers with 503. A completion already under way finishes first (it holds the lock
+     * while it resumes its connection). */
+    pthread_mutex_lock(&server->flight_lock);
+    while (server->in_flight != NULL) {
+        struct pigeon_http_exchange *exchange = server->in_flight;
+        int unclaimed = 0;
+        if (!atomic_compare_exchange_strong(&exchange->claimed, &unclaimed, 1)) {
+            /* Its completion is waiting for this lock: let it finish. */
+            pthread_mutex_unlock(&server->flight_lock);
+            struct timespec pause = {0, 1000 * 1000};
+            nanosleep(&pause, NULL);
+            pthread_mutex_lock(&server->flight_lock);
+            continue;
+        }
+        server->in_flight = exchange->next_in_flight;
+        if (server->in_flight) server->in_flight->previous_in_flight = NULL;
+        server->in_flight_count--;
+        exchange->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        exchange->close_connection = 1;
+        exchange->response = MHD_create_response_from_buffer(
+            sizeof unavailable - 1, (void *)unavailable, MHD_RESPMEM_PERSISTENT);
+        exchange->phase = exchange->response ? PHASE_READY : PHASE_DROP;
+        MHD_resume_connection(exchange->connection);
+    }
+    pthread_mutex_unlock(&server->flight_lock);
     MHD_stop_daemon(server->daemon);
+    pthread_mutex_destroy(&server->connections_lock);
+    pthread_mutex_destroy(&server->flight_lock);
     free(server);
 }
 
@@ -282,17 +602,3 @@ const uint8_t *pigeon_http_body(const pigeon_http_exchange *exchange, size_t *le
 }
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange) { return exchange->too_large; }
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange) { return exchange->peer; }
-
-int pigeon_http_respond(pigeon_http_exchange *exchange, unsigned int status, const uint8_t *body,
-                        size_t length) {
-    if (exchange->response != NULL) MHD_destroy_response(exchange->response);
-    exchange->response =
-        MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
-    exchange->status = status;
-    return exchange->response ? 0 : -1;
-}
-
-int pigeon_http_add_header(pigeon_http_exchange *exchange, const char *name, const char *value) {
-    if (exchange->response == NULL) return -1;
-    return MHD_add_response_header(exchange->response, name, value) == MHD_YES ? 0 : -1;
-}

@@ -14,15 +14,33 @@ public final class HTTP2Client: Sendable {
         public var timeout: Duration
         /// Extra CA bundle (PEM) for the servers' certificates.
         public var caFile: String?
-        /// Client certificate (`.p12`) and its password, for APNs certificate authentication.
-        public var clientCertificate: (path: String, password: String?)?
+        /// The certificate this client proves itself with (APNs certificate authentication, the
+        /// bank's mutual TLS).
+        public var clientCertificate: ClientCertificate?
 
-        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil, clientCertificate: (path: String, password: String?)? = nil) {
+        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil, clientCertificate: ClientCertificate? = nil) {
             self.maxConnections = maxConnections
             self.maxStreamsPerConnection = maxStreamsPerConnection
             self.timeout = timeout
             self.caFile = caFile
             self.clientCertificate = clientCertificate
+        }
+    }
+
+    /// A client certificate: a `.p12` bundle with its password, or PEM certificate and key files.
+    public struct ClientCertificate: Sendable {
+        public enum Format: Sendable { case p12, pem }
+        public var path: String
+        public var format: Format
+        /// The PEM private key file (PEM format only).
+        public var keyPath: String?
+        public var password: String?
+
+        public init(path: String, type format: Format = .p12, keyPath: String? = nil, password: String? = nil) {
+            self.path = path
+            self.format = format
+            self.keyPath = keyPath
+            self.password = password
         }
     }
 
@@ -50,15 +68,18 @@ public final class HTTP2Client: Sendable {
         let headers: [String]
         let body: Data
         let wantHeaders: [String]
+        /// False for requests that must never be sent twice: no restart, no reused connection.
+        let idempotent: Bool
         let continuation: CheckedContinuation<Response, any Error>
         /// Times this transfer was started again after its connection failed under it.
         var restarts = 0
 
-        init(url: String, headers: [String], body: Data, wantHeaders: [String], continuation: CheckedContinuation<Response, any Error>) {
+        init(url: String, headers: [String], body: Data, wantHeaders: [String], idempotent: Bool, continuation: CheckedContinuation<Response, any Error>) {
             self.url = url
             self.headers = headers
             self.body = body
             self.wantHeaders = wantHeaders
+            self.idempotent = idempotent
             self.continuation = continuation
         }
     }
@@ -108,10 +129,14 @@ public final class HTTP2Client: Sendable {
     public var transfersRestarted: Int { state.withLock { $0.restarted } }
 
     /// POSTs `body` to `url` with `headers`; returns the response, or throws ``TransportError``.
-    public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async throws -> Response {
+    ///
+    /// A request that is not `idempotent` (the server acts on it: a bank sending an SMS) is sent at
+    /// most once: on a connection of its own, never started again after a connection failure;
+    /// the caller gets the error and decides.
+    public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = [], idempotent: Bool = true) async throws -> Response {
         let lines = headers.map { "\($0.key): \($0.value)" }
         return try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(url: url, headers: lines, body: body, wantHeaders: wantHeaders, continuation: continuation)
+            let pending = Pending(url: url, headers: lines, body: body, wantHeaders: wantHeaders, idempotent: idempotent, continuation: continuation)
             // Only the first of a burst wakes the driving thread: it takes everything submitted
             // by the time it looks, and a submission after that finds the list empty again.
             let (accepted, wake) = state.withLock { state in
@@ -200,7 +225,7 @@ public final class HTTP2Client: Sendable {
                     pigeon_h2_transfer_new(
                         pending.url, headerPointers, pending.headers.count,
                         body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
-                        timeoutMilliseconds, context.toOpaque(), &error, error.count)
+                        timeoutMilliseconds, pending.idempotent ? 0 : 1, context.toOpaque(), &error, error.count)
                 }
             }
         }
@@ -227,7 +252,7 @@ public final class HTTP2Client: Sendable {
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeRetainedValue()
         let code = Int(pigeon_h2_transfer_result(transfer))
         guard code == 0 else {
-            if restartable && Self.connectionFailures.contains(code) && pending.restarts < Self.maximumRestarts {
+            if restartable && pending.idempotent && Self.connectionFailures.contains(code) && pending.restarts < Self.maximumRestarts {
                 pending.restarts += 1
                 return pending
             }
@@ -251,22 +276,28 @@ public final class HTTP2Client: Sendable {
 private struct TLSStrings {
     var caFile: [CChar]?
     var certificate: [CChar]?
+    var key: [CChar]?
     var password: [CChar]?
-    var type: [CChar] = Array("P12".utf8CString)
+    var type: [CChar]
 
     init(_ configuration: HTTP2Client.Configuration) {
         caFile = configuration.caFile.map { Array($0.utf8CString) }
-        certificate = configuration.clientCertificate.map { Array($0.path.utf8CString) }
-        password = configuration.clientCertificate?.password.map { Array($0.utf8CString) }
+        let client = configuration.clientCertificate
+        certificate = client.map { Array($0.path.utf8CString) }
+        key = client?.keyPath.map { Array($0.utf8CString) }
+        password = client?.password.map { Array($0.utf8CString) }
+        type = Array((client?.format == .pem ? "PEM" : "P12").utf8CString)
     }
 
     mutating func withC<R>(_ body: (UnsafePointer<pigeon_h2_tls>) -> R) -> R {
         caFile.withOptionalPointer { ca in
             certificate.withOptionalPointer { cert in
-                password.withOptionalPointer { pass in
-                    type.withUnsafeBufferPointer { type in
-                        var tls = pigeon_h2_tls(ca_file: ca, client_cert: cert, client_cert_type: type.baseAddress, client_key_password: pass)
-                        return body(&tls)
+                key.withOptionalPointer { key in
+                    password.withOptionalPointer { pass in
+                        type.withUnsafeBufferPointer { type in
+                            var tls = pigeon_h2_tls(ca_file: ca, client_cert: cert, client_cert_type: type.baseAddress, client_key: key, client_key_password: pass)
+                            return body(&tls)
+                        }
                     }
                 }
             }

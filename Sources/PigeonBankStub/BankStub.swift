@@ -72,8 +72,9 @@ public final class BankStub: Sendable {
         let box = HandlerBox()
         self.box = box
         let http = try HTTPServer(
-            configuration: .init(host: host, port: port, connectionLimit: 64, idleTimeoutSeconds: 30, maxBodyBytes: 4 << 20, tls: nil),
-            logger: logger, handler: { request in await box.stub.withLock { $0 }?.handle(request) ?? .text(503, "stopped") })
+            configuration: .init(host: host, port: port, connectionLimit: 256, idleTimeoutSeconds: 30, handlerThreads: 2),
+            logger: logger, admit: { _ in .accept(maxBytes: 4 << 20) },
+            handler: { request in await box.stub.withLock { $0 }?.handle(request) ?? .text(503, "stopped") })
         self.port = http.port
         server.withLock { $0 = http }
         box.stub.withLock { $0 = self }

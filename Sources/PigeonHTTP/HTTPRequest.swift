@@ -1,7 +1,8 @@
 import Foundation
 
 /// A complete HTTP request as the server hands it to a handler: the body is already collected and
-/// bounded by ``HTTPServer/Configuration/maxBodyBytes``.
+/// bounded by what the server's admission allowed for it. The admission sees the same type
+/// without a body.
 public struct HTTPRequest: Sendable {
     public var method: String
     /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`.
@@ -11,7 +12,7 @@ public struct HTTPRequest: Sendable {
     /// Header names are lower-cased.
     public var headers: [String: String]
     public var body: Data
-    /// True when the body exceeded the limit; ``body`` is then empty.
+    /// True when the body exceeded the limit or was refused from the head; ``body`` is then empty.
     public var bodyTooLarge: Bool
     /// The peer's IP address as text, for logs.
     public var peer: String

@@ -5,11 +5,22 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Data
+    /// Close the connection after this response.
+    public var closeConnection = false
+    /// Close the connection without sending anything (test peers imitating a failing server).
+    public var dropConnection = false
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// No answer at all: the connection is closed.
+    public static var dropped: HTTPResponse {
+        var response = HTTPResponse(status: 500)
+        response.dropConnection = true
+        return response
     }
 
     /// A response with a text body and the given content type.

@@ -4,37 +4,80 @@ import Foundation
 import PigeonCore
 import Synchronization
 
-/// An HTTP/1.1 server on libmicrohttpd: keep-alive, one thread per connection up to
-/// ``Configuration/connectionLimit``, bodies bounded by ``Configuration/maxBodyBytes``, idle
-/// connections closed after ``Configuration/idleTimeoutSeconds``, optional TLS.
+/// An HTTP/1.1 server on libmicrohttpd's event-driven mode: a few epoll threads hold every
+/// connection (thousands of idle keep-alive clients cost a socket and a little memory each, not a
+/// thread), and each request's async handler runs on the server's own worker threads while its
+/// connection is suspended.
 ///
-/// Each request is answered by an async handler. The connection thread (never a thread of the
-/// Swift cooperative pool) waits for the handler, so back-pressure is the connection limit.
+/// What a client can make the server hold is bounded: connections in all and per client address,
+/// the time to deliver a whole request (``Configuration/requestDeadlineSeconds``, which a client
+/// trickling bytes cannot stretch), the head (16 KiB), and the body, whose limit the `admit`
+/// closure chooses from the request's head before any body byte is buffered. HTTPS offers TLS 1.2
+/// and 1.3 only, and can require client certificates signed by a given CA.
 public final class HTTPServer: Sendable {
     /// How the server listens and what it bounds.
     public struct Configuration: Sendable {
         public var host: String
         public var port: UInt16
+        /// Connections open at once, in all.
         public var connectionLimit: Int
+        /// Connections open at once from one client address; 0 for no limit.
+        public var perAddressConnectionLimit: Int
+        /// A connection on which no byte moves this long (a stalled reader, say) is closed.
         public var idleTimeoutSeconds: Int
-        public var maxBodyBytes: Int
-        /// PEM text of the certificate chain and key; `nil` for plain HTTP.
-        public var tls: (certificatePEM: String, keyPEM: String)?
+        /// Each whole request (head and body) must arrive within this, counted from when the
+        /// server starts waiting for it; idle keep-alive connections are closed at that point too.
+        public var requestDeadlineSeconds: Int
+        /// Epoll threads holding the connections.
+        public var ioThreads: Int
+        /// Threads running the handlers (their budget; other listeners have their own).
+        public var handlerThreads: Int
+        public var tls: TLS?
 
         public init(
-            host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 256,
-            idleTimeoutSeconds: Int = 30, maxBodyBytes: Int = 1 << 20,
-            tls: (certificatePEM: String, keyPEM: String)? = nil
+            host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
+            perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
+            requestDeadlineSeconds: Int = 30, ioThreads: Int = 2, handlerThreads: Int = 4,
+            tls: TLS? = nil
         ) {
             self.host = host
             self.port = port
             self.connectionLimit = connectionLimit
+            self.perAddressConnectionLimit = perAddressConnectionLimit
             self.idleTimeoutSeconds = idleTimeoutSeconds
-            self.maxBodyBytes = maxBodyBytes
+            self.requestDeadlineSeconds = requestDeadlineSeconds
+            self.ioThreads = ioThreads
+            self.handlerThreads = handlerThreads
             self.tls = tls
         }
     }
 
+    /// PEM material for HTTPS.
+    public struct TLS: Sendable {
+        public var certificatePEM: String
+        public var keyPEM: String
+        /// When set, only clients presenting a certificate signed by this CA are served (403).
+        public var clientCAPEM: String?
+
+        public init(certificatePEM: String, keyPEM: String, clientCAPEM: String? = nil) {
+            self.certificatePEM = certificatePEM
+            self.keyPEM = keyPEM
+            self.clientCAPEM = clientCAPEM
+        }
+    }
+
+    /// How much body a request may send, decided from its head alone.
+    public enum BodyAdmission: Sendable, Equatable {
+        /// Read up to this many bytes; a declared larger body is answered at once with
+        /// ``HTTPRequest/bodyTooLarge`` set, a chunked one that grows larger closes the connection.
+        case accept(maxBytes: Int)
+        /// Read nothing: the handler answers from the head alone (e.g. 401 before a SOAP body).
+        case refuse
+    }
+
+    /// Decides a request's body limit from its head (the request has no body yet). Runs on an
+    /// I/O thread: it must be quick and never block.
+    public typealias Admission = @Sendable (HTTPRequest) -> BodyAdmission
     /// Answers one request.
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
@@ -46,39 +89,51 @@ public final class HTTPServer: Sendable {
     /// The port actually bound (useful with port 0).
     public let port: UInt16
     private let context: Unmanaged<ExchangeContext>
-    // The C server is only touched by `start`, `quiesce` and `stop`, serialised by this mutex.
+    private let workers: WorkerThreads
+    // The C server is only touched by `start`, `quiesce`, the counters and `stop`; the mutex keeps
+    // them from racing `stop`.
     private let server: Mutex<OpaquePointer?>
 
     /// Binds and starts serving; returns once the socket listens.
-    public init(configuration: Configuration, logger: Logger, handler: @escaping Handler) throws {
+    public init(configuration: Configuration, logger: Logger, admit: @escaping Admission, handler: @escaping Handler) throws {
         // TLS writes to a client that hung up raise SIGPIPE; it must not end the server.
         signal(SIGPIPE, SIG_IGN)
-        let context = Unmanaged.passRetained(ExchangeContext(handler: handler, logger: logger))
+        let workers = WorkerThreads(count: configuration.handlerThreads, name: "pigeon-http-\(configuration.port)")
+        let context = Unmanaged.passRetained(ExchangeContext(admit: admit, handler: handler, logger: logger, workers: workers))
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)
+        let tls = configuration.tls
         let status = configuration.host.withCString { host in
-            withOptionalCString(configuration.tls?.certificatePEM) { certificate in
-                withOptionalCString(configuration.tls?.keyPEM) { key in
-                    var config = pigeon_http_config(
-                        address: host,
-                        port: configuration.port,
-                        connection_limit: UInt32(clamping: configuration.connectionLimit),
-                        idle_timeout_seconds: UInt32(clamping: configuration.idleTimeoutSeconds),
-                        max_body_bytes: configuration.maxBodyBytes,
-                        tls_certificate_pem: certificate,
-                        tls_key_pem: key,
-                        handler: exchangeTrampoline,
-                        logger: logTrampoline,
-                        context: context.toOpaque())
-                    return pigeon_http_start(&config, &started, &errorText, errorText.count)
+            withOptionalCString(tls?.certificatePEM) { certificate in
+                withOptionalCString(tls?.keyPEM) { key in
+                    withOptionalCString(tls?.clientCAPEM) { clientCA in
+                        var config = pigeon_http_config(
+                            address: host,
+                            port: configuration.port,
+                            io_threads: UInt32(clamping: configuration.ioThreads),
+                            connection_limit: UInt32(clamping: configuration.connectionLimit),
+                            per_address_limit: UInt32(clamping: configuration.perAddressConnectionLimit),
+                            idle_timeout_seconds: UInt32(clamping: configuration.idleTimeoutSeconds),
+                            request_deadline_seconds: UInt32(clamping: configuration.requestDeadlineSeconds),
+                            tls_certificate_pem: certificate,
+                            tls_key_pem: key,
+                            tls_client_ca_pem: clientCA,
+                            admit: admitTrampoline,
+                            handler: exchangeTrampoline,
+                            logger: logTrampoline,
+                            context: context.toOpaque())
+                        return pigeon_http_start(&config, &started, &errorText, errorText.count)
+                    }
                 }
             }
         }
         guard status == 0, let started else {
             context.release()
+            workers.stop()
             throw StartError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         self.context = context
+        self.workers = workers
         self.port = pigeon_http_bound_port(started)
         self.server = Mutex(started)
     }
@@ -90,15 +145,39 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Closes every connection (waiting for running handlers) and releases the socket.
-    public func stop() {
+    /// Requests whose handler is still running.
+    public var requestsInFlight: Int {
+        server.withLock { server in server.map { Int(pigeon_http_in_flight($0)) } ?? 0 }
+    }
+
+    /// Open connections.
+    public var openConnections: Int {
+        server.withLock { server in server.map { Int(pigeon_http_connections($0)) } ?? 0 }
+    }
+
+    /// Connections closed because a whole request did not arrive within the deadline.
+    public var deadlineClosures: Int {
+        server.withLock { server in server.map { Int(pigeon_http_deadline_closures($0)) } ?? 0 }
+    }
+
+    /// Waits (on this thread; never call it from a task) up to `seconds` for the handlers in
+    /// progress to answer, then answers any still running with 503, closes every connection and
+    /// releases the socket.
+    public func stop(waitingUpTo seconds: Double = 0) {
+        let deadline = Date() + seconds
+        while requestsInFlight > 0 && Date() < deadline {
+            usleep(5_000)
+        }
         let stopped: Bool = server.withLock { server in
             guard let running = server else { return false }
             pigeon_http_stop(running)
             server = nil
             return true
         }
-        if stopped { context.release() }
+        if stopped {
+            workers.stop()
+            context.release()
+        }
     }
 
     deinit {
@@ -108,20 +187,23 @@ public final class HTTPServer: Sendable {
 
 /// What the C callbacks reach through their context pointer.
 private final class ExchangeContext: Sendable {
+    let admit: HTTPServer.Admission
     let handler: HTTPServer.Handler
     let logger: Logger
+    let workers: WorkerThreads
 
-    init(handler: @escaping HTTPServer.Handler, logger: Logger) {
+    init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads) {
+        self.admit = admit
         self.handler = handler
         self.logger = logger
+        self.workers = workers
     }
 }
 
-/// Carries the handler's answer from its task back to the waiting connection thread.
-private final class ResponseSlot: @unchecked Sendable {
-    // Written once by the task before it finishes its executor, read once after
-    // `runUntilFinished()` returns: the executor's lock orders the two accesses.
-    var response: HTTPResponse?
+/// The C exchange, handed from the I/O thread to the handler's task; only
+/// `pigeon_http_complete` touches it there, exactly once.
+private struct ExchangeHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
 }
 
 private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
@@ -129,23 +211,26 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
     return text.withCString { body($0) }
 }
 
-private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
+/// The headers handlers may read; others are not copied out of the connection.
+private let copiedHeaders = ["content-type", "content-length", "authorization", "host", "soapaction",
+                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since"]
+
+private func readRequest(_ exchange: OpaquePointer, withBody: Bool) -> HTTPRequest {
     let method = String(cString: pigeon_http_method(exchange))
     let path = String(cString: pigeon_http_path(exchange))
     let query = HTTPRequest.parseQuery(String(cString: pigeon_http_query(exchange)))
     var headers: [String: String] = [:]
-    for name in ["content-type", "content-length", "authorization", "host", "soapaction",
-                 "accept", "x-forwarded-proto", "user-agent"] {
+    for name in copiedHeaders {
         if let value = pigeon_http_header(exchange, name) {
             headers[name] = String(cString: value)
         }
     }
-    var length = 0
-    let body: Data
-    if let bytes = pigeon_http_body(exchange, &length), length > 0 {
-        body = Data(bytes: bytes, count: length)
-    } else {
-        body = Data()
+    var body = Data()
+    if withBody {
+        var length = 0
+        if let bytes = pigeon_http_body(exchange, &length), length > 0 {
+            body = Data(bytes: bytes, count: length)
+        }
     }
     return HTTPRequest(
         method: method, path: path, query: query, headers: headers, body: body,
@@ -153,30 +238,45 @@ private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
         peer: String(cString: pigeon_http_peer(exchange)))
 }
 
+private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
+    guard let rawContext, let exchange else { return -1 }
+    let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
+    switch context.admit(readRequest(exchange, withBody: false)) {
+    case .accept(let maxBytes): return max(0, maxBytes)
+    case .refuse: return -1
+    }
+}
+
 private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     guard let rawContext, let exchange else { return }
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
-    let request = readRequest(exchange)
-    let slot = ResponseSlot()
+    let request = readRequest(exchange, withBody: true)
+    let handle = ExchangeHandle(pointer: exchange)
     let handler = context.handler
-    let executor = ConnectionThreadExecutor()
-    Task(executorPreference: executor) {
-        slot.response = await handler(request)
-        executor.finish()
+    Task(executorPreference: context.workers) {
+        complete(handle.pointer, with: await handler(request))
     }
-    executor.runUntilFinished()
-    let response = slot.response ?? HTTPResponse.text(500, "no response\n")
-    let status = response.body.withUnsafeBytes { buffer in
-        pigeon_http_respond(
-            exchange, UInt32(clamping: response.status),
-            buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
+}
+
+private func complete(_ exchange: OpaquePointer, with response: HTTPResponse) {
+    let names = response.headers.map { strdup($0.name) }
+    let values = response.headers.map { strdup($0.value) }
+    defer {
+        names.forEach { free($0) }
+        values.forEach { free($0) }
     }
-    guard status == 0 else {
-        context.logger.error("cannot allocate a response", metadata: ["path": request.path])
-        return
-    }
-    for header in response.headers {
-        _ = pigeon_http_add_header(exchange, header.name, header.value)
+    let namePointers = names.map { UnsafePointer($0) }
+    let valuePointers = values.map { UnsafePointer($0) }
+    namePointers.withUnsafeBufferPointer { namesBuffer in
+        valuePointers.withUnsafeBufferPointer { valuesBuffer in
+            response.body.withUnsafeBytes { body in
+                pigeon_http_complete(
+                    exchange, UInt32(clamping: response.status),
+                    body.bindMemory(to: UInt8.self).baseAddress, body.count,
+                    namesBuffer.baseAddress, valuesBuffer.baseAddress, response.headers.count,
+                    response.closeConnection ? 1 : 0, response.dropConnection ? 1 : 0)
+            }
+        }
     }
 }
 

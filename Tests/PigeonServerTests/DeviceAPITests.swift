@@ -9,7 +9,7 @@ import Testing
 /// The device API (CONTRACT §2) against `pigeon bank-stub` and `pigeon simulate`.
 @Suite("Device API", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct DeviceAPITests {
-    @Test("an authorized user subscribes; a known device only gets its push token and a new authentication token")
+    @Test("an authorized user subscribes; a known device proved by its bearer token gets its new push token and a new authentication token without the bank")
     func authorizedAndKnown() async throws {
         let flow = try await DeviceFlowHarness()
         let first = try await flow.register(user: "alice")
@@ -19,22 +19,24 @@ struct DeviceAPITests {
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE position('\(first)' in encode(auth_token_hash, 'escape')) > 0") == 0)
         let callsBefore = flow.stub.calls
         let newToken = String(repeating: "cd", count: 32)
-        let second = try await flow.register(user: "alice", token: newToken)
+        let second = try await flow.register(user: "alice", token: newToken, bearer: first)
         #expect(second != first)
-        #expect(flow.stub.calls == callsBefore, "a known device must not ask the bank again")
+        #expect(flow.stub.calls == callsBefore, "a device proved by its bearer token must not ask the bank again")
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND push_token = '\(newToken)'") == 1)
         #expect(try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: first).status == 401)
         #expect(try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: second).status == 404)
         await flow.stop()
     }
 
-    @Test("SMS flow: 202, a wrong code is refused, the right one subscribes; an unknown bank client gets 404")
+    @Test("SMS flow: 202 with a registrationId, a wrong code is refused, the right one subscribes; an unknown bank client gets 404")
     func smsVerification() async throws {
         let flow = try await DeviceFlowHarness()
         let registration = DeviceFlowHarness.registration(user: "carol", device: "pixel", platform: "ANDROID")
         let pending = try await flow.call("POST", "/api/v1/devices/register", body: registration)
         #expect(pending.status == 202)
         #expect(pending.json["state"] == "VERIFICATION_REQUIRED")
+        let registrationId = try #require(pending.json["registrationId"])
+        #expect(registrationId.count >= 43)
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND state = 'SUBSCRIBED'") == 0)
         // A pending device gets no pushes and does not count as a subscription.
         let exists = try await flow.gateway.soap("<inb:checkSubscriptionExists><user>carol</user></inb:checkSubscriptionExists>")
@@ -42,31 +44,43 @@ struct DeviceAPITests {
 
         let code = try #require(flow.stub.code(bankClientId: "bank", userId: "carol", deviceId: "pixel"))
         let wrong = code == "000000" ? "111111" : "000000"
-        let refused = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"carol","deviceId":"pixel","verificationCode":"\#(wrong)"}"#)
+        let refused = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "carol", device: "pixel", registrationId: registrationId, code: wrong))
         #expect(refused.status == 403)
         #expect(refused.json["error"] == "VERIFICATION_FAILED")
-        let verified = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"carol","deviceId":"pixel","verificationCode":"\#(code)"}"#)
+        let otherId = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "carol", device: "pixel", registrationId: "not-the-id", code: code))
+        #expect(otherId.status == 404)
+        let verified = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "carol", device: "pixel", registrationId: registrationId, code: code))
         #expect(verified.status == 200)
         #expect(verified.json["state"] == "SUBSCRIBED")
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND state = 'SUBSCRIBED' AND platform = 'ANDROID'") == 1)
+        // Single use: the registration is gone once verified.
+        let again = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "carol", device: "pixel", registrationId: registrationId, code: code))
+        #expect(again.status == 404)
 
-        // Guessing is cut short: after five wrong codes the registration is gone, even the right
-        // code no longer works, and the app must register again for a new one.
-        #expect(try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "erin", device: "e")).status == 202)
+        // Guessing is cut short: the attempts are spent, the registration is gone, even the right
+        // code no longer works, and a new registration within the window gets no new attempts.
+        let erin = try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "erin", device: "e"))
+        #expect(erin.status == 202)
+        let erinsId = try #require(erin.json["registrationId"])
         let erinsCode = try #require(flow.stub.code(bankClientId: "bank", userId: "erin", deviceId: "e"))
         let guess = erinsCode == "000000" ? "111111" : "000000"
-        for _ in 0..<DeviceEndpoint.maximumWrongCodes {
-            #expect(try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"e","verificationCode":"\#(guess)"}"#).status == 403)
+        let attempts = GatewayConfiguration.DeviceLimits().verificationAttempts
+        for _ in 0..<attempts {
+            #expect(try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "erin", device: "e", registrationId: erinsId, code: guess)).status == 403)
         }
-        let late = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"e","verificationCode":"\#(erinsCode)"}"#)
+        let late = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "erin", device: "e", registrationId: erinsId, code: erinsCode))
         #expect(late.status == 404)
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'erin'") == 0)
+        let anew = try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "erin", device: "e"))
+        let anewId = try #require(anew.json["registrationId"])
+        let newCode = try #require(flow.stub.code(bankClientId: "bank", userId: "erin", deviceId: "e"))
+        let limited = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "erin", device: "e", registrationId: anewId, code: newCode))
+        #expect(limited.status == 429)
+        #expect(limited.json["error"] == "RATE_LIMITED")
 
         let unknown = try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "dave", bank: "other-bank"))
         #expect(unknown.status == 404)
         #expect(unknown.json["error"] == "BANK_CLIENT_NOT_EXISTS")
-        let noPending = try await flow.call("POST", "/api/v1/devices/verify", body: #"{"bankClientId":"bank","userId":"erin","deviceId":"x","verificationCode":"1"}"#)
-        #expect(noPending.status == 404)
         await flow.stop()
     }
 

@@ -65,9 +65,15 @@ final class DeviceFlowHarness: Sendable {
         return #"{"bankClientId":"\#(bank)","userId":"\#(user)","deviceId":"\#(device)","platform":"\#(platform)","pushToken":"\#(pushToken)"}"#
     }
 
-    /// Registers an authorized user's device and returns its authentication token.
-    func register(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil) async throws -> String {
-        let answer = try await call("POST", "/api/v1/devices/register", body: Self.registration(user: user, device: device, platform: platform, token: token))
+    /// A verification body.
+    static func verification(user: String, device: String, registrationId: String, code: String, bank: String = "bank") -> String {
+        #"{"bankClientId":"\#(bank)","userId":"\#(user)","deviceId":"\#(device)","registrationId":"\#(registrationId)","verificationCode":"\#(code)"}"#
+    }
+
+    /// Registers an authorized user's device (or, with `bearer`, refreshes a known one's push
+    /// token) and returns its authentication token.
+    func register(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil, bearer: String? = nil) async throws -> String {
+        let answer = try await call("POST", "/api/v1/devices/register", body: Self.registration(user: user, device: device, platform: platform, token: token), bearer: bearer)
         guard answer.status == 200, let token = answer.json["authenticationToken"] else {
             throw RegistrationFailed(description: "registration failed: \(answer.status) \(answer.body)")
         }

@@ -19,7 +19,7 @@ struct SimulatorTests {
         // APNs, certificate authentication: no provider token, the .p12 made for us.
         let certificateClient = try HTTP2Client(configuration: .init(
             caFile: simulator.credentials.caFile,
-            clientCertificate: (simulator.credentials.clientP12, SimulatorCredentials.p12Password)))
+            clientCertificate: .init(path: simulator.credentials.clientP12, password: SimulatorCredentials.p12Password)))
         defer { certificateClient.shutdown() }
         let message = PushMessage(notificationId: "n1", text: "hello", urgency: .high, expiresAt: Date() + 60)
         let apnsRequest = try APNsRequestBuilder(topic: SimulatorCredentials.topic).request(for: message, deviceToken: "0a0b0c", apnsId: UUID())

@@ -17,6 +17,7 @@ typedef struct pigeon_h2_tls {
     const char *ca_file;          /* extra CA bundle, or NULL for the system's */
     const char *client_cert;      /* client certificate file, or NULL */
     const char *client_cert_type; /* "P12" or "PEM" */
+    const char *client_key;       /* PEM private key file for a PEM certificate, or NULL */
     const char *client_key_password;
 } pigeon_h2_tls;
 
@@ -37,12 +38,14 @@ void pigeon_h2_client_abandon(pigeon_h2_client *client, pigeon_h2_transfer *tran
 /* Connections opened so far (a counter the shim keeps through CURLOPT_OPENSOCKETFUNCTION). */
 long pigeon_h2_client_connections_opened(pigeon_h2_client *client);
 
-/* A POST of body to url with "Name: value" headers; context is returned untouched. Returns NULL
- * and writes a reason into error on failure. */
+/* A POST of body to url with "Name: value" headers; context is returned untouched. With
+ * fresh_connection the request gets a connection of its own, never reused, so that libcurl never
+ * re-sends it (for requests that must not be repeated). Returns NULL and writes a reason into
+ * error on failure. */
 pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *headers,
                                            size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
-                                           long timeout_ms, void *context, char *error,
+                                           long timeout_ms, int fresh_connection, void *context, char *error,
                                            size_t error_capacity);
 void pigeon_h2_transfer_free(pigeon_h2_transfer *transfer);
 void *pigeon_h2_transfer_context(const pigeon_h2_transfer *transfer);

@@ -2,9 +2,22 @@
 #define PIGEON_HTTP_H
 
 /*
- * A thin shim over libmicrohttpd. MHD_start_daemon is variadic and its access handler is called
- * several times per request; this shim hides both. Swift sees one call per complete request (an
- * "exchange") with the body already collected and bounded, and answers it with typed functions.
+ * A thin shim over libmicrohttpd in its event-driven mode: a small pool of epoll threads holds
+ * every connection, and a request's handler runs elsewhere while its connection is suspended.
+ * MHD_start_daemon is variadic and its access handler is called several times per request; this
+ * shim hides both. Swift sees:
+ *
+ *   - admit: once per request, as soon as its head arrived, on an I/O thread (must not block):
+ *     returns how many body bytes this request may send. A declared Content-Length above it is
+ *     answered at once without reading the body; a chunked body that grows past it closes the
+ *     connection. Nothing is buffered beyond it.
+ *   - handler: once per request when the whole body arrived (or at once when it is known to be
+ *     too large), on an I/O thread (must not block): it copies what it needs and answers later,
+ *     from any thread, with exactly one pigeon_http_complete.
+ *
+ * Every connection must deliver each whole request (head and body) within the request deadline,
+ * counted from when the server starts waiting for it (accept, or the previous response); an idle
+ * keep-alive connection is closed at the same point. Connections per client address are limited.
  */
 
 #include <stddef.h>
@@ -13,21 +26,23 @@
 typedef struct pigeon_http_exchange pigeon_http_exchange;
 typedef struct pigeon_http_server pigeon_http_server;
 
-/* Called once per request, on the connection's own thread, after the whole body arrived
- * (or as soon as it is known to exceed the limit). The handler answers with pigeon_http_respond. */
+typedef long (*pigeon_http_admit)(void *context, pigeon_http_exchange *exchange);
 typedef void (*pigeon_http_handler)(void *context, pigeon_http_exchange *exchange);
-
 /* Receives libmicrohttpd's own diagnostics, already formatted. */
 typedef void (*pigeon_http_logger)(void *context, const char *message);
 
 typedef struct pigeon_http_config {
-    const char *address;              /* IPv4 or IPv6 literal, e.g. "127.0.0.1" */
-    uint16_t port;                    /* 0 picks a free port */
-    unsigned int connection_limit;    /* concurrent connections (one thread each) */
-    unsigned int idle_timeout_seconds;/* a connection idle (or stalled mid-request) this long is closed */
-    size_t max_body_bytes;            /* larger bodies are flagged, never buffered */
-    const char *tls_certificate_pem;  /* NULL for plain HTTP */
+    const char *address;                 /* IPv4 or IPv6 literal, e.g. "127.0.0.1" */
+    uint16_t port;                       /* 0 picks a free port */
+    unsigned int io_threads;             /* epoll threads holding the connections */
+    unsigned int connection_limit;       /* concurrent connections in all */
+    unsigned int per_address_limit;      /* concurrent connections per client address; 0 = none */
+    unsigned int idle_timeout_seconds;   /* no byte moving this long (e.g. a reader that stalls) */
+    unsigned int request_deadline_seconds; /* a whole request must arrive within this */
+    const char *tls_certificate_pem;     /* NULL for plain HTTP */
     const char *tls_key_pem;
+    const char *tls_client_ca_pem;       /* non-NULL: clients must present a certificate it signed */
+    pigeon_http_admit admit;
     pigeon_http_handler handler;
     pigeon_http_logger logger;
     void *context;
@@ -37,12 +52,19 @@ typedef struct pigeon_http_config {
 int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **server,
                       char *error, size_t error_capacity);
 uint16_t pigeon_http_bound_port(const pigeon_http_server *server);
-/* Stops accepting new connections; open ones finish. */
+/* Stops accepting new connections; open ones go on. */
 void pigeon_http_quiesce(pigeon_http_server *server);
-/* Closes every connection and frees the server. */
+/* Requests whose handler has not completed yet. */
+unsigned int pigeon_http_in_flight(pigeon_http_server *server);
+/* Open connections. */
+unsigned int pigeon_http_connections(pigeon_http_server *server);
+/* Connections closed because a request did not arrive within the deadline, so far. */
+unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
+/* Answers every request still in its handler with 503 (their later completions are dropped),
+ * closes every connection and frees the server. */
 void pigeon_http_stop(pigeon_http_server *server);
 
-/* Request accessors: valid only while the handler runs. */
+/* Request accessors: valid only during admit and handler. */
 const char *pigeon_http_method(const pigeon_http_exchange *exchange);
 const char *pigeon_http_path(const pigeon_http_exchange *exchange);
 /* The query arguments re-joined as "k=v&k2" (values already URL-decoded), "" if none. */
@@ -50,15 +72,17 @@ const char *pigeon_http_query(const pigeon_http_exchange *exchange);
 /* Case-insensitive header lookup; NULL if absent. */
 const char *pigeon_http_header(const pigeon_http_exchange *exchange, const char *name);
 const uint8_t *pigeon_http_body(const pigeon_http_exchange *exchange, size_t *length);
-/* 1 when the body exceeded max_body_bytes (the body is then empty). */
+/* 1 when the body exceeded what admit allowed (the body is then empty). */
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange);
 /* The peer's address as text, "" if unknown. */
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange);
 
-/* Sets the response (body copied). Returns 0, or -1 if out of memory. */
-int pigeon_http_respond(pigeon_http_exchange *exchange, unsigned int status,
-                        const uint8_t *body, size_t length);
-/* Adds a header to the response set by pigeon_http_respond. Returns 0 or -1. */
-int pigeon_http_add_header(pigeon_http_exchange *exchange, const char *name, const char *value);
+/* Answers a request handed to the handler, from any thread, exactly once. headers holds
+ * header_count name/value pairs (names[i], values[i]). close_connection = 1 closes the
+ * connection after the response; drop_connection = 1 closes it without any response. */
+void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
+                          const uint8_t *body, size_t length, const char *const *names,
+                          const char *const *values, size_t header_count, int close_connection,
+                          int drop_connection);
 
 #endif

@@ -19,20 +19,21 @@ public final class StreamLogHandler: LogHandler {
     /// The text of one line, without the newline. Metadata keys are sorted so lines are stable.
     public static func format(_ record: LogRecord) -> String {
         var text = "\(record.date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))) "
-        text += "\("\(record.level)".uppercased()) \(record.label): \(record.message)"
+        text += "\("\(record.level)".uppercased()) \(record.label): \(LogText.escaped(record.message, limit: 4096))"
         for key in record.metadata.keys.sorted() {
             text += " \(key)=\(quoteIfNeeded(record.metadata[key] ?? ""))"
         }
         return text
     }
 
+    /// A metadata value: control characters escaped (values may come from clients), quoted when
+    /// it holds spaces, quotes or `=`.
     private static func quoteIfNeeded(_ value: String) -> String {
-        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) else {
-            return value
+        let visible = LogText.escaped(value)
+        guard visible.isEmpty || visible.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" }) else {
+            return visible
         }
-        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
+        let escaped = visible.replacingOccurrences(of: "\"", with: "\\\"")
         return "\"\(escaped)\""
     }
 }

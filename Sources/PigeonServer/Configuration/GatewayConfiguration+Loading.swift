@@ -63,8 +63,36 @@ extension GatewayConfiguration {
         if (http.soapUsername == nil) != (http.soapPassword == nil) {
             throw fail("soapUsername and soapPassword must be set together")
         }
+        if (http.bankTlsCertificatePath == nil) != (http.bankTlsKeyPath == nil) {
+            throw fail("bankTlsCertificatePath and bankTlsKeyPath must be set together")
+        }
+        if http.bankAddress == nil && (http.bankTlsCertificatePath != nil || http.bankClientCaFile != nil) {
+            throw fail("bankTlsCertificatePath, bankTlsKeyPath and bankClientCaFile configure bankListen, which is not set")
+        }
+        if http.bankClientCaFile != nil && http.bankTlsCertificatePath == nil {
+            throw fail("bankClientCaFile needs HTTPS on bankListen (bankTlsCertificatePath and bankTlsKeyPath)")
+        }
+        if let bank = http.bankAddress, bank.host == http.host, bank.port == http.port, bank.port != 0 {
+            throw fail("bankListen must differ from listen")
+        }
+        if http.soapIsUnauthenticated && !http.soapAuthenticationDisabled && !Self.isLoopback(http.soapHost) {
+            throw fail("the SOAP service would be reachable on \(http.soapHost) without authentication: set soapUsername/soapPassword or bankClientCaFile (with bankListen), serve it on a loopback bankListen, or set soapAuthentication = none to accept this")
+        }
+        if (bankChannel.username == nil) != (bankChannel.password == nil) {
+            throw fail("sbiOutboundUsername and sbiOutboundPassword must be set together")
+        }
+        if (bankChannel.clientCertificatePath == nil) != (bankChannel.clientKeyPath == nil) {
+            throw fail("sbiOutboundClientCertificatePath and sbiOutboundClientKeyPath must be set together")
+        }
+        if let url = bankProxyURL, let problem = Self.insecureBankProblem(url, allowInsecure: bankChannel.allowInsecure) {
+            throw fail(problem)
+        }
         let files: [(String, String?)] = [
             ("tlsCertificatePath", http.tlsCertificatePath), ("tlsKeyPath", http.tlsKeyPath),
+            ("bankTlsCertificatePath", http.bankTlsCertificatePath), ("bankTlsKeyPath", http.bankTlsKeyPath),
+            ("bankClientCaFile", http.bankClientCaFile),
+            ("sbiOutboundClientCertificatePath", bankChannel.clientCertificatePath),
+            ("sbiOutboundClientKeyPath", bankChannel.clientKeyPath), ("sbiOutboundCaFile", bankChannel.caFile),
             ("apnsCertificatePath", apns.certificatePath), ("apnsKeyPath", apns.keyPath),
             ("fcmServiceAccountPath", fcm.serviceAccountPath), ("tlsCaFile", tlsCaFile),
         ]
@@ -76,6 +104,20 @@ extension GatewayConfiguration {
         if apns.keyPath != nil && (apns.keyId == nil || apns.teamId == nil) {
             throw fail("apnsKeyPath needs apnsKeyId and apnsTeamId")
         }
+    }
+
+    /// Why `url` may not carry the bank channel: `http://` to anything but a loopback address
+    /// needs `allowInsecureBank = true`.
+    static func insecureBankProblem(_ url: String, allowInsecure: Bool) -> String? {
+        guard !allowInsecure, let parsed = URL(string: url), parsed.scheme?.lowercased() == "http" else { return nil }
+        if let host = parsed.host, isLoopback(host) { return nil }
+        return "sbiOutboundWebServiceURL must be https:// (plain http:// only to a loopback address, or with allowInsecureBank = true): the bank channel carries users' ids and SMS codes"
+    }
+
+    /// Whether `host` (an address or `localhost`) is only reachable from this machine.
+    public static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
     }
 
     /// Why a value was refused.
@@ -93,11 +135,38 @@ extension GatewayConfiguration {
         },
         "tlsCertificatePath": { $0.http.tlsCertificatePath = try nonEmpty($1) },
         "tlsKeyPath": { $0.http.tlsKeyPath = try nonEmpty($1) },
+        "bankListen": { configuration, value in
+            let (host, port) = try parseListen(value)
+            configuration.http.bankAddress = (host, port)
+        },
+        "bankTlsCertificatePath": { $0.http.bankTlsCertificatePath = try nonEmpty($1) },
+        "bankTlsKeyPath": { $0.http.bankTlsKeyPath = try nonEmpty($1) },
+        "bankClientCaFile": { $0.http.bankClientCaFile = try nonEmpty($1) },
+        "soapAuthentication": { configuration, value in
+            switch value.lowercased() {
+            case "none": configuration.http.soapAuthenticationDisabled = true
+            case "required": configuration.http.soapAuthenticationDisabled = false
+            default: throw ValueError(message: "'\(value)' is not 'required' or 'none'")
+            }
+        },
         "soapUsername": { $0.http.soapUsername = try nonEmpty($1) },
         "soapPassword": { $0.http.soapPassword = try nonEmpty($1) },
         "maxRequestBytes": { $0.http.maxRequestBytes = try integer($1, in: 1024...(1 << 30)) },
-        "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...10_000) },
+        "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...1_000_000) },
+        "bankConnectionLimit": { $0.http.bankConnectionLimit = try integer($1, in: 1...100_000) },
+        "perAddressConnectionLimit": { $0.http.perAddressConnectionLimit = try integer($1, in: 0...1_000_000) },
         "httpIdleTimeoutSeconds": { $0.http.idleTimeoutSeconds = try integer($1, in: 1...3600) },
+        "requestDeadlineSeconds": { $0.http.requestDeadlineSeconds = try integer($1, in: 1...3600) },
+        "registrationsPerAddressPerMinute": { $0.deviceLimits.registrationsPerAddressPerMinute = try integer($1, in: 0...1_000_000) },
+        "registrationsPerUserPerHour": { $0.deviceLimits.registrationsPerUserPerHour = try integer($1, in: 0...1_000_000) },
+        "verificationAttempts": { $0.deviceLimits.verificationAttempts = try integer($1, in: 1...100) },
+        "verificationWindowMinutes": { $0.deviceLimits.verificationWindowMinutes = try integer($1, in: 1...10_080) },
+        "allowInsecureBank": { $0.bankChannel.allowInsecure = try boolean($1) },
+        "sbiOutboundUsername": { $0.bankChannel.username = try nonEmpty($1) },
+        "sbiOutboundPassword": { $0.bankChannel.password = try nonEmpty($1) },
+        "sbiOutboundClientCertificatePath": { $0.bankChannel.clientCertificatePath = try nonEmpty($1) },
+        "sbiOutboundClientKeyPath": { $0.bankChannel.clientKeyPath = try nonEmpty($1) },
+        "sbiOutboundCaFile": { $0.bankChannel.caFile = try nonEmpty($1) },
         "dbUrl": { $0.database.url = try nonEmpty($1) },
         "dbUsername": { $0.database.username = try nonEmpty($1) },
         "dbPassword": { $0.database.password = $1 },

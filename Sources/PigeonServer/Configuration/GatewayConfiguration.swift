@@ -3,23 +3,69 @@ import PigeonCore
 
 /// Everything an operator sets in `server.conf` (CONTRACT §4–§5), with defaults.
 public struct GatewayConfiguration: Sendable {
-    /// The HTTP listener.
+    /// The listeners (CONTRACT §5): `listen` faces phones, `bankListen` the bank and operators.
     public struct HTTP: Sendable {
-        /// `listen`: address and port, default `127.0.0.1:8080`.
+        /// `listen`: address and port of the public listener, default `127.0.0.1:8080`.
         public var host = "127.0.0.1"
         public var port: UInt16 = 8080
-        /// `tlsCertificatePath`/`tlsKeyPath`: PEM files; both set makes the listener HTTPS.
+        /// `tlsCertificatePath`/`tlsKeyPath`: PEM files; both set makes `listen` HTTPS.
         public var tlsCertificatePath: String?
         public var tlsKeyPath: String?
+        /// `bankListen`: address and port of the bank-facing listener; nil serves everything on
+        /// `listen`.
+        public var bankAddress: (host: String, port: UInt16)?
+        /// `bankTlsCertificatePath`/`bankTlsKeyPath`: both set makes `bankListen` HTTPS.
+        public var bankTlsCertificatePath: String?
+        public var bankTlsKeyPath: String?
+        /// `bankClientCaFile`: on `bankListen`, only clients presenting a certificate signed by
+        /// this CA are served.
+        public var bankClientCaFile: String?
         /// `soapUsername`/`soapPassword`: HTTP Basic credentials required on the SOAP endpoint.
         public var soapUsername: String?
         public var soapPassword: String?
-        /// `maxRequestBytes`: bodies beyond this get 413. Default 1 MiB.
+        /// `soapAuthentication = none` allows an unauthenticated SOAP service on a non-loopback
+        /// address (with a warning); otherwise such a configuration does not start.
+        public var soapAuthenticationDisabled = false
+        /// `maxRequestBytes`: SOAP bodies beyond this get 413 (read only after the credentials
+        /// were checked). Default 1 MiB.
         public var maxRequestBytes = 1 << 20
-        /// `httpConnectionLimit`: concurrent connections (one thread each). Default 256.
-        public var connectionLimit = 256
-        /// `httpIdleTimeoutSeconds`: idle or stalled connections are closed. Default 30.
+        /// `httpConnectionLimit`: connections open at once on `listen`. Default 10,000.
+        public var connectionLimit = 10_000
+        /// `bankConnectionLimit`: connections open at once on `bankListen`. Default 512.
+        public var bankConnectionLimit = 512
+        /// `perAddressConnectionLimit`: connections from one client address on `listen`; 0 for
+        /// none (behind a reverse proxy every client has the proxy's address). Default 256.
+        public var perAddressConnectionLimit = 256
+        /// `httpIdleTimeoutSeconds`: a connection on which nothing moves this long is closed. Default 30.
         public var idleTimeoutSeconds = 30
+        /// `requestDeadlineSeconds`: a whole request (head and body) must arrive within this of
+        /// the server starting to wait for it; idle keep-alive connections close then too. Default 30.
+        public var requestDeadlineSeconds = 30
+
+        /// The bank-facing listener, when `bankListen` is set.
+        public var bank: BankListener? {
+            bankAddress.map {
+                BankListener(host: $0.host, port: $0.port, tlsCertificatePath: bankTlsCertificatePath,
+                             tlsKeyPath: bankTlsKeyPath, clientCaFile: bankClientCaFile)
+            }
+        }
+
+        /// Whether the SOAP service would be served without any client authentication.
+        public var soapIsUnauthenticated: Bool {
+            soapUsername == nil && bank?.clientCaFile == nil
+        }
+
+        /// The address the SOAP service is reachable on.
+        public var soapHost: String { bank?.host ?? host }
+    }
+
+    /// The bank-facing listener.
+    public struct BankListener: Sendable {
+        public var host: String
+        public var port: UInt16
+        public var tlsCertificatePath: String?
+        public var tlsKeyPath: String?
+        public var clientCaFile: String?
     }
 
     /// The PostgreSQL database.
@@ -62,6 +108,35 @@ public struct GatewayConfiguration: Sendable {
         public var tokenEndpoint: String?
     }
 
+    /// The gateway's side of the bank channel (CONTRACT §3).
+    public struct BankChannel: Sendable {
+        /// `allowInsecureBank`: allow `http://` to a non-loopback bank proxy.
+        public var allowInsecure = false
+        /// `sbiOutboundUsername`/`sbiOutboundPassword`: HTTP Basic credentials sent to the bank.
+        public var username: String?
+        public var password: String?
+        /// `sbiOutboundClientCertificatePath`/`sbiOutboundClientKeyPath`: PEM client certificate.
+        public var clientCertificatePath: String?
+        public var clientKeyPath: String?
+        /// `sbiOutboundCaFile`: the CA bundle the bank's certificate is checked against (the
+        /// system's when unset; `tlsCaFile` is for the push services).
+        public var caFile: String?
+    }
+
+    /// Rate limits of the device API (CONTRACT §2, §5). A limit of 0 switches that one off.
+    public struct DeviceLimits: Sendable {
+        /// `registrationsPerAddressPerMinute`: register and verify calls per client address. Default 30.
+        public var registrationsPerAddressPerMinute = 30
+        /// `registrationsPerUserPerHour`: register calls per user and per device that reach the
+        /// bank. Default 10.
+        public var registrationsPerUserPerHour = 10
+        /// `verificationAttempts`: codes checked per (bank client, user, device) within
+        /// `verificationWindowMinutes`, across re-registrations. Default 5.
+        public var verificationAttempts = 5
+        /// `verificationWindowMinutes`. Default 60.
+        public var verificationWindowMinutes = 60
+    }
+
     /// The delivery engine.
     public struct Delivery: Sendable {
         /// `deliveryBatchSize`: deliveries claimed per batch. Default 500.
@@ -90,6 +165,10 @@ public struct GatewayConfiguration: Sendable {
     public var tlsCaFile: String?
     /// `sbiOutboundWebServiceURL`: the bank proxy.
     public var bankProxyURL: String?
+    /// How the gateway reaches and proves itself to the bank proxy.
+    public var bankChannel = BankChannel()
+    /// Limits on the device API's registration and verification.
+    public var deviceLimits = DeviceLimits()
     /// `bankProxyTimeoutSeconds`: how long one call to the bank proxy may take. Default 10.
     public var bankProxyTimeoutSeconds = 10
     /// `authTokenLifetimeSeconds`: how long a device's authentication token works before the

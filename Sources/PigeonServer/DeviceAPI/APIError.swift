@@ -6,15 +6,24 @@ struct APIError: Error, Equatable {
     var status: Int
     var code: String
     var message: String
+    /// Seconds for `Retry-After` (429 answers).
+    var retryAfter: Int?
 
-    init(_ status: Int, _ code: String, _ message: String) {
+    init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     var response: HTTPResponse {
-        JSONResponse.make(status, ["error": code, "message": message])
+        var response = JSONResponse.make(status, ["error": code, "message": message])
+        if let retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
+        return response
+    }
+
+    static func rateLimited(retryAfter: Int, _ message: String) -> APIError {
+        APIError(429, "RATE_LIMITED", message, retryAfter: retryAfter)
     }
 
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(400, code, message) }

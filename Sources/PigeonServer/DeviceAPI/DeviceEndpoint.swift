@@ -7,10 +7,13 @@ import PigeonStore
 
 /// The device API (CONTRACT §2): registration and verification following the bank's flow,
 /// acknowledgements and notification details behind bearer tokens.
+///
+/// Nothing identifying a device is a secret: a push token changes only with the bank's consent
+/// (`checkSubscriptionAuthorized`, or an SMS code checked by `verifySubscriptionAuthorization`)
+/// or with the device's own current bearer token. A verification subscribes exactly the push
+/// token of the registration whose single-use id it presents.
 struct DeviceEndpoint: Sendable {
     static let prefix = "/api/v1/"
-    /// Wrong codes a waiting registration survives; then the app must register again.
-    static let maximumWrongCodes = 5
 
     let registry: DeviceRegistry
     let acknowledgements: AcknowledgementStore
@@ -18,6 +21,9 @@ struct DeviceEndpoint: Sendable {
     let bank: BankProxyClient?
     let overrideSubscriptions: Bool
     let tokenLifetime: Duration
+    let limits: DeviceRateLimits
+    let rateLimits: RateLimitStore
+    let identifiers: UserIdentifiers
     let logger: Logger
 
     /// The route template (for metrics) and the answer.
@@ -26,8 +32,10 @@ struct DeviceEndpoint: Sendable {
         do {
             switch (request.method, parts.count, parts.first, parts.last) {
             case ("POST", 2, "devices", "register"):
-                return ("api_register", try await register(RegisterRequest(request.body)))
+                try limits.admitAddress(request.peer)
+                return ("api_register", try await register(RegisterRequest(request.body), bearer: bearerToken(request)))
             case ("POST", 2, "devices", "verify"):
+                try limits.admitAddress(request.peer)
                 return ("api_verify", try await verify(VerifyRequest(request.body)))
             case ("POST", 3, "notifications", "delivered"):
                 return ("api_delivered", try await acknowledge(parts[1], .delivered, request))
@@ -52,15 +60,18 @@ struct DeviceEndpoint: Sendable {
 
     // MARK: Registration
 
-    private func register(_ request: RegisterRequest) async throws -> HTTPResponse {
+    private func register(_ request: RegisterRequest, bearer: String?) async throws -> HTTPResponse {
         let identity = request.identity
-        if let known = try await registry.subscribedDevice(identity) {
+        // A known device proves itself with its current bearer token; anything else goes to the bank.
+        if let bearer, let known = try await registry.authenticate(digest: SecretToken.digest(bearer)),
+           sameDevice(known.identity, identity) {
             let token = newToken()
-            try await registry.refresh(device: known, pushToken: request.pushToken, token: token.stored)
-            logger.info("device re-registered", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
+            try await registry.refresh(device: known.id, pushToken: request.pushToken, token: token.stored)
+            logger.info("device refreshed its push token", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
             return subscribed(token.plain)
         }
         let bank = try requireBank()
+        try await limits.admitRegistration(bankClientId: identity.bankClientId, userKey: identifiers.comparable(identity.userId), store: rateLimits)
         let question = SubscriptionRequest(bankClientId: identity.bankClientId, userId: identity.userId, deviceId: identity.deviceId, platform: identity.platform.rawValue)
         if try await bankCall({ try await bank.checkSubscriptionAuthorized(question) }) {
             let token = newToken()
@@ -71,30 +82,45 @@ struct DeviceEndpoint: Sendable {
         guard try await bankCall({ try await bank.authorizeSubscription(question) }) else {
             throw APIError(403, "AUTHORIZATION_REFUSED", "the bank could not start authorizing this subscription")
         }
-        try await registry.savePending(identity, pushToken: request.pushToken)
+        let registrationId = SecretToken.generate()
+        try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId))
         logger.info("device waits for its verification code", metadata: ["user": identity.userId])
-        return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED"])
+        return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED", "registrationId": registrationId])
     }
 
     private func verify(_ request: VerifyRequest) async throws -> HTTPResponse {
-        guard let pending = try await registry.pending(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId) else {
-            throw APIError(404, "REGISTRATION_NOT_FOUND", "no registration of this device is waiting for a code; register first")
+        guard let pending = try await registry.pending(
+            registrationDigest: SecretToken.digest(request.registrationId), bankClientId: request.bankClientId,
+            userId: request.userId, deviceId: request.deviceId)
+        else {
+            throw APIError(404, "REGISTRATION_NOT_FOUND", "no registration with this registrationId is waiting for a code for this device; register first")
         }
         let bank = try requireBank()
+        // The attempt is counted before the bank sees the code: concurrent guesses share the limit.
+        let lastAttempt = try await limits.reserveVerification(
+            bankClientId: request.bankClientId, userKey: identifiers.comparable(request.userId), deviceId: request.deviceId, store: rateLimits)
         let verified = try await bankCall {
             try await bank.verifySubscriptionAuthorization(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId, code: request.verificationCode)
         }
         guard verified else {
-            let dropped = try await registry.recordVerificationFailure(pending.identity, limit: Self.maximumWrongCodes)
-            logger.info("verification code refused", metadata: ["user": request.userId, "registrationDropped": String(dropped)])
-            throw APIError(403, "VERIFICATION_FAILED", dropped
-                ? "the verification code is wrong, \(Self.maximumWrongCodes) times: register again for a new code"
+            if lastAttempt {
+                try await registry.dropPending(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId)
+            }
+            logger.info("verification code refused", metadata: ["user": request.userId, "registrationDropped": String(lastAttempt)])
+            throw APIError(403, "VERIFICATION_FAILED", lastAttempt
+                ? "the verification code is wrong, and this device has no attempts left: register again later for a new code"
                 : "the verification code is not the one the bank sent")
         }
         let token = newToken()
         try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions)
-        logger.info("device verified and subscribed", metadata: ["user": request.userId])
+        logger.info("device verified and subscribed", metadata: ["user": request.userId, "pushToken": Redaction.token(pending.pushToken)])
         return subscribed(token.plain)
+    }
+
+    /// Whether a bearer token's device is the one a registration names.
+    private func sameDevice(_ known: DeviceIdentity, _ claimed: DeviceIdentity) -> Bool {
+        known.deviceId == claimed.deviceId && known.platform == claimed.platform && known.bankClientId == claimed.bankClientId
+            && identifiers.comparable(known.userId) == identifiers.comparable(claimed.userId)
     }
 
     private func requireBank() throws(APIError) -> BankProxyClient {
@@ -136,20 +162,26 @@ struct DeviceEndpoint: Sendable {
 
     // MARK: Authenticated calls
 
-    private func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
+    /// The bearer token of `Authorization`, if the header has one of a plausible length.
+    private func bearerToken(_ request: HTTPRequest) -> String? {
         guard let header = request.header("authorization"), header.count > 7, header.prefix(7).lowercased() == "bearer " else {
-            throw APIError.unauthorized
+            return nil
         }
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        guard token.utf8.count <= 256, let device = try await registry.authenticate(digest: SecretToken.digest(token)) else {
+        return token.isEmpty || token.utf8.count > 256 ? nil : token
+    }
+
+    private func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
+        guard let token = bearerToken(request), let device = try await registry.authenticate(digest: SecretToken.digest(token)) else {
             throw APIError.unauthorized
         }
         return device
     }
 
     private func notificationId(_ raw: String) throws(APIError) -> String {
-        guard let id = raw.removingPercentEncoding, !id.isEmpty, id.utf8.count <= JSONFields.maximumIdentifierLength else {
-            throw .badRequest("INVALID_NOTIFICATION_ID", "the notification id in the path is empty, badly encoded or too long")
+        guard let id = raw.removingPercentEncoding, !id.isEmpty, id.utf8.count <= JSONFields.maximumIdentifierLength,
+              !LogText.containsControlCharacter(id) else {
+            throw .badRequest("INVALID_NOTIFICATION_ID", "the notification id in the path is empty, badly encoded, too long or has control characters")
         }
         return id
     }

@@ -30,6 +30,9 @@ struct JSONFields {
         guard value.utf8.count <= maxLength else {
             throw .badRequest("FIELD_TOO_LONG", "'\(name)' is longer than \(maxLength) bytes")
         }
+        guard !LogText.containsControlCharacter(value) else {
+            throw .badRequest("INVALID_FIELD", "'\(name)' contains control characters (CR, LF, NUL, …)")
+        }
         return value
     }
 }
@@ -60,6 +63,8 @@ struct VerifyRequest {
     var bankClientId: String
     var userId: String
     var deviceId: String
+    /// The id the 202 answer of `/register` carried.
+    var registrationId: String
     var verificationCode: String
 
     init(_ body: Data) throws(APIError) {
@@ -67,6 +72,7 @@ struct VerifyRequest {
         bankClientId = try fields.string("bankClientId")
         userId = try fields.string("userId")
         deviceId = try fields.string("deviceId")
+        registrationId = try fields.string("registrationId", maxLength: 128)
         verificationCode = try fields.string("verificationCode", maxLength: 64)
     }
 }

@@ -13,7 +13,7 @@ struct PushTransports {
         let apnsSettings = configuration.apns
         // Enough streams per connection for the engine's concurrency, within what servers allow.
         let streams = min(1000, max(100, configuration.delivery.concurrency / configuration.delivery.connections + 1))
-        func client(certificate: (path: String, password: String?)? = nil) throws -> HTTP2Client {
+        func client(certificate: HTTP2Client.ClientCertificate? = nil) throws -> HTTP2Client {
             try HTTP2Client(configuration: .init(
                 maxConnections: configuration.delivery.connections, maxStreamsPerConnection: streams,
                 caFile: configuration.tlsCaFile, clientCertificate: certificate))
@@ -24,7 +24,7 @@ struct PushTransports {
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
             apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .token(credentials))
         } else if let certificate = apnsSettings.certificatePath {
-            let http = try client(certificate: (certificate, apnsSettings.password))
+            let http = try client(certificate: .init(path: certificate, password: apnsSettings.password))
             clients.append(("apns", http))
             apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .certificate)
         }

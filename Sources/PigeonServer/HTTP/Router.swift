@@ -3,9 +3,22 @@ import PigeonCore
 import PigeonHTTP
 import PigeonStore
 
-/// Maps requests to endpoints, enforces authentication and body limits, and records request
-/// metrics by route template.
+/// Maps requests to endpoints for one listener, enforces authentication and body limits, and
+/// records request metrics by route template.
+///
+/// A listener serves one or both surfaces (CONTRACT §5): `devices` (the device API and `/health`,
+/// facing phones) and `bank` (the SOAP service, both WSDLs, `/metrics`, `/ready`, `/health`,
+/// facing the bank and operators). A path of the other surface is answered 404, exactly as an
+/// unknown one.
 struct Router: Sendable {
+    /// What a listener serves.
+    struct Surfaces: OptionSet, Sendable {
+        let rawValue: Int
+        static let devices = Surfaces(rawValue: 1)
+        static let bank = Surfaces(rawValue: 2)
+    }
+
+    let surfaces: Surfaces
     let inbound: InboundEndpoint
     let devices: DeviceEndpoint
     let outboundWSDL: OutboundWSDL
@@ -20,6 +33,21 @@ struct Router: Sendable {
     /// create unbounded label values.
     static let knownMethods: Set<String> = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"]
 
+    /// How much body a request may send, from its head: the device API's small bodies, SOAP's
+    /// `maxRequestBytes` only once the credentials are right, nothing elsewhere.
+    func admit(_ head: HTTPRequest) -> HTTPServer.BodyAdmission {
+        if surfaces.contains(.bank), head.path == InboundEndpoint.path || head.path == InboundEndpoint.path + "/" {
+            if let soapAuthentication, !soapAuthentication.accepts(head.header("authorization")) {
+                return .refuse
+            }
+            return .accept(maxBytes: maxRequestBytes)
+        }
+        if surfaces.contains(.devices), head.path.hasPrefix(DeviceEndpoint.prefix) {
+            return .accept(maxBytes: JSONFields.maximumBodyBytes)
+        }
+        return .accept(maxBytes: 0)
+    }
+
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         let (route, response) = await route(request)
@@ -28,20 +56,38 @@ struct Router: Sendable {
         let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
         metrics.increment("pigeon_http_requests_total", labels: ["route": route, "method": method, "status": String(response.status)])
         metrics.observe("pigeon_http_request_duration_seconds", labels: ["route": route], seconds)
-        logger.debug("\(request.method) \(request.path) → \(response.status)", metadata: ["peer": request.peer])
+        logger.debug("\(LogText.escaped(request.method)) \(LogText.escaped(request.path, limit: 200)) → \(response.status)", metadata: ["peer": request.peer])
         return response
     }
 
     private func route(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+        if surfaces.contains(.bank), let answer = await bankRoute(request) { return answer }
+        if surfaces.contains(.devices), request.path.hasPrefix(DeviceEndpoint.prefix) {
+            if request.bodyTooLarge {
+                return ("api", APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(JSONFields.maximumBodyBytes) bytes").response.closing())
+            }
+            return await devices.handle(request)
+        }
+        if request.path == "/health" {
+            return ("health", request.method == "GET" ? health.live() : methodNotAllowed("GET"))
+        }
+        if request.bodyTooLarge { return ("unknown", HTTPResponse.text(413, "this resource takes no request body\n").closing()) }
+        return ("unknown", .text(404, "no such resource\n"))
+    }
+
+    /// The bank surface's routes; nil for a path it does not serve.
+    private func bankRoute(_ request: HTTPRequest) async -> (String, HTTPResponse)? {
         switch request.path {
         case InboundEndpoint.path, InboundEndpoint.path + "/":
             let route = "soap_inbound"
             if let soapAuthentication, !soapAuthentication.accepts(request.header("authorization")) {
                 var response = HTTPResponse.text(401, "authentication required\n")
                 response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
-                return (route, response)
+                return (route, request.bodyTooLarge ? response.closing() : response)
             }
-            if request.bodyTooLarge { return (route, tooLarge()) }
+            if request.bodyTooLarge {
+                return (route, HTTPResponse.text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n").closing())
+            }
             switch request.method {
             case "GET" where request.hasQueryArgument("wsdl"):
                 return ("soap_inbound_wsdl", inbound.describe(request, scheme: scheme))
@@ -55,11 +101,6 @@ struct Router: Sendable {
                 return ("soap_outbound_wsdl", .text(404, "the bank proxy's service is described here (GET ?wsdl); it is served by the bank\n"))
             }
             return ("soap_outbound_wsdl", outboundWSDL.response())
-        case let path where path.hasPrefix(DeviceEndpoint.prefix):
-            if request.bodyTooLarge { return ("api", tooLarge()) }
-            return await devices.handle(request)
-        case "/health":
-            return ("health", request.method == "GET" ? health.live() : methodNotAllowed("GET"))
         case "/ready":
             return ("ready", request.method == "GET" ? await health.ready() : methodNotAllowed("GET"))
         case "/metrics":
@@ -67,18 +108,23 @@ struct Router: Sendable {
                 ? .text(200, metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
                 : methodNotAllowed("GET"))
         default:
-            if request.bodyTooLarge { return ("unknown", tooLarge()) }
-            return ("unknown", .text(404, "no such resource: \(request.path.prefix(200))\n"))
+            return nil
         }
-    }
-
-    private func tooLarge() -> HTTPResponse {
-        .text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n")
     }
 
     private func methodNotAllowed(_ allowed: String) -> HTTPResponse {
         var response = HTTPResponse.text(405, "method not allowed; use \(allowed)\n")
         response.headers.append(("Allow", allowed.hasPrefix("POST") ? "GET, POST" : "GET"))
+        return response
+    }
+}
+
+extension HTTPResponse {
+    /// This response with the connection closed after it (the unread body of a refused request
+    /// must not be taken for the next request).
+    func closing() -> HTTPResponse {
+        var response = self
+        response.closeConnection = true
         return response
     }
 }

@@ -16,10 +16,12 @@ public final class Gateway: Sendable {
 
     public let configuration: GatewayConfiguration
     public let metrics: MetricsRegistry
-    /// The port the HTTP listener bound (differs from the configured one when that is 0).
+    /// The port `listen` bound (differs from the configured one when that is 0).
     public let port: UInt16
+    /// The port `bankListen` bound; `port` when everything is served on `listen`.
+    public let bankPort: UInt16
     private let pool: PostgresPool
-    private let server: HTTPServer
+    private let servers: [HTTPServer]
     private let logger: Logger
     private let pushClients: [HTTP2Client]
     private let engine: (task: Task<Void, Never>, owner: String)?
@@ -49,50 +51,95 @@ public final class Gateway: Sendable {
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
-        let tls = try Self.loadTLS(configuration.http)
-        // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time.
+        // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
+        // the gateway's own credentials and the bank's CA.
         let bankHTTP = try configuration.bankProxyURL.map { _ in
             try HTTP2Client(configuration: .init(
                 maxConnections: 8, maxStreamsPerConnection: 10, timeout: .seconds(configuration.bankProxyTimeoutSeconds),
-                caFile: configuration.tlsCaFile))
+                caFile: configuration.bankChannel.caFile,
+                clientCertificate: configuration.bankChannel.clientCertificatePath.map {
+                    HTTP2Client.ClientCertificate(path: $0, type: .pem, keyPath: configuration.bankChannel.clientKeyPath)
+                }))
         }
-        let bank = configuration.bankProxyURL.flatMap { url in bankHTTP.map { BankProxyClient(url: url, http: $0) } }
-        let router = Router(
-            inbound: inbound,
-            devices: DeviceEndpoint(
-                registry: DeviceRegistry(pool: pool, identifiers: identifiers),
-                acknowledgements: AcknowledgementStore(pool: pool, identifiers: identifiers),
-                bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
-                tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds), logger: logger.withLabel("pigeon.devices")),
-            outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
-            health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
-            metrics: metrics,
-            soapAuthentication: configuration.http.soapUsername.map {
-                BasicAuthentication(username: $0, password: configuration.http.soapPassword ?? "")
-            },
-            scheme: tls == nil ? "http" : "https",
-            maxRequestBytes: configuration.http.maxRequestBytes,
-            logger: logger.withLabel("pigeon.http"))
+        let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
+        let bank = configuration.bankProxyURL.flatMap { url in
+            bankHTTP.map { BankProxyClient(url: url, http: $0, credentials: bankCredentials) }
+        }
         let http = configuration.http
-        let server = try HTTPServer(
+        let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
+        func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
+            Router(
+                surfaces: surfaces,
+                inbound: inbound,
+                devices: DeviceEndpoint(
+                    registry: DeviceRegistry(pool: pool, identifiers: identifiers),
+                    acknowledgements: AcknowledgementStore(pool: pool, identifiers: identifiers),
+                    bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
+                    tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
+                    limits: deviceLimits, rateLimits: RateLimitStore(pool: pool), identifiers: identifiers,
+                    logger: logger.withLabel("pigeon.devices")),
+                outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
+                health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
+                metrics: metrics,
+                soapAuthentication: http.soapUsername.map {
+                    BasicAuthentication(username: $0, password: http.soapPassword ?? "")
+                },
+                scheme: tls == nil ? "http" : "https",
+                maxRequestBytes: http.maxRequestBytes,
+                logger: logger.withLabel("pigeon.http"))
+        }
+        let publicTLS = try Self.loadTLS(certificate: http.tlsCertificatePath, key: http.tlsKeyPath, clientCA: nil)
+        let publicRouter = router(http.bank == nil ? [.devices, .bank] : [.devices], tls: publicTLS)
+        let publicServer = try HTTPServer(
             configuration: .init(
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
-                idleTimeoutSeconds: http.idleTimeoutSeconds, maxBodyBytes: http.maxRequestBytes, tls: tls),
+                perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
+                requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 2, handlerThreads: 4, tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
-            handler: { request in await router.handle(request) })
+            admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) })
+        var servers = [publicServer]
+        logger.notice("listening", metadata: [
+            "address": "\(publicTLS == nil ? "http" : "https")://\(http.host):\(publicServer.port)",
+            "serves": http.bank == nil ? "device API, SOAP, metrics" : "device API"])
+        if let bankListener = http.bank {
+            let bankTLS: HTTPServer.TLS?
+            let bankServer: HTTPServer
+            do {
+                bankTLS = try Self.loadTLS(certificate: bankListener.tlsCertificatePath, key: bankListener.tlsKeyPath, clientCA: bankListener.clientCaFile)
+                let bankRouter = router([.bank], tls: bankTLS)
+                bankServer = try HTTPServer(
+                    configuration: .init(
+                        host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
+                        perAddressConnectionLimit: 0, idleTimeoutSeconds: http.idleTimeoutSeconds,
+                        requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4, tls: bankTLS),
+                    logger: logger.withLabel("pigeon.http.bank"),
+                    admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) })
+            } catch {
+                publicServer.stop()
+                throw error
+            }
+            servers.append(bankServer)
+            logger.notice("listening", metadata: [
+                "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
+                "serves": "SOAP, WSDLs, metrics, ready", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
+        }
+        if http.soapIsUnauthenticated && !GatewayConfiguration.isLoopback(http.soapHost) {
+            logger.warning("the SOAP service accepts unauthenticated calls (soapAuthentication = none)", metadata: ["address": http.soapHost])
+        }
         self.configuration = configuration
         self.metrics = metrics
         self.pool = pool
-        self.server = server
-        self.port = server.port
+        self.servers = servers
+        self.port = publicServer.port
+        self.bankPort = servers.last?.port ?? publicServer.port
         self.logger = logger
-        logger.notice("listening", metadata: ["address": "\(tls == nil ? "http" : "https")://\(http.host):\(server.port)"])
+        HTTPMetrics.collect(servers: servers.count > 1 ? [("public", publicServer), ("bank", servers[1])] : [("public", publicServer)], into: metrics)
 
         let transports: PushTransports
         do {
             transports = try PushTransports(configuration: configuration)
         } catch {
-            server.stop()
+            servers.forEach { $0.stop() }
             throw error
         }
         pushClients = transports.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
@@ -138,7 +185,7 @@ public final class Gateway: Sendable {
     /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
     public func shutdownBlocking() {
         logger.notice("shutting down")
-        server.quiesce()
+        servers.forEach { $0.quiesce() }
         background.cancel()
         var sendsInFlight = false
         if let engine {
@@ -158,7 +205,8 @@ public final class Gateway: Sendable {
         }
         // Reports being sent finish (or stay leased and go out after a restart).
         _ = Self.wait(for: background, seconds: configuration.delivery.shutdownGraceSeconds)
-        server.stop()
+        // Requests in progress get a moment to answer; any still running then gets 503.
+        servers.forEach { $0.stop(waitingUpTo: 5) }
         // Sends still in flight after the grace period are abandoned: their deliveries are back
         // in the queue already.
         pushClients.forEach { $0.shutdown(abandonRunning: sendsInFlight) }
@@ -208,12 +256,15 @@ public final class Gateway: Sendable {
         return Migrator(migrations: migrations)
     }
 
-    private static func loadTLS(_ http: GatewayConfiguration.HTTP) throws -> (certificatePEM: String, keyPEM: String)? {
-        guard let certificatePath = http.tlsCertificatePath, let keyPath = http.tlsKeyPath else { return nil }
+    private static func loadTLS(certificate: String?, key: String?, clientCA: String?) throws -> HTTPServer.TLS? {
+        guard let certificate, let key else { return nil }
         do {
-            return (try String(contentsOfFile: certificatePath, encoding: .utf8), try String(contentsOfFile: keyPath, encoding: .utf8))
+            return HTTPServer.TLS(
+                certificatePEM: try String(contentsOfFile: certificate, encoding: .utf8),
+                keyPEM: try String(contentsOfFile: key, encoding: .utf8),
+                clientCAPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) })
         } catch {
-            throw StartError(description: "cannot read TLS certificate or key: \(error.localizedDescription)")
+            throw StartError(description: "cannot read TLS certificate, key or client CA: \(error.localizedDescription)")
         }
     }
 
@@ -228,6 +279,7 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform and cause (connection, throttled, unavailable).")
         metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
         MetricsSampler.describe(metrics)
+        HTTPMetrics.describe(metrics)
         SweepRunner.describe(metrics)
     }
 }

@@ -20,6 +20,8 @@ public struct DeviceIdentity: Sendable, Equatable {
 public struct AuthenticatedDevice: Sendable, Equatable {
     public var id: Int64
     public var userId: String
+    /// The device as it registered (user id as stored).
+    public var identity: DeviceIdentity
 }
 
 /// An authentication token as stored: its SHA-256 digest and when it stops working.
@@ -36,7 +38,7 @@ public struct StoredToken: Sendable {
     fileprivate var expiresParameter: String { String(expiresAt.timeIntervalSince1970) }
 
     /// A digest as a `bytea` parameter in text form.
-    fileprivate static func byteaParameter(_ digest: Data) -> String {
+    static func byteaParameter(_ digest: Data) -> String {
         "\\x" + digest.map { String(format: "%02x", $0) }.joined()
     }
 }
@@ -55,19 +57,8 @@ public struct DeviceRegistry: Sendable {
     }
 
 
-    /// The subscribed device with this user, device id and platform, if any.
-    public func subscribedDevice(_ identity: DeviceIdentity) async throws -> Int64? {
-        let sql = """
-            SELECT id FROM devices
-            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'SUBSCRIBED'
-            ORDER BY id LIMIT 1
-            """
-        return try await pool.withConnection { [userKey = identifiers.comparable(identity.userId)] connection in
-            try connection.query(sql, [userKey, identity.deviceId, identity.platform.rawValue]).scalar.flatMap(Int64.init)
-        }
-    }
-
-    /// A known device re-registering: new push token, new authentication token.
+    /// A known device refreshing its push token, proved by its current authentication token:
+    /// new push token, new authentication token (the old one stops working).
     public func refresh(device id: Int64, pushToken: String, token: StoredToken) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("""
@@ -79,16 +70,19 @@ public struct DeviceRegistry: Sendable {
     }
 
     /// Subscribes a device the bank authorized; with `override`, the user's other devices are
-    /// unsubscribed in the same transaction. Returns the device's row id.
+    /// unsubscribed in the same transaction. Every registration of this device still waiting for
+    /// a code is dropped. Returns the device's row id.
     @discardableResult
     public func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool) async throws -> Int64 {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
         return try await pool.transaction { connection in
-            // Any earlier row of this device (a pending one, or one under another id spelling) is replaced.
+            // Any earlier row of this device (under another id spelling too) is replaced.
             _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
                                      [key, identity.deviceId, identity.platform.rawValue])
-            let id = try Self.insert(identity, pushToken: pushToken, state: "SUBSCRIBED", token: token, connection)
+            _ = try connection.query("DELETE FROM pending_registrations WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
+                                     [key, identity.deviceId, identity.platform.rawValue])
+            let id = try Self.insert(identity, pushToken: pushToken, token: token, connection)
             if override {
                 _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND id <> $2", [key, String(id)])
             }
@@ -96,45 +90,46 @@ public struct DeviceRegistry: Sendable {
         }
     }
 
-    /// Keeps a registration waiting for the SMS code (replacing an earlier wait of this device).
-    public func savePending(_ identity: DeviceIdentity, pushToken: String) async throws {
-        let sql = "DELETE FROM devices WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'"
-        _ = try await pool.transaction { [key = identifiers.comparable(identity.userId)] connection in
-            _ = try connection.query(sql, [key, identity.deviceId, identity.platform.rawValue])
-            return try Self.insert(identity, pushToken: pushToken, state: "PENDING_VERIFICATION", token: nil, connection)
+    /// Keeps a registration waiting for its SMS code under the digest of its registration id.
+    /// Earlier waiting registrations of the device stay (each verifies only its own push token);
+    /// beyond the newest `keep` of them the oldest are dropped.
+    public func savePending(_ identity: DeviceIdentity, pushToken: String, registrationDigest: Data, keep: Int = 5) async throws {
+        let column = identifiers.userColumn
+        let key = identifiers.comparable(identity.userId)
+        _ = try await pool.transaction { connection in
+            _ = try connection.query("""
+                INSERT INTO pending_registrations (registration_digest, bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                VALUES ($1::bytea, $2, $3, $4, $5, $6, $7)
+                """, [StoredToken.byteaParameter(registrationDigest), identity.bankClientId, identity.userId,
+                      identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken])
+            _ = try connection.query("""
+                DELETE FROM pending_registrations WHERE id IN (
+                    SELECT id FROM pending_registrations WHERE \(column) = $1 AND device_id = $2
+                    ORDER BY id DESC OFFSET \(max(1, keep)))
+                """, [key, identity.deviceId])
         }
     }
 
-    /// The registration of this device waiting for its code, if any (the newest).
-    public func pending(bankClientId: String, userId: String, deviceId: String) async throws -> (identity: DeviceIdentity, pushToken: String)? {
+    /// The registration with this id's digest, if it is waiting and belongs to this bank
+    /// client, user and device.
+    public func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> (identity: DeviceIdentity, pushToken: String)? {
         let sql = """
-            SELECT platform, push_token, bank_client_id, user_id, device_id FROM devices
-            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND bank_client_id = $3 AND state = 'PENDING_VERIFICATION'
-            ORDER BY id DESC LIMIT 1
+            SELECT platform, push_token, bank_client_id, user_id, device_id FROM pending_registrations
+            WHERE registration_digest = $1::bytea AND \(identifiers.userColumn) = $2 AND device_id = $3 AND bank_client_id = $4
+              AND created_at > now() - interval '1 day'
             """
         return try await pool.withConnection { [key = identifiers.comparable(userId)] connection in
-            guard let row = try connection.query(sql, [key, deviceId, bankClientId]).rows.first,
+            guard let row = try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).rows.first,
                   let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
             return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform), pushToken)
         }
     }
 
-    /// Counts a wrong code against the waiting registration of this device; once `limit` wrong
-    /// codes were entered the registration is dropped. Returns true when it was dropped.
-    public func recordVerificationFailure(_ identity: DeviceIdentity, limit: Int) async throws -> Bool {
-        let sql = """
-            UPDATE devices SET verification_failures = verification_failures + 1, updated_at = now()
-            WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND platform = $3 AND state = 'PENDING_VERIFICATION'
-            RETURNING id, verification_failures
-            """
-        return try await pool.transaction { [key = identifiers.comparable(identity.userId)] connection in
-            var dropped = false
-            for row in try connection.query(sql, [key, identity.deviceId, identity.platform.rawValue]).rows {
-                guard let id = row[0], (row.integer(1) ?? 0) >= limit else { continue }
-                _ = try connection.query("DELETE FROM devices WHERE id = $1", [id])
-                dropped = true
-            }
-            return dropped
+    /// Drops every registration of this device waiting for a code (its attempts are used up).
+    public func dropPending(bankClientId: String, userId: String, deviceId: String) async throws {
+        let sql = "DELETE FROM pending_registrations WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND bank_client_id = $3"
+        _ = try await pool.withConnection { [key = identifiers.comparable(userId)] connection in
+            try connection.query(sql, [key, deviceId, bankClientId])
         }
     }
 
@@ -143,21 +138,23 @@ public struct DeviceRegistry: Sendable {
         let parameter = StoredToken.byteaParameter(digest)
         return try await pool.withConnection { connection in
             guard let row = try connection.query("""
-                SELECT id, user_id FROM devices
+                SELECT id, user_id, device_id, platform, bank_client_id FROM devices
                 WHERE auth_token_hash = $1::bytea AND auth_token_expires_at > now() AND state = 'SUBSCRIBED'
-                """, [parameter]).rows.first, let id = row[0].flatMap(Int64.init), let user = row[1] else { return nil }
-            return AuthenticatedDevice(id: id, userId: user)
+                """, [parameter]).rows.first, let id = row[0].flatMap(Int64.init), let user = row[1],
+                let device = row[2], let platform = row[3].flatMap(Platform.init(rawValue:)), let bankClient = row[4]
+            else { return nil }
+            return AuthenticatedDevice(id: id, userId: user, identity: DeviceIdentity(bankClientId: bankClient, userId: user, deviceId: device, platform: platform))
         }
     }
 
-    private static func insert(_ identity: DeviceIdentity, pushToken: String, state: String, token: StoredToken?, _ connection: PostgresConnection) throws -> Int64 {
+    private static func insert(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, _ connection: PostgresConnection) throws -> Int64 {
         guard let id = try connection.query("""
             INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, state,
                                  auth_token_hash, auth_token_expires_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, to_timestamp($9))
             RETURNING id
-            """, [identity.bankClientId, identity.userId, identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken, state,
-                  token?.digestParameter, token?.expiresParameter]).scalar.flatMap(Int64.init) else {
+            """, [identity.bankClientId, identity.userId, identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken, "SUBSCRIBED",
+                  token.digestParameter, token.expiresParameter]).scalar.flatMap(Int64.init) else {
             throw PostgresError(.unexpectedResult, "registering a device returned no id")
         }
         return id

@@ -88,7 +88,8 @@ public struct Sweeps: Sendable {
     }
 
     /// Deletes up to `limit` subscriptions with no successful delivery (or, never reached, no
-    /// registration) within `period`, and registrations waiting for a code longer than a day.
+    /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
+    /// day, and up to `limit` rate-limit windows that ended.
     public func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))
@@ -99,11 +100,20 @@ public struct Sweeps: Sendable {
             let deleted = try connection.query("""
                 DELETE FROM devices WHERE id IN (
                     SELECT id FROM devices
-                    WHERE (state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision))
-                       OR (state = 'PENDING_VERIFICATION' AND updated_at < now() - interval '1 day')
+                    WHERE state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, [seconds]).affected
-            return SweepStep(rows: deleted, reports: 0, ran: true, more: deleted == limit)
+            let abandoned = try connection.query("""
+                DELETE FROM pending_registrations WHERE id IN (
+                    SELECT id FROM pending_registrations WHERE created_at < now() - interval '1 day'
+                    ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                """).affected
+            let windows = try connection.query("""
+                DELETE FROM rate_limits WHERE bucket IN (
+                    SELECT bucket FROM rate_limits WHERE window_ends_at < now()
+                    ORDER BY window_ends_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                """).affected
+            return SweepStep(rows: deleted + abandoned, reports: 0, ran: true, more: deleted == limit || abandoned == limit || windows == limit)
         }
     }
 }

@@ -96,8 +96,25 @@ public struct SOAPCodec: Sendable {
         guard wrapper.name == operation.response.name else {
             throw .server("expected '\(operation.response.name)', got '\(wrapper.name)'")
         }
-        let record = try SchemaDecoder().decode(wrapper, as: operation.response, path: "")
+        let record = try SchemaDecoder().decode(Self.unwrappedReturn(wrapper, for: operation), as: operation.response, path: "")
         return record.record("return") ?? SOAPRecord()
+    }
+
+    /// Services generated from other WSDLs answer a one-field result directly in `return`
+    /// (`<return>true</return>`) instead of in its named child
+    /// (`<return><authorized>true</authorized></return>`); both are accepted (CONTRACT §3).
+    static func unwrappedReturn(_ wrapper: XMLElementNode, for operation: OperationDescription) -> XMLElementNode {
+        guard case .complex(let returnType)? = operation.response.fields.first(where: { $0.name == "return" })?.type,
+              returnType.fields.count == 1, let field = returnType.fields.first
+        else { return wrapper }
+        var normalized = wrapper
+        for index in normalized.children.indices where normalized.children[index].name == "return" {
+            let bare = normalized.children[index]
+            guard bare.children.isEmpty, !bare.isNil else { continue }
+            normalized.children[index].children = [XMLElementNode(name: field.name, text: bare.text)]
+            normalized.children[index].text = ""
+        }
+        return normalized
     }
 
     /// Encodes a fault.

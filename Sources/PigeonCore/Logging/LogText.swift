@@ -1,0 +1,33 @@
+/// Makes untrusted text safe for a log line: control characters (CR, LF, NUL, ESC, …) become
+/// visible escapes, so a value from a client can neither forge a line nor hide in a terminal.
+public enum LogText {
+    /// `text` with every control character written as `\n`, `\r`, `\t` or `\u{XX}`, cut to
+    /// `limit` characters (with `…`).
+    public static func escaped(_ text: String, limit: Int = 1024) -> String {
+        var result = ""
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count >= limit {
+                result += "…"
+                break
+            }
+            count += 1
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.properties.generalCategory == .control
+                || scalar.properties.generalCategory == .format && (scalar.value == 0x2028 || scalar.value == 0x2029 || (0x202A...0x202E).contains(scalar.value)):
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// Whether `text` holds a control character (C0, DEL or C1): such ids are refused at the edge.
+    public static func containsControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import PigeonStore
+import Synchronization
+
+/// The device API's limits (CONTRACT §2): register and verify calls per client address (this
+/// process's memory: the first line, before the database is asked anything), registrations that
+/// reach the bank per user, and verification attempts per (bank client, user, device) reserved in
+/// the database before the bank is called, so concurrent guesses and several gateway processes
+/// share one count.
+final class DeviceRateLimits: Sendable {
+    let settings: GatewayConfiguration.DeviceLimits
+    private let addresses: Mutex<FixedWindowCounter>
+    private let clock: @Sendable () -> Double
+
+    init(_ settings: GatewayConfiguration.DeviceLimits, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+        self.settings = settings
+        self.clock = clock
+        addresses = Mutex(FixedWindowCounter(limit: settings.registrationsPerAddressPerMinute, windowSeconds: 60))
+    }
+
+    /// Counts a register or verify call from `address`; throws 429 beyond the limit.
+    func admitAddress(_ address: String) throws(APIError) {
+        let now = clock()
+        if let retryAfter = addresses.withLock({ $0.take(address, now: now) }) {
+            throw .rateLimited(retryAfter: retryAfter, "too many registrations from this address; try again later")
+        }
+    }
+
+    /// Counts a registration of `user` that will reach the bank; throws 429 beyond the limit.
+    func admitRegistration(bankClientId: String, userKey: String, store: RateLimitStore) async throws -> Void {
+        guard settings.registrationsPerUserPerHour > 0 else { return }
+        let decision = try await store.take(bucket: "register:\(bankClientId)\u{1F}\(userKey)", limit: settings.registrationsPerUserPerHour, window: .seconds(3600))
+        guard decision.allowed else {
+            throw APIError.rateLimited(retryAfter: decision.retryAfterSeconds, "too many registrations for this user; try again later")
+        }
+    }
+
+    /// Reserves one verification attempt of this device before the bank sees the code; throws
+    /// 429 once `verificationAttempts` were used within the window. Returns whether this was the
+    /// last attempt allowed.
+    func reserveVerification(bankClientId: String, userKey: String, deviceId: String, store: RateLimitStore) async throws -> Bool {
+        let decision = try await store.take(
+            bucket: "verify:\(bankClientId)\u{1F}\(userKey)\u{1F}\(deviceId)", limit: settings.verificationAttempts,
+            window: .seconds(60 * settings.verificationWindowMinutes))
+        guard decision.allowed else {
+            throw APIError.rateLimited(retryAfter: decision.retryAfterSeconds, "too many verification attempts for this device; register again later")
+        }
+        return decision.count == settings.verificationAttempts
+    }
+}

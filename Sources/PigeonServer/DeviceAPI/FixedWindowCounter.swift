@@ -1,0 +1,38 @@
+/// Fixed-window attempt counters per key, bounded in size: the pure core of the per-address
+/// limits (no clock or lock of its own; the caller passes the time in seconds).
+struct FixedWindowCounter: Sendable {
+    /// Attempts allowed per key and window.
+    let limit: Int
+    let windowSeconds: Double
+    /// Keys tracked at most; when full, ended windows are dropped, then the oldest.
+    let capacity: Int
+    private var windows: [String: (start: Double, count: Int)] = [:]
+
+    init(limit: Int, windowSeconds: Double, capacity: Int = 100_000) {
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.capacity = capacity
+    }
+
+    /// Counts an attempt by `key` at `now`: nil when allowed, else the seconds until its window ends.
+    mutating func take(_ key: String, now: Double) -> Int? {
+        guard limit > 0 else { return nil }
+        var window = windows[key] ?? (now, 0)
+        if now - window.start >= windowSeconds { window = (now, 0) }
+        window.count += 1
+        if windows[key] == nil && windows.count >= capacity { makeRoom(now: now) }
+        windows[key] = window
+        guard window.count > limit else { return nil }
+        return max(1, Int((window.start + windowSeconds - now).rounded(.up)))
+    }
+
+    /// Keys tracked now.
+    var count: Int { windows.count }
+
+    private mutating func makeRoom(now: Double) {
+        windows = windows.filter { now - $0.value.start < windowSeconds }
+        if windows.count >= capacity, let oldest = windows.min(by: { $0.value.start < $1.value.start }) {
+            windows[oldest.key] = nil
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import PigeonHTTP
+
+/// The listeners' own counters, read at every scrape.
+enum HTTPMetrics {
+    static func describe(_ metrics: MetricsRegistry) {
+        metrics.describe("pigeon_http_connections", type: "gauge", help: "Open connections per listener.")
+        metrics.describe("pigeon_http_requests_in_flight", type: "gauge", help: "Requests whose handler is running, per listener.")
+        metrics.describe("pigeon_http_deadline_closures", type: "gauge", help: "Connections closed because a whole request did not arrive within requestDeadlineSeconds, since start.")
+    }
+
+    static func collect(servers: [(listener: String, server: HTTPServer)], into metrics: MetricsRegistry) {
+        metrics.addCollector { metrics in
+            for (listener, server) in servers {
+                metrics.set("pigeon_http_connections", labels: ["listener": listener], to: Double(server.openConnections))
+                metrics.set("pigeon_http_requests_in_flight", labels: ["listener": listener], to: Double(server.requestsInFlight))
+                metrics.set("pigeon_http_deadline_closures", labels: ["listener": listener], to: Double(server.deadlineClosures))
+            }
+        }
+    }
+}

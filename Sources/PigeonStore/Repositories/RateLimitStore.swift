@@ -1,0 +1,45 @@
+import Foundation
+
+/// Fixed-window counters in the database, shared by every gateway process on it: one atomic
+/// statement counts an attempt and tells whether it is within its limit, so concurrent attempts
+/// can never all slip under it.
+public struct RateLimitStore: Sendable {
+    /// The outcome of counting one attempt.
+    public struct Decision: Sendable, Equatable {
+        /// Attempts in the current window, this one included.
+        public var count: Int
+        /// Seconds until the window ends.
+        public var retryAfterSeconds: Int
+        /// Whether this attempt is within the limit.
+        public var allowed: Bool
+    }
+
+    private let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Counts one attempt in `bucket`, whose window lasts `window` from its first attempt, and
+    /// allows it when the count is at most `limit`.
+    public func take(bucket: String, limit: Int, window: Duration) async throws -> Decision {
+        let sql = """
+            INSERT INTO rate_limits AS r (bucket, window_ends_at, count)
+            VALUES ($1, now() + make_interval(secs => $2::double precision), 1)
+            ON CONFLICT (bucket) DO UPDATE SET
+                count = CASE WHEN r.window_ends_at <= now() THEN 1 ELSE r.count + 1 END,
+                window_ends_at = CASE WHEN r.window_ends_at <= now()
+                                      THEN now() + make_interval(secs => $2::double precision)
+                                      ELSE r.window_ends_at END
+            RETURNING count, ceil(extract(epoch FROM r.window_ends_at - now()))::integer
+            """
+        let seconds = String(window.components.seconds)
+        return try await pool.withConnection { connection in
+            guard let row = try connection.query(sql, [bucket, seconds]).rows.first,
+                  let count = row.integer(0) else {
+                throw PostgresError(.unexpectedResult, "counting a rate-limited attempt returned nothing")
+            }
+            return Decision(count: count, retryAfterSeconds: max(1, row.integer(1) ?? 1), allowed: count <= limit)
+        }
+    }
+}

@@ -62,10 +62,12 @@ def test_register_verify_send_open_report(client, base_url, stub_url, unique):
               "pushToken": "a1" * 32}
     pending = requests.post(f"{api}/devices/register", json=device, timeout=30)
     assert pending.status_code == 202, pending.text
-    assert pending.json() == {"state": "VERIFICATION_REQUIRED"}
+    assert pending.json()["state"] == "VERIFICATION_REQUIRED"
+    registration_id = pending.json()["registrationId"]
     code = stub_codes(stub_url)[f"bank/{user}/iphone-15"]
     verified = requests.post(f"{api}/devices/verify", timeout=30, json={
-        "bankClientId": "bank", "userId": user, "deviceId": "iphone-15", "verificationCode": code})
+        "bankClientId": "bank", "userId": user, "deviceId": "iphone-15",
+        "registrationId": registration_id, "verificationCode": code})
     assert verified.status_code == 200, verified.text
     token = verified.json()["authenticationToken"]
     headers = {"Authorization": f"Bearer {token}"}

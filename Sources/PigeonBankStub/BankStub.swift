@@ -19,11 +19,22 @@ public final class BankStub: Sendable {
         public var authorizedUsers: Set<String> = []
         /// The SMS code to issue; random six digits when nil.
         public var fixedCode: String?
+        /// HTTP Basic credentials SOAP callers must present (401 otherwise); nil for none.
+        public var requiredCredentials: (username: String, password: String)?
+        /// HTTPS (and, with a client CA, mutual TLS) instead of plain HTTP.
+        public var tls: HTTPServer.TLS?
+        /// Answer one-field results directly in `return` (`<return>true</return>`), as proxies
+        /// generated from other WSDLs do, instead of in its named child.
+        public var bareReturn = false
 
-        public init(bankClients: Set<String> = [], authorizedUsers: Set<String> = [], fixedCode: String? = nil) {
+        public init(bankClients: Set<String> = [], authorizedUsers: Set<String> = [], fixedCode: String? = nil,
+                    requiredCredentials: (username: String, password: String)? = nil, tls: HTTPServer.TLS? = nil, bareReturn: Bool = false) {
             self.bankClients = bankClients
             self.authorizedUsers = authorizedUsers
             self.fixedCode = fixedCode
+            self.requiredCredentials = requiredCredentials
+            self.tls = tls
+            self.bareReturn = bareReturn
         }
     }
 
@@ -36,6 +47,9 @@ public final class BankStub: Sendable {
         case slow(milliseconds: Int)
         /// 200 with a body that is not SOAP.
         case garbage
+        /// Acts on `authorizeSubscription` (an SMS is sent), then closes the connection without
+        /// answering; other calls are answered normally.
+        case dropAfterAction
     }
 
     /// A report the stub received.
@@ -48,11 +62,10 @@ public final class BankStub: Sendable {
 
     private struct State {
         var mode = Mode.normal
-        /// Devices verified by their SMS code.
-        var verified: Set<String> = []
         var codes: [String: String] = [:]
         var reports: [Report] = []
         var calls = 0
+        var smsSent = 0
     }
 
     public let port: UInt16
@@ -72,7 +85,7 @@ public final class BankStub: Sendable {
         let box = HandlerBox()
         self.box = box
         let http = try HTTPServer(
-            configuration: .init(host: host, port: port, connectionLimit: 256, idleTimeoutSeconds: 30, handlerThreads: 2),
+            configuration: .init(host: host, port: port, connectionLimit: 256, idleTimeoutSeconds: 30, handlerThreads: 2, tls: configuration.tls),
             logger: logger, admit: { _ in .accept(maxBytes: 4 << 20) },
             handler: { request in await box.stub.withLock { $0 }?.handle(request) ?? .text(503, "stopped") })
         self.port = http.port
@@ -81,7 +94,7 @@ public final class BankStub: Sendable {
     }
 
     /// The address to put in the gateway's `sbiOutboundWebServiceURL`.
-    public var serviceURL: String { "http://127.0.0.1:\(port)\(Self.servicePath)" }
+    public var serviceURL: String { "\(configuration.tls == nil ? "http" : "https")://127.0.0.1:\(port)\(Self.servicePath)" }
     public static let servicePath = "/sbi-outbound/services/SBIOutbound"
 
     /// Stops listening. Call once.
@@ -100,6 +113,9 @@ public final class BankStub: Sendable {
 
     /// SOAP calls answered so far (any operation, any mode).
     public var calls: Int { state.withLock { $0.calls } }
+
+    /// SMS codes sent so far (`authorizeSubscription` calls acted on).
+    public var smsSent: Int { state.withLock { $0.smsSent } }
 
     /// The SMS code last issued for a device, as the stub's log shows it.
     public func code(bankClientId: String, userId: String, deviceId: String) -> String? {
@@ -134,6 +150,13 @@ public final class BankStub: Sendable {
     }
 
     private func soap(_ request: HTTPRequest) async -> HTTPResponse {
+        if let credentials = configuration.requiredCredentials {
+            let expected = "Basic " + Data("\(credentials.username):\(credentials.password)".utf8).base64EncodedString()
+            guard request.header("authorization") == expected else {
+                logger.warning("SOAP call without the expected credentials refused")
+                return .text(401, "authentication required")
+            }
+        }
         let mode = state.withLock { state -> Mode in
             state.calls += 1
             return state.mode
@@ -145,7 +168,7 @@ public final class BankStub: Sendable {
             return .text(200, "this is not SOAP", contentType: "text/plain")
         case .slow(let milliseconds):
             try? await Task.sleep(for: .milliseconds(milliseconds))
-        case .normal:
+        case .normal, .dropAfterAction:
             break
         }
         let decoded: SOAPRequest
@@ -167,13 +190,18 @@ public final class BankStub: Sendable {
         let result: SOAPRecord
         switch operation.name {
         case "checkSubscriptionAuthorized":
+            // Only users the bank authorized beforehand: a device id is no secret, so a bank that
+            // authorized a device again because it once entered a code would let anyone who knows
+            // the id take it over.
             let authorized = configuration.authorizedUsers.contains("*") || configuration.authorizedUsers.contains(userId)
-                || state.withLock { $0.verified.contains(Self.deviceKey(bankClientId, userId, deviceId)) }
             logger.info("checkSubscriptionAuthorized", metadata: ["user": userId, "device": deviceId, "authorized": String(authorized)])
             result = SOAPRecord(["authorized": [.boolean(authorized)]])
         case "authorizeSubscription":
             let code = configuration.fixedCode ?? String(format: "%06d", Int.random(in: 0..<1_000_000))
-            state.withLock { $0.codes[Self.deviceKey(bankClientId, userId, deviceId)] = code }
+            state.withLock {
+                $0.codes[Self.deviceKey(bankClientId, userId, deviceId)] = code
+                $0.smsSent += 1
+            }
             logger.notice("SMS to the bank client", metadata: ["bankClientId": bankClientId, "user": userId, "device": deviceId, "code": code])
             result = SOAPRecord(["result": [.string("OK")]])
         case "verifySubscriptionAuthorization":
@@ -182,7 +210,6 @@ public final class BankStub: Sendable {
             let verified = state.withLock { state -> Bool in
                 guard let code = state.codes[key], code == entered else { return false }
                 state.codes[key] = nil
-                state.verified.insert(key)
                 return true
             }
             logger.info("verifySubscriptionAuthorization", metadata: ["user": userId, "device": deviceId, "verified": String(verified)])
@@ -195,9 +222,16 @@ public final class BankStub: Sendable {
         default:
             return fault(.client("unknown operation '\(operation.name)'"), version: decoded.version)
         }
-        return HTTPResponse(
-            status: 200, headers: [("Content-Type", decoded.version.contentType)],
-            body: codec.encodeResponse(operation, result: result, version: decoded.version))
+        if mode == .dropAfterAction && operation.name == "authorizeSubscription" { return .dropped }
+        var body = codec.encodeResponse(operation, result: result, version: decoded.version)
+        if configuration.bareReturn, result.fields.count == 1, let field = result.fields.keys.first {
+            // <return><authorized>true</authorized></return> → <return>true</return>
+            let text = String(decoding: body, as: UTF8.self)
+                .replacingOccurrences(of: "<return><\(field)>", with: "<return>")
+                .replacingOccurrences(of: "</\(field)></return>", with: "</return>")
+            body = Data(text.utf8)
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", decoded.version.contentType)], body: body)
     }
 
     private func fault(_ fault: SOAPFault, version: SOAPVersion) -> HTTPResponse {
@@ -225,6 +259,7 @@ public final class BankStub: Sendable {
         case "normal": return .normal
         case "down": return .down
         case "garbage": return .garbage
+        case "dropAfterAction": return .dropAfterAction
         case "slow":
             guard let milliseconds = (object["milliseconds"] as? NSNumber)?.intValue, (0...600_000).contains(milliseconds) else { return nil }
             return .slow(milliseconds: milliseconds)

@@ -17,6 +17,9 @@ public struct SimulatorCredentials: Sendable {
     public var serverCertificate: String { path("server.pem") }
     public var serverKey: String { path("server.key") }
     public var clientP12: String { path("client.p12") }
+    /// The same client certificate and its key as PEM files (signed by the simulator's CA).
+    public var clientCertificate: String { path("client.pem") }
+    public var clientKey: String { path("client.key") }
     public var apnsKey: String { path("AuthKey_\(Self.keyId).p8") }
     public var serviceAccount: String { path("service-account.json") }
 
@@ -28,7 +31,7 @@ public struct SimulatorCredentials: Sendable {
     /// Uses the credentials in `folder`, making any that are missing.
     public init(folder: URL, tokenURL: @autoclosure () -> String) throws {
         self.folder = folder
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if !exists("ca.pem") {
             try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("ca.key"),
                          "-out", path("ca.pem"), "-days", "3650", "-subj", "/CN=Pigeon Simulator CA"])
@@ -58,9 +61,19 @@ public struct SimulatorCredentials: Sendable {
                 "type": "service_account", "project_id": Self.projectId, "private_key_id": "simulator-key-1",
                 "private_key": key, "client_email": Self.clientEmail, "token_uri": tokenURL(),
             ]
-            try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys]).write(to: url("service-account.json"))
+            let data = try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys])
+            guard FileManager.default.createFile(atPath: serviceAccount, contents: data, attributes: [.posixPermissions: 0o600]) else {
+                throw GenerationError(description: "cannot write \(serviceAccount)")
+            }
+        }
+        // Private keys and what holds them are readable by their owner only, whoever made them.
+        for name in Self.secretFiles where exists(name) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path(name))
         }
     }
+
+    /// The files holding private keys (mode 0600).
+    public static let secretFiles = ["ca.key", "server.key", "client.key", "client.p12", "AuthKey_\(keyId).p8", "fcm.key", "service-account.json"]
 
     private func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
     private func path(_ name: String) -> String { url(name).path }

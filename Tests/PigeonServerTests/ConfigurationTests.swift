@@ -84,5 +84,11 @@ struct ConfigurationTests {
     func redaction() {
         #expect(CommandLineTool.redactedURL("postgresql://u:secret@h/d") == "postgresql://u:<redacted>@h/d")
         #expect(CommandLineTool.redactedURL("jdbc:postgresql://h/d?user=u&password=secret") == "jdbc:postgresql://h/d?user=u&password=<redacted>")
+        for url in ["postgresql://u:secret@h/d?password=secret&sslpassword=secret", "host=h password=secret dbname=d",
+                    "host=h password = 'sec ret\\'s' dbname=d", "jdbc:postgresql://h/d?PASSWORD=secret&ssl=true",
+                    "postgresql://u:secret@h1:5432,h2:5432/d?target_session_attrs=read-write"] {
+            let redacted = CommandLineTool.redactedURL(url)
+            #expect(!redacted.contains("secret") && !redacted.contains("sec ret"), "\(redacted)")
+        }
     }
 }

@@ -39,6 +39,8 @@ final class DeviceFlowHarness: Sendable {
     struct Answer: Sendable {
         var status: Int
         var body: String
+        /// Response headers by lower-cased name (only from ``callWithHeaders``).
+        var headers: [String: String] = [:]
         var json: [String: String] {
             ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any])?.compactMapValues { $0 as? String } ?? [:]
         }
@@ -46,6 +48,24 @@ final class DeviceFlowHarness: Sendable {
 
     func call(_ method: String, _ path: String, body: String? = nil, bearer: String? = nil) async throws -> Answer {
         try await Self.call(gateway.baseURL, method, path, body: body, bearer: bearer)
+    }
+
+    /// A device-API call that also returns the response headers.
+    func callWithHeaders(_ method: String, _ path: String, body: String? = nil) async throws -> Answer {
+        var arguments = ["-s", "-S", "-i", "-X", method, "--max-time", "30", "-H", "Content-Type: application/json"]
+        if body != nil { arguments += ["--data-binary", "@-"] }
+        arguments.append(gateway.baseURL + path)
+        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", arguments, input: body.map { Data($0.utf8) }), as: UTF8.self)
+        guard let split = output.range(of: "\r\n\r\n", options: .backwards) else { return Answer(status: 0, body: output) }
+        let lines = output[..<split.lowerBound].components(separatedBy: "\r\n")
+        let statusLine = lines.last { $0.hasPrefix("HTTP/") } ?? ""
+        var headers: [String: String] = [:]
+        for line in lines where line.contains(":") && !line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return Answer(status: status, body: String(output[split.upperBound...]), headers: headers)
     }
 
     /// A device-API call to any gateway.

@@ -9,7 +9,10 @@ import FoundationNetworking
 /// A gateway started in-process on a free port against the test database.
 final class GatewayHarness: Sendable {
     let gateway: Gateway
+    /// `listen` (the device API; SOAP too unless `bankListen` is set).
     let baseURL: String
+    /// Where the SOAP service is: `bankListen` when set, else `listen`.
+    let bankBaseURL: String
     let logs = InMemoryLogHandler()
 
     init(_ adjust: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
@@ -22,6 +25,11 @@ final class GatewayHarness: Sendable {
         gateway = try await Gateway.start(configuration: configuration, logger: Logger(label: "test", level: .debug, handler: logs))
         let scheme = configuration.http.tlsCertificatePath == nil ? "http" : "https"
         baseURL = "\(scheme)://127.0.0.1:\(gateway.port)"
+        if let bank = configuration.http.bank {
+            bankBaseURL = "\(bank.tlsCertificatePath == nil ? "http" : "https")://127.0.0.1:\(gateway.bankPort)"
+        } else {
+            bankBaseURL = baseURL
+        }
     }
 
     deinit {
@@ -41,7 +49,11 @@ final class GatewayHarness: Sendable {
     }
 
     func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> Reply {
-        var request = URLRequest(url: URL(string: baseURL + path)!)
+        try await request(method, path, on: path == Self.soapPath || path == "/metrics" || path == "/ready" ? bankBaseURL : baseURL, body: body, headers: headers)
+    }
+
+    func request(_ method: String, _ path: String, on base: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> Reply {
+        var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.httpBody = body
         request.timeoutInterval = 60

@@ -15,7 +15,11 @@ struct PostgresValueTests {
     @Test("the JDBC form becomes a libpq URI")
     func jdbc() throws {
         #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://localhost/pigeon") == "postgresql://localhost/pigeon")
-        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db:5433/p?user=u&password=p&ssl=true") == "postgresql://db:5433/p?user=u&password=p&sslmode=require")
+        // pgjdbc's ssl=true checks the certificate and the host name.
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db:5433/p?user=u&password=p&ssl=true") == "postgresql://db:5433/p?user=u&password=p&sslmode=verify-full")
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db/p?sslmode=verify-ca&ssl=true&sslrootcert=/etc/ca.pem") == "postgresql://db/p?sslrootcert=/etc/ca.pem&sslmode=verify-ca")
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db/p?ssl=true&sslfactory=org.postgresql.ssl.NonValidatingFactory") == "postgresql://db/p?sslmode=require")
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://db/p?ssl=false") == "postgresql://db/p?sslmode=disable")
         #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql:pigeon") == "postgresql://localhost/pigeon")
         #expect(throws: PostgresError.self) { try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h/d?prepareThreshold=3") }
     }

@@ -46,7 +46,8 @@ public struct CommandLineTool: Sendable {
             }
         case "check-config":
             return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _ in
-                print("configuration OK: listen \(configuration.http.host):\(configuration.http.port), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
+                let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
+                print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
                 return 0
             }
         case "simulate":
@@ -185,13 +186,18 @@ public struct CommandLineTool: Sendable {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
-    /// A URL with any password replaced.
+    /// A database URL with every password form replaced: `user:password@`, `?password=…`,
+    /// libpq's `password=…` keywords (quoted or not), and `sslpassword`.
     static func redactedURL(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].firstIndex(of: "@") else {
-            return url.replacingOccurrences(of: #"password=[^&]*"#, with: "password=<redacted>", options: .regularExpression)
+        var text = url
+        if let schemeEnd = text.range(of: "://") {
+            let rest = text[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+                text.replaceSubrange(text.index(after: colon)..<at, with: "<redacted>")
+            }
         }
-        let credentials = url[schemeEnd.upperBound..<at]
-        let user = credentials.split(separator: ":", maxSplits: 1).first ?? ""
-        return String(url[..<schemeEnd.upperBound]) + user + (credentials.contains(":") ? ":<redacted>" : "") + String(url[at...])
+        return text.replacingOccurrences(
+            of: #"(?i)((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)"#, with: "$1<redacted>", options: .regularExpression)
     }
 }

@@ -76,18 +76,21 @@ struct InboundEndpoint: Sendable {
             }
         case InboundService.getNotificationDetails.name:
             let id = parameters.string("id") ?? ""
+            try SOAPFault.refuseControlCharacters(id, in: "id")
             guard let notification = try await notifications.notification(id: id) else {
                 return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
             }
             return InboundResult(status: .ok).with(notification: NotificationMessage(notification))
         case InboundService.getDeliveryStatus.name:
             let id = parameters.string("id") ?? ""
+            try SOAPFault.refuseControlCharacters(id, in: "id")
             guard let states = try await notifications.deliveryStatus(id: id) else {
                 return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
             }
             return InboundResult(status: .ok).with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
         case InboundService.deleteSubscription.name:
             let user = parameters.string("user") ?? ""
+            try SOAPFault.refuseControlCharacters(user, in: "user")
             let deleted = try await subscriptions.deleteAll(user: user)
             guard deleted > 0 else {
                 return InboundResult(status: .entityNotFound, errorMessage: "user '\(user)' has no subscription")
@@ -96,6 +99,7 @@ struct InboundEndpoint: Sendable {
             return InboundResult(status: .ok)
         case InboundService.checkSubscriptionExists.name:
             let users = parameters.strings("user")
+            for user in users { try SOAPFault.refuseControlCharacters(user, in: "user") }
             return InboundResult(status: .ok).with(exists: try await subscriptions.exist(users: users))
         default:
             throw SOAPFault.client("unknown operation '\(request.operation.name)'")

@@ -41,11 +41,14 @@ public struct Migration: Sendable, Equatable {
         return migrations.sorted { $0.version < $1.version }
     }
 
-    /// Finds the `migrations` folder: next to the working directory, or in a parent of the
-    /// executable's real location (a checkout running `.build/…/pigeon`), or the system location.
-    public static func locateDirectory(executablePath: String = CommandLine.arguments[0]) -> URL? {
-        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations")]
-        var directory = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath().deletingLastPathComponent()
+    /// Finds the `migrations` folder from the executable's real location (never from the working
+    /// directory, where any folder of that name could stand): `../share/pigeon/migrations` of an
+    /// installed binary, a `migrations` folder in one of its parents (a checkout running
+    /// `.build/…/pigeon`), or `/usr/share/pigeon/migrations`.
+    public static func locateDirectory(executablePath: String? = nil) -> URL? {
+        let executable = executablePath.map { URL(fileURLWithPath: $0) } ?? URL(fileURLWithPath: "/proc/self/exe")
+        var directory = executable.resolvingSymlinksInPath().deletingLastPathComponent()
+        var candidates = [directory.deletingLastPathComponent().appendingPathComponent("share/pigeon/migrations")]
         for _ in 0..<6 {
             candidates.append(directory.appendingPathComponent("migrations"))
             directory = directory.deletingLastPathComponent()

@@ -55,15 +55,25 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
         let location = String(rest.prefix { $0 != "?" })
         let query = rest.dropFirst(location.count + 1)
         var converted: [String] = []
+        // pgjdbc: `ssl=true` verifies the server's certificate and host name (verify-full); an
+        // explicit `sslmode` wins wherever it appears.
+        var sslmode: String?
+        var ssl: String?
+        var validating = true
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             let key = parts[0]
             let value = parts.count > 1 ? parts[1] : ""
             switch key {
-            case "user", "password", "sslmode", "sslcert", "sslkey", "sslrootcert", "options":
+            case "user", "password", "sslcert", "sslkey", "sslrootcert", "options":
                 converted.append("\(key)=\(value)")
+            case "sslmode":
+                sslmode = value
             case "ssl":
-                converted.append("sslmode=\(value == "false" ? "disable" : "require")")
+                ssl = value == "false" ? "disable" : "verify-full"
+            case "sslfactory" where value == "org.postgresql.ssl.NonValidatingFactory":
+                // pgjdbc's explicit opt-out of certificate checks.
+                validating = false
             case "ApplicationName", "applicationName":
                 converted.append("application_name=\(value)")
             case "connectTimeout", "loginTimeout":
@@ -76,6 +86,8 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
                     "the JDBC parameter '\(key)' has no libpq equivalent; use a postgresql:// URL instead")
             }
         }
+        if ssl == "verify-full" && !validating { ssl = "require" }
+        if let mode = sslmode ?? ssl { converted.append("sslmode=\(mode)") }
         return "postgresql:" + location + (converted.isEmpty ? "" : "?" + converted.joined(separator: "&"))
     }
 

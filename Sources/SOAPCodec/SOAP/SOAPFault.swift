@@ -35,3 +35,18 @@ public struct SOAPFault: Error, Equatable, CustomStringConvertible {
 
     public var description: String { "\(code == .client ? "Client" : "Server") fault: \(reason)" }
 }
+
+extension SOAPFault {
+    /// Whether `value` holds a control character (C0 such as CR, LF, NUL; DEL; C1): identifiers
+    /// with them would reach HTTP headers of push requests and log lines.
+    public static func hasControlCharacter(_ value: String) -> Bool {
+        value.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+    }
+
+    /// Throws a Client fault naming `field` when `value` holds a control character.
+    public static func refuseControlCharacters(_ value: String, in field: String) throws(SOAPFault) {
+        if hasControlCharacter(value) {
+            throw .client("element '\(field)' contains control characters (CR, LF, NUL, …)")
+        }
+    }
+}

@@ -59,12 +59,16 @@ public struct NotificationMessage: Sendable, Equatable {
             throw .client("notification is incomplete")
         }
         guard !id.isEmpty else { throw .client("element 'notification/id' must not be empty") }
+        try SOAPFault.refuseControlCharacters(id, in: "notification/id")
         guard timeout > 0 else {
             throw .client("element 'notification/timeout' must be a positive number of seconds, got \(timeout)")
         }
         let recipients = record.strings("recipients")
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) {
             throw .client("element 'notification/recipients' number \(blank + 1) is empty")
+        }
+        if let bad = recipients.firstIndex(where: SOAPFault.hasControlCharacter) {
+            throw .client("element 'notification/recipients' number \(bad + 1) contains control characters (CR, LF, NUL, …)")
         }
         self.init(
             details: record.record("details").map(Self.entries),

@@ -6,7 +6,16 @@
 /// ASCII): no NUL bytes (rules out UTF-16 and UTF-32), `<` as the first character after an
 /// optional UTF-8 byte-order mark and whitespace (rules out UTF-7's `+ADw-` and EBCDIC's `L`),
 /// and an encoding declaration, if any, naming UTF-8 or US-ASCII.
+///
+/// It also bounds every tag (at most ``maximumTagBytes`` bytes and ``maximumAttributes``
+/// attributes): libxml2 checks an element's attributes for duplicates in quadratic time, so one
+/// start tag with a hundred thousand attributes would cost seconds of CPU.
 public enum XMLSafetyCheck {
+    /// The longest tag accepted (an envelope with its namespace declarations is a few hundred).
+    public static let maximumTagBytes = 8192
+    /// The most attributes (namespace declarations included) one tag may carry.
+    public static let maximumAttributes = 32
+
     /// Why a document was refused before parsing.
     public enum Rejection: Error, Equatable, CustomStringConvertible {
         case empty
@@ -14,6 +23,7 @@ public enum XMLSafetyCheck {
         case notMarkup
         case unsupportedEncoding(String)
         case documentTypeDeclaration
+        case oversizedTag
 
         public var description: String {
             switch self {
@@ -24,6 +34,8 @@ public enum XMLSafetyCheck {
                 "encoding '\(name)' is not accepted; send UTF-8"
             case .documentTypeDeclaration:
                 "DTDs and entity declarations are not accepted"
+            case .oversizedTag:
+                "a tag is longer than \(XMLSafetyCheck.maximumTagBytes) bytes or has more than \(XMLSafetyCheck.maximumAttributes) attributes"
             }
         }
     }
@@ -47,6 +59,68 @@ public enum XMLSafetyCheck {
             }
         }
         if containsDeclaration(data, from: start) { throw .documentTypeDeclaration }
+        if hasOversizedTag(data, from: start) { throw .oversizedTag }
+    }
+
+    /// Whether a tag exceeds ``maximumTagBytes`` or ``maximumAttributes``. Comments, CDATA
+    /// sections and processing instructions are skipped; `>` and `=` inside quoted attribute
+    /// values do not end a tag or count as attributes.
+    private static func hasOversizedTag(_ data: [UInt8], from start: Int) -> Bool {
+        let open = UInt8(ascii: "<"), close = UInt8(ascii: ">"), equals = UInt8(ascii: "=")
+        let quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'")
+        var index = start
+        while index < data.count {
+            guard data[index] == open else {
+                index += 1
+                continue
+            }
+            if let end = skipSpecial(data, at: index) {
+                index = end
+                continue
+            }
+            var cursor = index + 1
+            var attributes = 0
+            var quoted: UInt8? = nil
+            while cursor < data.count {
+                let byte = data[cursor]
+                if let mark = quoted {
+                    if byte == mark { quoted = nil }
+                } else if byte == quote || byte == apostrophe {
+                    quoted = byte
+                } else if byte == equals {
+                    attributes += 1
+                    if attributes > maximumAttributes { return true }
+                } else if byte == close {
+                    break
+                }
+                cursor += 1
+                if cursor - index > maximumTagBytes { return true }
+            }
+            index = cursor + 1
+        }
+        return false
+    }
+
+    /// The index after a comment, CDATA section or processing instruction starting at `index`;
+    /// nil when a tag starts there.
+    private static func skipSpecial(_ data: [UInt8], at index: Int) -> Int? {
+        func starts(_ text: String) -> Bool {
+            let bytes = Array(text.utf8)
+            return index + bytes.count <= data.count && Array(data[index..<index + bytes.count]) == bytes
+        }
+        func after(_ terminator: String, from position: Int) -> Int {
+            let bytes = Array(terminator.utf8)
+            var cursor = position
+            while cursor + bytes.count <= data.count {
+                if data[cursor] == bytes[0] && Array(data[cursor..<cursor + bytes.count]) == bytes { return cursor + bytes.count }
+                cursor += 1
+            }
+            return data.count
+        }
+        if starts("<!--") { return after("-->", from: index + 4) }
+        if starts("<![CDATA[") { return after("]]>", from: index + 9) }
+        if starts("<?") { return after("?>", from: index + 2) }
+        return nil
     }
 
     private static func isXMLWhitespace(_ byte: UInt8) -> Bool {

@@ -140,3 +140,19 @@ struct InboundCodecTests {
         #expect(throws: SOAPFault.server("nope")) { try codec.decodeResponse(fault, for: InboundService.checkSubscriptionExists) }
     }
 }
+
+@Suite("Bank answers in either shape")
+struct BankAnswerShapeTests {
+    @Test("a one-field result is read from its named child or directly from return")
+    func bareReturn() throws {
+        let codec = SOAPCodec(service: OutboundService.description)
+        func envelope(_ inner: String) -> Data {
+            Data("<S:Envelope xmlns:S=\"http://schemas.xmlsoap.org/soap/envelope/\"><S:Body><ns2:checkSubscriptionAuthorizedResponse xmlns:ns2=\"http://outbound.sbi.pigeon.idamobile.com/\">\(inner)</ns2:checkSubscriptionAuthorizedResponse></S:Body></S:Envelope>".utf8)
+        }
+        for inner in ["<return><authorized>true</authorized></return>", "<return>true</return>", "<return> true </return>"] {
+            let record = try codec.decodeResponse(envelope(inner), for: OutboundService.checkSubscriptionAuthorized)
+            #expect(record.boolean("authorized") == true, "\(inner)")
+        }
+        #expect(throws: SOAPFault.self) { try codec.decodeResponse(envelope("<return>maybe</return>"), for: OutboundService.checkSubscriptionAuthorized) }
+    }
+}

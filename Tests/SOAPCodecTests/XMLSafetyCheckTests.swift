@@ -16,6 +16,16 @@ struct XMLSafetyCheckTests {
         #expect(throws: XMLTreeParser.ParseError.self) { try parser.parse(Data(xml.utf8)) }
     }
 
+    @Test("tags over the byte or attribute bound are refused; quoted '>' and '=', comments and CDATA do not count")
+    func tagBounds() throws {
+        let many = (0..<(XMLSafetyCheck.maximumAttributes + 1)).map { "a\($0)=\"\"" }.joined(separator: " ")
+        #expect(throws: XMLSafetyCheck.Rejection.oversizedTag) { try XMLSafetyCheck.validate(Array("<r><x \(many)/></r>".utf8)) }
+        let long = "<r><x a=\"" + String(repeating: "v", count: XMLSafetyCheck.maximumTagBytes) + "\"/></r>"
+        #expect(throws: XMLSafetyCheck.Rejection.oversizedTag) { try XMLSafetyCheck.validate(Array(long.utf8)) }
+        let enough = (0..<XMLSafetyCheck.maximumAttributes).map { "a\($0)=\"x>y=z\"" }.joined(separator: " ")
+        try XMLSafetyCheck.validate(Array("<r><x \(enough)/><!-- <a b=1 c=2> --><![CDATA[ <\(many)> ]]>\(String(repeating: "text ", count: 5000))</r>".utf8))
+    }
+
     @Test("billion laughs is refused")
     func billionLaughs() {
         var xml = "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">"

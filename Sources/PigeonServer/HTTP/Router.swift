@@ -69,10 +69,11 @@ struct Router: Sendable {
             return await devices.handle(request)
         }
         if request.path == "/health" {
+            if request.bodyTooLarge { return ("health", HTTPResponse.text(413, "this resource takes no request body\n").closing()) }
             return ("health", request.method == "GET" ? health.live() : methodNotAllowed("GET"))
         }
-        if request.bodyTooLarge { return ("unknown", HTTPResponse.text(413, "this resource takes no request body\n").closing()) }
-        return ("unknown", .text(404, "no such resource\n"))
+        let unknown = HTTPResponse.text(404, "no such resource\n")
+        return ("unknown", request.bodyTooLarge ? unknown.closing() : unknown)
     }
 
     /// The bank surface's routes; nil for a path it does not serve.

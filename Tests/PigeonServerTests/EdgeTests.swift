@@ -1,0 +1,210 @@
+import Foundation
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// The HTTP edge (CONTRACT §5): two listeners, what each serves, client certificates, TLS
+/// versions, slow and greedy clients, oversized and hostile bodies. Each attack must fail over
+/// real HTTP against a running gateway.
+@Suite("HTTP edge", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct EdgeTests {
+    /// A gateway with `bankListen` on another loopback port.
+    static func splitGateway(_ adjust: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> GatewayHarness {
+        try await GatewayHarness {
+            $0.http.bankAddress = ("127.0.0.1", 0)
+            adjust(&$0)
+        }
+    }
+
+    func curl(_ arguments: [String]) async throws -> (status: Int, body: String) {
+        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "20"] + arguments, allowFailure: true), as: UTF8.self)
+        let split = output.lastIndex(of: "\n") ?? output.startIndex
+        return (Int(output[output.index(after: split)...]) ?? 0, String(output[..<split]))
+    }
+
+    @Test("bankListen serves SOAP, WSDLs, metrics and ready; listen serves the device API and health, and nothing of the bank's")
+    func twoListeners() async throws {
+        let harness = try await Self.splitGateway()
+        #expect(harness.bankBaseURL != harness.baseURL)
+        let onPublic = harness.baseURL, onBank = harness.bankBaseURL
+        for path in [GatewayHarness.soapPath + "?wsdl", "/pigeon/services/SBIOutbound?wsdl", "/metrics", "/ready"] {
+            #expect(try await harness.request("GET", path, on: onPublic).status == 404, "\(path) on listen")
+            #expect(try await harness.request("GET", path, on: onBank).status == 200, "\(path) on bankListen")
+        }
+        let soap = Data(GatewayHarness.envelope("<inb:getDeliveryStatus><id>nothing</id></inb:getDeliveryStatus>").utf8)
+        #expect(try await harness.request("POST", GatewayHarness.soapPath, on: onPublic, body: soap, headers: ["Content-Type": "text/xml"]).status == 404)
+        #expect(try await harness.request("POST", GatewayHarness.soapPath, on: onBank, body: soap, headers: ["Content-Type": "text/xml"]).text.contains("ENTITY_NOT_FOUND"))
+        #expect(try await harness.request("POST", "/api/v1/devices/register", on: onBank, body: Data("{}".utf8)).status == 404)
+        #expect(try await harness.request("POST", "/api/v1/devices/register", on: onPublic, body: Data("{}".utf8)).status == 400)
+        #expect(try await harness.request("GET", "/health", on: onPublic).status == 200)
+    }
+
+    @Test("SOAP without authentication on a non-loopback address: start refused unless soapAuthentication = none")
+    func unauthenticatedSOAPRefused() throws {
+        for text in ["listen = 0.0.0.0:8080\n", "bankListen = 0.0.0.0:8081\n", "listen = 10.0.0.5:8080\nbankListen = 10.0.0.5:8081\n"] {
+            #expect(throws: ConfigurationError.self, "\(text)") { try GatewayConfiguration.parse(text: text, name: "t") }
+        }
+        _ = try GatewayConfiguration.parse(text: "listen = 0.0.0.0:8080\nbankListen = 127.0.0.1:8081\n", name: "t")
+        _ = try GatewayConfiguration.parse(text: "bankListen = 0.0.0.0:8081\nsoapUsername = bank\nsoapPassword = p\n", name: "t")
+        _ = try GatewayConfiguration.parse(text: "bankListen = 0.0.0.0:8081\nsoapAuthentication = none\n", name: "t")
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration.parse(text: "bankClientCaFile = /etc/hostname\n", name: "t") }
+    }
+
+    @Test("bankClientCaFile: no client certificate, or one from another CA, gets 403; the bank's certificate is served")
+    func mutualTLS() async throws {
+        let simulator = try SimulatorFixture()
+        defer { simulator.stop() }
+        let credentials = simulator.simulator.credentials
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("mtls"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let strangerCertificate = folder.appendingPathComponent("stranger.pem").path
+        let strangerKey = folder.appendingPathComponent("stranger.key").path
+        _ = try await ChildProcess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                            "-keyout", strangerKey, "-out", strangerCertificate, "-days", "1", "-subj", "/CN=stranger"])
+        let harness = try await Self.splitGateway {
+            $0.http.bankAddress = ("0.0.0.0", 0)
+            $0.http.bankTlsCertificatePath = credentials.serverCertificate
+            $0.http.bankTlsKeyPath = credentials.serverKey
+            $0.http.bankClientCaFile = credentials.caFile
+        }
+        let wsdl = harness.bankBaseURL + GatewayHarness.soapPath + "?wsdl"
+        let anonymous = try await curl(["--cacert", credentials.caFile, wsdl])
+        #expect(anonymous.status == 403)
+        let stranger = try await curl(["--cacert", credentials.caFile, "--cert", strangerCertificate, "--key", strangerKey, wsdl])
+        #expect(stranger.status == 403)
+        let bank = try await curl(["--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey, wsdl])
+        #expect(bank.status == 200)
+        #expect(bank.body.contains("https://127.0.0.1:\(harness.gateway.bankPort)"))
+    }
+
+    @Test("HTTPS offers TLS 1.2 and 1.3 only: TLS 1.0 and 1.1 handshakes fail")
+    func oldTLSRefused() async throws {
+        let simulator = try SimulatorFixture()
+        defer { simulator.stop() }
+        let credentials = simulator.simulator.credentials
+        let harness = try await GatewayHarness {
+            $0.http.tlsCertificatePath = credentials.serverCertificate
+            $0.http.tlsKeyPath = credentials.serverKey
+        }
+        func handshake(_ version: String) async throws -> String {
+            // SECLEVEL=0 lets the client offer the old versions at all; the server must refuse them.
+            String(decoding: try await ChildProcess.run("/usr/bin/openssl", [
+                "s_client", "-connect", "127.0.0.1:\(harness.gateway.port)", version, "-cipher", "DEFAULT@SECLEVEL=0",
+                "-CAfile", credentials.caFile], input: Data("Q\n".utf8), allowFailure: true), as: UTF8.self)
+        }
+        for old in ["-tls1", "-tls1_1"] {
+            let output = try await handshake(old)
+            #expect(output.contains("Cipher is (NONE)"), "\(old): \(output.prefix(600))")
+        }
+        let modern = try await handshake("-tls1_2")
+        #expect(modern.contains("New, TLSv1.2") && !modern.contains("Cipher is (NONE)"), "\(modern.prefix(600))")
+    }
+
+    @Test("256 trickling connections from one address on listen: the bank is still served on bankListen, a second address on listen, and the trickers are cut at the deadline")
+    func slowClients() async throws {
+        let harness = try await Self.splitGateway {
+            $0.http.perAddressConnectionLimit = 256
+            $0.http.requestDeadlineSeconds = 3
+        }
+        let port = harness.gateway.port
+        var tricklers: [RawConnection] = []
+        for _ in 0..<256 {
+            let connection = try RawConnection(port: port)
+            connection.send("POST /api/v1/devices/register HTTP/1.1\r\nHost: x\r\n")
+            tricklers.append(connection)
+        }
+        // One more from the same address is over its limit.
+        let extra = try RawConnection(port: port)
+        extra.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(extra.isClosedByServer(waitingMilliseconds: 5_000))
+        // A byte now and then keeps an idle timeout from firing; only the deadline ends them.
+        let held = tricklers
+        let trickle = Task {
+            while !Task.isCancelled {
+                for connection in held { connection.send("X") }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        defer { trickle.cancel() }
+        // The bank: median of 20 calls well under 100 ms.
+        var latencies: [Duration] = []
+        for _ in 0..<20 {
+            let started = ContinuousClock.now
+            let reply = try await harness.soap("<inb:getDeliveryStatus><id>nothing</id></inb:getDeliveryStatus>")
+            latencies.append(ContinuousClock.now - started)
+            #expect(reply.status == 200)
+        }
+        #expect(latencies.sorted()[latencies.count / 2] < .milliseconds(100), "\(latencies)")
+        // Another address on listen.
+        let other = try RawConnection(port: port, from: "127.0.0.2")
+        #expect(other.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        #expect(try await curl(["--interface", "127.0.0.2", harness.baseURL + "/health"]).status == 200)
+        // Every trickler is closed once its deadline passed, though it kept sending.
+        let closed = try await Self.waitUntil(seconds: 30) { tricklers.allSatisfy { $0.isClosedByServer() } }
+        #expect(closed)
+        let metrics = try await harness.request("GET", "/metrics").text
+        #expect(metrics.contains("pigeon_http_deadline_closures{listener=\"public\"}"))
+    }
+
+    @Test("a 900 KiB start tag with 110,000 attributes is refused by the gate before libxml2 sees it")
+    func attributeBomb() async throws {
+        let harness = try await GatewayHarness()
+        let attributes = (0..<110_000).map { "a\(String($0, radix: 36))=\"\"" }.joined(separator: " ")
+        let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><sendNotification \(attributes)/></soapenv:Body></soapenv:Envelope>"
+        #expect(body.utf8.count < harness.gateway.configuration.http.maxRequestBytes)
+        let started = ContinuousClock.now
+        let reply = try await harness.soapRaw(Data(body.utf8))
+        let elapsed = ContinuousClock.now - started
+        #expect(reply.status == 500)
+        #expect(reply.text.contains("attributes"))
+        // The gate is one linear pass; libxml2 needed seconds for this document.
+        #expect(elapsed < .seconds(2), "\(elapsed)")
+    }
+
+    @Test("a 10 MiB body to the device API gets 413 before it is sent; control characters in a SOAP id are a fault and nothing is stored")
+    func bodiesAndIds() async throws {
+        let harness = try await GatewayHarness()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("big"))
+        try Data(repeating: UInt8(ascii: "a"), count: 10 << 20).write(to: folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", [
+            "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-H", "Content-Type: application/json",
+            "--data-binary", "@" + folder.path, harness.baseURL + "/api/v1/devices/register"], allowFailure: true), as: UTF8.self)
+        let parts = output.split(separator: " ")
+        #expect(parts.first == "413", "\(output)")
+        #expect((Double(parts.last ?? "") ?? .infinity) < 1_048_576, "uploaded \(output)")
+
+        let id = TestDatabase.unique("bad-crlf")
+        let reply = try await harness.soap(GatewayHarness.sendNotification(id: id + "&#13;&#10;apns-priority: 10", recipients: ["u1"]))
+        #expect(reply.status == 500)
+        #expect(reply.text.contains("notification/id"))
+        let recipient = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["u&#10;2"]))
+        #expect(recipient.status == 500)
+        #expect(recipient.text.contains("notification/recipients"))
+        try await BadInputTests.expectNothingStored(like: id)
+    }
+
+    @Test("the simulator's private key files are readable by their owner only")
+    func simulatorKeysPrivate() throws {
+        let simulator = try SimulatorFixture()
+        defer { simulator.stop() }
+        let folder = simulator.simulator.credentials.folder
+        for name in SimulatorCredentials.secretFiles {
+            let attributes = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(name)")
+        }
+    }
+
+    static func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}

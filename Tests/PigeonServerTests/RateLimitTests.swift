@@ -1,0 +1,26 @@
+import Testing
+@testable import PigeonServer
+
+@Suite("Per-address limits")
+struct RateLimitTests {
+    @Test("a fixed window allows the limit, answers the seconds left beyond it, and starts afresh")
+    func fixedWindow() {
+        var counter = FixedWindowCounter(limit: 3, windowSeconds: 60)
+        #expect((0..<3).map { _ in counter.take("a", now: 100) } == [nil, nil, nil])
+        #expect(counter.take("a", now: 110) == 50)
+        #expect(counter.take("b", now: 110) == nil)
+        #expect(counter.take("a", now: 160) == nil)
+        var off = FixedWindowCounter(limit: 0, windowSeconds: 60)
+        #expect((0..<100).allSatisfy { _ in off.take("a", now: 0) == nil })
+    }
+
+    @Test("memory stays bounded: ended windows go first, then the oldest")
+    func bounded() {
+        var counter = FixedWindowCounter(limit: 1, windowSeconds: 60, capacity: 100)
+        for index in 0..<100 { _ = counter.take("old-\(index)", now: 0) }
+        for index in 0..<1_000 { _ = counter.take("new-\(index)", now: 61 + Double(index) / 1000) }
+        #expect(counter.count <= 100)
+        // A key still in its window keeps its count unless it was the oldest.
+        #expect(counter.take("new-999", now: 62) == 60)
+    }
+}

@@ -2,7 +2,7 @@
 # Device lifecycle benchmark (issue: device lifecycle and the bank proxy).
 # 1. Registrations/s through POST /api/v1/devices/register with `pigeon bank-stub` authorizing
 #    every user (each registration: one SOAP call to the bank, one transaction), 16 keep-alive
-#    clients. Ceiling in the same run: pgbench running the registration's SQL (lookup, then a
+#    clients. Ceiling in the same run: pgbench running the registration's SQL (a
 #    transaction deleting and inserting the device) with as many clients, same database.
 # 2. Expiry sweep of 1,000,000 overdue deliveries (100 notifications x 10,000 recipients, all
 #    SENT): rows/s from the first step to the last, and the longest single sweep transaction.
@@ -43,6 +43,10 @@ httpConnectionLimit = 256
 migrationsPath = $PIGEON_ROOT/migrations
 sbiOutboundWebServiceURL = http://127.0.0.1:$STUB_PORT/sbi-outbound/services/SBIOutbound
 expirySweepIntervalSeconds = 3600
+# The load comes from one address and registers new users as fast as it can: the limits that
+# protect the bank from that would measure themselves.
+registrationsPerAddressPerMinute = 0
+registrationsPerUserPerHour = 0
 logLevel = warning
 CONF
 .build/release/pigeon serve --config /tmp/pigeon-lifecycle.conf &
@@ -54,9 +58,9 @@ log "registrations"
 read -r rate p50 p99 errors < <(.build/release/pigeon-bench register --port "$HTTP_PORT" --clients 16 --seconds "$seconds" --run-id "r$(date +%s)")
 cat > /tmp/pigeon-register-ceiling.sql <<'SQL'
 \set n random(1, 1000000000)
-SELECT id FROM devices WHERE user_id = 'c' || :n AND device_id = 'device' AND platform = 'IOS' AND state = 'SUBSCRIBED';
 BEGIN;
 DELETE FROM devices WHERE user_id = 'c' || :n AND device_id = 'device' AND platform = 'IOS';
+DELETE FROM pending_registrations WHERE user_id = 'c' || :n AND device_id = 'device' AND platform = 'IOS';
 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, state, auth_token_hash, auth_token_expires_at)
 VALUES ('bank', 'c' || :n, 'c' || :n, 'device', 'IOS', repeat('ab', 32), 'SUBSCRIBED', decode(md5(:n::text), 'hex'), now() + interval '90 days');
 COMMIT;

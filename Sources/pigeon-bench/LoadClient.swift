@@ -12,9 +12,23 @@ final class LoadClient {
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     private var pending: [UInt8] = []
 
-    init(host: String, port: UInt16) throws {
+    /// Connects to `host:port`, from the loopback address `source` when given (a server counts
+    /// each address as another client).
+    init(host: String, port: UInt16, source: String? = nil) throws {
         socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketDescriptor >= 0 else { throw Failure.connect("socket() failed") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(socketDescriptor)
+                throw Failure.connect("bind \(source) failed: errno \(errno)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -32,6 +46,19 @@ final class LoadClient {
 
     deinit {
         close(socketDescriptor)
+    }
+
+    /// Sends raw bytes without reading anything (a slow client's partial request).
+    func sendRaw(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { send(socketDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Whether the server closed the connection (checked without waiting).
+    var isClosed: Bool {
+        var poller = pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(socketDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0
     }
 
     /// Sends one request and reads the whole response; returns the status code and body length.

@@ -41,6 +41,37 @@ if arguments.first == "register" {
         exit(1)
     }
 }
+if let command = arguments.first, ["hold", "slowloris", "acks"].contains(command) {
+    // pigeon-bench hold --port P --connections N --sources A,B… --seconds S: prints "held reopened".
+    // pigeon-bench slowloris --port P --connections N --source A --seconds S: prints connections closed by the server.
+    // pigeon-bench acks --port P --tokens FILE --notification ID --seconds S: prints acks/s p50_ms p99_ms errors.
+    arguments = arguments.dropFirst()
+    while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
+        options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
+        arguments = arguments.dropFirst(2)
+    }
+    let host = options["host"] ?? "127.0.0.1"
+    let port = UInt16(options["port"] ?? "8080") ?? 8080
+    let seconds = Double(options["seconds"] ?? "10") ?? 10
+    do {
+        switch command {
+        case "hold":
+            let sources = (options["sources"] ?? "127.0.0.1").split(separator: ",").map(String.init)
+            let result = try EdgeLoad.hold(host: host, port: port, connections: Int(options["connections"] ?? "1000") ?? 1000, sources: sources, seconds: seconds)
+            print("\(result.held) \(result.reopened)")
+        case "slowloris":
+            print(EdgeLoad.slowloris(host: host, port: port, connections: Int(options["connections"] ?? "256") ?? 256, source: options["source"] ?? "127.0.0.1", seconds: seconds))
+        default:
+            let tokens = try String(contentsOfFile: options["tokens"] ?? "", encoding: .utf8).split(separator: "\n").map(String.init)
+            let result = try EdgeLoad.acknowledgements(host: host, port: port, tokens: tokens, notification: options["notification"] ?? "", seconds: seconds)
+            print(String(format: "%.0f %.2f %.2f %d", result.throughput, result.percentile(0.5) * 1000, result.percentile(0.99) * 1000, result.errors))
+        }
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.first == "ingest" else {
     FileHandle.standardError.write(Data("usage: pigeon-bench decode-rss | pigeon-bench apns-token KEY.p8 KEY_ID TEAM_ID | pigeon-bench register --port P --clients N --seconds S | pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]\n".utf8))
     exit(2)

@@ -104,11 +104,11 @@ struct EdgeTests {
         #expect(modern.contains("New, TLSv1.2") && !modern.contains("Cipher is (NONE)"), "\(modern.prefix(600))")
     }
 
-    @Test("256 trickling connections from one address on listen: the bank is still served on bankListen, a second address on listen, and the trickers are cut at the deadline")
+    @Test("256 trickling connections from one address on listen: the bank is still served on bankListen, a second address on listen, and the tricklers are cut at the deadline")
     func slowClients() async throws {
         let harness = try await Self.splitGateway {
             $0.http.perAddressConnectionLimit = 256
-            $0.http.requestDeadlineSeconds = 3
+            $0.http.requestDeadlineSeconds = 10
         }
         let port = harness.gateway.port
         var tricklers: [RawConnection] = []
@@ -130,21 +130,21 @@ struct EdgeTests {
             }
         }
         defer { trickle.cancel() }
-        // The bank: median of 20 calls well under 100 ms.
-        var latencies: [Duration] = []
+        // The bank is served on its own listener. With one pool of connections for both, every
+        // call here would wait for a trickler to be cut (seconds); the time budget below is far
+        // above a loaded CI machine's latency, the real figure is bench/edge.sh's p99.
+        let soap = GatewayHarness.envelope("<inb:getDeliveryStatus><id>nothing</id></inb:getDeliveryStatus>")
         for _ in 0..<20 {
-            let started = ContinuousClock.now
-            let reply = try await harness.soap("<inb:getDeliveryStatus><id>nothing</id></inb:getDeliveryStatus>")
-            latencies.append(ContinuousClock.now - started)
+            let reply = try await curl(["--max-time", "5", "-H", "Content-Type: text/xml", "--data-binary", soap, harness.bankBaseURL + GatewayHarness.soapPath])
             #expect(reply.status == 200)
+            #expect(reply.body.contains("ENTITY_NOT_FOUND"))
         }
-        #expect(latencies.sorted()[latencies.count / 2] < .milliseconds(100), "\(latencies)")
         // Another address on listen.
         let other = try RawConnection(port: port, from: "127.0.0.2")
         #expect(other.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
         #expect(try await curl(["--interface", "127.0.0.2", harness.baseURL + "/health"]).status == 200)
         // Every trickler is closed once its deadline passed, though it kept sending.
-        let closed = try await Self.waitUntil(seconds: 30) { tricklers.allSatisfy { $0.isClosedByServer() } }
+        let closed = try await Self.waitUntil(seconds: 60) { tricklers.allSatisfy { $0.isClosedByServer() } }
         #expect(closed)
         let metrics = try await harness.request("GET", "/metrics").text
         #expect(metrics.contains("pigeon_http_deadline_closures{listener=\"public\"}"))

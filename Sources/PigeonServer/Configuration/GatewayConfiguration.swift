@@ -29,8 +29,9 @@ public struct GatewayConfiguration: Sendable {
         /// `maxRequestBytes`: SOAP bodies beyond this get 413 (read only after the credentials
         /// were checked). Default 1 MiB.
         public var maxRequestBytes = 1 << 20
-        /// `httpConnectionLimit`: connections open at once on `listen`. Default 10,000.
-        public var connectionLimit = 10_000
+        /// `httpConnectionLimit`: connections open at once on `listen` (each costs a file
+        /// descriptor and a few KiB, no thread). Default 16,384.
+        public var connectionLimit = 16_384
         /// `bankConnectionLimit`: connections open at once on `bankListen`. Default 512.
         public var bankConnectionLimit = 512
         /// `perAddressConnectionLimit`: connections from one client address on `listen`; 0 for

@@ -155,6 +155,7 @@ public struct CommandLineTool: Sendable {
 
     private func serve(_ configuration: GatewayConfiguration, logger: Logger) async -> Int32 {
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
+        FileDescriptorLimit.raise(for: configuration.http, logger: logger)
         let gateway: Gateway
         do {
             gateway = try await Gateway.start(configuration: configuration, logger: logger)

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Edge benchmark (issue: safe on the internet). A release gateway with both listeners, default
+# settings, `pigeon simulate` behind it so the engine delivers while the bank sends:
+#   baseline: the bank sends 1-recipient sendNotification at 500 requests/s (open loop, 16
+#             connections) on bankListen while 1,000 keep-alive device clients acknowledge on
+#             listen as fast as they are answered;
+#   loaded:   the same, plus 10,000 idle keep-alive connections on listen (200 per address from
+#             127.0.0.2-51) and 256 slowloris connections from 127.0.0.99 trickling a byte a
+#             second into request heads they never finish.
+# Printed: the bank's p50/p99 and acks/s in both runs, the ratio loaded/baseline, and the
+# gateway's peak thread count and resident memory during the loaded run.
+# usage: bench/edge.sh [SECONDS]   (default 20)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+cd "$PIGEON_ROOT"
+seconds="${1:-20}"
+PORT=55434
+HTTP_PORT=18094
+BANK_PORT=18095
+SIM_PORT=22199
+DB=pigeon_edge
+URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
+STATE=/tmp/pigeon-edge-sim
+DEVICES=1000
+
+install_packages
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
+gateway="" simulator="" holder="" slow="" sampler=""
+cleanup() {
+    stop_processes "$sampler" "$holder" "$slow" "$gateway" "$simulator"
+    pg_stop bench
+}
+trap cleanup EXIT
+pg_recreate_database "$PORT" "$DB"
+sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+ulimit -n "$(ulimit -Hn)"
+
+log "building (release)"
+swift build -c release --product pigeon >/dev/null
+swift build -c release --product pigeon-bench >/dev/null
+
+rm -rf "$STATE"
+.build/release/pigeon simulate --listen "127.0.0.1:$SIM_PORT" --state "$STATE" > /tmp/pigeon-edge-sim.out 2>&1 &
+simulator=$!
+for _ in $(seq 1 300); do grep -q '^tlsCaFile' /tmp/pigeon-edge-sim.out 2>/dev/null && break; sleep 0.1; done
+{
+    echo "listen = 127.0.0.1:$HTTP_PORT"
+    echo "bankListen = 127.0.0.1:$BANK_PORT"
+    echo "dbUrl = $URL"
+    echo "migrationsPath = $PIGEON_ROOT/migrations"
+    echo "logLevel = warning"
+    grep -E '^(apns|fcm|tlsCaFile)' /tmp/pigeon-edge-sim.out
+} > /tmp/pigeon-edge.conf
+.build/release/pigeon serve --config /tmp/pigeon-edge.conf &
+gateway=$!
+wait_for_http "http://127.0.0.1:$BANK_PORT/ready" 60
+
+log "$DEVICES devices with known bearer tokens, one notification addressed to all of them"
+run_id="e$(date +%s)"
+seq 0 $((DEVICES - 1)) | sed "s/^/token-$run_id-/" > /tmp/pigeon-edge-tokens.txt
+sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, auth_token_hash, auth_token_expires_at)
+     SELECT 'bank', 'edge-' || n, 'edge-' || n, 'phone', 'IOS', md5('a' || n) || md5('b' || n),
+            sha256(convert_to('token-$run_id-' || n, 'UTF8')), now() + interval '1 day'
+     FROM generate_series(0, $((DEVICES - 1))) AS n"
+recipients=$(seq 0 $((DEVICES - 1)) | sed 's/.*/<recipients>edge-&<\/recipients>/' | tr -d '\n')
+curl -fsS -o /dev/null "http://127.0.0.1:$BANK_PORT/pigeon/services/SBIInboundWebService" -H 'Content-Type: text/xml' --data-binary \
+  "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><sendNotification><notification><id>edge-ack</id><pushContent><text>Hello</text><type>UNIVERSAL</type></pushContent>$recipients<timeout>3600</timeout></notification></sendNotification></s:Body></s:Envelope>"
+
+# One measured run: the bank at 500/s and the acknowledging devices, side by side.
+measure() {
+    local label="$1"
+    .build/release/pigeon-bench ingest --port "$BANK_PORT" --clients 16 --recipients 1 --seconds "$seconds" --rate 500 \
+        --run-id "$run_id-$label" > "/tmp/pigeon-edge-bank-$label.txt" &
+    local bank=$!
+    .build/release/pigeon-bench acks --port "$HTTP_PORT" --tokens /tmp/pigeon-edge-tokens.txt --notification edge-ack \
+        --seconds "$seconds" > "/tmp/pigeon-edge-acks-$label.txt"
+    wait "$bank"
+}
+
+log "baseline: the bank at 500/s and $DEVICES acknowledging devices, nothing else"
+measure baseline
+
+log "loaded: plus 10,000 idle keep-alive connections and 256 slowloris connections"
+sources=$(seq 2 51 | sed 's/^/127.0.0./' | paste -sd, -)
+.build/release/pigeon-bench hold --port "$HTTP_PORT" --connections 10000 --sources "$sources" --seconds $((seconds * 3)) \
+    > /tmp/pigeon-edge-hold.txt 2> /tmp/pigeon-edge-hold.err &
+holder=$!
+.build/release/pigeon-bench slowloris --port "$HTTP_PORT" --connections 256 --source 127.0.0.99 --seconds $((seconds * 3)) \
+    > /tmp/pigeon-edge-slow.txt &
+slow=$!
+for _ in $(seq 1 600); do grep -q "open" /tmp/pigeon-edge-hold.err 2>/dev/null && break; sleep 0.1; done
+grep -q "open" /tmp/pigeon-edge-hold.err || { log "the idle connections did not open"; cat /tmp/pigeon-edge-hold.err >&2; exit 1; }
+: > /tmp/pigeon-edge-samples.txt
+( while kill -0 "$gateway" 2>/dev/null; do
+      awk '/^Threads:/ {t=$2} /^VmRSS:/ {r=$2} END {print t, r}' "/proc/$gateway/status" >> /tmp/pigeon-edge-samples.txt
+      sleep 0.5
+  done ) &
+sampler=$!
+connections=$(curl -fsS "http://127.0.0.1:$BANK_PORT/metrics" | awk '/^pigeon_http_connections\{listener="public"\}/ {print $2}')
+measure loaded
+stop_processes "$sampler"; sampler=""
+closures=$(curl -fsS "http://127.0.0.1:$BANK_PORT/metrics" | awk '/^pigeon_http_deadline_closures\{listener="public"\}/ {print $2}')
+
+read -r _ _ bank_base_rps bank_base_p50 bank_base_p99 bank_base_errors < /tmp/pigeon-edge-bank-baseline.txt
+read -r _ _ bank_load_rps bank_load_p50 bank_load_p99 bank_load_errors < /tmp/pigeon-edge-bank-loaded.txt
+read -r acks_base acks_base_p50 acks_base_p99 acks_base_errors < /tmp/pigeon-edge-acks-baseline.txt
+read -r acks_load acks_load_p50 acks_load_p99 acks_load_errors < /tmp/pigeon-edge-acks-loaded.txt
+read -r peak_threads peak_rss_kb < <(awk 'BEGIN {t=0; r=0} {if ($1 > t) t=$1; if ($2 > r) r=$2} END {print t, r}' /tmp/pigeon-edge-samples.txt)
+echo
+echo "| run | bank sendNotification/s (500 offered) | bank p50 ms | bank p99 ms | bank errors | acks/s ($DEVICES clients) | ack p99 ms | ack errors |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| baseline | $bank_base_rps | $bank_base_p50 | $bank_base_p99 | $bank_base_errors | $acks_base | $acks_base_p99 | $acks_base_errors |"
+echo "| + 10,000 idle + 256 slowloris | $bank_load_rps | $bank_load_p50 | $bank_load_p99 | $bank_load_errors | $acks_load | $acks_load_p99 | $acks_load_errors |"
+echo
+awk -v a="$acks_load" -v b="$acks_base" 'BEGIN {printf "acks/s loaded / baseline: %.0f%%\n", 100 * a / b}'
+echo "public connections open when the loaded run started: ${connections:-?}; slowloris connections cut at the deadline: ${closures:-0}"
+echo "gateway during the loaded run: peak threads $peak_threads, peak RSS $((peak_rss_kb / 1024)) MiB (targets: ≤ 64, ≤ 300 MB)"

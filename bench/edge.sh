@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Edge benchmark (issue: safe on the internet). A release gateway with both listeners, default
 # settings, `pigeon simulate` behind it so the engine delivers while the bank sends:
-#   baseline: the bank sends 1-recipient sendNotification at 500 requests/s (open loop, 16
-#             connections) on bankListen while 1,000 keep-alive device clients acknowledge on
-#             listen as fast as they are answered;
-#   loaded:   the same, plus 10,000 idle keep-alive connections on listen (200 per address from
-#             127.0.0.2-51) and 256 slowloris connections from 127.0.0.99 trickling a byte a
-#             second into request heads they never finish.
-# Printed: the bank's p50/p99 and acks/s in both runs, the ratio loaded/baseline, and the
-# gateway's peak thread count and resident memory during the loaded run.
+#   alone:  the bank sends 1-recipient sendNotification at 500 requests/s (open loop, 16
+#           connections) on bankListen; then, separately, 1,000 keep-alive device clients (200
+#           per address from 127.0.0.60-64) acknowledge on listen as fast as they are answered;
+#   loaded: 10,000 idle keep-alive connections on listen (200 per address from 127.0.0.2-51)
+#           and 256 slowloris connections from 127.0.0.99 trickling a byte a second into request
+#           heads they never finish; under them the bank at 500/s, then the bank and the 1,000
+#           acknowledging devices together.
+# Printed: the bank's p50/p99 and acks/s per run, acks/s loaded against alone, and the gateway's
+# peak thread count and resident memory during the loaded runs.
 # usage: bench/edge.sh [SECONDS]   (default 20)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
@@ -66,26 +67,32 @@ recipients=$(seq 0 $((DEVICES - 1)) | sed 's/.*/<recipients>edge-&<\/recipients>
 curl -fsS -o /dev/null "http://127.0.0.1:$BANK_PORT/pigeon/services/SBIInboundWebService" -H 'Content-Type: text/xml' --data-binary \
   "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><sendNotification><notification><id>edge-ack</id><pushContent><text>Hello</text><type>UNIVERSAL</type></pushContent>$recipients<timeout>3600</timeout></notification></sendNotification></s:Body></s:Envelope>"
 
-# One measured run: the bank at 500/s and the acknowledging devices, side by side.
-measure() {
-    local label="$1"
+bank() {  # bank LABEL: the bank at 500/s for the whole run, in the background
     .build/release/pigeon-bench ingest --port "$BANK_PORT" --clients 16 --recipients 1 --seconds "$seconds" --rate 500 \
-        --run-id "$run_id-$label" > "/tmp/pigeon-edge-bank-$label.txt" &
-    local bank=$!
+        --run-id "$run_id-$1" > "/tmp/pigeon-edge-bank-$1.txt" || { log "the bank's run '$1' failed"; return 1; }
+}
+acks() {  # acks LABEL: 1,000 acknowledging devices, closed loop
+    sleep 3  # the previous run's connections are gone (200 per address of 256 allowed)
     .build/release/pigeon-bench acks --port "$HTTP_PORT" --tokens /tmp/pigeon-edge-tokens.txt --notification edge-ack \
-        --seconds "$seconds" > "/tmp/pigeon-edge-acks-$label.txt"
-    wait "$bank"
+        --seconds "$seconds" --sources 127.0.0.60,127.0.0.61,127.0.0.62,127.0.0.63,127.0.0.64 > "/tmp/pigeon-edge-acks-$1.txt" \
+        || { log "the acknowledgements' run '$1' failed"; return 1; }
 }
 
-log "baseline: the bank at 500/s and $DEVICES acknowledging devices, nothing else"
-measure baseline
+log "warming up (discarded): the bank and the devices for 5 s"
+.build/release/pigeon-bench ingest --port "$BANK_PORT" --clients 16 --recipients 1 --seconds 5 --rate 500 --run-id "$run_id-warm" > /dev/null
+.build/release/pigeon-bench acks --port "$HTTP_PORT" --tokens /tmp/pigeon-edge-tokens.txt --notification edge-ack --seconds 5 \
+    --sources 127.0.0.60,127.0.0.61,127.0.0.62,127.0.0.63,127.0.0.64 > /dev/null
 
-log "loaded: plus 10,000 idle keep-alive connections and 256 slowloris connections"
+log "baseline: the bank at 500/s alone; then $DEVICES acknowledging devices alone"
+bank alone
+acks alone
+
+log "loaded: 10,000 idle keep-alive connections and 256 slowloris connections on listen"
 sources=$(seq 2 51 | sed 's/^/127.0.0./' | paste -sd, -)
-.build/release/pigeon-bench hold --port "$HTTP_PORT" --connections 10000 --sources "$sources" --seconds $((seconds * 3)) \
+.build/release/pigeon-bench hold --port "$HTTP_PORT" --connections 10000 --sources "$sources" --seconds $((seconds * 4)) \
     > /tmp/pigeon-edge-hold.txt 2> /tmp/pigeon-edge-hold.err &
 holder=$!
-.build/release/pigeon-bench slowloris --port "$HTTP_PORT" --connections 256 --source 127.0.0.99 --seconds $((seconds * 3)) \
+.build/release/pigeon-bench slowloris --port "$HTTP_PORT" --connections 256 --source 127.0.0.99 --seconds $((seconds * 4)) \
     > /tmp/pigeon-edge-slow.txt &
 slow=$!
 for _ in $(seq 1 600); do grep -q "open" /tmp/pigeon-edge-hold.err 2>/dev/null && break; sleep 0.1; done
@@ -97,21 +104,36 @@ grep -q "open" /tmp/pigeon-edge-hold.err || { log "the idle connections did not 
   done ) &
 sampler=$!
 connections=$(curl -fsS "http://127.0.0.1:$BANK_PORT/metrics" | awk '/^pigeon_http_connections\{listener="public"\}/ {print $2}')
-measure loaded
+log "loaded: the bank at 500/s"
+bank loaded
+log "loaded: the $DEVICES acknowledging devices"
+acks loaded
+log "loaded: the bank at 500/s and the $DEVICES acknowledging devices together"
+bank "loaded-acks" &
+bank_job=$!
+acks "loaded-bank"
+wait "$bank_job"
 stop_processes "$sampler"; sampler=""
 closures=$(curl -fsS "http://127.0.0.1:$BANK_PORT/metrics" | awk '/^pigeon_http_deadline_closures\{listener="public"\}/ {print $2}')
 
-read -r _ _ bank_base_rps bank_base_p50 bank_base_p99 bank_base_errors < /tmp/pigeon-edge-bank-baseline.txt
-read -r _ _ bank_load_rps bank_load_p50 bank_load_p99 bank_load_errors < /tmp/pigeon-edge-bank-loaded.txt
-read -r acks_base acks_base_p50 acks_base_p99 acks_base_errors < /tmp/pigeon-edge-acks-baseline.txt
-read -r acks_load acks_load_p50 acks_load_p99 acks_load_errors < /tmp/pigeon-edge-acks-loaded.txt
+row() {  # row LABEL BANKFILE ACKSFILE
+    local bank_rps="—" bank_p50="—" bank_p99="—" bank_errors="—" ack_rps="—" ack_p99="—" ack_errors="—"
+    [ -s "$2" ] && read -r _ _ bank_rps bank_p50 bank_p99 bank_errors < "$2"
+    [ -s "$3" ] && read -r ack_rps _ ack_p99 ack_errors < "$3"
+    echo "| $1 | $bank_rps | $bank_p50 | $bank_p99 | $bank_errors | $ack_rps | $ack_p99 | $ack_errors |"
+}
+read -r acks_alone _ < /tmp/pigeon-edge-acks-alone.txt
+read -r acks_loaded _ < /tmp/pigeon-edge-acks-loaded.txt
 read -r peak_threads peak_rss_kb < <(awk 'BEGIN {t=0; r=0} {if ($1 > t) t=$1; if ($2 > r) r=$2} END {print t, r}' /tmp/pigeon-edge-samples.txt)
 echo
 echo "| run | bank sendNotification/s (500 offered) | bank p50 ms | bank p99 ms | bank errors | acks/s ($DEVICES clients) | ack p99 ms | ack errors |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-echo "| baseline | $bank_base_rps | $bank_base_p50 | $bank_base_p99 | $bank_base_errors | $acks_base | $acks_base_p99 | $acks_base_errors |"
-echo "| + 10,000 idle + 256 slowloris | $bank_load_rps | $bank_load_p50 | $bank_load_p99 | $bank_load_errors | $acks_load | $acks_load_p99 | $acks_load_errors |"
+row "bank alone" /tmp/pigeon-edge-bank-alone.txt /dev/null
+row "acks alone" /dev/null /tmp/pigeon-edge-acks-alone.txt
+row "bank + 10,000 idle + 256 slowloris" /tmp/pigeon-edge-bank-loaded.txt /dev/null
+row "acks + 10,000 idle + 256 slowloris" /dev/null /tmp/pigeon-edge-acks-loaded.txt
+row "bank + acks + 10,000 idle + 256 slowloris" /tmp/pigeon-edge-bank-loaded-acks.txt /tmp/pigeon-edge-acks-loaded-bank.txt
 echo
-awk -v a="$acks_load" -v b="$acks_base" 'BEGIN {printf "acks/s loaded / baseline: %.0f%%\n", 100 * a / b}'
-echo "public connections open when the loaded run started: ${connections:-?}; slowloris connections cut at the deadline: ${closures:-0}"
-echo "gateway during the loaded run: peak threads $peak_threads, peak RSS $((peak_rss_kb / 1024)) MiB (targets: ≤ 64, ≤ 300 MB)"
+awk -v a="$acks_loaded" -v b="$acks_alone" 'BEGIN {printf "acks/s with 10,000 idle + 256 slowloris connections / alone: %.0f%%\n", 100 * a / b}'
+echo "public connections open when the loaded runs started: ${connections:-?}; connections closed at the request deadline (slow or idle): ${closures:-0}"
+echo "gateway during the loaded runs: peak threads $peak_threads, peak RSS $((peak_rss_kb / 1024)) MiB (targets: ≤ 64, ≤ 300 MB)"

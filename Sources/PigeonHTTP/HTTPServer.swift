@@ -28,17 +28,23 @@ public final class HTTPServer: Sendable {
         /// Each whole request (head and body) must arrive within this, counted from when the
         /// server starts waiting for it; idle keep-alive connections are closed at that point too.
         public var requestDeadlineSeconds: Int
-        /// Epoll threads holding the connections.
+        /// Epoll threads holding the connections. libmicrohttpd splits the connection limit
+        /// evenly between them while the kernel hands new connections to them unevenly, so with
+        /// more than one the limit can bite early; handlers never run on these threads.
         public var ioThreads: Int
         /// Threads running the handlers (their budget; other listeners have their own).
         public var handlerThreads: Int
+        /// Handlers running at once; further requests wait, their connections suspended, so a
+        /// flood here queues in its own line rather than in front of shared resources (the
+        /// database pool) that another listener needs.
+        public var concurrentHandlers: Int
         public var tls: TLS?
 
         public init(
             host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
             perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
-            requestDeadlineSeconds: Int = 30, ioThreads: Int = 2, handlerThreads: Int = 4,
-            tls: TLS? = nil
+            requestDeadlineSeconds: Int = 30, ioThreads: Int = 1, handlerThreads: Int = 4,
+            concurrentHandlers: Int = 256, tls: TLS? = nil
         ) {
             self.host = host
             self.port = port
@@ -48,6 +54,7 @@ public final class HTTPServer: Sendable {
             self.requestDeadlineSeconds = requestDeadlineSeconds
             self.ioThreads = ioThreads
             self.handlerThreads = handlerThreads
+            self.concurrentHandlers = concurrentHandlers
             self.tls = tls
         }
     }
@@ -99,7 +106,8 @@ public final class HTTPServer: Sendable {
         // TLS writes to a client that hung up raise SIGPIPE; it must not end the server.
         signal(SIGPIPE, SIG_IGN)
         let workers = WorkerThreads(count: configuration.handlerThreads, name: "pigeon-http-\(configuration.port)")
-        let context = Unmanaged.passRetained(ExchangeContext(admit: admit, handler: handler, logger: logger, workers: workers))
+        let context = Unmanaged.passRetained(ExchangeContext(
+            admit: admit, handler: handler, logger: logger, workers: workers, limit: ConcurrencyLimit(configuration.concurrentHandlers)))
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)
         let tls = configuration.tls
@@ -191,12 +199,15 @@ private final class ExchangeContext: Sendable {
     let handler: HTTPServer.Handler
     let logger: Logger
     let workers: WorkerThreads
+    let limit: ConcurrencyLimit
+    let diagnostics = DiagnosticsThrottle()
 
-    init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads) {
+    init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads, limit: ConcurrencyLimit) {
         self.admit = admit
         self.handler = handler
         self.logger = logger
         self.workers = workers
+        self.limit = limit
     }
 }
 
@@ -252,9 +263,12 @@ private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
     let request = readRequest(exchange, withBody: true)
     let handle = ExchangeHandle(pointer: exchange)
-    let handler = context.handler
+    let (handler, limit) = (context.handler, context.limit)
     Task(executorPreference: context.workers) {
-        complete(handle.pointer, with: await handler(request))
+        await limit.acquire()
+        let response = await handler(request)
+        limit.release()
+        complete(handle.pointer, with: response)
     }
 }
 
@@ -283,5 +297,28 @@ private func complete(_ exchange: OpaquePointer, with response: HTTPResponse) {
 private let logTrampoline: pigeon_http_logger = { rawContext, message in
     guard let rawContext, let message else { return }
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
-    context.logger.warning("libmicrohttpd: \(String(cString: message))")
+    // Clients cause most of these (limits reached, resets): a flood of them must not flood the log.
+    guard let suppressed = context.diagnostics.admit(now: ProcessInfo.processInfo.systemUptime) else { return }
+    var metadata: [String: String] = [:]
+    if suppressed > 0 { metadata["suppressedSinceLast"] = String(suppressed) }
+    context.logger.info("libmicrohttpd: \(String(cString: message))", metadata: metadata)
+}
+
+/// At most one diagnostic line a second per listener; the others are counted.
+final class DiagnosticsThrottle: Sendable {
+    private let state = Mutex((second: -1.0, suppressed: 0))
+
+    /// Nil when this line is to be dropped, else how many were dropped since the last one.
+    func admit(now: Double) -> Int? {
+        state.withLock { state in
+            let second = now.rounded(.down)
+            guard second != state.second else {
+                state.suppressed += 1
+                return nil
+            }
+            let suppressed = state.suppressed
+            state = (second, 0)
+            return suppressed
+        }
+    }
 }

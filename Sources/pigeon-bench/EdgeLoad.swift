@@ -55,10 +55,10 @@ enum EdgeLoad {
         return closed
     }
 
-    /// `clients` keep-alive clients acknowledging `notification` as delivered, each with its own
-    /// bearer token (one per line of `tokens`), closed loop.
-    static func acknowledgements(host: String, port: UInt16, tokens: [String], notification: String, seconds: Double) throws -> IngestBenchmark.Result {
-        try LoadRun.run(host: host, port: port, clients: tokens.count, seconds: seconds) { client, clientIndex, _, deadline in
+    /// Keep-alive clients acknowledging `notification` as delivered, one per bearer token (one
+    /// per line of `tokens`), spread over the `sources` addresses, closed loop.
+    static func acknowledgements(host: String, port: UInt16, tokens: [String], notification: String, seconds: Double, sources: [String]) throws -> IngestBenchmark.Result {
+        try LoadRun.run(host: host, port: port, clients: tokens.count, seconds: seconds, sources: sources) { client, clientIndex, _, deadline in
             let request = Array("POST /api/v1/notifications/\(notification)/delivered HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(tokens[clientIndex])\r\nContent-Length: 0\r\n\r\n".utf8)
             var result = LoadRun.ThreadResult()
             while Date() < deadline {

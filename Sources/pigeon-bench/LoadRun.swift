@@ -10,7 +10,7 @@ enum LoadRun {
         var failed = 0
     }
 
-    static func run(host: String, port: UInt16, clients: Int, seconds: Double,
+    static func run(host: String, port: UInt16, clients: Int, seconds: Double, sources: [String] = [],
                     work: @escaping @Sendable (_ client: LoadClient, _ clientIndex: Int, _ start: Date, _ deadline: Date) throws -> ThreadResult) throws -> IngestBenchmark.Result {
         struct Totals {
             var result = ThreadResult()
@@ -25,7 +25,8 @@ enum LoadRun {
             let thread = Thread {
                 defer { group.leave() }
                 do {
-                    let result = try work(try LoadClient(host: host, port: port), clientIndex, start, deadline)
+                    let source = sources.isEmpty ? nil : sources[clientIndex % sources.count]
+                    let result = try work(try LoadClient(host: host, port: port, source: source), clientIndex, start, deadline)
                     totals.withLock {
                         $0.result.latencies += result.latencies
                         $0.result.sent += result.sent

@@ -44,7 +44,7 @@ if arguments.first == "register" {
 if let command = arguments.first, ["hold", "slowloris", "acks"].contains(command) {
     // pigeon-bench hold --port P --connections N --sources A,B… --seconds S: prints "held reopened".
     // pigeon-bench slowloris --port P --connections N --source A --seconds S: prints connections closed by the server.
-    // pigeon-bench acks --port P --tokens FILE --notification ID --seconds S: prints acks/s p50_ms p99_ms errors.
+    // pigeon-bench acks --port P --tokens FILE --notification ID --seconds S [--sources A,B…]: prints acks/s p50_ms p99_ms errors.
     arguments = arguments.dropFirst()
     while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
         options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
@@ -63,7 +63,8 @@ if let command = arguments.first, ["hold", "slowloris", "acks"].contains(command
             print(EdgeLoad.slowloris(host: host, port: port, connections: Int(options["connections"] ?? "256") ?? 256, source: options["source"] ?? "127.0.0.1", seconds: seconds))
         default:
             let tokens = try String(contentsOfFile: options["tokens"] ?? "", encoding: .utf8).split(separator: "\n").map(String.init)
-            let result = try EdgeLoad.acknowledgements(host: host, port: port, tokens: tokens, notification: options["notification"] ?? "", seconds: seconds)
+            let sources = (options["sources"] ?? "").split(separator: ",").map(String.init)
+            let result = try EdgeLoad.acknowledgements(host: host, port: port, tokens: tokens, notification: options["notification"] ?? "", seconds: seconds, sources: sources)
             print(String(format: "%.0f %.2f %.2f %d", result.throughput, result.percentile(0.5) * 1000, result.percentile(0.99) * 1000, result.errors))
         }
         exit(0)

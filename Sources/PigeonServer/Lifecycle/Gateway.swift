@@ -94,7 +94,10 @@ public final class Gateway: Sendable {
             configuration: .init(
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
                 perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
-                requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 2, handlerThreads: 4, tls: publicTLS),
+                requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
+                // With its own listener the bank never queues behind the phones at the database:
+                // the device API holds at most a few pool connections' worth of work at once.
+                concurrentHandlers: http.bank == nil ? 256 : max(16, 4 * configuration.database.poolSize), tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
             admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) })
         var servers = [publicServer]
@@ -111,7 +114,8 @@ public final class Gateway: Sendable {
                     configuration: .init(
                         host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
                         perAddressConnectionLimit: 0, idleTimeoutSeconds: http.idleTimeoutSeconds,
-                        requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4, tls: bankTLS),
+                        requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
+                        concurrentHandlers: 256, tls: bankTLS),
                     logger: logger.withLabel("pigeon.http.bank"),
                     admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) })
             } catch {

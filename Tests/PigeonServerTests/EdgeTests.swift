@@ -186,6 +186,27 @@ struct EdgeTests {
         _ = await gateway.waitForExit()
     }
 
+    @Test("a busy keep-alive connection outlives the request deadline: only waiting counts")
+    func busyConnectionKept() async throws {
+        let harness = try await GatewayHarness { $0.http.requestDeadlineSeconds = 1 }
+        let started = ContinuousClock.now
+        var runs = 0, connects = 0
+        // Sequential requests on one connection (curl reuses it) for longer than the deadline.
+        while ContinuousClock.now - started < .seconds(3) {
+            let transfers = (0..<200).flatMap { _ in ["-o", "/dev/null", harness.baseURL + "/health"] }
+            let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "-w", "%{num_connects}\n"] + transfers), as: UTF8.self)
+            let counts = output.split(separator: "\n").compactMap { Int($0) }
+            #expect(counts.count == 200)
+            connects += counts.reduce(0, +)
+            runs += 1
+        }
+        // One connection per curl run, never one more: none was cut while busy.
+        #expect(connects == runs)
+        let metrics = try await harness.request("GET", "/metrics").text
+        let closures = metrics.split(separator: "\n").first { $0.hasPrefix("pigeon_http_deadline_closures{listener=\"public\"}") }
+        #expect(closures?.hasSuffix(" 0") == true, "\(closures ?? "")")
+    }
+
     @Test("a 900 KiB start tag with 110,000 attributes is refused by the gate before libxml2 sees it")
     func attributeBomb() async throws {
         let harness = try await GatewayHarness()

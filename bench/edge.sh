@@ -78,6 +78,12 @@ acks() {  # acks LABEL: 1,000 acknowledging devices, closed loop
         || { log "the acknowledgements' run '$1' failed"; return 1; }
 }
 
+log "a 920 KiB SOAP body whose wrapper carries 110,000 attributes (libxml2 alone took 5.3 s on it)"
+python3 -c 'import sys; attrs=" ".join("a%x=\"\"" % i for i in range(110000)); sys.stdout.write("<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><sendNotification %s/></s:Body></s:Envelope>" % attrs)' \
+    > /tmp/pigeon-edge-bomb.xml
+bomb=$(curl -s -o /tmp/pigeon-edge-bomb.out -w '%{http_code} %{time_total}' -H 'Content-Type: text/xml' \
+       --data-binary @/tmp/pigeon-edge-bomb.xml "http://127.0.0.1:$BANK_PORT/pigeon/services/SBIInboundWebService")
+
 log "warming up (discarded): the bank and the devices for 5 s"
 .build/release/pigeon-bench ingest --port "$BANK_PORT" --clients 16 --recipients 1 --seconds 5 --rate 500 --run-id "$run_id-warm" > /dev/null
 .build/release/pigeon-bench acks --port "$HTTP_PORT" --tokens /tmp/pigeon-edge-tokens.txt --notification edge-ack --seconds 5 \
@@ -136,4 +142,5 @@ row "bank + acks + 10,000 idle + 256 slowloris" /tmp/pigeon-edge-bank-loaded-ack
 echo
 awk -v a="$acks_loaded" -v b="$acks_alone" 'BEGIN {printf "acks/s with 10,000 idle + 256 slowloris connections / alone: %.0f%%\n", 100 * a / b}'
 echo "public connections open when the loaded runs started: ${connections:-?}; connections closed at the request deadline (slow or idle): ${closures:-0}"
+echo "attribute bomb ($(stat -c %s /tmp/pigeon-edge-bomb.xml) bytes): HTTP ${bomb% *} in ${bomb#* } s ($(grep -o 'more than [0-9]* attributes' /tmp/pigeon-edge-bomb.out || echo 'no gate message'))"
 echo "gateway during the loaded runs: peak threads $peak_threads, peak RSS $((peak_rss_kb / 1024)) MiB (targets: ≤ 64, ≤ 300 MB)"

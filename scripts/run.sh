@@ -42,6 +42,8 @@ wait_for_http http://127.0.0.1:8088/stub/health 30
 STUB_URL=http://127.0.0.1:8088/sbi-outbound/services/SBIOutbound
 if [ ! -f server.conf ]; then
     log "writing server.conf (database, simulator, bank stub)"
+    # server.conf holds credentials once an operator fills them in: readable by its owner only.
+    (umask 077 && : > server.conf)
     {
         sed "s#^dbUrl = .*#dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon#" server.conf.example
         echo

@@ -70,14 +70,14 @@ let package = Package(
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
         // An HTTP client on libcurl's multi interface (HTTP/2 over TLS, HTTP/1.1 otherwise) for
         // every outbound call: push services and the bank proxy.
-        .target(name: "OutboundHTTP", dependencies: ["CCurlShim"]),
+        .target(name: "OutboundHTTP", dependencies: ["CCurlShim", "PigeonCore"]),
         .target(name: "PushTransport", dependencies: ["PigeonCrypto", "OutboundHTTP"]),
         // The bank proxy's SOAP client (CONTRACT §3).
         .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP", "PigeonCore"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
         .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs.
-        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto"]),
+        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]

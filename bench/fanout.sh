@@ -35,9 +35,8 @@ swift build -c release --product pigeon >/dev/null
 swift build -c release --product pigeon-bench >/dev/null
 
 rm -rf "$STATE"
-.build/release/pigeon simulate --listen "127.0.0.1:$SIM_PORT" --state "$STATE" > /tmp/pigeon-fanout-sim.out 2>&1 &
-simulator=$!
-for _ in $(seq 1 300); do grep -q '^tlsCaFile' /tmp/pigeon-fanout-sim.out 2>/dev/null && break; sleep 0.1; done
+start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-fanout-sim.out
+simulator=$SIMULATOR_PID
 {
     echo "listen = 127.0.0.1:$HTTP_PORT"
     echo "dbUrl = $URL"

@@ -26,13 +26,8 @@ log "building (release)"
 swift build -c release --product pigeon
 
 log "starting the push simulator"
-.build/release/pigeon simulate --listen 127.0.0.1:2197 --state "$SIMULATOR_STATE" > "$PIGEON_ROOT/.local/simulator.out" 2>&1 &
-simulator=$!
-for _ in $(seq 1 300); do
-    grep -q '^tlsCaFile' "$PIGEON_ROOT/.local/simulator.out" 2>/dev/null && break
-    kill -0 "$simulator" 2>/dev/null || { cat "$PIGEON_ROOT/.local/simulator.out" >&2; exit 1; }
-    sleep 0.1
-done
+start_simulator 127.0.0.1:2197 "$SIMULATOR_STATE" "$PIGEON_ROOT/.local/simulator.out"
+simulator=$SIMULATOR_PID
 
 log "starting the reference bank proxy (pigeon bank-stub); its SMS codes and reports show here"
 .build/release/pigeon bank-stub --listen 127.0.0.1:8088 --clients bank &

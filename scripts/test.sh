@@ -35,13 +35,8 @@ VENV=/tmp/pigeon-venv
 pg_recreate_database "$PORT" pigeon_zeep
 SIM_STATE=/tmp/pigeon-sim-test
 rm -rf "$SIM_STATE"
-.build/release/pigeon simulate --listen 127.0.0.1:22197 --state "$SIM_STATE" > /tmp/pigeon-sim-test.out 2>&1 &
-simulator=$!
-for _ in $(seq 1 300); do
-    grep -q '^tlsCaFile' /tmp/pigeon-sim-test.out 2>/dev/null && break
-    kill -0 "$simulator" 2>/dev/null || { cat /tmp/pigeon-sim-test.out >&2; exit 1; }
-    sleep 0.1
-done
+start_simulator 127.0.0.1:22197 "$SIM_STATE" /tmp/pigeon-sim-test.out
+simulator=$SIMULATOR_PID
 .build/release/pigeon bank-stub --listen 127.0.0.1:18088 --clients bank > /tmp/pigeon-stub-test.out 2>&1 &
 stub=$!
 wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-test.out >&2; exit 1; }

@@ -1,5 +1,6 @@
 internal import CCurlShim
 import Foundation
+import PigeonCore
 import Synchronization
 
 /// An HTTP/2-over-TLS client on libcurl's multi interface: one thread drives every transfer,
@@ -220,7 +221,7 @@ public final class HTTP2Client: Sendable {
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passRetained(pending)
         let transfer: OpaquePointer? = tls.withC { tlsPointer in
-            withCStrings(pending.headers) { headerPointers in
+            CStrings.with(pending.headers) { headerPointers in
                 pending.body.withUnsafeBytes { body in
                     pigeon_h2_transfer_new(
                         pending.url, headerPointers, pending.headers.count,
@@ -310,11 +311,4 @@ extension Optional where Wrapped == [CChar] {
         guard let array = self else { return body(nil) }
         return array.withUnsafeBufferPointer { body($0.baseAddress) }
     }
-}
-
-private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
-    let copies = strings.map { strdup($0) }
-    defer { copies.forEach { free($0) } }
-    let pointers = copies.map { UnsafePointer($0) }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
 }

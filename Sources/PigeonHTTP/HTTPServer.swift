@@ -273,21 +273,13 @@ private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
 }
 
 private func complete(_ exchange: OpaquePointer, with response: HTTPResponse) {
-    let names = response.headers.map { strdup($0.name) }
-    let values = response.headers.map { strdup($0.value) }
-    defer {
-        names.forEach { free($0) }
-        values.forEach { free($0) }
-    }
-    let namePointers = names.map { UnsafePointer($0) }
-    let valuePointers = values.map { UnsafePointer($0) }
-    namePointers.withUnsafeBufferPointer { namesBuffer in
-        valuePointers.withUnsafeBufferPointer { valuesBuffer in
+    CStrings.with(response.headers.map(\.name)) { names in
+        CStrings.with(response.headers.map(\.value)) { values in
             response.body.withUnsafeBytes { body in
                 pigeon_http_complete(
                     exchange, UInt32(clamping: response.status),
                     body.bindMemory(to: UInt8.self).baseAddress, body.count,
-                    namesBuffer.baseAddress, valuesBuffer.baseAddress, response.headers.count,
+                    names, values, response.headers.count,
                     response.closeConnection ? 1 : 0, response.dropConnection ? 1 : 0)
             }
         }

@@ -1,5 +1,6 @@
 internal import CH2ServerShim
 import Foundation
+import PigeonCore
 
 /// An HTTP/2-over-TLS server (libnghttp2 and OpenSSL on one thread) answering each request with
 /// a synchronous handler (whose answer may be delayed without holding up other streams). The simulator builds APNs, FCM and OAuth on it.
@@ -140,16 +141,9 @@ private let handleRequest: pigeon_h2s_handler = { context, rawRequest, exchange 
 
 /// Hands the response to the shim, which copies it before returning.
 private func respond(_ exchange: OpaquePointer, with response: H2Server.Response) {
-    let names = response.headers.keys.map { strdup($0.lowercased()) }
-    let values = response.headers.keys.map { strdup(response.headers[$0] ?? "") }
-    defer {
-        names.forEach { free($0) }
-        values.forEach { free($0) }
-    }
-    let namePointers = names.map { UnsafePointer($0) }
-    let valuePointers = values.map { UnsafePointer($0) }
-    namePointers.withUnsafeBufferPointer { nameBuffer in
-        valuePointers.withUnsafeBufferPointer { valueBuffer in
+    let names = Array(response.headers.keys)
+    CStrings.with(names.map { $0.lowercased() }) { nameBuffer in
+        CStrings.with(names.map { response.headers[$0] ?? "" }) { valueBuffer in
             response.body.withUnsafeBytes { body in
                 let action: Int32 = switch response.action {
                 case .respond: Int32(PIGEON_H2S_RESPOND)
@@ -157,8 +151,8 @@ private func respond(_ exchange: OpaquePointer, with response: H2Server.Response
                 case .goAway: Int32(PIGEON_H2S_GOAWAY)
                 }
                 var raw = pigeon_h2s_response(
-                    status: Int32(response.status), header_names: nameBuffer.baseAddress,
-                    header_values: valueBuffer.baseAddress, header_count: names.count,
+                    status: Int32(response.status), header_names: nameBuffer,
+                    header_values: valueBuffer, header_count: names.count,
                     body: body.bindMemory(to: UInt8.self).baseAddress, body_length: body.count, action: action,
                     delay_ms: UInt32(clamping: response.delayMilliseconds))
                 pigeon_h2s_respond(exchange, &raw)

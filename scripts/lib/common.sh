@@ -95,3 +95,19 @@ wait_for_http() {
     done
     return 1
 }
+
+# start_simulator LISTEN STATE_DIR OUTPUT_FILE
+# Starts the release `pigeon simulate` in the background, waits until it printed its server.conf
+# lines into OUTPUT_FILE, and sets SIMULATOR_PID (the caller stops it). Exits if it dies first.
+start_simulator() {
+    local listen="$1" state="$2" output="$3"
+    "$PIGEON_ROOT/.build/release/pigeon" simulate --listen "$listen" --state "$state" > "$output" 2>&1 &
+    SIMULATOR_PID=$!
+    for _ in $(seq 1 300); do
+        grep -q '^tlsCaFile' "$output" 2>/dev/null && return 0
+        kill -0 "$SIMULATOR_PID" 2>/dev/null || { cat "$output" >&2; exit 1; }
+        sleep 0.1
+    done
+    log "pigeon simulate did not start; see $output"
+    exit 1
+}

@@ -21,6 +21,8 @@ public final class Gateway: Sendable {
     /// The port `bankListen` bound; `port` when everything is served on `listen`.
     public let bankPort: UInt16
     private let pool: PostgresPool
+    /// The device API's own pool when `bankListen` is set; `pool` otherwise.
+    private let devicePool: PostgresPool
     private let servers: [HTTPServer]
     private let logger: Logger
     private let pushClients: [HTTP2Client]
@@ -67,16 +69,28 @@ public final class Gateway: Sendable {
         }
         let http = configuration.http
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
+        // Phones and the bank do not share database connections when the bank has its own
+        // listener: the device API gets a pool of its own, so a flood of acknowledgements never
+        // stands in front of a sendNotification.
+        let devicePoolSize = max(2, configuration.database.poolSize / 2)
+        let devicePool = try http.bank.map { _ in
+            try Self.openPool(configuration, size: devicePoolSize, label: "pigeon.db.devices", logger: logger)
+        } ?? pool
+        var started = false
+        defer {
+            // A start that fails below must not leave the device pool's threads behind.
+            if !started && devicePool !== pool { devicePool.close() }
+        }
         func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
             Router(
                 surfaces: surfaces,
                 inbound: inbound,
                 devices: DeviceEndpoint(
-                    registry: DeviceRegistry(pool: pool, identifiers: identifiers),
-                    acknowledgements: AcknowledgementStore(pool: pool, identifiers: identifiers),
+                    registry: DeviceRegistry(pool: devicePool, identifiers: identifiers),
+                    acknowledgements: AcknowledgementStore(pool: devicePool, identifiers: identifiers),
                     bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
                     tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-                    limits: deviceLimits, rateLimits: RateLimitStore(pool: pool), identifiers: identifiers,
+                    limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
                     logger: logger.withLabel("pigeon.devices")),
                 outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
                 health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
@@ -95,9 +109,8 @@ public final class Gateway: Sendable {
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
                 perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
                 requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
-                // With its own listener the bank never queues behind the phones at the database:
-                // the device API holds at most a few pool connections' worth of work at once.
-                concurrentHandlers: http.bank == nil ? 256 : max(16, 4 * configuration.database.poolSize), tls: publicTLS),
+                // A flood of device calls waits here, connections suspended, not in its pool's queue.
+                concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
             admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) })
         var servers = [publicServer]
@@ -133,6 +146,7 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.pool = pool
+        self.devicePool = devicePool
         self.servers = servers
         self.port = publicServer.port
         self.bankPort = servers.last?.port ?? publicServer.port
@@ -178,6 +192,7 @@ public final class Gateway: Sendable {
                 if let sender { group.addTask { await sender.run() } }
             }
         }
+        started = true
     }
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
@@ -214,6 +229,7 @@ public final class Gateway: Sendable {
         // Sends still in flight after the grace period are abandoned: their deliveries are back
         // in the queue already.
         pushClients.forEach { $0.shutdown(abandonRunning: sendsInFlight) }
+        if devicePool !== pool { devicePool.close() }
         pool.close()
         logger.notice("stopped")
     }
@@ -236,15 +252,16 @@ public final class Gateway: Sendable {
         return result.withLock { $0 }
     }
 
-    /// The database pool of a configuration (no connection is opened until first use).
-    public static func openPool(_ configuration: GatewayConfiguration, logger: Logger) throws -> PostgresPool {
+    /// The database pool of a configuration (no connection is opened until first use), of
+    /// `dbPoolSize` connections unless `size` says otherwise.
+    public static func openPool(_ configuration: GatewayConfiguration, size: Int? = nil, label: String = "pigeon.db", logger: Logger) throws -> PostgresPool {
         guard let url = configuration.database.url else {
             throw StartError(description: "dbUrl is not set")
         }
         let settings = try PostgresConnectionSettings(url: url, username: configuration.database.username, password: configuration.database.password)
         return PostgresPool(
-            configuration: .init(settings: settings, size: configuration.database.poolSize, statementTimeoutMilliseconds: configuration.database.statementTimeoutMilliseconds),
-            logger: logger.withLabel("pigeon.db"))
+            configuration: .init(settings: settings, size: size ?? configuration.database.poolSize, statementTimeoutMilliseconds: configuration.database.statementTimeoutMilliseconds),
+            logger: logger.withLabel(label))
     }
 
     /// The migrations of `migrationsPath`, or of the `migrations` folder found near the binary.

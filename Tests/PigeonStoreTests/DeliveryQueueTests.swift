@@ -33,6 +33,28 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("a delivery whose notification timed out is never claimed, however due; the sweep expires and reports it")
+    func staleNeverClaimed() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "pin", count: 3, priority: 10)
+        try await enqueue(pool, id: "fresh", count: 1)
+        // A backlog held the PIN codes past their time (an APNs outage, say).
+        _ = try await pool.withConnection { connection in
+            try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_id = 'pin'")
+            try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = 'pin'")
+        }
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60))
+        #expect(claimed.map(\.notificationId) == ["fresh"])
+        let step = try await Sweeps(pool: pool).expire()
+        #expect(step.rows == 3)
+        #expect(step.reports == 1)
+        let states = try await pool.withConnection { try $0.query("SELECT DISTINCT state FROM deliveries WHERE notification_id = 'pin'").rows.compactMap { $0[0] } }
+        #expect(states == ["EXPIRED"])
+        #expect(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).isEmpty)
+        await drop()
+    }
+
     @Test("higher priority is claimed first")
     func priority() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

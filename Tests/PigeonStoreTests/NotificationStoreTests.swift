@@ -180,6 +180,47 @@ struct PostgresPoolTests {
         await #expect(throws: PostgresError.self) { try await Migrator(migrations: migrations).migrate(pool, logger: .silent) }
     }
 
+    @Test("migrations run without the pool's statement timeout, but a lock held elsewhere fails them after lockTimeout")
+    func migrationTimeouts() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let strict = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1, statementTimeoutMilliseconds: 100), logger: .silent)
+        defer { strict.close() }
+        let existing = try Migration.load(from: TestDatabase.migrationsDirectory)
+        let next = (existing.last?.version ?? 0) + 1
+        // Longer than the pool's statement timeout: still applied.
+        let slow = Migration(version: next, name: "slow", sql: "SELECT pg_sleep(0.5); CREATE TABLE slow_done (x int);")
+        let report = try await Migrator(migrations: existing + [slow]).migrate(strict, logger: .silent)
+        #expect(report.applied == [next])
+        // The pooled connection has its statement timeout back.
+        await #expect(throws: PostgresError.self) { try await strict.withConnection { try $0.query("SELECT pg_sleep(0.5)") } }
+        // A table locked by a running transaction elsewhere: the migration gives up.
+        let holder = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1), logger: .silent)
+        defer { holder.close() }
+        let locked = Task {
+            try await holder.withConnection { connection in
+                try connection.transaction { connection in
+                    _ = try connection.query("LOCK TABLE slow_done IN ACCESS EXCLUSIVE MODE")
+                    _ = try connection.query("SELECT pg_sleep(3)")
+                }
+            }
+        }
+        // Wait until the lock is really held.
+        for _ in 0..<100 {
+            let held = try await strict.withConnection { try $0.query("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'slow_done' AND l.granted").scalar }
+            if held != "0" { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let blocked = Migration(version: next + 1, name: "blocked", sql: "ALTER TABLE slow_done ADD COLUMN y int;")
+        do {
+            _ = try await Migrator(migrations: existing + [slow, blocked], lockTimeout: .milliseconds(200)).migrate(strict, logger: .silent)
+            Issue.record("the migration waited for the lock")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == "55P03", "\(error)")
+        }
+        try await locked.value
+        await database.drop()
+    }
+
     @Test("errors carry the SQLSTATE; the connection stays usable")
     func sqlState() async throws {
         let pool = try await TestDatabase.migratedPool(size: 1)

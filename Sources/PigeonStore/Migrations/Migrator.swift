@@ -3,14 +3,21 @@ import PigeonCore
 /// Applies pending migrations in order, each in its own transaction, and records them in
 /// `schema_migrations` with a checksum. A session advisory lock makes several gateway processes
 /// starting at once apply each migration exactly once.
+///
+/// Migrations run without the pool's `statement_timeout` (building an index on a big table takes
+/// as long as it takes) but with a `lock_timeout`: a migration that would wait behind the running
+/// gateways' locks fails cleanly instead of queueing every query behind its own lock request.
 public struct Migrator: Sendable {
     /// An arbitrary constant naming Pigeon's migration lock.
     static let advisoryLockKey = "7013285714"
 
     public let migrations: [Migration]
+    /// How long one migration may wait for a lock on a table it changes.
+    public var lockTimeout: Duration
 
-    public init(migrations: [Migration]) {
+    public init(migrations: [Migration], lockTimeout: Duration = .seconds(10)) {
         self.migrations = migrations
+        self.lockTimeout = lockTimeout
     }
 
     /// What `migrate` did.
@@ -22,7 +29,13 @@ public struct Migrator: Sendable {
     /// Applies every pending migration.
     public func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
         let migrations = self.migrations
+        let lockTimeout = String(Int(lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000))
         let report = try await pool.withConnection { connection in
+            // The session (a pooled connection) gets its statement timeout back afterwards.
+            let statementTimeout = try connection.query("SELECT current_setting('statement_timeout')").scalar ?? "0"
+            try connection.query("SELECT set_config('statement_timeout', '0', false)")
+            defer { _ = try? connection.query("SELECT set_config('statement_timeout', $1, false)", [statementTimeout]) }
+            // Another process migrating may take long: wait for it without a limit.
             try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
             try Self.ensureTable(connection)
@@ -32,6 +45,7 @@ public struct Migrator: Sendable {
             for migration in migrations where applied[migration.version] == nil {
                 do {
                     try connection.transaction { connection in
+                        try connection.query("SELECT set_config('lock_timeout', $1, true)", [lockTimeout])
                         try connection.execute(script: migration.sql)
                         try connection.query(
                             "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",

@@ -40,7 +40,9 @@ public struct DeliveryQueue: Sendable {
         self.pool = pool
     }
 
-    /// Up to `limit` due deliveries, leased to `owner` for `lease`.
+    /// Up to `limit` due deliveries, leased to `owner` for `lease`. A delivery whose notification
+    /// timed out is never claimed, however long a backlog held it: a one-time code must not reach
+    /// a phone after its time; the expiry sweep makes it EXPIRED and reports it to the bank.
     public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
         let leaseSeconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
         // The limit is written into the statement, not passed: prepared statements run with
@@ -54,7 +56,7 @@ public struct DeliveryQueue: Sendable {
             try connection.query("""
                 WITH due AS (
                     SELECT notification_id, user_folded, position FROM deliveries
-                    WHERE state = 'QUEUED' AND next_attempt_at <= now()
+                    WHERE state = 'QUEUED' AND next_attempt_at <= now() AND expires_at > now()
                     ORDER BY priority DESC, next_attempt_at
                     LIMIT \(limit)
                     FOR UPDATE SKIP LOCKED

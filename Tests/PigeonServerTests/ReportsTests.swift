@@ -43,6 +43,38 @@ struct ReportsTests {
         await flow.stop()
     }
 
+    @Test("a report the bank refuses past reportMaxAgeHours is dead-lettered once; pigeon outbox lists it and sends it again")
+    func deadLetters() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.reportMaxAgeHours = 1 }
+        flow.stub.setMode(.down)
+        _ = try await flow.database.pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO outbox (kind, payload, created_at) VALUES
+                    ('pushIsOpened', '{"notificationId": "old-1", "users": ["alice"]}', now() - interval '2 hours'),
+                    ('pushIsOpened', '{"notificationId": "young-1", "users": ["bob"]}', now())
+                """)
+        }
+        #expect(try await flow.waitUntil(seconds: 20) { try await flow.count("SELECT count(*) FROM outbox_dead") == 1 })
+        #expect(try await flow.count("SELECT count(*) FROM outbox_dead WHERE payload->>'notificationId' = 'old-1' AND last_error IS NOT NULL") == 1)
+        // The young one keeps being retried.
+        #expect(try await flow.count("SELECT count(*) FROM outbox WHERE payload->>'notificationId' = 'young-1'") == 1)
+        #expect(flow.gateway.logs.records.filter { $0.message.contains("dead-lettered") }.count == 1)
+
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("outbox") + ".conf")
+        try Data("dbUrl = \(flow.database.url)\nmigrationsPath = \(TestDatabase.migrationsDirectory.path)\nlogLevel = warning\n".utf8).write(to: config)
+        defer { try? FileManager.default.removeItem(at: config) }
+        let pigeon = GatewayProcess.executable.path
+        let listed = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "list", "--config", config.path]), as: UTF8.self)
+        #expect(listed.contains("pushIsOpened\told-1\talice"), "\(listed)")
+        #expect(!listed.contains("young-1"))
+        flow.stub.setMode(.normal)
+        let retried = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "retry", "--config", config.path, "--all"]), as: UTF8.self)
+        #expect(retried.contains("re-queued 1 report"))
+        #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.contains { $0.notificationId == "old-1" } })
+        #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 0)
+        await flow.stop()
+    }
+
     @Test("the bank down, answering garbage, then too slow while reports wait: retried with back-off, every report arrives after")
     func bankDown() async throws {
         let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 1 }

@@ -170,6 +170,9 @@ public struct GatewayConfiguration: Sendable {
     public var bankChannel = BankChannel()
     /// Limits on the device API's registration and verification.
     public var deviceLimits = DeviceLimits()
+    /// `reportMaxAgeHours`: a report the bank still refuses this long after it was written is
+    /// dead-lettered. Default 72.
+    public var reportMaxAgeHours = 72
     /// `bankProxyTimeoutSeconds`: how long one call to the bank proxy may take. Default 10.
     public var bankProxyTimeoutSeconds = 10
     /// `authTokenLifetimeSeconds`: how long a device's authentication token works before the

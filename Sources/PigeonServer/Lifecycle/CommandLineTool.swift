@@ -11,6 +11,9 @@ public struct CommandLineTool: Sendable {
         self.arguments = arguments
     }
 
+    /// The release this build belongs to.
+    static let version = "0.4.0"
+
     static let usage = """
         usage: pigeon <command> [options]
 
@@ -22,6 +25,9 @@ public struct CommandLineTool: Sendable {
                                       a local APNs + FCM + OAuth simulator (HTTP/2, TLS)
           bank-stub [--listen HOST:PORT] [--clients …] [--authorized …] [--code CODE]
                                       a reference bank proxy (SBIOutbound) for local runs
+          outbox list|retry --config FILE [--id ID,… | --all]
+                                      dead-lettered reports to the bank: list, send again
+          --version                   print the version
 
         Run 'pigeon <command> --help' for a command's options.
         """
@@ -50,6 +56,11 @@ public struct CommandLineTool: Sendable {
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
                 return 0
             }
+        case "--version", "version":
+            print("pigeon \(Self.version)")
+            return 0
+        case "outbox":
+            return await outbox(options)
         case "simulate":
             return await simulate(options)
         case "bank-stub":
@@ -115,7 +126,7 @@ public struct CommandLineTool: Sendable {
         return 0
     }
 
-    private func withConfiguration(
+    func withConfiguration(
         _ command: String, _ options: [String], help: String,
         _ body: (GatewayConfiguration, Logger) async -> Int32
     ) async -> Int32 {

@@ -180,6 +180,7 @@ public final class Gateway: Sendable {
             deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis), metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {
             OutboxSender(outbox: Outbox(pool: pool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
+                         maxAge: .seconds(3600 * configuration.reportMaxAgeHours),
                          metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
         }
         if sender == nil {

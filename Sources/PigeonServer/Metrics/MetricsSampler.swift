@@ -18,6 +18,7 @@ struct MetricsSampler: Sendable {
         metrics.describe("pigeon_delivery_queue_depth", type: "gauge", help: "QUEUED deliveries (due now or waiting for a retry), sampled every 5 s.")
         metrics.describe("pigeon_outbox_depth", type: "gauge", help: "Reports waiting for the bank, sampled every 5 s.")
         metrics.describe("pigeon_outbox_oldest_age_seconds", type: "gauge", help: "Age of the oldest report waiting for the bank, sampled every 5 s.")
+        metrics.describe("pigeon_outbox_dead_letters", type: "gauge", help: "Reports dead-lettered after reportMaxAgeHours (pigeon outbox list), sampled every 5 s.")
         metrics.describe("pigeon_push_connections_opened", type: "gauge", help: "HTTP/2 connections opened to each push service since start.")
         metrics.describe("pigeon_push_transfers_restarted", type: "gauge", help: "Pushes sent again on a fresh connection after a GOAWAY or reset stream, since start.")
     }
@@ -40,6 +41,7 @@ struct MetricsSampler: Sendable {
                 let statistics = try await outbox.statistics()
                 metrics.set("pigeon_outbox_depth", to: Double(statistics.depth))
                 metrics.set("pigeon_outbox_oldest_age_seconds", to: statistics.oldestAgeSeconds)
+                metrics.set("pigeon_outbox_dead_letters", to: Double(statistics.dead))
             } catch {
                 logger.debug("cannot sample the queue depth", metadata: ["error": "\(error)"])
             }

@@ -6,7 +6,8 @@ import PigeonStore
 /// Sends the outbox to the bank until cancelled: claims due reports under a lease, sends up to
 /// `concurrency` at once, deletes those the bank took and reschedules the others by
 /// ``ReportSchedule``. A report is deleted only after the bank answered, so it survives restarts
-/// and bank outages (at least once; the bank may see a report twice if its answer is lost).
+/// and bank outages (at least once; the bank may see a report twice if its answer is lost). One
+/// that still fails `maxAge` after it was written moves to the dead letters (`pigeon outbox`).
 struct OutboxSender: Sendable {
     var outbox: Outbox
     var bank: BankProxyClient
@@ -14,6 +15,8 @@ struct OutboxSender: Sendable {
     var batchSize = 64
     var concurrency = 16
     var lease: Duration = .seconds(120)
+    /// `reportMaxAgeHours`: a report failing for longer is dead-lettered.
+    var maxAge: Duration = .seconds(72 * 3600)
     var idlePoll: Duration = .seconds(1)
     var metrics: MetricsRegistry
     var logger: Logger
@@ -62,9 +65,24 @@ struct OutboxSender: Sendable {
             logger.warning("cannot remove sent reports; they will be sent again", metadata: ["error": "\(error)"])
         }
         var random = SystemRandomNumberGenerator()
+        let now = Date()
         for (claimed, failure) in results {
-            metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": failure == nil ? "sent" : "retry"])
-            guard let failure else { continue }
+            guard let failure else {
+                metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "sent"])
+                continue
+            }
+            if now.timeIntervalSince(claimed.createdAt) > Double(maxAge.components.seconds) {
+                metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "dead"])
+                logger.error("report dead-lettered: the bank refused it for longer than reportMaxAgeHours; 'pigeon outbox list' shows it, 'pigeon outbox retry' sends it again", metadata: [
+                    "kind": claimed.report.kind, "id": String(claimed.id), "attempts": String(claimed.attempt), "error": failure.message])
+                do {
+                    try await outbox.bury(claimed.id, error: failure.description)
+                } catch {
+                    logger.warning("cannot dead-letter the report; it stays in the outbox", metadata: ["id": String(claimed.id), "error": "\(error)"])
+                }
+                continue
+            }
+            metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "retry"])
             let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: Date(), random: &random)
             logger.warning("report not taken by the bank; will retry", metadata: [
                 "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure.message,

@@ -44,12 +44,28 @@ public struct ClaimedReport: Sendable, Equatable {
     public var report: BankReport
     /// Attempts including this one.
     public var attempt: Int
+    /// When the report was written (or re-queued by an operator).
+    public var createdAt: Date
+}
+
+/// A report moved out of the outbox after failing for too long.
+public struct DeadReport: Sendable, Equatable {
+    public var id: Int64
+    public var kind: String
+    public var notificationId: String
+    public var users: [String]
+    public var attempts: Int
+    public var lastError: String?
+    public var createdAt: Date
+    public var diedAt: Date
 }
 
 /// Outbox health for /metrics.
 public struct OutboxStatistics: Sendable, Equatable {
     public var depth: Int
     public var oldestAgeSeconds: Double
+    /// Reports in the dead-letter table.
+    public var dead: Int
 }
 
 /// The durable outbox of reports to the bank. Reports are written in the transaction that
@@ -82,12 +98,13 @@ public struct Outbox: Sendable {
                 UPDATE outbox o SET attempts = o.attempts + 1,
                                     next_attempt_at = now() + make_interval(secs => $1::double precision)
                 FROM due WHERE o.id = due.id
-                RETURNING o.id, o.kind, o.payload::text, o.attempts
+                RETURNING o.id, o.kind, o.payload::text, o.attempts, extract(epoch FROM o.created_at)::double precision
                 """, [seconds]).rows
                 .compactMap { row in
                     guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
-                          let attempt = row.integer(3), let report = BankReport(kind: kind, payload: payload) else { return nil }
-                    return ClaimedReport(id: id, report: report, attempt: attempt)
+                          let attempt = row.integer(3), let created = row[4].flatMap(Double.init),
+                          let report = BankReport(kind: kind, payload: payload) else { return nil }
+                    return ClaimedReport(id: id, report: report, attempt: attempt, createdAt: Date(timeIntervalSince1970: created))
                 }
                 .sorted { $0.id < $1.id }
         }
@@ -109,13 +126,61 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Reports waiting, and how long the oldest has waited.
+    /// Moves a report that failed for too long to the dead letters, with its last error.
+    public func bury(_ id: Int64, error: String) async throws {
+        _ = try await pool.withConnection { connection in
+            try connection.query("""
+                WITH moved AS (DELETE FROM outbox WHERE id = $1 RETURNING id, kind, payload, attempts, created_at)
+                INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
+                SELECT id, kind, payload, attempts, $2, created_at FROM moved
+                ON CONFLICT (id) DO NOTHING
+                """, [String(id), String(error.prefix(500))])
+        }
+    }
+
+    /// Dead letters, oldest death first (at most `limit`).
+    public func deadLetters(limit: Int = 1_000) async throws -> [DeadReport] {
+        let limit = max(1, min(limit, 100_000))
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT id, kind, payload::text, attempts, last_error,
+                       extract(epoch FROM created_at)::double precision, extract(epoch FROM died_at)::double precision
+                FROM outbox_dead ORDER BY died_at, id LIMIT \(limit)
+                """).rows.compactMap { row in
+                guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
+                      let report = BankReport(kind: kind, payload: payload),
+                      let created = row[5].flatMap(Double.init), let died = row[6].flatMap(Double.init) else { return nil }
+                let (notification, users): (String, [String]) = switch report {
+                case .pushIsOpened(let id, let user): (id, [user])
+                case .notificationExpired(let id, let users): (id, users)
+                }
+                return DeadReport(id: id, kind: kind, notificationId: notification, users: users, attempts: row.integer(3) ?? 0,
+                                  lastError: row[4], createdAt: Date(timeIntervalSince1970: created), diedAt: Date(timeIntervalSince1970: died))
+            }
+        }
+    }
+
+    /// Puts dead letters back into the outbox, due now with a fresh age (all of them when `ids`
+    /// is nil). Returns how many were re-queued.
+    public func requeue(_ ids: [Int64]?) async throws -> Int {
+        try await pool.transaction { connection in
+            let moved = try connection.query("""
+                WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
+                INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved
+                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).affected
+            return moved
+        }
+    }
+
+    /// Reports waiting, how long the oldest has waited, and the dead letters.
     public func statistics() async throws -> OutboxStatistics {
         try await pool.withConnection { connection in
             let row = try connection.query("""
-                SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision FROM outbox
+                SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision,
+                       (SELECT count(*) FROM outbox_dead)
+                FROM outbox
                 """).rows.first
-            return OutboxStatistics(depth: row?.integer(0) ?? 0, oldestAgeSeconds: row?[1].flatMap(Double.init) ?? 0)
+            return OutboxStatistics(depth: row?.integer(0) ?? 0, oldestAgeSeconds: row?[1].flatMap(Double.init) ?? 0, dead: row?.integer(2) ?? 0)
         }
     }
 }

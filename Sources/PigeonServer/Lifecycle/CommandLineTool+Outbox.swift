@@ -1,0 +1,84 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+extension CommandLineTool {
+    static let outboxHelp = """
+        pigeon outbox list --config FILE
+        pigeon outbox retry --config FILE (--id ID[,ID…] | --all)
+
+        Reports the bank refused for longer than reportMaxAgeHours leave the outbox for the dead
+        letters. 'list' prints them (id, kind, notification, users, attempts, written, died, last
+        error); 'retry' puts them back into the outbox, due now, for the running gateways to send.
+        """
+
+    func outbox(_ options: [String]) async -> Int32 {
+        guard let action = options.first, ["list", "retry"].contains(action) else {
+            if options.first == "--help" || options.first == "-h" {
+                print(Self.outboxHelp)
+                return 0
+            }
+            printError("pigeon outbox: say 'list' or 'retry'; run 'pigeon outbox --help'")
+            return 2
+        }
+        var rest = Array(options.dropFirst())
+        var ids: [Int64]?
+        var all = false
+        if let index = rest.firstIndex(of: "--all") {
+            all = true
+            rest.remove(at: index)
+        }
+        if let index = rest.firstIndex(of: "--id") {
+            guard index + 1 < rest.count else {
+                printError("pigeon outbox: --id needs a value")
+                return 2
+            }
+            let parsed = rest[index + 1].split(separator: ",").map { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            guard !parsed.isEmpty, parsed.allSatisfy({ $0 != nil }) else {
+                printError("pigeon outbox: --id takes report ids separated by commas, got '\(rest[index + 1])'")
+                return 2
+            }
+            ids = parsed.compactMap { $0 }
+            rest.removeSubrange(index...index + 1)
+        }
+        if action == "retry" && (ids == nil) == !all {
+            printError("pigeon outbox retry: give either --id ID[,ID…] or --all")
+            return 2
+        }
+        if action == "list" && (ids != nil || all) {
+            printError("pigeon outbox list: takes only --config")
+            return 2
+        }
+        return await withConfiguration("outbox \(action)", rest, help: Self.outboxHelp) { configuration, logger in
+            do {
+                let pool = try Gateway.openPool(configuration, size: 1, logger: logger)
+                defer { pool.close() }
+                let outbox = Outbox(pool: pool)
+                if action == "list" {
+                    let dead = try await outbox.deadLetters()
+                    print(Self.table(dead))
+                } else {
+                    let moved = try await outbox.requeue(all ? nil : ids)
+                    print("re-queued \(moved) report\(moved == 1 ? "" : "s")")
+                }
+                return 0
+            } catch {
+                printError("pigeon outbox \(action): \(error)")
+                return 1
+            }
+        }
+    }
+
+    /// Dead letters as tab-separated lines under a header.
+    static func table(_ reports: [DeadReport]) -> String {
+        let format = Date.ISO8601FormatStyle()
+        var lines = ["id\tkind\tnotification\tusers\tattempts\twritten\tdied\tlast error"]
+        for report in reports {
+            let users = report.users.prefix(5).joined(separator: ",") + (report.users.count > 5 ? ",… (\(report.users.count))" : "")
+            lines.append([String(report.id), report.kind, LogText.escaped(report.notificationId, limit: 80), LogText.escaped(users, limit: 200),
+                          String(report.attempts), report.createdAt.formatted(format), report.diedAt.formatted(format),
+                          LogText.escaped(report.lastError ?? "", limit: 200)].joined(separator: "\t"))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

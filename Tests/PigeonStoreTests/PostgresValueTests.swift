@@ -24,6 +24,20 @@ struct PostgresValueTests {
         #expect(throws: PostgresError.self) { try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h/d?prepareThreshold=3") }
     }
 
+    @Test("several hosts: the JDBC multi-host form carries over, and only a writable server is accepted")
+    func multiHost() throws {
+        #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h1:5432,h2:5433/pigeon?targetServerType=primary")
+                == "postgresql://h1:5432,h2:5433/pigeon?target_session_attrs=read-write")
+        let jdbc = try PostgresConnectionSettings(url: "jdbc:postgresql://h1:5432,h2:5433/pigeon")
+        #expect(jdbc.value("host") == "h1,h2")
+        #expect(jdbc.value("port") == "5432,5433")
+        #expect(jdbc.value("target_session_attrs") == "read-write")
+        let libpq = try PostgresConnectionSettings(url: "postgresql://h1,h2/pigeon?target_session_attrs=any")
+        #expect(libpq.value("target_session_attrs") == "any")
+        #expect(try PostgresConnectionSettings(url: "postgresql://h1/pigeon").value("target_session_attrs") == nil)
+        #expect(throws: PostgresError.self) { try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h/d?targetServerType=whatever") }
+    }
+
     @Test("dbUsername and dbPassword fill only what the URL lacks; descriptions hide the password")
     func credentials() throws {
         let filled = try PostgresConnectionSettings(url: "jdbc:postgresql://localhost/pigeon", username: "test", password: "testpassword")

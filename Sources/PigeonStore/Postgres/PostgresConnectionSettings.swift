@@ -29,6 +29,12 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
         if !parsed.contains(where: { $0.keyword == "application_name" }) {
             parsed.append(("application_name", "pigeon"))
         }
+        // Several hosts name a primary and its standbys: the gateway writes, so it connects only
+        // to the one that accepts writes, and after a failover finds the promoted standby.
+        if let hosts = parsed.first(where: { $0.keyword == "host" || $0.keyword == "hostaddr" })?.value, hosts.contains(","),
+           !parsed.contains(where: { $0.keyword == "target_session_attrs" }) {
+            parsed.append(("target_session_attrs", "read-write"))
+        }
         self.parameters = parsed
     }
 
@@ -80,6 +86,15 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
                 converted.append("connect_timeout=\(value)")
             case "currentSchema":
                 converted.append("options=-csearch_path%3D\(value)")
+            case "targetServerType":
+                // pgjdbc's names for libpq's target_session_attrs.
+                let attributes: [String: String] = ["any": "any", "primary": "read-write", "master": "read-write",
+                                                    "secondary": "standby", "standby": "standby",
+                                                    "preferSecondary": "prefer-standby", "preferStandby": "prefer-standby"]
+                guard let attribute = attributes[value] else {
+                    throw PostgresError(.badSettings, "targetServerType '\(value)' is not one of \(attributes.keys.sorted().joined(separator: ", "))")
+                }
+                converted.append("target_session_attrs=\(attribute)")
             default:
                 throw PostgresError(
                     .badSettings,

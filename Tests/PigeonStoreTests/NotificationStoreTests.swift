@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PigeonCore
 import PigeonTestSupport
 import Testing
@@ -221,6 +222,51 @@ struct PostgresPoolTests {
         await database.drop()
     }
 
+    @Test("connections killed under concurrent sends: only the batches on them fail, the sends after go through on fresh connections")
+    func sendsSurviveLostConnections() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let store = NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let admin = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: try #require(TestDatabase.url)), size: 1), logger: .silent)
+        defer { admin.close() }
+        let name = String(database.url[database.url.index(after: database.url.lastIndex(of: "/")!)...])
+        let prefix = TestDatabase.unique("lost")
+        let killed = ManagedAtomicFlag()
+        let outcomes = try await withThrowingTaskGroup(of: [Bool].self) { group in
+            for sender in 0..<8 {
+                group.addTask {
+                    var results: [Bool] = []
+                    for index in 0..<120 {
+                        if sender == 0 && index == 40 {
+                            // Every backend of the gateway's database dies at once (a restart, a failover).
+                            _ = try await admin.withConnection { try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]) }
+                            killed.set()
+                        }
+                        do {
+                            _ = try await store.send(PushNotification(id: "\(prefix)-\(sender)-\(index)", recipients: ["u\(index)"], timeoutSeconds: 60,
+                                                                      pushContent: PushContent(text: "t", type: .universal)))
+                            results.append(true)
+                        } catch {
+                            results.append(false)
+                        }
+                    }
+                    return results
+                }
+            }
+            return try await group.reduce(into: [[Bool]]()) { $0.append($1) }
+        }
+        #expect(killed.isSet)
+        let failures = outcomes.flatMap { $0 }.filter { !$0 }.count
+        // Each of the pool's 4 dead connections can fail the one batch (at most the 8 senders'
+        // sends) it was writing when it was found dead, then it is replaced: at most 32. Before,
+        // a flush kept writing batches on its dead connection while sends kept coming (64-79).
+        #expect(failures <= 32, "\(failures) of \(outcomes.flatMap { $0 }.count) sends failed")
+        // Whatever failed was answered; everything after went through.
+        #expect(outcomes.allSatisfy { $0.suffix(20).allSatisfy { $0 } })
+        let stored = try await database.pool.withConnection { try $0.query("SELECT count(*) FROM notifications").scalar.flatMap(Int.init) ?? 0 }
+        #expect(stored >= 960 - failures)
+        await database.drop()
+    }
+
     @Test("errors carry the SQLSTATE; the connection stays usable")
     func sqlState() async throws {
         let pool = try await TestDatabase.migratedPool(size: 1)
@@ -292,4 +338,12 @@ struct PostgresPoolTests {
         #expect(results.contains(false))
         #expect(results.contains(true))
     }
+}
+
+
+/// A flag set once from any task.
+final class ManagedAtomicFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

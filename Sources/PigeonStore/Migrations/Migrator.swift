@@ -69,7 +69,7 @@ public struct Migrator: Sendable {
     /// Versions in `migrations/` not yet recorded in the database.
     public func pending(_ pool: PostgresPool) async throws -> [Int] {
         let migrations = self.migrations
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").scalar == "t"
             guard exists else { return migrations.map(\.version) }
             let applied = try Self.appliedChecksums(connection)

@@ -5,9 +5,11 @@ import PigeonCore
 /// queue. Async callers submit blocking work with ``withConnection(_:)``; libpq never runs on the
 /// Swift cooperative pool.
 ///
-/// Connections are opened lazily and reopened after the server restarts: a job whose first
-/// statement finds the connection dead is retried once on a fresh connection (nothing of it can
-/// have been committed).
+/// Connections are opened lazily and replaced whenever a job finds one dead: the job's error goes
+/// back to its caller and the next job gets a fresh connection. Only a job its caller marks
+/// `idempotent` (reads) is run again on the fresh connection after its first statement found the
+/// old one dead: a write whose reply was lost may have committed, and only its caller can know
+/// whether doing it again is safe.
 public final class PostgresPool: Sendable {
     /// Pool sizing and per-connection set-up.
     public struct Configuration: Sendable {
@@ -49,12 +51,13 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// Runs `body` on a pooled connection and returns its result.
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    /// Runs `body` on a pooled connection and returns its result. With `idempotent`, a run whose
+    /// first statement found the connection dead is repeated once on a fresh one.
+    public func withConnection<T: Sendable>(idempotent: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             // Errors propagate to the worker, which may retry on a fresh connection before
             // giving up through `fail`.
-            let job = Job { connection in
+            let job = Job(idempotent: idempotent) { connection in
                 continuation.resume(returning: try body(connection))
             } fail: { error in
                 continuation.resume(throwing: error)
@@ -67,7 +70,7 @@ public final class PostgresPool: Sendable {
     /// when no connection can be had (pool closed or overloaded, server unreachable) or when
     /// `body` throws.
     func submit(_ body: @escaping @Sendable (PostgresConnection) throws -> Void, failure: @escaping @Sendable (any Error) -> Void) {
-        queue.submit(Job(run: body, fail: failure))
+        queue.submit(Job(idempotent: false, run: body, fail: failure))
     }
 
     /// Runs `body` in a transaction on a pooled connection.
@@ -85,10 +88,13 @@ public final class PostgresPool: Sendable {
 
 /// One unit of work: `run` gets a connection; `fail` is called instead when none can be had.
 private struct Job: Sendable {
+    /// Safe to run again after a connection failure (it only reads).
+    let idempotent: Bool
     let run: @Sendable (PostgresConnection) throws -> Void
     let fail: @Sendable (any Error) -> Void
 
-    init(run: @escaping @Sendable (PostgresConnection) throws -> Void, fail: @escaping @Sendable (any Error) -> Void) {
+    init(idempotent: Bool, run: @escaping @Sendable (PostgresConnection) throws -> Void, fail: @escaping @Sendable (any Error) -> Void) {
+        self.idempotent = idempotent
         self.run = run
         self.fail = fail
     }
@@ -189,14 +195,16 @@ private final class Worker: @unchecked Sendable {
             try job.run(connection)
         } catch let error as PostgresError where error.isConnectionFailure || !connection.isUsable {
             self.connection = nil
-            if retryOnStaleConnection && connection.statementsInJob <= 1 {
-                logger.warning("database connection lost; retrying on a new one", metadata: ["error": error.description])
+            if job.idempotent && retryOnStaleConnection && connection.statementsInJob <= 1 {
+                logger.warning("database connection lost; running the read again on a new one", metadata: ["error": error.description])
                 perform(job, retryOnStaleConnection: false)
             } else {
-                logger.warning("database connection lost", metadata: ["error": error.description])
+                logger.warning("database connection lost; it is replaced for the next job", metadata: ["error": error.description])
                 job.fail(error)
             }
         } catch {
+            // Whatever the job made of it, a dead connection is not handed to the next one.
+            if !connection.isUsable { self.connection = nil }
             job.fail(error)
         }
     }

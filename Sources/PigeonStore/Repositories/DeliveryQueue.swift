@@ -125,7 +125,7 @@ public struct DeliveryQueue: Sendable {
 
     /// QUEUED deliveries due now or later (the queue depth for metrics).
     public func depth() async throws -> Int {
-        try await pool.withConnection { connection in
+        try await pool.withConnection(idempotent: true) { connection in
             try connection.query("SELECT count(*) FROM deliveries WHERE state = 'QUEUED'").scalar.flatMap(Int.init) ?? 0
         }
     }

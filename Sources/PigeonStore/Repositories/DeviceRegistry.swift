@@ -118,7 +118,7 @@ public struct DeviceRegistry: Sendable {
             WHERE registration_digest = $1::bytea AND \(identifiers.userColumn) = $2 AND device_id = $3 AND bank_client_id = $4
               AND created_at > now() - interval '1 day'
             """
-        return try await pool.withConnection { [key = identifiers.comparable(userId)] connection in
+        return try await pool.withConnection(idempotent: true) { [key = identifiers.comparable(userId)] connection in
             guard let row = try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).rows.first,
                   let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
             return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform), pushToken)
@@ -136,7 +136,7 @@ public struct DeviceRegistry: Sendable {
     /// The subscribed device holding this token, if the token is known and not expired.
     public func authenticate(digest: Data) async throws -> AuthenticatedDevice? {
         let parameter = StoredToken.byteaParameter(digest)
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             guard let row = try connection.query("""
                 SELECT id, user_id, device_id, platform, bank_client_id FROM devices
                 WHERE auth_token_hash = $1::bytea AND auth_token_expires_at > now() AND state = 'SUBSCRIBED'

@@ -33,7 +33,7 @@ public struct NotificationStore: Sendable {
     /// recipient list comes back empty: the delivery engine and the device API need only the
     /// content, and a million-recipient list is tens of megabytes.
     public func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
-        try await pool.withConnection { connection in try Self.notification(id: id, recipients: recipients, connection) }
+        try await pool.withConnection(idempotent: true) { connection in try Self.notification(id: id, recipients: recipients, connection) }
     }
 
     /// ``notification(id:recipients:)`` on a connection the caller holds.
@@ -65,7 +65,7 @@ public struct NotificationStore: Sendable {
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.
     public func deliveryStatus(id: String) async throws -> [RecipientState]? {
-        try await pool.withConnection { connection in
+        try await pool.withConnection(idempotent: true) { connection in
             let exists = try connection.query("SELECT 1 FROM notifications WHERE id = $1", [id])
             guard !exists.isEmpty else { return nil }
             return try Self.states(of: [id], connection)[id] ?? []

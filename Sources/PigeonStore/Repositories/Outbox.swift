@@ -141,7 +141,7 @@ public struct Outbox: Sendable {
     /// Dead letters, oldest death first (at most `limit`).
     public func deadLetters(limit: Int = 1_000) async throws -> [DeadReport] {
         let limit = max(1, min(limit, 100_000))
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT id, kind, payload::text, attempts, last_error,
                        extract(epoch FROM created_at)::double precision, extract(epoch FROM died_at)::double precision
@@ -174,7 +174,7 @@ public struct Outbox: Sendable {
 
     /// Reports waiting, how long the oldest has waited, and the dead letters.
     public func statistics() async throws -> OutboxStatistics {
-        try await pool.withConnection { connection in
+        try await pool.withConnection(idempotent: true) { connection in
             let row = try connection.query("""
                 SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision,
                        (SELECT count(*) FROM outbox_dead)

@@ -57,9 +57,16 @@ final class SendBatcher: Sendable {
     private func flush() {
         pool.submit { [self] connection in
             while let batch = nextBatch() {
-                write(batch, on: connection)
+                if let lost = write(batch, on: connection) {
+                    // The connection died under this batch (answered with the error: it may
+                    // have committed, so it is not written again). The job ends so the pool
+                    // replaces the connection, and what is still waiting goes on in a new flush.
+                    resumeAfterLostConnection()
+                    throw ConnectionLost(underlying: lost)
+                }
             }
         } failure: { [self] error in
+            guard !(error is ConnectionLost) else { return }
             // No connection: fail what is waiting now; later sends start a new flush.
             let abandoned = state.withLock { state in
                 state.flushing -= 1
@@ -69,6 +76,21 @@ final class SendBatcher: Sendable {
             }
             abandoned.forEach { $0.continuation.resume(throwing: error) }
         }
+    }
+
+    /// A flush ended by a lost connection; its slot passes to a new flush if sends are waiting.
+    private struct ConnectionLost: Error {
+        var underlying: PostgresError
+    }
+
+    private func resumeAfterLostConnection() {
+        let again = state.withLock { state in
+            state.flushing -= 1
+            guard !state.pending.isEmpty, state.flushing < limits.concurrentFlushes else { return false }
+            state.flushing += 1
+            return true
+        }
+        if again { flush() }
     }
 
     /// Takes the next batch (unique ids, within the limits), or ends this flush when none is left.
@@ -98,16 +120,28 @@ final class SendBatcher: Sendable {
         }
     }
 
-    private func write(_ batch: [Item], on connection: PostgresConnection) {
+    /// Writes and answers `batch`; returns the error when the connection was lost doing so.
+    private func write(_ batch: [Item], on connection: PostgresConnection) -> PostgresError? {
         do {
             let outcomes = try insert(batch, on: connection)
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(returning: outcome)
             }
-        } catch let error as PostgresError where batch.count > 1 && !error.isConnectionFailure {
-            for item in batch { write([item], on: connection) }
+            return nil
+        } catch let error as PostgresError where batch.count > 1 && !error.isConnectionFailure && connection.isUsable {
+            for (index, item) in batch.enumerated() {
+                if let lost = write([item], on: connection) {
+                    batch[(index + 1)...].forEach { $0.continuation.resume(throwing: lost) }
+                    return lost
+                }
+            }
+            return nil
+        } catch let error as PostgresError {
+            batch.forEach { $0.continuation.resume(throwing: error) }
+            return error.isConnectionFailure || !connection.isUsable ? error : nil
         } catch {
             batch.forEach { $0.continuation.resume(throwing: error) }
+            return nil
         }
     }
 

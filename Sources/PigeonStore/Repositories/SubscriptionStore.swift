@@ -55,7 +55,7 @@ public struct SubscriptionStore: Sendable {
     public func exist(users: [String]) async throws -> [Bool] {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED')
                 FROM unnest($1::text[]) WITH ORDINALITY AS u(key, position)
@@ -69,7 +69,7 @@ public struct SubscriptionStore: Sendable {
     public func devices(users: [String]) async throws -> [String: [Device]] {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             var devices: [String: [Device]] = [:]
             for row in try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column)
@@ -113,7 +113,7 @@ public struct SubscriptionStore: Sendable {
     public func devices(user: String) async throws -> [Device] {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
-        return try await pool.withConnection { connection in
+        return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token
                 FROM devices WHERE \(column) = $1 ORDER BY id

@@ -295,7 +295,7 @@ struct PostgresPoolTests {
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM outbox WHERE kind = $1", [id]).scalar } == "0")
     }
 
-    @Test("work continues after the server drops every connection")
+    @Test("after the server drops every connection: reads run again on fresh ones, writes fail once and the next job has a fresh connection")
     func reconnect() async throws {
         guard let url = TestDatabase.url else { return }
         let name = TestDatabase.unique("reconnect")
@@ -312,9 +312,25 @@ struct PostgresPoolTests {
             try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
         }
         #expect(terminated.count == 2)
+        // Reads marked idempotent run again on a fresh connection.
         for _ in 0..<4 {
-            #expect(try await pool.withConnection { try $0.query("SELECT 7").scalar } == "7")
+            #expect(try await pool.withConnection(idempotent: true) { try $0.query("SELECT 7").scalar } == "7")
         }
+        // A write is not repeated behind its caller's back: the caller gets the error once, and
+        // the connection is replaced for the next job.
+        _ = try await killer.withConnection {
+            try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
+        }
+        var failures = 0
+        for _ in 0..<4 {
+            do {
+                #expect(try await pool.withConnection { try $0.query("SELECT 8").scalar } == "8")
+            } catch let error as PostgresError {
+                #expect(error.isConnectionFailure, "\(error)")
+                failures += 1
+            }
+        }
+        #expect(failures >= 1 && failures <= 2, "each dead pooled connection fails one job at most")
     }
 
     @Test("jobs beyond the waiting limit fail fast with overloaded")

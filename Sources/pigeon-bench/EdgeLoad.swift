@@ -58,17 +58,11 @@ enum EdgeLoad {
     /// Keep-alive clients acknowledging `notification` as delivered, one per bearer token (one
     /// per line of `tokens`), spread over the `sources` addresses, closed loop.
     static func acknowledgements(host: String, port: UInt16, tokens: [String], notification: String, seconds: Double, sources: [String]) throws -> IngestBenchmark.Result {
-        try LoadRun.run(host: host, port: port, clients: tokens.count, seconds: seconds, sources: sources) { client, clientIndex, _, deadline in
-            let request = Array("POST /api/v1/notifications/\(notification)/delivered HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(tokens[clientIndex])\r\nContent-Length: 0\r\n\r\n".utf8)
-            var result = LoadRun.ThreadResult()
-            while Date() < deadline {
-                let began = Date()
-                let (status, _) = try client.exchange(request)
-                result.latencies.append(Date().timeIntervalSince(began))
-                result.sent += 1
-                if status != 200 { result.failed += 1 }
-            }
-            return result
+        let requests = tokens.map {
+            Array("POST /api/v1/notifications/\(notification)/delivered HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \($0)\r\nContent-Length: 0\r\n\r\n".utf8)
+        }
+        return try LoadRun.closedLoop(host: host, port: port, clients: tokens.count, seconds: seconds, sources: sources) { clientIndex, _ in
+            requests[clientIndex]
         }
     }
 }

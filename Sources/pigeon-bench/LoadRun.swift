@@ -46,4 +46,21 @@ enum LoadRun {
             return IngestBenchmark.Result(requests: totals.result.sent, errors: totals.result.failed, elapsed: elapsed, latencies: totals.result.latencies)
         }
     }
+
+    /// Each client sends the request `request(clientIndex, sent)` builds and waits for its answer,
+    /// again and again until the deadline (closed loop); an answer other than 200 counts as failed.
+    static func closedLoop(host: String, port: UInt16, clients: Int, seconds: Double, sources: [String] = [],
+                           request: @escaping @Sendable (_ clientIndex: Int, _ sent: Int) -> [UInt8]) throws -> IngestBenchmark.Result {
+        try run(host: host, port: port, clients: clients, seconds: seconds, sources: sources) { client, clientIndex, _, deadline in
+            var result = ThreadResult()
+            while Date() < deadline {
+                let began = Date()
+                let (status, _) = try client.exchange(request(clientIndex, result.sent))
+                result.latencies.append(Date().timeIntervalSince(began))
+                result.sent += 1
+                if status != 200 { result.failed += 1 }
+            }
+            return result
+        }
+    }
 }

@@ -188,11 +188,11 @@ struct EdgeTests {
 
     @Test("a busy keep-alive connection outlives the request deadline: only waiting counts")
     func busyConnectionKept() async throws {
-        let harness = try await GatewayHarness { $0.http.requestDeadlineSeconds = 1 }
+        let harness = try await GatewayHarness { $0.http.requestDeadlineSeconds = 2 }
         let started = ContinuousClock.now
         var runs = 0, connects = 0
         // Sequential requests on one connection (curl reuses it) for longer than the deadline.
-        while ContinuousClock.now - started < .seconds(3) {
+        while ContinuousClock.now - started < .seconds(5) {
             let transfers = (0..<200).flatMap { _ in ["-o", "/dev/null", harness.baseURL + "/health"] }
             let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "-w", "%{num_connects}\n"] + transfers), as: UTF8.self)
             let counts = output.split(separator: "\n").compactMap { Int($0) }

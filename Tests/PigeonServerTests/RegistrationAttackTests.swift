@@ -93,8 +93,9 @@ struct RegistrationAttackTests {
         let attempts = GatewayConfiguration.DeviceLimits().verificationAttempts
         #expect(flow.stub.calls - callsBefore <= attempts)
         #expect(statuses.filter { $0 == 403 }.count <= attempts)
+        // Past the limit a guess is refused before the bank (429), or finds the registration
+        // already dropped by the last allowed wrong code (404): which, depends on the timing.
         #expect(statuses.allSatisfy { [403, 404, 429].contains($0) })
-        #expect(statuses.contains(429))
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'frank'") == 0)
         await flow.stop()
     }

@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonSimulator
 import PigeonStore
+import SOAPCodec
 import PigeonTestSupport
 import Testing
 @testable import PigeonServer
@@ -213,13 +214,11 @@ struct EdgeTests {
         let attributes = (0..<110_000).map { "a\(String($0, radix: 36))=\"\"" }.joined(separator: " ")
         let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><sendNotification \(attributes)/></soapenv:Body></soapenv:Envelope>"
         #expect(body.utf8.count < harness.gateway.configuration.http.maxRequestBytes)
-        let started = ContinuousClock.now
         let reply = try await harness.soapRaw(Data(body.utf8))
-        let elapsed = ContinuousClock.now - started
         #expect(reply.status == 500)
-        #expect(reply.text.contains("attributes"))
-        // The gate is one linear pass; libxml2 needed seconds for this document.
-        #expect(elapsed < .seconds(2), "\(elapsed)")
+        // The gate's reason: libxml2 (seconds of CPU on this document) never saw it. The time it
+        // takes is bench/edge.sh's figure, not this test's.
+        #expect(reply.text.contains("more than \(XMLSafetyCheck.maximumAttributes) attributes"), "\(reply.text.prefix(300))")
     }
 
     @Test("a 10 MiB body to the device API gets 413 before it is sent; control characters in a SOAP id are a fault and nothing is stored")

@@ -66,7 +66,7 @@ let package = Package(
 
         // MARK: Swift modules
         .target(name: "PigeonCore"),
-        .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
+        .target(name: "SOAPCodec", dependencies: ["CXMLShim", "PigeonCore"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
         // An HTTP client on libcurl's multi interface (HTTP/2 over TLS, HTTP/1.1 otherwise) for
         // every outbound call: push services and the bank proxy.

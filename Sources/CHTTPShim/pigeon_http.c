@@ -51,7 +51,7 @@ struct pigeon_http_exchange {
     /* Set once by whoever answers: pigeon_http_complete, or pigeon_http_stop (which then answers
      * 503 and the later completion is dropped without touching the freed server). */
     _Atomic int claimed;
-    int close_connection;
+    int close_connection;   /* set by pigeon_http_stop for its 503 */
     struct pigeon_http_exchange *previous_in_flight, *next_in_flight;
     const char *method;
     const char *path;
@@ -390,8 +390,7 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
 
 void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
                           const uint8_t *body, size_t length, const char *const *names,
-                          const char *const *values, size_t header_count, int close_connection,
-                          int drop_connection) {
+                          const char *const *values, size_t header_count, int drop_connection) {
     int unclaimed = 0;
     if (!atomic_compare_exchange_strong(&exchange->claimed, &unclaimed, 1)) {
         /* pigeon_http_stop answered it already. */
@@ -411,7 +410,6 @@ void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
     pthread_mutex_lock(&server->flight_lock);
     exchange->response = response;
     exchange->status = status;
-    exchange->close_connection = close_connection;
     exchange->phase = response == NULL ? PHASE_DROP : PHASE_READY;
     if (exchange->previous_in_flight)
         exchange->previous_in_flight->next_in_flight = exchange->next_in_flight;

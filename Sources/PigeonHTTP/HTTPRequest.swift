@@ -1,8 +1,22 @@
 import Foundation
 
+/// What the server knows of a request before its body: enough to choose how much body to read.
+public struct HTTPRequestHead: Sendable {
+    public var method: String
+    /// The path without the query string.
+    public var path: String
+    /// The `Authorization` header, if sent: credentials decide whether a body is read at all.
+    public var authorization: String?
+
+    public init(method: String, path: String, authorization: String? = nil) {
+        self.method = method
+        self.path = path
+        self.authorization = authorization
+    }
+}
+
 /// A complete HTTP request as the server hands it to a handler: the body is already collected and
-/// bounded by what the server's admission allowed for it. The admission sees the same type
-/// without a body.
+/// bounded by what the server's admission allowed for it.
 public struct HTTPRequest: Sendable {
     public var method: String
     /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`.

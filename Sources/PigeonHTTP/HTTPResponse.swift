@@ -5,8 +5,6 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Data
-    /// Close the connection after this response.
-    public var closeConnection = false
     /// Close the connection without sending anything (test peers imitating a failing server).
     public var dropConnection = false
 

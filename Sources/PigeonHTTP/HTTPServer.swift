@@ -82,9 +82,9 @@ public final class HTTPServer: Sendable {
         case refuse
     }
 
-    /// Decides a request's body limit from its head (the request has no body yet). Runs on an
-    /// I/O thread: it must be quick and never block.
-    public typealias Admission = @Sendable (HTTPRequest) -> BodyAdmission
+    /// Decides a request's body limit from its head. Runs on an I/O thread: it must be quick and
+    /// never block.
+    public typealias Admission = @Sendable (HTTPRequestHead) -> BodyAdmission
     /// Answers one request.
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
@@ -226,7 +226,7 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 private let copiedHeaders = ["content-type", "content-length", "authorization", "host", "soapaction",
                              "accept", "x-forwarded-proto", "user-agent", "if-modified-since"]
 
-private func readRequest(_ exchange: OpaquePointer, withBody: Bool) -> HTTPRequest {
+private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
     let method = String(cString: pigeon_http_method(exchange))
     let path = String(cString: pigeon_http_path(exchange))
     let query = HTTPRequest.parseQuery(String(cString: pigeon_http_query(exchange)))
@@ -237,11 +237,9 @@ private func readRequest(_ exchange: OpaquePointer, withBody: Bool) -> HTTPReque
         }
     }
     var body = Data()
-    if withBody {
-        var length = 0
-        if let bytes = pigeon_http_body(exchange, &length), length > 0 {
-            body = Data(bytes: bytes, count: length)
-        }
+    var length = 0
+    if let bytes = pigeon_http_body(exchange, &length), length > 0 {
+        body = Data(bytes: bytes, count: length)
     }
     return HTTPRequest(
         method: method, path: path, query: query, headers: headers, body: body,
@@ -252,7 +250,10 @@ private func readRequest(_ exchange: OpaquePointer, withBody: Bool) -> HTTPReque
 private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
     guard let rawContext, let exchange else { return -1 }
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
-    switch context.admit(readRequest(exchange, withBody: false)) {
+    let head = HTTPRequestHead(
+        method: String(cString: pigeon_http_method(exchange)), path: String(cString: pigeon_http_path(exchange)),
+        authorization: pigeon_http_header(exchange, "authorization").map { String(cString: $0) })
+    switch context.admit(head) {
     case .accept(let maxBytes): return max(0, maxBytes)
     case .refuse: return -1
     }
@@ -261,7 +262,7 @@ private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
 private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     guard let rawContext, let exchange else { return }
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
-    let request = readRequest(exchange, withBody: true)
+    let request = readRequest(exchange)
     let handle = ExchangeHandle(pointer: exchange)
     let (handler, limit) = (context.handler, context.limit)
     Task(executorPreference: context.workers) {
@@ -280,7 +281,7 @@ private func complete(_ exchange: OpaquePointer, with response: HTTPResponse) {
                     exchange, UInt32(clamping: response.status),
                     body.bindMemory(to: UInt8.self).baseAddress, body.count,
                     names, values, response.headers.count,
-                    response.closeConnection ? 1 : 0, response.dropConnection ? 1 : 0)
+                    response.dropConnection ? 1 : 0)
             }
         }
     }

@@ -23,4 +23,12 @@ struct RateLimitTests {
         // A key still in its window keeps its count unless it was the oldest.
         #expect(counter.take("new-999", now: 62) == 60)
     }
+
+    @Test("IPv6 clients are counted by their /64, IPv4 ones by their address")
+    func clientKeys() {
+        #expect(DeviceRateLimits.clientKey("2001:db8:1:2::5") == DeviceRateLimits.clientKey("2001:db8:1:2:ffff::9"))
+        #expect(DeviceRateLimits.clientKey("2001:db8:1:2::5") != DeviceRateLimits.clientKey("2001:db8:1:3::5"))
+        #expect(DeviceRateLimits.clientKey("192.0.2.7") == "192.0.2.7")
+        #expect(DeviceRateLimits.clientKey("::1") == "::1")
+    }
 }

@@ -137,6 +137,28 @@ struct RegistrationAttackTests {
         await perUser.stop()
     }
 
+    @Test("the same device registered 20 times at once: every call answered 200, one device row, the last token the only one")
+    func concurrentSameDevice() async throws {
+        let flow = try await DeviceFlowHarness {
+            $0.deviceLimits.registrationsPerAddressPerMinute = 0
+            $0.deviceLimits.registrationsPerUserPerHour = 0
+        }
+        let tokens = try await withThrowingTaskGroup(of: DeviceFlowHarness.Answer.self) { group in
+            for _ in 0..<20 {
+                group.addTask { try await flow.call("POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "alice", device: "same")) }
+            }
+            return try await group.reduce(into: [DeviceFlowHarness.Answer]()) { $0.append($1) }
+        }
+        #expect(tokens.allSatisfy { $0.status == 200 }, "\(tokens.map(\.status))")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND device_id = 'same'") == 1)
+        var valid = 0
+        for answer in tokens {
+            if try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: answer.json["authenticationToken"]).status == 404 { valid += 1 }
+        }
+        #expect(valid == 1)
+        await flow.stop()
+    }
+
     @Test("a bank that drops the connection after acting on authorizeSubscription: exactly one SMS, a clear error")
     func noSecondSMS() async throws {
         let flow = try await DeviceFlowHarness(stub: .init(bankClients: ["bank"]))

@@ -78,11 +78,11 @@ int pigeon_http_body_too_large(const pigeon_http_exchange *exchange);
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange);
 
 /* Answers a request handed to the handler, from any thread, exactly once. headers holds
- * header_count name/value pairs (names[i], values[i]). close_connection = 1 closes the
- * connection after the response; drop_connection = 1 closes it without any response. */
+ * header_count name/value pairs (names[i], values[i]). drop_connection = 1 closes the connection
+ * without any response. A request whose body was refused or too large is answered with
+ * "Connection: close" (its unread body must not be taken for the next request). */
 void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
                           const uint8_t *body, size_t length, const char *const *names,
-                          const char *const *values, size_t header_count, int close_connection,
-                          int drop_connection);
+                          const char *const *values, size_t header_count, int drop_connection);
 
 #endif

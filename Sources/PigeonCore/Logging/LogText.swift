@@ -25,9 +25,4 @@ public enum LogText {
         }
         return result
     }
-
-    /// Whether `text` holds a control character (C0, DEL or C1): such ids are refused at the edge.
-    public static func containsControlCharacter(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
-    }
 }

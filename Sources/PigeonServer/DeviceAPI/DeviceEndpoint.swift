@@ -180,7 +180,7 @@ struct DeviceEndpoint: Sendable {
 
     private func notificationId(_ raw: String) throws(APIError) -> String {
         guard let id = raw.removingPercentEncoding, !id.isEmpty, id.utf8.count <= JSONFields.maximumIdentifierLength,
-              !LogText.containsControlCharacter(id) else {
+              !ControlCharacters.present(in: id) else {
             throw .badRequest("INVALID_NOTIFICATION_ID", "the notification id in the path is empty, badly encoded, too long or has control characters")
         }
         return id

@@ -30,7 +30,7 @@ struct JSONFields {
         guard value.utf8.count <= maxLength else {
             throw .badRequest("FIELD_TOO_LONG", "'\(name)' is longer than \(maxLength) bytes")
         }
-        guard !LogText.containsControlCharacter(value) else {
+        guard !ControlCharacters.present(in: value) else {
             throw .badRequest("INVALID_FIELD", "'\(name)' contains control characters (CR, LF, NUL, …)")
         }
         return value

@@ -4,7 +4,7 @@ struct FixedWindowCounter: Sendable {
     /// Attempts allowed per key and window.
     let limit: Int
     let windowSeconds: Double
-    /// Keys tracked at most; when full, ended windows are dropped, then the oldest.
+    /// Keys tracked at most; when full, ended windows are dropped, then the oldest tenth.
     let capacity: Int
     private var windows: [String: (start: Double, count: Int)] = [:]
 
@@ -29,10 +29,14 @@ struct FixedWindowCounter: Sendable {
     /// Keys tracked now.
     var count: Int { windows.count }
 
+    /// Drops ended windows and, if that freed too little, the oldest tenth: a scan once per tenth
+    /// of the capacity at worst, never one per new key (a flood of new addresses is exactly when
+    /// this runs).
     private mutating func makeRoom(now: Double) {
         windows = windows.filter { now - $0.value.start < windowSeconds }
-        if windows.count >= capacity, let oldest = windows.min(by: { $0.value.start < $1.value.start }) {
-            windows[oldest.key] = nil
-        }
+        let target = capacity - max(1, capacity / 10)
+        guard windows.count > target else { return }
+        let oldest = windows.sorted { $0.value.start < $1.value.start }.prefix(windows.count - target)
+        for (key, _) in oldest { windows[key] = nil }
     }
 }

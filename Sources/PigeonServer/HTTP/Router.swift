@@ -35,9 +35,9 @@ struct Router: Sendable {
 
     /// How much body a request may send, from its head: the device API's small bodies, SOAP's
     /// `maxRequestBytes` only once the credentials are right, nothing elsewhere.
-    func admit(_ head: HTTPRequest) -> HTTPServer.BodyAdmission {
+    func admit(_ head: HTTPRequestHead) -> HTTPServer.BodyAdmission {
         if surfaces.contains(.bank), head.path == InboundEndpoint.path || head.path == InboundEndpoint.path + "/" {
-            if let soapAuthentication, !soapAuthentication.accepts(head.header("authorization")) {
+            if let soapAuthentication, !soapAuthentication.accepts(head.authorization) {
                 return .refuse
             }
             return .accept(maxBytes: maxRequestBytes)
@@ -64,16 +64,15 @@ struct Router: Sendable {
         if surfaces.contains(.bank), let answer = await bankRoute(request) { return answer }
         if surfaces.contains(.devices), request.path.hasPrefix(DeviceEndpoint.prefix) {
             if request.bodyTooLarge {
-                return ("api", APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(JSONFields.maximumBodyBytes) bytes").response.closing())
+                return ("api", APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(JSONFields.maximumBodyBytes) bytes").response)
             }
             return await devices.handle(request)
         }
         if request.path == "/health" {
-            if request.bodyTooLarge { return ("health", HTTPResponse.text(413, "this resource takes no request body\n").closing()) }
+            if request.bodyTooLarge { return ("health", HTTPResponse.text(413, "this resource takes no request body\n")) }
             return ("health", request.method == "GET" ? health.live() : methodNotAllowed("GET"))
         }
-        let unknown = HTTPResponse.text(404, "no such resource\n")
-        return ("unknown", request.bodyTooLarge ? unknown.closing() : unknown)
+        return ("unknown", .text(404, "no such resource\n"))
     }
 
     /// The bank surface's routes; nil for a path it does not serve.
@@ -84,10 +83,10 @@ struct Router: Sendable {
             if let soapAuthentication, !soapAuthentication.accepts(request.header("authorization")) {
                 var response = HTTPResponse.text(401, "authentication required\n")
                 response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
-                return (route, request.bodyTooLarge ? response.closing() : response)
+                return (route, response)
             }
             if request.bodyTooLarge {
-                return (route, HTTPResponse.text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n").closing())
+                return (route, HTTPResponse.text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n"))
             }
             switch request.method {
             case "GET" where request.hasQueryArgument("wsdl"):
@@ -116,16 +115,6 @@ struct Router: Sendable {
     private func methodNotAllowed(_ allowed: String) -> HTTPResponse {
         var response = HTTPResponse.text(405, "method not allowed; use \(allowed)\n")
         response.headers.append(("Allow", allowed.hasPrefix("POST") ? "GET, POST" : "GET"))
-        return response
-    }
-}
-
-extension HTTPResponse {
-    /// This response with the connection closed after it (the unread body of a refused request
-    /// must not be taken for the next request).
-    func closing() -> HTTPResponse {
-        var response = self
-        response.closeConnection = true
         return response
     }
 }

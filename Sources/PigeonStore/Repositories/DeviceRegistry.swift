@@ -77,6 +77,10 @@ public struct DeviceRegistry: Sendable {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
         return try await pool.transaction { connection in
+            // Registrations of one device at the same moment take turns (else both delete
+            // nothing and the second insert breaks the device's unique key): the last one wins.
+            _ = try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                                     ["device\u{1F}\(key)\u{1F}\(identity.deviceId)\u{1F}\(identity.platform.rawValue)"])
             // Any earlier row of this device (under another id spelling too) is replaced.
             _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
                                      [key, identity.deviceId, identity.platform.rawValue])

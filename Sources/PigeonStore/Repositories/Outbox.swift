@@ -163,12 +163,12 @@ public struct Outbox: Sendable {
     /// Puts dead letters back into the outbox, due now with a fresh age (all of them when `ids`
     /// is nil). Returns how many were re-queued.
     public func requeue(_ ids: [Int64]?) async throws -> Int {
-        try await pool.transaction { connection in
-            let moved = try connection.query("""
+        // One statement: the move is atomic without a transaction of its own.
+        try await pool.withConnection { connection in
+            try connection.query("""
                 WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
                 INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved
                 """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).affected
-            return moved
         }
     }
 

@@ -1,3 +1,5 @@
+import PigeonCore
+
 /// A SOAP Fault: the sender's mistake (`Client` in SOAP 1.1, `Sender` in 1.2) or ours
 /// (`Server` / `Receiver`). The reason is safe to show to the caller.
 public struct SOAPFault: Error, Equatable, CustomStringConvertible {
@@ -37,15 +39,10 @@ public struct SOAPFault: Error, Equatable, CustomStringConvertible {
 }
 
 extension SOAPFault {
-    /// Whether `value` holds a control character (C0 such as CR, LF, NUL; DEL; C1): identifiers
-    /// with them would reach HTTP headers of push requests and log lines.
-    public static func hasControlCharacter(_ value: String) -> Bool {
-        value.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
-    }
-
-    /// Throws a Client fault naming `field` when `value` holds a control character.
+    /// Throws a Client fault naming `field` when `value` breaks the identifier rule
+    /// (``ControlCharacters``).
     public static func refuseControlCharacters(_ value: String, in field: String) throws(SOAPFault) {
-        if hasControlCharacter(value) {
+        if ControlCharacters.present(in: value) {
             throw .client("element '\(field)' contains control characters (CR, LF, NUL, …)")
         }
     }

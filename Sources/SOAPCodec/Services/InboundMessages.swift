@@ -1,3 +1,5 @@
+import PigeonCore
+
 /// A key/value pair of a `details` map, kept exactly as sent.
 public struct MapEntry: Sendable, Equatable {
     public var key: String
@@ -67,7 +69,7 @@ public struct NotificationMessage: Sendable, Equatable {
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) {
             throw .client("element 'notification/recipients' number \(blank + 1) is empty")
         }
-        if let bad = recipients.firstIndex(where: SOAPFault.hasControlCharacter) {
+        if let bad = recipients.firstIndex(where: ControlCharacters.present(in:)) {
             throw .client("element 'notification/recipients' number \(bad + 1) contains control characters (CR, LF, NUL, …)")
         }
         self.init(

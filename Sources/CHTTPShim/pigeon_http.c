@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -18,6 +19,12 @@
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
 static const char tls_priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+/* A refused body the client sends without waiting (no "Expect: 100-continue") is read and
+ * thrown away up to this size before the answer goes out: closing on a client still sending
+ * makes the kernel reset the connection, and the client loses the answer. Beyond it, or when the
+ * client waits for "100 Continue", the answer goes out at once. Nothing is buffered either way. */
+static const unsigned long long drain_limit = 16ull * 1024 * 1024;
+
 static const char client_certificate_required[] =
     "a client certificate signed by the configured CA (bankClientCaFile) is required\n";
 
@@ -62,6 +69,7 @@ struct pigeon_http_exchange {
     size_t body_capacity;
     size_t body_limit;
     int too_large;
+    int draining;           /* reading a refused body to discard it, then answering */
     unsigned int status;
     struct MHD_Response *response;
     char peer[64];
@@ -332,9 +340,16 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
             if (end == declared) length = 0;
         }
         if (limit < 0 || length > (unsigned long long)limit) {
-            /* Answered at once; the body is never read. */
             exchange->too_large = 1;
-            return dispatch(server, exchange);
+            const char *expect =
+                MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            int waits = expect != NULL && strcasecmp(expect, "100-continue") == 0;
+            if (waits || length == 0 || length > drain_limit) {
+                /* Answered at once; the body is never read. */
+                return dispatch(server, exchange);
+            }
+            exchange->draining = 1;
+            return MHD_YES;
         }
         exchange->body_limit = (size_t)limit;
         return MHD_YES;
@@ -355,6 +370,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     if (*upload_data_size != 0) {
         size_t chunk = *upload_data_size;
         *upload_data_size = 0;
+        if (exchange->draining) return MHD_YES;
         if (exchange->body_length + chunk > exchange->body_limit) {
             /* A body without a declared length grew past its limit: nothing more is read, and
              * libmicrohttpd cannot answer in the middle of a body, so the connection closes. */

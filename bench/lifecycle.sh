@@ -72,16 +72,16 @@ log "expiry sweep of 1,000,000 deliveries"
 stop_processes "$gateway"; gateway=""
 load_expired() {
     sql "TRUNCATE deliveries, notifications, outbox;
-         INSERT INTO notifications (id, recipients, timeout_seconds, push_text, push_type, expires_at)
-         SELECT 'sweep-' || n, '{}', 1, 'Hello', 'UNIVERSAL', now() - interval '1 minute' FROM generate_series(1, 100) AS n;
-         INSERT INTO deliveries (notification_id, position, user_id, user_folded, state, expires_at)
-         SELECT 'sweep-' || (p / 10000 + 1), p % 10000, 'user-' || p, 'user-' || p, 'SENT', now() - interval '1 minute'
+         INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at)
+         SELECT pigeon_notification_key(now()), 'sweep-' || n, 10000, 1, 'Hello', 'UNIVERSAL', now() - interval '2 minutes', now() - interval '1 minute' FROM generate_series(1, 100) AS n;
+         INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, expires_at)
+         SELECT (SELECT key FROM notifications WHERE id = 'sweep-' || (p / 10000 + 1)), p % 10000, 'user-' || p, 'user-' || p, 'SENT', now() - interval '1 minute'
          FROM generate_series(0, 999999) AS p;"
     sql "VACUUM ANALYZE deliveries"
 }
 load_expired
 started=$(date +%s.%N)
-sql "UPDATE deliveries SET state = 'EXPIRED', updated_at = now() WHERE state IN ('QUEUED', 'SENT', 'SENDING_FAILED')" >/dev/null
+sql "UPDATE deliveries SET state = 'EXPIRED', updated_at = now(), next_attempt_at = NULL WHERE state IN ('QUEUED', 'SENT', 'SENDING_FAILED')" >/dev/null
 single=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { print e - s }')
 load_expired
 sed -i 's/^expirySweepIntervalSeconds = .*/expirySweepIntervalSeconds = 1/' /tmp/pigeon-lifecycle.conf

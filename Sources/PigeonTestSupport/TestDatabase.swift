@@ -38,7 +38,8 @@ public enum TestDatabase {
     }
 
     /// ``isolatedDatabase()`` with the database's URL, for starting a gateway on it.
-    public static func isolatedDatabaseWithURL() async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
+    /// `migratedThrough`: apply only the migrations up to that version (a test of a later one).
+    public static func isolatedDatabaseWithURL(migratedThrough: Int? = nil) async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
         guard let url, let slash = url.lastIndex(of: "/") else {
             throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
         }
@@ -47,7 +48,8 @@ public enum TestDatabase {
         _ = try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \(name)") }
         let isolatedURL = String(url[...slash]) + name
         let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: isolatedURL), size: 4), logger: .silent)
-        _ = try await Migrator(migrations: try Migration.load(from: migrationsDirectory)).migrate(pool, logger: .silent)
+        let migrations = try Migration.load(from: migrationsDirectory).filter { $0.version <= migratedThrough ?? Int.max }
+        _ = try await Migrator(migrations: migrations).migrate(pool, logger: .silent)
         return (pool, isolatedURL, {
             pool.close()
             _ = try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }

@@ -123,7 +123,7 @@ struct TwoGatewaysTests {
         #expect(Set(tokens).count == 2000)
         // Every delivery was claimed once: no retries, so attempts stay at 1.
         let attempts = try await database.pool.withConnection { connection in
-            try connection.query("SELECT max(attempts) FROM deliveries WHERE notification_id = 'fan-out'").scalar
+            try connection.query("SELECT max(attempts) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'fan-out')").scalar
         }
         #expect(attempts == "1")
         await first.gateway.shutdown()

@@ -18,6 +18,16 @@ struct DeliveryQueueTests {
             id: id, recipients: users, timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal), priority: priority))
     }
 
+    /// The notification ids of `claims`, in order.
+    func ids(_ pool: PostgresPool, _ claims: [ClaimedDelivery]) async throws -> [String] {
+        var ids: [String] = []
+        for claim in claims {
+            ids.append(try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+                .notification(key: claim.notificationKey)?.id ?? "?")
+        }
+        return ids
+    }
+
     @Test("two workers claiming at once get disjoint sets that cover everything")
     func disjointClaims() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
@@ -40,16 +50,16 @@ struct DeliveryQueueTests {
         try await enqueue(pool, id: "fresh", count: 1)
         // A backlog held the PIN codes past their time (an APNs outage, say).
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_id = 'pin'")
+            try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')")
             try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = 'pin'")
         }
         let queue = DeliveryQueue(pool: pool)
         let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60))
-        #expect(claimed.map(\.notificationId) == ["fresh"])
+        #expect(try await ids(pool, claimed) == ["fresh"])
         let step = try await Sweeps(pool: pool).expire()
         #expect(step.rows == 3)
         #expect(step.reports == 1)
-        let states = try await pool.withConnection { try $0.query("SELECT DISTINCT state FROM deliveries WHERE notification_id = 'pin'").rows.compactMap { $0[0] } }
+        let states = try await pool.withConnection { try $0.query("SELECT DISTINCT state FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')").rows.compactMap { $0[0] } }
         #expect(states == ["EXPIRED"])
         #expect(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).isEmpty)
         await drop()
@@ -61,7 +71,7 @@ struct DeliveryQueueTests {
         try await enqueue(pool, id: "low", count: 3, priority: 1)
         try await enqueue(pool, id: "high", count: 2, priority: 9)
         let claimed = try await DeliveryQueue(pool: pool).claim(owner: "w", limit: 2, lease: .seconds(60))
-        #expect(claimed.map(\.notificationId) == ["high", "high"])
+        #expect(try await ids(pool, claimed) == ["high", "high"])
         await drop()
     }
 

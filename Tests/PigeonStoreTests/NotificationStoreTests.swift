@@ -40,7 +40,7 @@ struct NotificationStoreTests {
         guard case .stored(let states) = first else { Issue.record("first send not stored"); return }
         let second = try await store.send(notification(id, ["u3"]))
         #expect(second == .duplicate(states))
-        let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries WHERE notification_id = $1", [id]).scalar }
+        let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)", [id]).scalar }
         #expect(rows == "2")
     }
 

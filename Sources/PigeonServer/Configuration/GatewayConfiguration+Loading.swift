@@ -187,6 +187,7 @@ extension GatewayConfiguration {
         "tlsCaFile": { $0.tlsCaFile = try nonEmpty($1) },
         "sbiOutboundWebServiceURL": { $0.bankProxyURL = try url($1) },
         "reportMaxAgeHours": { $0.reportMaxAgeHours = try integer($1, in: 1...8760) },
+        "retentionDays": { $0.retentionDays = try integer($1, in: 1...3650) },
         "bankProxyTimeoutSeconds": { $0.bankProxyTimeoutSeconds = try integer($1, in: 1...300) },
         "authTokenLifetimeSeconds": { $0.authTokenLifetimeSeconds = try integer($1, in: 60...31_622_400) },
         "overrideSubscriptions": { $0.overrideSubscriptions = try boolean($1) },

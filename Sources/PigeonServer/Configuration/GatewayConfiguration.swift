@@ -173,6 +173,9 @@ public struct GatewayConfiguration: Sendable {
     /// `reportMaxAgeHours`: a report the bank still refuses this long after it was written is
     /// dead-lettered. Default 72.
     public var reportMaxAgeHours = 72
+    /// `retentionDays`: notifications, their deliveries and acknowledgements are kept this many
+    /// days and dropped, a day at a time, within a day after. Default 30.
+    public var retentionDays = 30
     /// `bankProxyTimeoutSeconds`: how long one call to the bank proxy may take. Default 10.
     public var bankProxyTimeoutSeconds = 10
     /// `authTokenLifetimeSeconds`: how long a device's authentication token works before the

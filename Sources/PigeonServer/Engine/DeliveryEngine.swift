@@ -64,7 +64,7 @@ final class DeliveryEngine: Sendable {
 
     /// One claim-and-send loop, until cancelled.
     private func work() async {
-        var cache: [String: PushNotification] = [:]
+        var cache: [Int64: PushNotification] = [:]
         while !Task.isCancelled {
             let claims: [ClaimedDelivery]
             do {
@@ -83,10 +83,10 @@ final class DeliveryEngine: Sendable {
         }
     }
 
-    private func process(_ claims: [ClaimedDelivery], cache: inout [String: PushNotification]) async {
-        for id in Set(claims.map(\.notificationId)) where cache[id] == nil {
+    private func process(_ claims: [ClaimedDelivery], cache: inout [Int64: PushNotification]) async {
+        for key in Set(claims.map(\.notificationKey)) where cache[key] == nil {
             do {
-                cache[id] = try await notifications.notification(id: id, recipients: false)
+                cache[key] = try await notifications.notification(key: key)
             } catch {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
                 logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])
@@ -105,11 +105,11 @@ final class DeliveryEngine: Sendable {
         // Every (claim, device) pair is one push; pairs run with a bounded number in flight.
         // A notification's deliveries share its expiry, so one message serves all of them.
         var jobs: [(claim: Int, device: Device, message: PushMessage)] = []
-        var messages: [String: PushMessage] = [:]
+        var messages: [Int64: PushMessage] = [:]
         for (index, claim) in claims.enumerated() {
-            guard let notification = notificationsById[claim.notificationId] else { continue }
-            let message = messages[claim.notificationId] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
-            messages[claim.notificationId] = message
+            guard let notification = notificationsById[claim.notificationKey] else { continue }
+            let message = messages[claim.notificationKey] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
+            messages[claim.notificationKey] = message
             for device in devices[subscriptions.key(for: claim.userId)] ?? [] {
                 jobs.append((index, device, message))
             }
@@ -142,7 +142,7 @@ final class DeliveryEngine: Sendable {
         var dead: [Int64] = []
         var delivered: [Int64] = []
         for (index, claim) in claims.enumerated() {
-            guard let notification = notificationsById[claim.notificationId] else {
+            guard let notification = notificationsById[claim.notificationKey] else {
                 results.append(DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found"))
                 continue
             }

@@ -37,6 +37,10 @@ public final class Gateway: Sendable {
             let migrator = try loadMigrator(configuration)
             let report = try await migrator.migrate(pool, logger: logger)
             logger.info("database schema current", metadata: ["applied": String(report.applied.count), "version": String(migrator.migrations.last?.version ?? 0)])
+            // Today's partitions must exist before the first send; a lock held by another
+            // process is waited for longer here than in the hourly pass.
+            let created = try await Retention(pool: pool).prepareDays(around: Date(), lockTimeout: .seconds(30))
+            if created > 0 { logger.info("history partitions created", metadata: ["tables": String(created)]) }
             return try Gateway(configuration: configuration, pool: pool, migrator: migrator, logger: logger)
         } catch {
             pool.close()
@@ -177,7 +181,9 @@ public final class Gateway: Sendable {
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
             sweeps: Sweeps(pool: pool), interval: .seconds(configuration.expirySweepIntervalSeconds),
-            deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis), metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
+            deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis),
+            retention: Retention(pool: pool), retentionDays: configuration.retentionDays,
+            metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {
             OutboxSender(outbox: Outbox(pool: pool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
                          maxAge: .seconds(3600 * configuration.reportMaxAgeHours),

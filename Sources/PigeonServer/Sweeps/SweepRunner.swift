@@ -16,20 +16,49 @@ struct SweepRunner: Sendable {
     var sweeps: Sweeps
     var interval: Duration
     var deviceExpiry: Duration
+    var retention: Retention
+    var retentionDays: Int
+    /// How often partitions are created ahead and aged days dropped.
+    var retentionInterval: Duration = .seconds(3600)
     var metrics: MetricsRegistry
     var logger: Logger
 
     static func describe(_ metrics: MetricsRegistry) {
         metrics.describe("pigeon_sweep_rows_total", type: "counter", help: "Rows changed by sweeps: deliveries expired, devices deleted.")
+        metrics.describe("pigeon_retention_tables_dropped_total", type: "counter", help: "Day partitions of notifications and deliveries dropped after retentionDays.")
         metrics.describe("pigeon_sweep_longest_step_seconds", type: "gauge", help: "The longest single sweep transaction since start.")
     }
 
     func run() async {
         var longest: [String: Duration] = [:]
+        var retentionDue = ContinuousClock.now
         while !Task.isCancelled {
             await sweep("expiry", longest: &longest) { try await sweeps.expire() }
             await sweep("hygiene", longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry) }
+            if ContinuousClock.now >= retentionDue {
+                retentionDue = ContinuousClock.now + (await keepHistory() ? retentionInterval : interval)
+            }
             try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Creates the coming days' partitions and drops the days past `retentionDays`; false when
+    /// it failed (tried again at the next sweep interval).
+    private func keepHistory() async -> Bool {
+        do {
+            let now = Date()
+            let created = try await retention.prepareDays(around: now)
+            let step = try await retention.dropDays(olderThan: retentionDays, now: now)
+            metrics.increment("pigeon_retention_tables_dropped_total", by: Double(step.dropped.count))
+            if created > 0 || !step.dropped.isEmpty {
+                logger.info("history kept to retentionDays", metadata: [
+                    "created": String(created), "dropped": step.dropped.joined(separator: ","),
+                    "retentionDays": String(retentionDays)])
+            }
+            return true
+        } catch {
+            logger.warning("retention pass failed; retrying at the next sweep interval", metadata: ["error": "\(error)"])
+            return false
         }
     }
 

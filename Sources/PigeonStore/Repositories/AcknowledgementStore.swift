@@ -37,21 +37,25 @@ public struct AcknowledgementStore: Sendable {
         let sources = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: target) }.map(\.rawValue))
         let (column, key) = userMatch(user)
         return try await pool.transaction { connection in
+            guard let notificationKey = try NotificationStore.key(of: notificationId, connection) else { return .notFound }
+            let notification = String(notificationKey)
             let rows = try connection.query("""
                 SELECT position, state, user_id FROM deliveries
-                WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3
+                WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3
                 ORDER BY position FOR UPDATE
-                """, [notificationId, user.lowercased(), key]).rows
-            guard !rows.isEmpty else {
-                let exists = try !connection.query("SELECT 1 FROM notifications WHERE id = $1", [notificationId]).isEmpty
-                return exists ? .notAddressed : .notFound
-            }
+                """, [notification, user.lowercased(), key]).rows
+            guard !rows.isEmpty else { return .notAddressed }
+            // Leaving QUEUED also leaves the queue; the state itself is in no index, so an
+            // acknowledgement of a SENT delivery stays on its page (a HOT update).
             let changed = try connection.query("""
-                UPDATE deliveries SET state = $4, updated_at = now(), lease_owner = NULL
-                WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
+                UPDATE deliveries SET state = $4, updated_at = now(), lease_owner = NULL, next_attempt_at = NULL
+                WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
                 RETURNING user_id
-                """, [notificationId, user.lowercased(), key, target.rawValue, sources])
-            _ = try connection.query("UPDATE devices SET last_success_at = now() WHERE id = $1", [String(device)])
+                """, [notification, user.lowercased(), key, target.rawValue, sources])
+            _ = try connection.query("""
+                UPDATE devices SET last_success_at = now()
+                WHERE id = $1 AND (last_success_at IS NULL OR last_success_at < now() - interval '1 hour')
+                """, [String(device)])
             if target == .read, let reported = changed.rows.first?[0] {
                 try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)
             }
@@ -65,12 +69,13 @@ public struct AcknowledgementStore: Sendable {
     public func notification(id: String, user: String) async throws -> NotificationLookup {
         let (column, key) = userMatch(user)
         return try await pool.withConnection { connection in
-            guard let notification = try NotificationStore.notification(id: id, recipients: false, connection) else {
+            guard let notificationKey = try NotificationStore.key(of: id, connection),
+                  let notification = try NotificationStore.notification(key: notificationKey, recipients: false, connection) else {
                 return .notFound
             }
             let addressed = try !connection.query("""
-                SELECT 1 FROM deliveries WHERE notification_id = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
-                """, [id, user.lowercased(), key]).isEmpty
+                SELECT 1 FROM deliveries WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
+                """, [String(notificationKey), user.lowercased(), key]).isEmpty
             return addressed ? .found(notification) : .notAddressed
         }
     }

@@ -16,10 +16,15 @@ public struct NotificationStore: Sendable {
     private let identifiers: UserIdentifiers
     private let batcher: SendBatcher
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    /// `now` is the moment a send is stored at (its period and expiry); tests move it.
+    public init(pool: PostgresPool, identifiers: UserIdentifiers, now: @escaping @Sendable () -> Date = Date.init) {
+        self.init(pool: pool, identifiers: identifiers, limits: SendBatcher.Limits(), now: now)
+    }
+
+    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: SendBatcher.Limits, now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
         self.identifiers = identifiers
-        self.batcher = SendBatcher(pool: pool, identifiers: identifiers)
+        self.batcher = SendBatcher(pool: pool, identifiers: identifiers, limits: limits, now: now)
     }
 
     /// Stores `notification` and one delivery per unique recipient: `QUEUED` when the user has a
@@ -29,61 +34,79 @@ public struct NotificationStore: Sendable {
         try await batcher.send(notification)
     }
 
-    /// The notification as sent, or `nil` if the id is unknown. Without `recipients` its
-    /// recipient list comes back empty: the delivery engine and the device API need only the
-    /// content, and a million-recipient list is tens of megabytes.
+    /// The notification as sent, or `nil` if the id is unknown (or older than the retention
+    /// period). Without `recipients` its recipient list comes back empty: the device API needs
+    /// only the content, and a million-recipient list is tens of megabytes.
     public func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
-        try await pool.withConnection(idempotent: true) { connection in try Self.notification(id: id, recipients: recipients, connection) }
+        try await pool.withConnection(idempotent: true) { connection in
+            guard let key = try Self.key(of: id, connection) else { return nil }
+            return try Self.notification(key: key, recipients: recipients, connection)
+        }
     }
 
-    /// ``notification(id:recipients:)`` on a connection the caller holds.
-    static func notification(id: String, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
-        let recipientsColumn = recipients ? "recipients" : "'{}'::text[]"
-        let rows = try connection.query("""
-            SELECT id, \(recipientsColumn), timeout_seconds, perishable, priority, push_badge, push_sound,
-                push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
-            FROM notifications WHERE id = $1
-            """, [id])
-        guard let row = rows.rows.first else { return nil }
-        let details: [KeyValue]? = row[11].map { keys in
-            Self.pairs(keys: keys, values: row[12] ?? "{}")
+    /// The notification stored under `key` (content only: the engine's view), or `nil`.
+    public func notification(key: Int64) async throws -> PushNotification? {
+        try await pool.withConnection(idempotent: true) { connection in
+            try Self.notification(key: key, recipients: false, connection)
         }
+    }
+
+    /// The key of notification `id`, or `nil`. Ids are looked up in every partition (each has its
+    /// index on `id`); the newest days come first, where almost every lookup ends.
+    static func key(of id: String, _ connection: PostgresConnection) throws -> Int64? {
+        let recent = try connection.query(
+            "SELECT key FROM notifications WHERE id = $1 AND key >= pigeon_day_key(pigeon_day(now()) - 1) LIMIT 1", [id])
+        if let key = recent.rows.first?.text(0).flatMap(Int64.init) { return key }
+        return try connection.query("SELECT key FROM notifications WHERE id = $1 LIMIT 1", [id])
+            .rows.first?.text(0).flatMap(Int64.init)
+    }
+
+    /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
+    /// recipient list back from the deliveries, in the order sent.
+    static func notification(key: Int64, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
+        let rows = try connection.query("""
+            SELECT id, timeout_seconds, perishable, priority, push_badge, push_sound,
+                push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
+            FROM notifications WHERE key = $1
+            """, [String(key)])
+        guard let row = rows.rows.first else { return nil }
+        let details: [KeyValue]? = row[10].map { keys in
+            Self.pairs(keys: keys, values: row[11] ?? "{}")
+        }
+        let users = recipients
+            ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
+                .rows.map { $0[0] ?? "" }
+            : []
         return PushNotification(
-            id: row[0] ?? id,
-            recipients: PostgresArray.decode(row[1] ?? "{}").map { $0 ?? "" },
-            timeoutSeconds: row.integer(2) ?? 0,
+            id: row[0] ?? "",
+            recipients: users,
+            timeoutSeconds: row.integer(1) ?? 0,
             pushContent: PushContent(
-                badge: row.integer(5),
-                sound: row[6],
-                text: row[7] ?? "",
-                type: row[8].flatMap(PushType.init(rawValue:)) ?? .universal,
-                details: Self.pairs(keys: row[9] ?? "{}", values: row[10] ?? "{}")),
+                badge: row.integer(4),
+                sound: row[5],
+                text: row[6] ?? "",
+                type: row[7].flatMap(PushType.init(rawValue:)) ?? .universal,
+                details: Self.pairs(keys: row[8] ?? "{}", values: row[9] ?? "{}")),
             details: details,
-            perishable: row.boolean(3),
-            priority: row.integer(4))
+            perishable: row.boolean(2),
+            priority: row.integer(3))
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.
     public func deliveryStatus(id: String) async throws -> [RecipientState]? {
         try await pool.withConnection(idempotent: true) { connection in
-            let exists = try connection.query("SELECT 1 FROM notifications WHERE id = $1", [id])
-            guard !exists.isEmpty else { return nil }
-            return try Self.states(of: [id], connection)[id] ?? []
+            guard let key = try Self.key(of: id, connection) else { return nil }
+            return try Self.states(of: key, connection)
         }
     }
 
-    /// Each recipient's state for several notifications, by notification id.
-    static func states(of ids: [String], _ connection: PostgresConnection) throws -> [String: [RecipientState]] {
-        var states: [String: [RecipientState]] = [:]
-        for row in try connection.query(
-            "SELECT notification_id, user_id, state FROM deliveries WHERE notification_id = ANY($1::text[]) ORDER BY notification_id, position",
-            [PostgresArray.encode(ids)]
-        ).rows {
-            guard let id = row[0] else { continue }
-            states[id, default: []].append(
-                RecipientState(user: row[1] ?? "", state: row[2].flatMap(DeliveryState.init(rawValue:)) ?? .queued))
+    /// Each recipient's state of the notification stored under `key`, in the order sent.
+    static func states(of key: Int64, _ connection: PostgresConnection) throws -> [RecipientState] {
+        try connection.query(
+            "SELECT user_id, state FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)]
+        ).rows.map { row in
+            RecipientState(user: row[0] ?? "", state: row[1].flatMap(DeliveryState.init(rawValue:)) ?? .queued)
         }
-        return states
     }
 
     private static func pairs(keys: String, values: String) -> [KeyValue] {

@@ -15,6 +15,11 @@ final class SendBatcher: Sendable {
         var recipients = 20_000
         /// Flushes running at once, each on its own connection.
         var concurrentFlushes = 2
+        /// Deliveries written by one statement; a bigger send takes several, in one transaction.
+        var recipientsPerStatement = 50_000
+        /// How long storing one big send may take in all (each statement also keeps the pool's
+        /// statement timeout).
+        var bigSendTimeLimit: Duration = .seconds(600)
     }
 
     /// A notification ready to insert, with its recipients already de-duplicated.
@@ -33,11 +38,13 @@ final class SendBatcher: Sendable {
     private let identifiers: UserIdentifiers
     private let limits: Limits
     private let state = Mutex(State())
+    private let now: @Sendable () -> Date
 
-    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: Limits = Limits()) {
+    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
         self.identifiers = identifiers
         self.limits = limits
+        self.now = now
     }
 
     func send(_ notification: PushNotification) async throws -> SendOutcome {
@@ -145,61 +152,123 @@ final class SendBatcher: Sendable {
         }
     }
 
-    /// One statement inserts every notification of the batch and all their deliveries; then the
-    /// ids that already existed get their first send's states.
+    /// One transaction stores the batch. Ids are locked first (an advisory lock per id, in one
+    /// order, so concurrent flushes never deadlock) and then looked up in every period, so a
+    /// repeated id is found however old it is and two sends of one id never both store. One
+    /// statement inserts the new notifications and their deliveries; a notification with more
+    /// recipients than one statement carries (``Limits/recipientsPerStatement``) continues in
+    /// further statements of the same transaction, each a bounded piece of work, the whole send
+    /// under its own time limit. The ids that already existed get their first send's states.
     private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> [SendOutcome] {
-        let userColumn = identifiers.userColumn
-        let rows = try connection.query("""
-            WITH input AS (
-                SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::boolean[], $5::integer[],
-                    $6::integer[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-                    $12::text[], $13::text[]) WITH ORDINALITY
-                AS i(id, recipients, timeout_seconds, perishable, priority, badge, sound, push_text,
-                     push_type, push_detail_keys, push_detail_values, detail_keys, detail_values, index)
-            ),
-            inserted AS (
-                INSERT INTO notifications (id, recipients, timeout_seconds, perishable, priority,
-                    push_badge, push_sound, push_text, push_type, push_detail_keys, push_detail_values,
-                    detail_keys, detail_values, created_at, expires_at)
-                SELECT id, recipients::text[], timeout_seconds, perishable, priority, badge, sound,
-                    push_text, push_type, push_detail_keys::text[], push_detail_values::text[],
-                    detail_keys::text[], detail_values::text[], $14::timestamptz,
-                    $14::timestamptz + make_interval(secs => timeout_seconds)
-                FROM input
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id, created_at, expires_at, priority
-            )
-            INSERT INTO deliveries (notification_id, position, user_id, user_folded, state, priority,
-                expires_at, created_at, updated_at)
-            SELECT n.id, r.position, r.user_id, r.user_folded,
-                CASE WHEN EXISTS (SELECT 1 FROM devices d
-                                  WHERE d.\(userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
-                     THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END,
-                COALESCE(n.priority, 0), n.expires_at, n.created_at, n.created_at
+        try connection.transaction { connection in
+            try connection.query("""
+                SELECT count(pg_advisory_xact_lock(\(Self.idLockSpace), h))
+                FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($1::text[]) AS id ORDER BY h) AS ids
+                """, [PostgresArray.encode(batch.map(\.notification.id))])
+            let started = ContinuousClock.now
+            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch))
+            var states: [String: [Int: DeliveryState]] = [:]
+            var keys: [String: Int64] = [:]
+            for row in rows.rows {
+                guard let id = row.text(0), let key = row.text(3).flatMap(Int64.init) else { continue }
+                keys[id] = key
+                guard let position = row.integer(1), let state = row.text(2).flatMap(DeliveryState.init(rawValue:)) else { continue }
+                states[id, default: [:]][position] = state
+            }
+            for item in batch where item.recipients.count > limits.recipientsPerStatement {
+                guard let key = keys[item.notification.id] else { continue }
+                try insertRemaining(item, key: key, started: started, states: &states, connection)
+            }
+            return try batch.map { item in
+                guard let stored = states[item.notification.id] else {
+                    let existing = try NotificationStore.key(of: item.notification.id, connection)
+                    return .duplicate(try existing.map { try NotificationStore.states(of: $0, connection) } ?? [])
+                }
+                return .stored(item.recipients.enumerated().map { index, user in
+                    RecipientState(user: user, state: stored[index + 1] ?? .invalidSubscription)
+                })
+            }
+        }
+    }
+
+    /// The advisory lock space of notification ids (the second key is the id's hash).
+    static let idLockSpace = 741_401_320
+
+    /// The deliveries of a big notification past its first statement, one statement per piece.
+    private func insertRemaining(_ item: Item, key: Int64, started: ContinuousClock.Instant,
+                                 states: inout [String: [Int: DeliveryState]], _ connection: PostgresConnection) throws {
+        let chunk = limits.recipientsPerStatement
+        var first = chunk
+        while first < item.recipients.count {
+            if ContinuousClock.now - started > limits.bigSendTimeLimit {
+                throw PostgresError(.other("send too slow"),
+                    "storing \(item.recipients.count) recipients took longer than \(limits.bigSendTimeLimit); nothing was stored")
+            }
+            let piece = first..<min(first + chunk, item.recipients.count)
+            let columns = recipientColumns([(index: 1, recipients: item.recipients, range: piece)])
+            let rows = try connection.query("""
+                INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
+                    expires_at, updated_at, next_attempt_at)
+                SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
+                    n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
+                FROM notifications n
+                CROSS JOIN unnest($2::text[], $3::text[], $4::text[], $5::integer[])
+                    AS r(user_id, user_folded, lookup, position)
+                CROSS JOIN LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM devices d
+                        WHERE d.\(identifiers.userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
+                    THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
+                WHERE n.key = $1::bigint
+                RETURNING position, state
+                """, [String(key), columns.users, columns.folded, columns.lookup, columns.positions])
+            for row in rows.rows {
+                guard let position = row.integer(0), let state = row.text(1).flatMap(DeliveryState.init(rawValue:)) else { continue }
+                states[item.notification.id, default: [:]][position] = state
+            }
+            first = piece.upperBound
+        }
+    }
+
+    /// Inserts the notifications of a batch that do not exist yet and their first
+    /// ``Limits/recipientsPerStatement`` deliveries; returns (id, position, state, key) per
+    /// delivery, and one row with only the id and key for a notification without deliveries.
+    private static func insertStatement(userColumn: String) -> String {
+        """
+        WITH input AS (
+            SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::boolean[], $5::integer[],
+                $6::integer[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+                $12::text[], $13::text[]) WITH ORDINALITY
+            AS i(id, recipient_count, timeout_seconds, perishable, priority, badge, sound, push_text,
+                 push_type, push_detail_keys, push_detail_values, detail_keys, detail_values, index)
+        ),
+        inserted AS (
+            INSERT INTO notifications (key, id, recipient_count, timeout_seconds, perishable, priority,
+                push_badge, push_sound, push_text, push_type, push_detail_keys, push_detail_values,
+                detail_keys, detail_values, created_at, expires_at)
+            SELECT pigeon_notification_key($14::timestamptz), id, recipient_count, timeout_seconds,
+                perishable, priority, badge, sound, push_text, push_type, push_detail_keys::text[],
+                push_detail_values::text[], detail_keys::text[], detail_values::text[], $14::timestamptz,
+                $14::timestamptz + make_interval(secs => timeout_seconds)
+            FROM input i
+            WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)
+            RETURNING key, id, created_at, expires_at, priority
+        ),
+        stored AS (
+            INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
+                expires_at, updated_at, next_attempt_at)
+            SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
+                n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
             FROM inserted n
             JOIN input i ON i.id = n.id
             JOIN unnest($15::integer[], $16::text[], $17::text[], $18::text[], $19::integer[])
                 AS r(notification_index, user_id, user_folded, lookup, position)
               ON r.notification_index = i.index
-            RETURNING notification_id, position, state
-            """, parameters(batch))
-
-        var states: [String: [Int: DeliveryState]] = [:]
-        for row in rows.rows {
-            guard let id = row.text(0), let position = row.integer(1),
-                  let state = row.text(2).flatMap(DeliveryState.init(rawValue:)) else { continue }
-            states[id, default: [:]][position] = state
-        }
-        let duplicates = batch.map(\.notification.id).filter { states[$0] == nil }
-        let existing = duplicates.isEmpty ? [:] : try NotificationStore.states(of: duplicates, connection)
-        return batch.map { item in
-            guard let stored = states[item.notification.id] else {
-                return .duplicate(existing[item.notification.id] ?? [])
-            }
-            return .stored(item.recipients.enumerated().map { index, user in
-                RecipientState(user: user, state: stored[index + 1] ?? .invalidSubscription)
-            })
-        }
+            CROSS JOIN LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM devices d
+                    WHERE d.\(userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
+                THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
+            RETURNING notification_key, position, state
+        )
+        SELECT n.id, s.position, s.state, n.key FROM inserted n LEFT JOIN stored s ON s.notification_key = n.key
+        """
     }
 
     private func parameters(_ batch: [Item]) -> [String?] {
@@ -207,21 +276,12 @@ final class SendBatcher: Sendable {
         func column(_ value: (PushNotification) -> String?) -> String? {
             PostgresArray.encode(notifications.map(value))
         }
-        var recipientIndex: [String] = [], users: [String] = [], folded: [String] = []
-        var lookup: [String] = [], positions: [String] = []
-        for (index, item) in batch.enumerated() {
-            for (position, user) in item.recipients.enumerated() {
-                let lower = user.lowercased()
-                recipientIndex.append(String(index + 1))
-                users.append(user)
-                folded.append(lower)
-                lookup.append(identifiers.caseInsensitive ? lower : user)
-                positions.append(String(position + 1))
-            }
-        }
+        let recipients = recipientColumns(batch.enumerated().map { index, item in
+            (index + 1, item.recipients, 0..<min(item.recipients.count, limits.recipientsPerStatement))
+        })
         return [
             column { $0.id },
-            column { PostgresArray.encode($0.recipients) },
+            PostgresArray.encode(batch.map { String($0.recipients.count) }),
             column { String($0.timeoutSeconds) },
             column { $0.perishable.map { $0 ? "true" : "false" } },
             column { $0.priority.map(String.init) },
@@ -233,12 +293,33 @@ final class SendBatcher: Sendable {
             column { PostgresArray.encode($0.pushContent.details.map(\.value)) },
             column { $0.details.map { PostgresArray.encode($0.map(\.key)) } },
             column { $0.details.map { PostgresArray.encode($0.map(\.value)) } },
-            NotificationStore.timestamp(Date()),
-            PostgresArray.encode(recipientIndex),
-            PostgresArray.encode(users),
-            PostgresArray.encode(folded),
-            PostgresArray.encode(lookup),
-            PostgresArray.encode(positions),
+            NotificationStore.timestamp(now()),
+            recipients.notificationIndex,
+            recipients.users,
+            recipients.folded,
+            recipients.lookup,
+            recipients.positions,
         ]
+    }
+
+    /// The recipient arrays of a statement: for each notification (by its 1-based index in the
+    /// statement), the recipients in `range`, positions counted from 1 in the order sent.
+    private func recipientColumns(_ notifications: [(index: Int, recipients: [String], range: Range<Int>)])
+        -> (notificationIndex: String?, users: String?, folded: String?, lookup: String?, positions: String?) {
+        var indexes: [String] = [], users: [String] = [], folded: [String] = []
+        var lookup: [String] = [], positions: [String] = []
+        for notification in notifications {
+            for position in notification.range {
+                let user = notification.recipients[position]
+                let lower = user.lowercased()
+                indexes.append(String(notification.index))
+                users.append(user)
+                folded.append(lower)
+                lookup.append(identifiers.caseInsensitive ? lower : user)
+                positions.append(String(position + 1))
+            }
+        }
+        return (PostgresArray.encode(indexes), PostgresArray.encode(users), PostgresArray.encode(folded),
+                PostgresArray.encode(lookup), PostgresArray.encode(positions))
     }
 }

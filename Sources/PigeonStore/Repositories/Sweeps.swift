@@ -51,24 +51,26 @@ public struct Sweeps: Sendable {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
             let overdue = try connection.query("""
-                SELECT id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
+                SELECT key, id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
                 ORDER BY expires_at LIMIT \(notifications)
-                """).rows.compactMap { $0[0] }
+                """).rows.compactMap { row in row.text(0).flatMap { key in row.text(1).map { (key: key, id: $0) } } }
             var budget = rows
             var changed = 0, reports = 0, more = overdue.count == notifications
-            for id in overdue {
+            for (key, id) in overdue {
                 guard budget > 0 else { more = true; break }
                 let allowance = budget
-                // Updated by tuple ids: a join back on the key made the planner hash the
-                // whole table (1 s per step at a million rows; 90 ms this way).
+                // Updated by tuple ids within the notification's partition: a join back on
+                // the key made the planner hash the whole table (1 s per step at a million
+                // rows; 90 ms this way).
                 let users = try connection.query("""
-                    UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL
-                    WHERE ctid = ANY(ARRAY(
+                    UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL,
+                        next_attempt_at = NULL
+                    WHERE notification_key = $1 AND ctid = ANY(ARRAY(
                         SELECT ctid FROM deliveries
-                        WHERE notification_id = $1 AND state = ANY($2::text[])
+                        WHERE notification_key = $1 AND state = ANY($2::text[])
                         ORDER BY position LIMIT \(allowance) FOR UPDATE))
                     RETURNING d.user_id, d.position
-                    """, [id, expirable]).rows
+                    """, [key, expirable]).rows
                     .sorted { ($0.integer(1) ?? 0) < ($1.integer(1) ?? 0) }
                     .compactMap { $0[0] }
                 if !users.isEmpty {
@@ -78,7 +80,7 @@ public struct Sweeps: Sendable {
                 changed += users.count
                 budget -= users.count
                 if users.count < allowance {
-                    _ = try connection.query("UPDATE notifications SET expiry_handled = true WHERE id = $1", [id])
+                    _ = try connection.query("UPDATE notifications SET expiry_handled = true WHERE key = $1", [key])
                 } else {
                     more = true
                 }
@@ -101,6 +103,7 @@ public struct Sweeps: Sendable {
                 DELETE FROM devices WHERE id IN (
                     SELECT id FROM devices
                     WHERE state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision)
+                    ORDER BY COALESCE(last_success_at, created_at)
                     LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """, [seconds]).affected
             let abandoned = try connection.query("""

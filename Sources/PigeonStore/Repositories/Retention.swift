@@ -1,0 +1,88 @@
+import Foundation
+import PigeonCore
+
+/// What one retention pass did.
+public struct RetentionStep: Sendable, Equatable {
+    /// Partitions created ahead.
+    public var created: Int
+    /// Tables dropped (a day of notifications and a day of deliveries are two), by name.
+    public var dropped: [String]
+    /// False when another process held the retention lock and this pass did nothing.
+    public var ran: Bool
+}
+
+/// The history's days. Notifications and deliveries are partitioned by day (UTC) of the send;
+/// a pass creates the partitions of the coming days and drops every day that ended more than
+/// the retention period ago — a catalog change per day, whatever the day held. A notification
+/// is therefore kept at least the retention period and gone within a day after it.
+///
+/// A day is detached concurrently (sends, claims and acknowledgements go on meanwhile) and then
+/// dropped; a pass interrupted in between is finished by the next one.
+public struct Retention: Sendable {
+    /// Session advisory lock: one process at a time runs a pass.
+    static let lock = "7414013205"
+
+    private let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Creates the partitions from the day before `now` to `daysAhead` days after it. A sender
+    /// holding the tables longer than `lockTimeout` makes the pass fail (retried later) rather
+    /// than queue every send behind it.
+    public func prepareDays(around now: Date, daysAhead: Int = 3, lockTimeout: Duration = .seconds(1)) async throws -> Int {
+        let moment = NotificationStore.timestamp(now)
+        let timeout = "\(lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)ms"
+        return try await pool.transaction { connection in
+            try connection.query("SELECT set_config('lock_timeout', $1, true)", [timeout])
+            return try connection.query(
+                "SELECT pigeon_create_days(pigeon_day($1::timestamptz) - 1, pigeon_day($1::timestamptz) + $2::integer)",
+                [moment, String(max(0, daysAhead))]).scalar.flatMap(Int.init) ?? 0
+        }
+    }
+
+    /// Drops every day that ended `days` days or more before `now`; returns the tables dropped.
+    public func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
+        let cutoff = NotificationStore.timestamp(now.addingTimeInterval(-Double(max(1, days)) * 86_400))
+        return try await pool.withConnection { connection in
+            guard try connection.query("SELECT pg_try_advisory_lock($1::bigint)", [Self.lock]).rows.first?.boolean(0) == true else {
+                return RetentionStep(created: 0, dropped: [], ran: false)
+            }
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
+            // Deliveries before notifications; a table already detached by an interrupted pass
+            // (no longer a partition, or detach pending) is finished here.
+            let aged = try connection.query("""
+                SELECT c.relname, parent.relname, COALESCE(i.inhdetachpending, false)
+                FROM pg_class c
+                LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
+                LEFT JOIN pg_class parent ON parent.oid = i.inhparent
+                WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+                  AND c.relname ~ '^(deliveries|notifications)_p[0-9]{8}$'
+                  AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1::timestamptz AT TIME ZONE 'UTC')::date
+                ORDER BY c.relname LIKE 'notifications%', c.relname
+                """, [cutoff]).rows
+            var dropped: [String] = []
+            for row in aged {
+                guard let table = row.text(0) else { continue }
+                if let parent = row.text(1) {
+                    let finish = row.boolean(2) == true ? "FINALIZE" : "CONCURRENTLY"
+                    try connection.query("ALTER TABLE \"\(parent)\" DETACH PARTITION \"\(table)\" \(finish)")
+                }
+                try connection.query("DROP TABLE IF EXISTS \"\(table)\"")
+                dropped.append(table)
+            }
+            return RetentionStep(created: 0, dropped: dropped, ran: true)
+        }
+    }
+
+    /// The days (as `YYYYMMDD`) that have partitions, oldest first.
+    public func days() async throws -> [String] {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT right(c.relname, 8) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'notifications'::regclass ORDER BY 1
+                """).rows.compactMap { $0.text(0) }
+        }
+    }
+}

@@ -104,7 +104,7 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushTransport"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushTransport", "PigeonStore", "PigeonCore"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),

@@ -17,6 +17,23 @@ if arguments.first == "apns-token", arguments.count == 4 {
         exit(1)
     }
 }
+if arguments.first == "claim" {
+    // pigeon-bench claim --db URL --batch N --rounds R: prints median_ms p99_ms claimed.
+    arguments = arguments.dropFirst()
+    while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
+        options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
+        arguments = arguments.dropFirst(2)
+    }
+    do {
+        let result = try await ClaimBenchmark.run(url: options["db"] ?? "", batch: Int(options["batch"] ?? "500") ?? 500,
+                                                  rounds: Int(options["rounds"] ?? "20") ?? 20)
+        print(String(format: "%.2f %.2f %d", result.median * 1000, result.p99 * 1000, result.claimed))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 if arguments.first == "decode-rss" {
     DecodeMemoryCheck.run(rounds: 5, perRound: 50_000)
     exit(0)
@@ -41,7 +58,7 @@ if arguments.first == "register" {
         exit(1)
     }
 }
-if let command = arguments.first, ["hold", "slowloris", "acks"].contains(command) {
+if let command = arguments.first, ["hold", "slowloris", "acks", "status"].contains(command) {
     // pigeon-bench hold --port P --connections N --sources A,B… --seconds S: prints "held reopened".
     // pigeon-bench slowloris --port P --connections N --source A --seconds S: prints connections closed by the server.
     // pigeon-bench acks --port P --tokens FILE --notification ID --seconds S [--sources A,B…]: prints acks/s p50_ms p99_ms errors.
@@ -59,6 +76,11 @@ if let command = arguments.first, ["hold", "slowloris", "acks"].contains(command
             let sources = (options["sources"] ?? "127.0.0.1").split(separator: ",").map(String.init)
             let result = try EdgeLoad.hold(host: host, port: port, connections: Int(options["connections"] ?? "1000") ?? 1000, sources: sources, seconds: seconds)
             print("\(result.held) \(result.reopened)")
+        case "status":
+            // pigeon-bench status --port P --clients N --ids FILE --seconds S: prints requests/s p50_ms p99_ms errors.
+            let ids = try String(contentsOfFile: options["ids"] ?? "", encoding: .utf8).split(separator: "\n").map(String.init)
+            let result = try StatusBenchmark.run(host: host, port: port, clients: Int(options["clients"] ?? "16") ?? 16, seconds: seconds, ids: ids)
+            print(String(format: "%.0f %.2f %.2f %d", result.throughput, result.percentile(0.5) * 1000, result.percentile(0.99) * 1000, result.errors))
         case "slowloris":
             print(EdgeLoad.slowloris(host: host, port: port, connections: Int(options["connections"] ?? "256") ?? 256, source: options["source"] ?? "127.0.0.1", seconds: seconds))
         default:

@@ -155,9 +155,11 @@ final class DeliveryEngine: Sendable {
             metrics.increment("pigeon_deliveries_total", labels: ["state": decision.state.rawValue])
         }
         do {
-            try await queue.record(results, owner: owner)
+            // Dead tokens go first: once a state is visible, its device clean-up is done too
+            // (and a crash in between only means the batch is claimed again without them).
             try await subscriptions.remove(deviceIds: dead)
             try await subscriptions.markDelivered(deviceIds: delivered)
+            try await queue.record(results, owner: owner)
         } catch {
             logger.error("cannot record delivery outcomes; the batch will be claimed again", metadata: ["error": "\(error)", "deliveries": String(results.count)])
         }

@@ -130,12 +130,12 @@ struct HistoryTests {
         await drop()
     }
 
-    /// Shared blocks the claim statement reads (hit or read), run and rolled back.
+    /// Shared blocks the claim's search for due rows reads (hit or read), run and rolled back.
     func claimBlocks(_ pool: PostgresPool) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("BEGIN")
             defer { _ = try? connection.query("ROLLBACK") }
-            let plan = try connection.query("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.claimStatement(limit: 500), ["probe", "60"])
+            let plan = try connection.query("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.dueStatement(limit: 500))
             let json = try JSONSerialization.jsonObject(with: Data((plan.scalar ?? "[]").utf8)) as? [[String: Any]]
             let top = json?.first?["Plan"] as? [String: Any]
             return ((top?["Shared Hit Blocks"] as? Int) ?? 0) + ((top?["Shared Read Blocks"] as? Int) ?? 0)

@@ -55,20 +55,41 @@ public struct DeliveryQueue: Sendable {
         // generic plans, and a generic plan that does not know the limit sorts every QUEUED row.
         let limit = max(1, min(limit, 100_000))
         return try await pool.withConnection { connection in
-            try connection.query(Self.claimStatement(limit: limit), [owner, leaseSeconds]).rows
-                .sorted { ($0.integer(6) ?? 0) > ($1.integer(6) ?? 0) }
-                .compactMap { row in
-                    guard let key = row.text(0).flatMap(Int64.init), let user = row.text(1), let folded = row.text(2),
-                          let position = row.integer(3), let attempt = row.integer(4),
-                          let expires = row.text(5).flatMap(Double.init) else { return nil }
-                    return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
-                                           attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires))
-                }
+            try connection.transaction { connection in
+                // Two statements: the due rows, locked, then their update by key. One statement
+                // joining the due rows back to the partitioned table let the planner scan every
+                // day's partition (3 s a claim over 50 million rows); the key range given as
+                // parameters leaves only the partitions the claimed rows are in.
+                let due = try connection.query(Self.dueStatement(limit: limit)).rows
+                let keys = due.compactMap { $0.text(0).flatMap(Int64.init) }
+                guard let lowest = keys.min(), let highest = keys.max() else { return [] }
+                return try connection.query("""
+                    UPDATE deliveries d
+                    SET lease_owner = $1, attempts = d.attempts + 1, updated_at = now(),
+                        next_attempt_at = now() + make_interval(secs => $2::double precision)
+                    FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS due(notification_key, user_folded, position)
+                    WHERE d.notification_key = due.notification_key AND d.user_folded = due.user_folded
+                      AND d.position = due.position
+                      AND d.notification_key BETWEEN $6::bigint AND $7::bigint
+                    RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
+                              extract(epoch FROM d.expires_at)::double precision, d.priority
+                    """, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
+                          PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
+                          String(lowest), String(highest)]).rows
+                    .sorted { ($0.integer(6) ?? 0) > ($1.integer(6) ?? 0) }
+                    .compactMap { row in
+                        guard let key = row.text(0).flatMap(Int64.init), let user = row.text(1), let folded = row.text(2),
+                              let position = row.integer(3), let attempt = row.integer(4),
+                              let expires = row.text(5).flatMap(Double.init) else { return nil }
+                        return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
+                                               attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires))
+                    }
+            }
         }
     }
 
-    /// The claim: `$1` the owner, `$2` the lease in seconds.
-    static func claimStatement(limit: Int) -> String {
+    /// The due rows of a claim, locked (`FOR UPDATE SKIP LOCKED`): (key, user_folded, position).
+    static func dueStatement(limit: Int) -> String {
         """
         WITH RECURSIVE priorities AS (
             (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL
@@ -78,29 +99,19 @@ public struct DeliveryQueue: Sendable {
                     WHERE d.next_attempt_at IS NOT NULL AND d.priority < p.priority
                     ORDER BY d.priority DESC LIMIT 1)
             FROM priorities p WHERE p.priority IS NOT NULL
-        ),
-        due AS (
-            SELECT c.notification_key, c.user_folded, c.position
-            FROM priorities p
-            CROSS JOIN LATERAL (
-                SELECT notification_key, user_folded, position FROM deliveries
-                WHERE next_attempt_at IS NOT NULL AND priority = p.priority
-                  AND next_attempt_at <= now() AND expires_at > now()
-                ORDER BY next_attempt_at
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ) c
-            WHERE p.priority IS NOT NULL
-            LIMIT \(limit)
         )
-        UPDATE deliveries d
-        SET lease_owner = $1, attempts = d.attempts + 1, updated_at = now(),
-            next_attempt_at = now() + make_interval(secs => $2::double precision)
-        FROM due
-        WHERE d.notification_key = due.notification_key AND d.user_folded = due.user_folded
-          AND d.position = due.position
-        RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
-                  extract(epoch FROM d.expires_at)::double precision, d.priority
+        SELECT c.notification_key, c.user_folded, c.position
+        FROM priorities p
+        CROSS JOIN LATERAL (
+            SELECT notification_key, user_folded, position FROM deliveries
+            WHERE next_attempt_at IS NOT NULL AND priority = p.priority
+              AND next_attempt_at <= now() AND expires_at > now()
+            ORDER BY next_attempt_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+        ) c
+        WHERE p.priority IS NOT NULL
+        LIMIT \(limit)
         """
     }
 
@@ -118,6 +129,9 @@ public struct DeliveryQueue: Sendable {
             PostgresArray.encode(results.map(\.state.rawValue)),
             PostgresArray.encode(results.map { $0.nextAttemptAt.map { String($0.timeIntervalSince1970) } }),
             PostgresArray.encode(results.map { $0.error.map { String($0.prefix(500)) } }),
+            // The key range prunes the update to the days the results belong to.
+            String(results.map(\.delivery.notificationKey).min() ?? 0),
+            String(results.map(\.delivery.notificationKey).max() ?? 0),
         ]
         return try await pool.withConnection { connection in
             try connection.query("""
@@ -129,6 +143,7 @@ public struct DeliveryQueue: Sendable {
                      AS v(notification_key, user_folded, position, state, next_at, error)
                 WHERE d.notification_key = v.notification_key AND d.user_folded = v.user_folded
                   AND d.position = v.position AND d.lease_owner = $1 AND d.state = 'QUEUED'
+                  AND d.notification_key BETWEEN $8::bigint AND $9::bigint
                 """, parameters).affected
         }
     }

@@ -71,15 +71,9 @@ struct DatabaseFailoverTests {
             _ = try? ChildProcess.runBlocking(Self.script, ["stop", pair.name], allowFailure: true)
         }
 
-        let users = (0..<recipients).map { "fo-\($0)" }
-        _ = try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', u, u, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
-                       CASE WHEN n % 2 = 0 THEN md5(u) ELSE 'fcm-' || u END
-                FROM unnest($1::text[]) WITH ORDINALITY AS t(u, n)
-                """, [PostgresArray.encode(users + ["fo-small"])])
-        }
+        let users = try await DeliveryResilienceTests.subscribe(count: recipients, prefix: "fo", in: pool)
+        try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+            .subscribe(bankClientId: "bank", userId: "fo-small", deviceId: "phone", platform: .android, pushToken: Self.smallToken)
         let fanOut = try await DeliveryResilienceTests.post(gateway.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(
             GatewayHarness.sendNotification(id: "fan-out", recipients: users, timeout: "3600")))
         #expect(fanOut.contains("<status>OK</status>"), "log: \(gateway.log.suffix(3000))")
@@ -134,7 +128,7 @@ struct DatabaseFailoverTests {
         #expect(await gateway.waitForExit() == 0)
     }
 
-    /// The push token of `fo-small`, the user of the small sends (an Android user: odd position).
+    /// The push token of `fo-small`, the user of the small sends.
     static let smallToken = "fcm-fo-small"
 }
 

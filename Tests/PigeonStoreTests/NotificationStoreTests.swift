@@ -201,7 +201,8 @@ struct PostgresPoolTests {
             try await holder.withConnection { connection in
                 try connection.transaction { connection in
                     _ = try connection.query("LOCK TABLE slow_done IN ACCESS EXCLUSIVE MODE")
-                    _ = try connection.query("SELECT pg_sleep(3)")
+                    // Held until the test cancels it, however slow the machine.
+                    _ = try connection.query("SELECT pg_sleep(120)")
                 }
             }
         }
@@ -219,7 +220,13 @@ struct PostgresPoolTests {
         } catch let error as PostgresError {
             #expect(error.sqlState == "55P03", "\(error)")
         }
-        try await locked.value
+        _ = try await database.pool.withConnection {
+            try $0.query("""
+                SELECT pg_cancel_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                WHERE c.relname = 'slow_done' AND l.granted
+                """)
+        }
+        _ = try? await locked.value
         await database.drop()
     }
 

@@ -29,7 +29,6 @@ public struct Migrator: Sendable {
     /// Applies every pending migration.
     public func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
         let migrations = self.migrations
-        let lockTimeout = String(Int(lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000))
         let report = try await pool.withConnection { connection in
             // The session (a pooled connection) gets its statement timeout back afterwards.
             let statementTimeout = try connection.query("SELECT current_setting('statement_timeout')").scalar ?? "0"
@@ -45,7 +44,7 @@ public struct Migrator: Sendable {
             for migration in migrations where applied[migration.version] == nil {
                 do {
                     try connection.transaction { connection in
-                        try connection.query("SELECT set_config('lock_timeout', $1, true)", [lockTimeout])
+                        try connection.setTransactionLockTimeout(lockTimeout)
                         try connection.execute(script: migration.sql)
                         try connection.query(
                             "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",

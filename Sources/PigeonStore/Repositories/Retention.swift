@@ -33,9 +33,8 @@ public struct Retention: Sendable {
     /// than queue every send behind it.
     public func prepareDays(around now: Date, daysAhead: Int = 3, lockTimeout: Duration = .seconds(1)) async throws -> Int {
         let moment = NotificationStore.timestamp(now)
-        let timeout = "\(lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)ms"
         return try await pool.transaction { connection in
-            try connection.query("SELECT set_config('lock_timeout', $1, true)", [timeout])
+            try connection.setTransactionLockTimeout(lockTimeout)
             return try connection.query(
                 "SELECT pigeon_create_days(pigeon_day($1::timestamptz) - 1, pigeon_day($1::timestamptz) + $2::integer)",
                 [moment, String(max(0, daysAhead))]).scalar.flatMap(Int.init) ?? 0

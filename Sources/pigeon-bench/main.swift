@@ -34,6 +34,16 @@ if arguments.first == "claim" {
         exit(1)
     }
 }
+if arguments.first == "decode-big", arguments.count == 2 {
+    // pigeon-bench decode-big N: peak memory of decoding a send of N recipients and encoding its answer.
+    do {
+        try BigDecodeCheck.run(recipients: Int(arguments.last ?? "") ?? 1_000_000)
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 if arguments.first == "decode-rss" {
     DecodeMemoryCheck.run(rounds: 5, perRound: 50_000)
     exit(0)

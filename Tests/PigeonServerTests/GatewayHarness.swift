@@ -48,15 +48,15 @@ final class GatewayHarness: Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> Reply {
-        try await request(method, path, on: path == Self.soapPath || path == "/metrics" || path == "/ready" ? bankBaseURL : baseURL, body: body, headers: headers)
+    func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:], timeout: TimeInterval = 60) async throws -> Reply {
+        try await request(method, path, on: path == Self.soapPath || path == "/metrics" || path == "/ready" ? bankBaseURL : baseURL, body: body, headers: headers, timeout: timeout)
     }
 
-    func request(_ method: String, _ path: String, on base: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> Reply {
+    func request(_ method: String, _ path: String, on base: String, body: Data? = nil, headers: [String: String] = [:], timeout: TimeInterval = 60) async throws -> Reply {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.httpBody = body
-        request.timeoutInterval = 60
+        request.timeoutInterval = timeout
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
@@ -74,8 +74,8 @@ final class GatewayHarness: Sendable {
         try await soapRaw(Data(Self.envelope(body).utf8), headers: headers)
     }
 
-    func soapRaw(_ data: Data, contentType: String = "text/xml; charset=utf-8", headers: [String: String] = [:]) async throws -> Reply {
-        try await request("POST", Self.soapPath, body: data, headers: headers.merging(["Content-Type": contentType, "SOAPAction": "\"\""]) { a, _ in a })
+    func soapRaw(_ data: Data, contentType: String = "text/xml; charset=utf-8", headers: [String: String] = [:], timeout: TimeInterval = 60) async throws -> Reply {
+        try await request("POST", Self.soapPath, body: data, headers: headers.merging(["Content-Type": contentType, "SOAPAction": "\"\""]) { a, _ in a }, timeout: timeout)
     }
 
     static func envelope(_ body: String) -> String {

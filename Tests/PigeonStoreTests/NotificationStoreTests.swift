@@ -249,6 +249,9 @@ struct PostgresPoolTests {
                             _ = try await admin.withConnection { try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]) }
                             killed.set()
                         }
+                        // Every sender is at its 40th send when the connections die, however
+                        // unevenly a loaded machine schedules them: 80 sends each come after.
+                        while index == 40 && !killed.isSet { try await Task.sleep(for: .milliseconds(5)) }
                         do {
                             _ = try await store.send(PushNotification(id: "\(prefix)-\(sender)-\(index)", recipients: ["u\(index)"], timeoutSeconds: 60,
                                                                       pushContent: PushContent(text: "t", type: .universal)))
@@ -268,7 +271,7 @@ struct PostgresPoolTests {
         // sends) it was writing when it was found dead, then it is replaced: at most 32. Before,
         // a flush kept writing batches on its dead connection while sends kept coming (64-79).
         #expect(failures <= 32, "\(failures) of \(outcomes.flatMap { $0 }.count) sends failed")
-        // Whatever failed was answered; everything after went through.
+        // Whatever failed was answered; the last 20 of each sender's 80 sends after the kill went through.
         #expect(outcomes.allSatisfy { $0.suffix(20).allSatisfy { $0 } })
         let stored = try await database.pool.withConnection { try $0.query("SELECT count(*) FROM notifications").scalar.flatMap(Int.init) ?? 0 }
         #expect(stored >= 960 - failures)

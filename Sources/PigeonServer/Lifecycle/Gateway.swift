@@ -55,6 +55,7 @@ public final class Gateway: Sendable {
         let inbound = InboundEndpoint(
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
+            maxRequestBytes: configuration.http.maxRequestBytes,
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,

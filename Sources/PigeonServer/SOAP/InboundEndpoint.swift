@@ -10,12 +10,21 @@ import SOAPCodec
 struct InboundEndpoint: Sendable {
     static let path = "/pigeon/services/SBIInboundWebService"
 
-    let codec = SOAPCodec(service: InboundService.description)
+    let codec: SOAPCodec
     let wsdl = WSDLGenerator(service: InboundService.description)
     let notifications: NotificationStore
     let subscriptions: SubscriptionStore
     let logger: Logger
     let metrics: MetricsRegistry
+
+    /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
+    init(notifications: NotificationStore, subscriptions: SubscriptionStore, maxRequestBytes: Int, logger: Logger, metrics: MetricsRegistry) {
+        self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
+        self.notifications = notifications
+        self.subscriptions = subscriptions
+        self.logger = logger
+        self.metrics = metrics
+    }
 
     /// `GET …?wsdl`: the WSDL with the address built from the request's Host header.
     func describe(_ request: HTTPRequest, scheme: String) -> HTTPResponse {

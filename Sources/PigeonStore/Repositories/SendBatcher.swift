@@ -167,26 +167,29 @@ final class SendBatcher: Sendable {
                 """, [PostgresArray.encode(batch.map(\.notification.id))])
             let started = ContinuousClock.now
             let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch))
-            var states: [String: [Int: DeliveryState]] = [:]
+            // A stored notification's recipients are QUEUED or INVALID_SUBSCRIPTION; only the
+            // QUEUED positions come back (a big send has millions of the other kind).
+            var queued: [String: [Int]] = [:]
             var keys: [String: Int64] = [:]
             for row in rows.rows {
                 guard let id = row.text(0), let key = row.text(3).flatMap(Int64.init) else { continue }
                 keys[id] = key
-                guard let position = row.integer(1), let state = row.text(2).flatMap(DeliveryState.init(rawValue:)) else { continue }
-                states[id, default: [:]][position] = state
+                if let position = row.integer(1) { queued[id, default: []].append(position) }
             }
             for item in batch where item.recipients.count > limits.recipientsPerStatement {
                 guard let key = keys[item.notification.id] else { continue }
-                try insertRemaining(item, key: key, started: started, states: &states, connection)
+                try insertRemaining(item, key: key, started: started, queued: &queued, connection)
             }
             return try batch.map { item in
-                guard let stored = states[item.notification.id] else {
+                guard keys[item.notification.id] != nil else {
                     let existing = try NotificationStore.key(of: item.notification.id, connection)
                     return .duplicate(try existing.map { try NotificationStore.states(of: $0, connection) } ?? [])
                 }
-                return .stored(item.recipients.enumerated().map { index, user in
-                    RecipientState(user: user, state: stored[index + 1] ?? .invalidSubscription)
-                })
+                var states = item.recipients.map { RecipientState(user: $0, state: .invalidSubscription) }
+                for position in queued[item.notification.id] ?? [] where states.indices.contains(position - 1) {
+                    states[position - 1].state = .queued
+                }
+                return .stored(states)
             }
         }
     }
@@ -196,7 +199,7 @@ final class SendBatcher: Sendable {
 
     /// The deliveries of a big notification past its first statement, one statement per piece.
     private func insertRemaining(_ item: Item, key: Int64, started: ContinuousClock.Instant,
-                                 states: inout [String: [Int: DeliveryState]], _ connection: PostgresConnection) throws {
+                                 queued: inout [String: [Int]], _ connection: PostgresConnection) throws {
         let chunk = limits.recipientsPerStatement
         var first = chunk
         while first < item.recipients.count {
@@ -207,22 +210,24 @@ final class SendBatcher: Sendable {
             let piece = first..<min(first + chunk, item.recipients.count)
             let columns = recipientColumns([(index: 1, recipients: item.recipients, range: piece)])
             let rows = try connection.query("""
-                INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
-                    expires_at, updated_at, next_attempt_at)
-                SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
-                    n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
-                FROM notifications n
-                CROSS JOIN unnest($2::text[], $3::text[], $4::text[], $5::integer[])
-                    AS r(user_id, user_folded, lookup, position)
-                CROSS JOIN LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM devices d
-                        WHERE d.\(identifiers.userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
-                    THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
-                WHERE n.key = $1::bigint
-                RETURNING position, state
+                WITH stored AS (
+                    INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
+                        expires_at, updated_at, next_attempt_at)
+                    SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
+                        n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
+                    FROM notifications n
+                    CROSS JOIN unnest($2::text[], $3::text[], $4::text[], $5::integer[])
+                        AS r(user_id, user_folded, lookup, position)
+                    CROSS JOIN LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM devices d
+                            WHERE d.\(identifiers.userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
+                        THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
+                    WHERE n.key = $1::bigint
+                    RETURNING position, state
+                )
+                SELECT position FROM stored WHERE state = 'QUEUED'
                 """, [String(key), columns.users, columns.folded, columns.lookup, columns.positions])
             for row in rows.rows {
-                guard let position = row.integer(0), let state = row.text(1).flatMap(DeliveryState.init(rawValue:)) else { continue }
-                states[item.notification.id, default: [:]][position] = state
+                if let position = row.integer(0) { queued[item.notification.id, default: []].append(position) }
             }
             first = piece.upperBound
         }
@@ -230,7 +235,7 @@ final class SendBatcher: Sendable {
 
     /// Inserts the notifications of a batch that do not exist yet and their first
     /// ``Limits/recipientsPerStatement`` deliveries; returns (id, position, state, key) per
-    /// delivery, and one row with only the id and key for a notification without deliveries.
+    /// QUEUED delivery, and one row with only the id and key for a notification without any.
     private static func insertStatement(userColumn: String) -> String {
         """
         WITH input AS (
@@ -267,7 +272,8 @@ final class SendBatcher: Sendable {
                 THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
             RETURNING notification_key, position, state
         )
-        SELECT n.id, s.position, s.state, n.key FROM inserted n LEFT JOIN stored s ON s.notification_key = n.key
+        SELECT n.id, s.position, s.state, n.key FROM inserted n
+        LEFT JOIN stored s ON s.notification_key = n.key AND s.state = 'QUEUED'
         """
     }
 

@@ -68,11 +68,12 @@ public struct SOAPCodec: Sendable {
 
     /// Encodes an operation's response wrapping `result` as its `return` element.
     public func encodeResponse(_ operation: OperationDescription, result: SOAPRecord, version: SOAPVersion) -> Data {
+        // Written into one string: an answer with a million recipients' states is tens of megabytes.
         let name = operation.response.name
-        var body = "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
-        SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: &body)
-        body += "</ns2:\(name)>"
-        return envelope(body, version: version)
+        var document = envelopeOpening(version) + "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
+        SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: &document)
+        document += "</ns2:\(name)>" + Self.envelopeClosing
+        return Data(document.utf8)
     }
 
     /// Decodes a response to `operation` and returns its `return` record (empty if absent).
@@ -141,10 +142,14 @@ public struct SOAPCodec: Sendable {
     // MARK: Envelope
 
     private func envelope(_ body: String, version: SOAPVersion) -> Data {
-        Data(("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
-            + "<soap:Envelope xmlns:soap=\"\(version.envelopeNamespace)\"><soap:Body>"
-            + body + "</soap:Body></soap:Envelope>").utf8)
+        Data((envelopeOpening(version) + body + Self.envelopeClosing).utf8)
     }
+
+    private func envelopeOpening(_ version: SOAPVersion) -> String {
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><soap:Envelope xmlns:soap=\"\(version.envelopeNamespace)\"><soap:Body>"
+    }
+
+    private static let envelopeClosing = "</soap:Body></soap:Envelope>"
 
     private func envelopeContent(_ root: XMLElementNode, fallbackVersion: SOAPVersion) throws(SOAPRequestError) -> (version: SOAPVersion, wrapper: XMLElementNode) {
         guard root.name == "Envelope", let version = SOAPVersion(envelopeNamespace: root.namespace) else {

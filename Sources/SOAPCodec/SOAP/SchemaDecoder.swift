@@ -42,7 +42,8 @@ struct SchemaDecoder {
     private func decodeValue(_ element: XMLElementNode, as type: XSDType, path: String) throws(SOAPFault) -> SOAPValue {
         switch type {
         case .string(let maxLength):
-            if element.text.count > maxLength {
+            // Characters never outnumber UTF-8 bytes: count them only when the bytes could exceed.
+            if element.text.utf8.count > maxLength && element.text.count > maxLength {
                 throw .client("element '\(path)' is longer than \(maxLength) characters")
             }
             return .string(element.text)

@@ -21,6 +21,21 @@ struct SchemaEncoder {
             if case .complex(let complex) = type {
                 encode(record, as: complex, into: &output)
             }
+        case .entries(let entries):
+            // The map type's one field is the entry element; its first two fields are key and value.
+            guard case .complex(let map) = type, let entry = map.fields.first, case .complex(let pair) = entry.type,
+                  pair.fields.count >= 2
+            else { return }
+            let (key, value) = (pair.fields[0].name, pair.fields[1].name)
+            let openKey = "<\(entry.name)><\(key)>", betweenKeyAndValue = "</\(key)><\(value)>"
+            let closeValue = "</\(value)></\(entry.name)>"
+            for item in entries {
+                output += openKey
+                output += XMLEscaping.escape(item.key)
+                output += betweenKeyAndValue
+                output += XMLEscaping.escape(item.value)
+                output += closeValue
+            }
         }
     }
 }

@@ -5,6 +5,21 @@ public enum SOAPValue: Sendable, Equatable {
     case long(Int64)
     case boolean(Bool)
     case record(SOAPRecord)
+    /// A map in JAXB's form (`entry` elements of `key` and `value`) kept as pairs: encoded exactly
+    /// like the equivalent records, at a fraction of their memory (a send's answer holds one entry
+    /// per recipient, millions of them). Decoding produces records.
+    case entries([MapEntry])
+}
+
+/// A key/value pair of a map, kept exactly as sent.
+public struct MapEntry: Sendable, Equatable {
+    public var key: String
+    public var value: String
+
+    public init(key: String, value: String) {
+        self.key = key
+        self.value = value
+    }
 }
 
 /// The fields of a complex value, by field name; repeated fields hold several values in order.

@@ -1,16 +1,5 @@
 import PigeonCore
 
-/// A key/value pair of a `details` map, kept exactly as sent.
-public struct MapEntry: Sendable, Equatable {
-    public var key: String
-    public var value: String
-
-    public init(key: String, value: String) {
-        self.key = key
-        self.value = value
-    }
-}
-
 /// `pushContent` of a notification.
 public struct PushContentMessage: Sendable, Equatable {
     public var badge: Int32?
@@ -137,8 +126,7 @@ public struct InboundResult: Sendable {
     /// Adds `deliveryStatus` as a map from user to state, in the given order.
     public func with(deliveryStatus: [(user: String, state: String)]) -> InboundResult {
         var copy = self
-        copy.record["deliveryStatus"] = .record(
-            SOAPRecord(["entry": deliveryStatus.map { .record(SOAPRecord(["key": [.string($0.user)], "value": [.string($0.state)]])) }]))
+        copy.record["deliveryStatus"] = .entries(deliveryStatus.map { MapEntry(key: $0.user, value: $0.state) })
         return copy
     }
 

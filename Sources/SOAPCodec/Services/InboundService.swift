@@ -11,7 +11,6 @@ public enum InboundService {
         public static let mapKey = 256
         public static let mapValue = 4_096
         public static let mapEntries = 100
-        public static let recipients = 1_000_000
         public static let users = 10_000
     }
 
@@ -53,7 +52,8 @@ public enum InboundService {
             .optional("perishable", .boolean),
             .optional("priority", .int),
             Field("pushContent", .complex(pushContent)),
-            .list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.recipients),
+            // As many as maxRequestBytes carries (CONTRACT §1: 1..n).
+            .list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1),
             Field("timeout", .int),
         ])
 

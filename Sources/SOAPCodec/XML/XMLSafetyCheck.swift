@@ -104,15 +104,19 @@ public enum XMLSafetyCheck {
     /// The index after a comment, CDATA section or processing instruction starting at `index`;
     /// nil when a tag starts there.
     private static func skipSpecial(_ data: [UInt8], at index: Int) -> Int? {
-        func starts(_ text: String) -> Bool {
-            let bytes = Array(text.utf8)
-            return index + bytes.count <= data.count && Array(data[index..<index + bytes.count]) == bytes
+        // Element tags (all but a few of a document's tags) are told apart without comparing.
+        guard index + 1 < data.count, data[index + 1] == UInt8(ascii: "!") || data[index + 1] == UInt8(ascii: "?") else {
+            return nil
         }
-        func after(_ terminator: String, from position: Int) -> Int {
-            let bytes = Array(terminator.utf8)
+        func starts(_ text: StaticString) -> Bool {
+            let bytes = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+            return index + bytes.count <= data.count && data[index..<index + bytes.count].elementsEqual(bytes)
+        }
+        func after(_ terminator: StaticString, from position: Int) -> Int {
+            let bytes = UnsafeBufferPointer(start: terminator.utf8Start, count: terminator.utf8CodeUnitCount)
             var cursor = position
             while cursor + bytes.count <= data.count {
-                if data[cursor] == bytes[0] && Array(data[cursor..<cursor + bytes.count]) == bytes { return cursor + bytes.count }
+                if data[cursor] == bytes[0] && data[cursor..<cursor + bytes.count].elementsEqual(bytes) { return cursor + bytes.count }
                 cursor += 1
             }
             return data.count

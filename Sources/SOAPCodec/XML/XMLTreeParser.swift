@@ -21,6 +21,13 @@ public struct XMLTreeParser: Sendable {
             self.maxElements = maxElements
             self.maxTextBytes = maxTextBytes
         }
+
+        /// The limits for documents of at most `bytes`: the element count follows the size (one
+        /// element per 8 bytes, never fewer than the default), so any document within a size the
+        /// operator allows is read — a parsed element costs about ten times its smallest text.
+        public init(forDocumentsUpTo bytes: Int) {
+            self.init(maxElements: max(Limits().maxElements, bytes / 8))
+        }
     }
 
     /// Why a document could not be parsed.

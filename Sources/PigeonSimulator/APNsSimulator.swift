@@ -40,6 +40,8 @@ public final class APNsSimulator: Sendable {
         /// Provider tokens whose signature checked out: key id and issue time. Apple, too,
         /// verifies a connection's token once, not per request.
         var verifiedTokens: [String: (keyId: String, issuedAt: Double)] = [:]
+        /// Tokens refused as expired whatever their age (``expireProviderTokens()``).
+        var expiredTokens: Set<String> = []
     }
 
     public static let maximumPayloadBytes = 4096
@@ -51,6 +53,16 @@ public final class APNsSimulator: Sendable {
     public init(authentication: Authentication, clock: @escaping @Sendable () -> Date = Date.init) {
         self.authentication = authentication
         self.clock = clock
+    }
+
+    /// From now on every provider token seen so far is refused with `ExpiredProviderToken`,
+    /// however young — as APNs sometimes does (a clock apart, a key rotated). The token that
+    /// replaces a refused one is not counted as a too-frequent update.
+    public func expireProviderTokens() {
+        state.withLock { state in
+            state.expiredTokens.formUnion(state.verifiedTokens.keys)
+            state.expiredTokens.formUnion(state.lastToken.values.map(\.token))
+        }
     }
 
     /// Replaces the fault rules.
@@ -158,11 +170,16 @@ public final class APNsSimulator: Sendable {
         }
         let now = clock()
         let issued = Date(timeIntervalSince1970: issuedAt)
-        if now.timeIntervalSince(issued) > 3600 { return (403, "ExpiredProviderToken") }
+        let slot = "\(request.connectionId)/\(keyId)"
+        let refused = state.withLock { state -> Bool in
+            guard state.expiredTokens.contains(token) else { return false }
+            if state.lastToken[slot]?.token == token { state.lastToken[slot] = nil }
+            return true
+        }
+        if refused || now.timeIntervalSince(issued) > 3600 { return (403, "ExpiredProviderToken") }
         if issued.timeIntervalSince(now) > 60 { return (403, "InvalidProviderToken") }
         // Token updates are counted per connection: several provider servers may share a key,
         // each with its own token, but one connection must not change tokens within 20 minutes.
-        let slot = "\(request.connectionId)/\(keyId)"
         return state.withLock { state -> (status: Int, reason: String)? in
             guard let previous = state.lastToken[slot], previous.token != token else {
                 if state.lastToken[slot] == nil { state.lastToken[slot] = (token, now) }

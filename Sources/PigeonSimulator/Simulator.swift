@@ -18,12 +18,14 @@ public final class Simulator: Sendable {
     public var baseURL: String { "https://127.0.0.1:\(server.port)" }
 
     /// Makes or reuses credentials in `folder` and starts listening on `host:port`.
-    public init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false) throws {
+    /// `clock`: the APNs simulator's time, against which provider tokens' ages are checked.
+    public init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false,
+                clock: @escaping @Sendable () -> Date = Date.init) throws {
         let credentials = try SimulatorCredentials(folder: folder, tokenURL: "https://127.0.0.1:\(port)/token")
         let apnsKey = try PrivateKey(pem: try String(contentsOfFile: credentials.apnsKey, encoding: .utf8)).publicKey()
         let account = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: credentials.serviceAccount))) as? [String: Any]
         let accountKey = try PrivateKey(pem: account?["private_key"] as? String ?? "").publicKey()
-        let apns = APNsSimulator(authentication: .init(signingKeys: [SimulatorCredentials.keyId: (SimulatorCredentials.teamId, apnsKey)]))
+        let apns = APNsSimulator(authentication: .init(signingKeys: [SimulatorCredentials.keyId: (SimulatorCredentials.teamId, apnsKey)]), clock: clock)
         let fcm = FCMSimulator(accounts: [SimulatorCredentials.clientEmail: accountKey])
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
         configuration.host = host

@@ -8,7 +8,7 @@ public final class SimulatorFixture: Sendable {
     public let simulator: Simulator
     private let folder: URL
 
-    public init(enforceRapidResetLimit: Bool = false) throws {
+    public init(enforceRapidResetLimit: Bool = false, clock: @escaping @Sendable () -> Date = Date.init) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulator-\(UUID().uuidString)")
         var lastError: (any Error)?
         for _ in 0..<10 {
@@ -16,7 +16,7 @@ public final class SimulatorFixture: Sendable {
             do {
                 // Credentials name the token endpoint's port: make them afresh for each try.
                 try? FileManager.default.removeItem(at: folder)
-                simulator = try Simulator(folder: folder, port: port, enforceRapidResetLimit: enforceRapidResetLimit)
+                simulator = try Simulator(folder: folder, port: port, enforceRapidResetLimit: enforceRapidResetLimit, clock: clock)
                 return
             } catch let error as H2Server.StartError {
                 lastError = error

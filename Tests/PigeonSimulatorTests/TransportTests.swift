@@ -1,6 +1,7 @@
 import Foundation
 import OutboundHTTP
 import PigeonTestSupport
+import Synchronization
 import Testing
 @testable import PigeonSimulator
 @testable import PushTransport
@@ -37,6 +38,76 @@ struct TransportTests {
         clock.set(clock.read() + 51 * 60)
         _ = await transport.send(message, to: "00aa")
         #expect(transport.providerTokensSigned == 2)
+    }
+
+    @Test("ExpiredProviderToken on a young token: a new token at once, pushes accepted, no TooManyProviderTokenUpdates")
+    func youngTokenRefused() async throws {
+        let clock = ManualClock(Date())
+        let fixture = try SimulatorFixture(clock: { clock.read() })
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let events = Mutex<[APNsTransport.ProviderTokenEvent]>([])
+        let transport = APNsTransport(client: client, endpoint: simulator.baseURL, topic: SimulatorCredentials.topic,
+                                      authentication: .token(try Self.signing(simulator)), clock: { clock.read() },
+                                      onTokenEvent: { event in events.withLock { $0.append(event) } })
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .high, expiresAt: clock.read() + 3600)
+        #expect(await transport.send(message, to: "00a1").label == "accepted")
+
+        // Five seconds later APNs calls the token expired.
+        clock.set(clock.read() + 5)
+        simulator.apns.expireProviderTokens()
+        #expect(await transport.send(message, to: "00a2") == .refreshCredentials(reason: "ExpiredProviderToken"))
+        let retried = await withTaskGroup(of: String.self) { group in
+            for index in 0..<20 { group.addTask { await transport.send(message, to: String(format: "00b%03d", index)).label } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(retried.allSatisfy { $0 == "accepted" }, "\(retried)")
+        #expect(transport.providerTokensSigned == 2)
+        #expect(events.withLock { $0 } == [.signed(.first), .rejected(reason: "ExpiredProviderToken", replacing: true), .signed(.rejected)])
+
+        // Refused again at once (a key APNs keeps refusing): not re-signed within the minute.
+        simulator.apns.expireProviderTokens()
+        #expect(await transport.send(message, to: "00a3") == .refreshCredentials(reason: "ExpiredProviderToken"))
+        #expect(await transport.send(message, to: "00a4") == .refreshCredentials(reason: "ExpiredProviderToken"))
+        #expect(transport.providerTokensSigned == 2)
+        clock.set(clock.read() + 61)
+        #expect(await transport.send(message, to: "00a5") == .refreshCredentials(reason: "ExpiredProviderToken"))
+        #expect(await transport.send(message, to: "00a6").label == "accepted")
+        #expect(transport.providerTokensSigned == 3)
+        #expect(simulator.apns.providerTokenRefreshes == 0, "no token change counted as too frequent")
+    }
+
+    @Test("TooManyProviderTokenUpdates: the transport goes back to its previous token and signs nothing for a while")
+    func tooManyTokenUpdates() async throws {
+        let clock = ManualClock(Date())
+        let fixture = try SimulatorFixture(clock: { clock.read() })
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let events = Mutex<[APNsTransport.ProviderTokenEvent]>([])
+        // Refreshing every 5 minutes is more often than APNs allows (20).
+        let transport = APNsTransport(client: client, endpoint: simulator.baseURL, topic: SimulatorCredentials.topic,
+                                      authentication: .token(try Self.signing(simulator)), policy: ProviderTokenPolicy(refreshAge: 5 * 60),
+                                      clock: { clock.read() }, onTokenEvent: { event in events.withLock { $0.append(event) } })
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .high, expiresAt: clock.read() + 3600)
+        #expect(await transport.send(message, to: "00c1").label == "accepted")
+        clock.set(clock.read() + 6 * 60)
+        #expect(await transport.send(message, to: "00c2") == .retry(reason: "TooManyProviderTokenUpdates", after: nil))
+        // Back on the first token, which APNs still takes; nothing signed during the back-off.
+        #expect(await transport.send(message, to: "00c3").label == "accepted")
+        clock.set(clock.read() + 30)
+        #expect(await transport.send(message, to: "00c4").label == "accepted")
+        #expect(transport.providerTokensSigned == 2)
+        let throttles = events.withLock { $0.filter { if case .throttled = $0 { true } else { false } } }
+        #expect(throttles == [.throttled(until: clock.read() - 30 + 60)])
+    }
+
+    static func signing(_ simulator: Simulator) throws -> APNsSigningCredentials {
+        try APNsSigningCredentials(p8PEM: try String(contentsOfFile: simulator.credentials.apnsKey, encoding: .utf8),
+                                   keyId: SimulatorCredentials.keyId, teamId: SimulatorCredentials.teamId)
     }
 
     @Test("a delay fault on every token holds each answer back without serialising the streams")

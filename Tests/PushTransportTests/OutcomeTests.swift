@@ -98,18 +98,71 @@ struct TokenPolicyTests {
 
     @Test("the provider token is reused for 50 minutes, then replaced")
     func providerToken() {
-        let policy = ProviderTokenPolicy()
-        #expect(policy.beforeRequest(issuedAt: nil, now: issued) == .sign)
-        #expect(policy.beforeRequest(issuedAt: issued, now: issued + 49 * 60) == .reuse)
-        #expect(policy.beforeRequest(issuedAt: issued, now: issued + 50 * 60) == .sign)
-        #expect(policy.beforeRequest(issuedAt: issued, now: issued - 10) == .sign)
+        var schedule = ProviderTokenSchedule()
+        #expect(schedule.signingNeeded(now: issued) == .first)
+        schedule.signed("a", at: issued, reason: .first)
+        #expect(schedule.signingNeeded(now: issued + 49 * 60) == nil)
+        #expect(schedule.signingNeeded(now: issued + 50 * 60) == .refresh)
+        #expect(schedule.signingNeeded(now: issued - 10) == .refresh)
     }
 
-    @Test("after a rejection, a token younger than 20 minutes is not replaced")
+    @Test("a refused token is replaced at once, then not more often than once a minute")
     func rejection() {
-        let policy = ProviderTokenPolicy()
-        #expect(policy.afterRejection(issuedAt: issued, now: issued + 19 * 60) == .reuse)
-        #expect(policy.afterRejection(issuedAt: issued, now: issued + 20 * 60) == .sign)
+        var schedule = ProviderTokenSchedule()
+        schedule.signed("a", at: issued, reason: .first)
+        // A five-second-old token refused as expired: the next push carries a new one.
+        let replaced = schedule.rejected("a", now: issued + 5)
+        #expect(replaced)
+        #expect(schedule.signingNeeded(now: issued + 5) == .rejected)
+        schedule.signed("b", at: issued + 5, reason: .rejected)
+        // An answer about the old token, arriving late, changes nothing.
+        let lateAnswer = schedule.rejected("a", now: issued + 6)
+        #expect(!lateAnswer)
+        #expect(schedule.signingNeeded(now: issued + 6) == nil)
+        // The new one refused too (a wrong key): kept for a minute, then replaced.
+        let withinAMinute = schedule.rejected("b", now: issued + 30)
+        #expect(!withinAMinute)
+        #expect(schedule.signingNeeded(now: issued + 30) == nil)
+        let aMinuteLater = schedule.rejected("b", now: issued + 65)
+        #expect(aMinuteLater)
+        #expect(schedule.signingNeeded(now: issued + 65) == .rejected)
+    }
+
+    @Test("TooManyProviderTokenUpdates: back to the previous token, no signing during a back-off that doubles")
+    func throttled() throws {
+        var schedule = ProviderTokenSchedule(policy: ProviderTokenPolicy(refreshAge: 5 * 60))
+        schedule.signed("a", at: issued, reason: .first)
+        schedule.signed("b", at: issued + 360, reason: .refresh)
+        let throttledUntil = schedule.throttled("b", now: issued + 361)
+        let until = try #require(throttledUntil)
+        #expect(until == issued + 421)
+        #expect(schedule.current?.token == "a")
+        // The other in-flight answers about b change nothing; a (6 minutes old) is reused
+        // although past its refresh age.
+        let inFlight = schedule.throttled("b", now: issued + 362)
+        #expect(inFlight == nil)
+        #expect(schedule.signingNeeded(now: issued + 400) == nil)
+        let whilePaused = schedule.rejected("a", now: issued + 400)
+        #expect(!whilePaused, "no new token while paused")
+        #expect(schedule.signingNeeded(now: issued + 421) == .refresh)
+        schedule.signed("c", at: issued + 421, reason: .refresh)
+        let secondBackoff = schedule.throttled("c", now: issued + 422)
+        #expect(secondBackoff == issued + 422 + 120)
+        schedule.accepted()
+        #expect(schedule.signingNeeded(now: issued + 542) == .refresh)
+        schedule.signed("d", at: issued + 542, reason: .refresh)
+        let afterAccepted = schedule.throttled("d", now: issued + 543)
+        #expect(afterAccepted == issued + 543 + 60, "an accepted push resets the back-off")
+    }
+
+    @Test("near its hour a token is replaced even while signing is paused")
+    func pausedNearTheHour() {
+        var schedule = ProviderTokenSchedule(policy: ProviderTokenPolicy(refreshAge: 5 * 60, throttleBackoff: 3_600, maximumThrottleBackoff: 3_600))
+        schedule.signed("a", at: issued, reason: .first)
+        schedule.signed("b", at: issued + 360, reason: .refresh)
+        _ = schedule.throttled("b", now: issued + 361)
+        #expect(schedule.signingNeeded(now: issued + 55 * 60 - 1) == nil)
+        #expect(schedule.signingNeeded(now: issued + 55 * 60) == .refresh)
     }
 
     @Test("the FCM access token is refreshed five minutes before it expires")

@@ -1,5 +1,6 @@
 import Foundation
 import OutboundHTTP
+import PigeonCore
 import PushTransport
 
 /// The APNs and FCM transports a configuration asks for, each on its own HTTP/2 client.
@@ -9,7 +10,7 @@ struct PushTransports {
     /// Each client with the service it serves (`apns`, `fcm`), for metrics and shutdown.
     var clients: [(service: String, client: HTTP2Client)] = []
 
-    init(configuration: GatewayConfiguration) throws {
+    init(configuration: GatewayConfiguration, logger: Logger, metrics: MetricsRegistry) throws {
         let apnsSettings = configuration.apns
         // Enough streams per connection for the engine's concurrency, within what servers allow.
         let streams = min(1000, max(100, configuration.delivery.concurrency / configuration.delivery.connections + 1))
@@ -22,7 +23,8 @@ struct PushTransports {
             let http = try client()
             clients.append(("apns", http))
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
-            apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .token(credentials))
+            apns = APNsTransport(client: http, endpoint: apnsSettings.resolvedEndpoint, topic: apnsSettings.topic, authentication: .token(credentials),
+                                 onTokenEvent: { Self.report($0, keyId: keyId, logger: logger, metrics: metrics) })
         } else if let certificate = apnsSettings.certificatePath {
             let http = try client(certificate: .init(path: certificate, password: apnsSettings.password))
             clients.append(("apns", http))
@@ -34,6 +36,24 @@ struct PushTransports {
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))
             let tokens = FCMAccessTokens(account: account, tokenURL: configuration.fcm.tokenEndpoint, client: http)
             fcm = FCMTransport(client: http, endpoint: configuration.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
+        }
+    }
+
+    /// Every provider-token event is counted; the ones an operator acts on are logged, once each
+    /// (a refusal is logged when it leads to a new token, not for each push it refused).
+    private static func report(_ event: APNsTransport.ProviderTokenEvent, keyId: String, logger: Logger, metrics: MetricsRegistry) {
+        switch event {
+        case .signed(let reason):
+            metrics.increment("pigeon_apns_provider_tokens_signed_total", labels: ["reason": reason.rawValue])
+            if reason == .rejected {
+                logger.warning("APNs refused the provider token: a new one was signed", metadata: ["keyId": keyId])
+            }
+        case .rejected(let reason, _):
+            metrics.increment("pigeon_apns_provider_token_rejections_total", labels: ["reason": reason])
+        case .throttled(let until):
+            metrics.increment("pigeon_apns_provider_token_throttled_total")
+            logger.warning("APNs answered TooManyProviderTokenUpdates: no new provider token before the back-off ends",
+                           metadata: ["keyId": keyId, "until": ISO8601DateFormatter().string(from: until)])
         }
     }
 }

@@ -160,7 +160,7 @@ public final class Gateway: Sendable {
 
         let transports: PushTransports
         do {
-            transports = try PushTransports(configuration: configuration)
+            transports = try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         } catch {
             servers.forEach { $0.stop() }
             throw error
@@ -305,6 +305,9 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform and outcome.")
         metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
+        metrics.describe("pigeon_apns_provider_tokens_signed_total", type: "counter", help: "APNs provider tokens signed, by reason (first, refresh, rejected).")
+        metrics.describe("pigeon_apns_provider_token_rejections_total", type: "counter", help: "Pushes APNs refused for their provider token, by reason.")
+        metrics.describe("pigeon_apns_provider_token_throttled_total", type: "counter", help: "TooManyProviderTokenUpdates answers that paused token signing.")
         metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform and cause (connection, throttled, unavailable).")
         metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
         MetricsSampler.describe(metrics)

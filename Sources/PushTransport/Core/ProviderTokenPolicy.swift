@@ -1,36 +1,115 @@
 import Foundation
 
-/// When to sign a new APNs provider token (ES256 JWT). Apple rejects tokens older than an hour
-/// (`ExpiredProviderToken`) and answers `TooManyProviderTokenUpdates` to tokens refreshed more
-/// often than every 20 minutes, so one token per key is reused and replaced once it is
-/// ``refreshAge`` old. After a rejection, a new token is signed only if the current one is at least
-/// ``minimumAge`` old: a younger token was refused for another reason (wrong key, team or
-/// clock), which a new signature would not fix.
+/// When to sign a new APNs provider token (ES256 JWT). Apple refuses tokens older than an hour
+/// (`ExpiredProviderToken`) and answers `TooManyProviderTokenUpdates` to a connection whose token
+/// changes too often, so one token per key is reused and replaced once it is ``refreshAge`` old.
 public struct ProviderTokenPolicy: Sendable, Equatable {
+    /// A token this old is replaced before the next request.
     public var refreshAge: TimeInterval
-    public var minimumAge: TimeInterval
+    /// After APNs refuses a token, a new one is signed at once — but not more often than this:
+    /// a key refused again and again (wrong key id, team, clock) is not re-signed per push.
+    public var rejectionResignInterval: TimeInterval
+    /// After `TooManyProviderTokenUpdates`, no token is signed for this long, doubling with each
+    /// answer in a row up to ``maximumThrottleBackoff``.
+    public var throttleBackoff: TimeInterval
+    public var maximumThrottleBackoff: TimeInterval
+    /// A previous token is gone back to (after `TooManyProviderTokenUpdates`) only while younger
+    /// than this: Apple refuses it at an hour.
+    public var usableAge: TimeInterval
 
-    public init(refreshAge: TimeInterval = 50 * 60, minimumAge: TimeInterval = 20 * 60) {
+    public init(refreshAge: TimeInterval = 50 * 60, rejectionResignInterval: TimeInterval = 60,
+                throttleBackoff: TimeInterval = 60, maximumThrottleBackoff: TimeInterval = 20 * 60,
+                usableAge: TimeInterval = 55 * 60) {
         self.refreshAge = refreshAge
-        self.minimumAge = minimumAge
+        self.rejectionResignInterval = rejectionResignInterval
+        self.throttleBackoff = throttleBackoff
+        self.maximumThrottleBackoff = maximumThrottleBackoff
+        self.usableAge = usableAge
+    }
+}
+
+/// Why a provider token was signed.
+public enum ProviderTokenSigning: String, Sendable {
+    case first
+    /// It reached ``ProviderTokenPolicy/refreshAge``.
+    case refresh
+    /// APNs refused the previous one.
+    case rejected
+}
+
+/// The provider token of one key and the decisions about it, as a value: the transport holds it
+/// under a lock, tests drive it with explicit times.
+public struct ProviderTokenSchedule: Sendable {
+    public let policy: ProviderTokenPolicy
+    /// The token in use and when it was issued.
+    public private(set) var current: (token: String, issuedAt: Date)?
+    /// The token before it, gone back to when APNs says tokens change too often.
+    private var previous: (token: String, issuedAt: Date)?
+    /// Set when the current token was refused and may be replaced.
+    private var replaceRejected = false
+    private var lastRejectionSigning: Date?
+    private var signingPausedUntil: Date?
+    private var throttlesInARow = 0
+    private var throttledToken: String?
+
+    public init(policy: ProviderTokenPolicy = ProviderTokenPolicy()) {
+        self.policy = policy
     }
 
-    public enum Decision: Sendable, Equatable {
-        case reuse
-        case sign
+    /// Before a request: whether a token must be signed now, and why (nil: use ``current``).
+    public func signingNeeded(now: Date) -> ProviderTokenSigning? {
+        guard let current else { return .first }
+        if replaceRejected { return .rejected }
+        let age = now.timeIntervalSince(current.issuedAt)
+        if age < 0 { return .refresh }
+        if let paused = signingPausedUntil, now < paused, age < policy.usableAge { return nil }
+        return age >= policy.refreshAge ? .refresh : nil
     }
 
-    /// Before a request: reuse the token issued at `issuedAt`, or sign one.
-    public func beforeRequest(issuedAt: Date?, now: Date) -> Decision {
-        guard let issuedAt else { return .sign }
-        let age = now.timeIntervalSince(issuedAt)
-        return age >= refreshAge || age < 0 ? .sign : .reuse
+    /// A token was signed at `now` for `reason`; it becomes the current one.
+    public mutating func signed(_ token: String, at now: Date, reason: ProviderTokenSigning) {
+        if reason == .rejected {
+            lastRejectionSigning = now
+            previous = nil
+        } else {
+            previous = current
+        }
+        current = (token, now)
+        replaceRejected = false
     }
 
-    /// After APNs refused the token issued at `issuedAt`.
-    public func afterRejection(issuedAt: Date?, now: Date) -> Decision {
-        guard let issuedAt else { return .sign }
-        return now.timeIntervalSince(issuedAt) >= minimumAge ? .sign : .reuse
+    /// APNs refused `token` (`ExpiredProviderToken`, `InvalidProviderToken`…). Returns whether
+    /// it will be replaced before the next request; not more than once per
+    /// ``ProviderTokenPolicy/rejectionResignInterval``, nor while signing is paused.
+    @discardableResult
+    public mutating func rejected(_ token: String, now: Date) -> Bool {
+        guard current?.token == token else { return replaceRejected }
+        if let paused = signingPausedUntil, now < paused { return false }
+        if let last = lastRejectionSigning, now.timeIntervalSince(last) < policy.rejectionResignInterval { return false }
+        replaceRejected = true
+        return true
+    }
+
+    /// APNs answered `TooManyProviderTokenUpdates` to `token`: go back to the previous token
+    /// while it is usable, and sign nothing until the returned time. Nil when this changed
+    /// nothing: the other answers to requests already in flight with that token.
+    public mutating func throttled(_ token: String, now: Date) -> Date? {
+        if let paused = signingPausedUntil, now < paused, throttledToken == token { return nil }
+        throttledToken = token
+        throttlesInARow += 1
+        let backoff = min(policy.maximumThrottleBackoff, policy.throttleBackoff * pow(2, Double(min(throttlesInARow - 1, 16))))
+        let until = now.addingTimeInterval(backoff)
+        signingPausedUntil = until
+        if current?.token == token, let previous, now.timeIntervalSince(previous.issuedAt) < policy.usableAge {
+            current = previous
+            self.previous = nil
+        }
+        return until
+    }
+
+    /// APNs accepted a push: the throttling, if any, is over.
+    public mutating func accepted() {
+        throttlesInARow = 0
     }
 }
 

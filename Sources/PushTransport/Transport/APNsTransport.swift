@@ -4,7 +4,7 @@ import PigeonCrypto
 import Synchronization
 
 /// Sends pushes to APNs over one ``HTTP2Client``. With token authentication it keeps one
-/// provider token per key, reused across requests and replaced per ``ProviderTokenPolicy`` —
+/// provider token per key, reused across requests and replaced per ``ProviderTokenSchedule`` —
 /// never signed per request. Every answer, and every transport failure, becomes a
 /// ``PushOutcome``.
 public final class APNsTransport: Sendable {
@@ -14,9 +14,17 @@ public final class APNsTransport: Sendable {
         case token(APNsSigningCredentials)
     }
 
+    /// What happened to the provider token, for the operator's log and metrics.
+    public enum ProviderTokenEvent: Sendable, Equatable {
+        case signed(ProviderTokenSigning)
+        /// APNs refused the token for `reason`; `replacing`: a new one is signed before the next push.
+        case rejected(reason: String, replacing: Bool)
+        /// APNs answered `TooManyProviderTokenUpdates`: no token is signed before `until`.
+        case throttled(until: Date)
+    }
+
     private struct TokenState {
-        var token: String?
-        var issuedAt: Date?
+        var schedule: ProviderTokenSchedule
         var signed = 0
     }
 
@@ -24,18 +32,20 @@ public final class APNsTransport: Sendable {
     private let endpoint: String
     private let builder: APNsRequestBuilder
     private let authentication: Authentication
-    private let policy: ProviderTokenPolicy
     private let clock: @Sendable () -> Date
-    private let tokenState = Mutex(TokenState())
+    private let onTokenEvent: @Sendable (ProviderTokenEvent) -> Void
+    private let tokenState: Mutex<TokenState>
 
     public init(client: HTTP2Client, endpoint: String, topic: String?, authentication: Authentication,
-                policy: ProviderTokenPolicy = ProviderTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init) {
+                policy: ProviderTokenPolicy = ProviderTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init,
+                onTokenEvent: @escaping @Sendable (ProviderTokenEvent) -> Void = { _ in }) {
         self.client = client
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         self.builder = APNsRequestBuilder(topic: topic)
         self.authentication = authentication
-        self.policy = policy
         self.clock = clock
+        self.onTokenEvent = onTokenEvent
+        self.tokenState = Mutex(TokenState(schedule: ProviderTokenSchedule(policy: policy)))
     }
 
     /// Provider tokens signed so far.
@@ -68,33 +78,42 @@ public final class APNsTransport: Sendable {
         } catch {
             return .retry(reason: "transport: \(error)", after: nil)
         }
-        if case .refreshCredentials = outcome, let usedToken {
-            rejected(usedToken)
+        if let usedToken {
+            tokenAnswered(usedToken, outcome: outcome)
         }
         return outcome
     }
 
     private func currentToken(_ credentials: APNsSigningCredentials) throws -> String {
         let now = clock()
-        return try tokenState.withLock { state in
-            if let token = state.token, policy.beforeRequest(issuedAt: state.issuedAt, now: now) == .reuse {
-                return token
+        let (token, signing) = try tokenState.withLock { state -> (String, ProviderTokenSigning?) in
+            guard let reason = state.schedule.signingNeeded(now: now) else {
+                return (state.schedule.current?.token ?? "", nil)
             }
             let token = try credentials.providerToken(issuedAt: now)
-            state.token = token
-            state.issuedAt = now
+            state.schedule.signed(token, at: now, reason: reason)
             state.signed += 1
-            return token
+            return (token, reason)
         }
+        if let signing { onTokenEvent(.signed(signing)) }
+        return token
     }
 
-    /// APNs refused `token`: drop it if the policy allows a new signature now.
-    private func rejected(_ token: String) {
+    /// Feeds APNs' answer to a request made with `token` into the schedule.
+    private func tokenAnswered(_ token: String, outcome: PushOutcome) {
         let now = clock()
-        tokenState.withLock { state in
-            guard state.token == token, policy.afterRejection(issuedAt: state.issuedAt, now: now) == .sign else { return }
-            state.token = nil
-            state.issuedAt = nil
+        switch outcome {
+        case .accepted:
+            tokenState.withLock { $0.schedule.accepted() }
+        case .refreshCredentials(let reason):
+            let replacing = tokenState.withLock { $0.schedule.rejected(token, now: now) }
+            onTokenEvent(.rejected(reason: reason, replacing: replacing))
+        case .retry(let reason, _) where reason == "TooManyProviderTokenUpdates":
+            if let until = tokenState.withLock({ $0.schedule.throttled(token, now: now) }) {
+                onTokenEvent(.throttled(until: until))
+            }
+        default:
+            break
         }
     }
 }

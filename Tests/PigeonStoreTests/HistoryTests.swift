@@ -130,12 +130,58 @@ struct HistoryTests {
         await drop()
     }
 
+    @Test("a claim reads only the days that can still hold a claimable delivery, not every day kept")
+    func claimReadsLiveDays() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await subscribe(pool, ["A", "B"])
+        _ = try await pool.withConnection { try $0.query("SELECT pigeon_create_days(pigeon_day(now()) - 30, pigeon_day(now()) + 3)") }
+        let now = Date()
+        // Twenty days ago a send with a month to live, still QUEUED; twenty-five days ago one
+        // that expired long since (not swept yet): only the first can be claimed.
+        let living = PushNotification(id: "twenty-days", recipients: ["A"], timeoutSeconds: 30 * 86_400,
+                                      pushContent: PushContent(text: "t", type: .universal))
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers, now: { now.addingTimeInterval(-20 * 86_400) }).send(living)
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers, now: { now.addingTimeInterval(-25 * 86_400) })
+            .send(notification("twenty-five-days", to: ["B"]))
+        let dayKey = { (age: Double) in Int64(floor((now.timeIntervalSince1970 - age * 86_400) / 86_400)) << 40 }
+        #expect(try await pool.withConnection { try LiveDays.lookUp($0) } == dayKey(20))
+
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60))
+        #expect(claimed.map(\.userId) == ["A"])
+        try await queue.record(claimed.map { DeliveryResult(delivery: $0, state: .sent) }, owner: "w")
+        // Drained: from now on claims start at yesterday, whatever is kept before it.
+        let firstKey = try await pool.withConnection { try LiveDays.lookUp($0) }
+        #expect(firstKey == dayKey(1))
+        let bounded = try await deliveryPartitions(pool, DeliveryQueue.dueStatement(limit: 500, firstKey: firstKey))
+        let unbounded = try await deliveryPartitions(pool, DeliveryQueue.dueStatement(limit: 500, firstKey: 0))
+        #expect(bounded.count <= 3, "the claim reads \(bounded.sorted())")
+        #expect(unbounded.count >= 30)
+        await drop()
+    }
+
+    /// The partitions of `deliveries` that `statement`'s plan reads, after pruning.
+    func deliveryPartitions(_ pool: PostgresPool, _ statement: String) async throws -> Set<String> {
+        let plan = try await pool.withConnection { try $0.query("EXPLAIN (FORMAT JSON) " + statement).scalar ?? "[]" }
+        var names = Set<String>()
+        func collect(_ node: Any) {
+            if let object = node as? [String: Any] {
+                if let name = object["Relation Name"] as? String, name.hasPrefix("deliveries_p") { names.insert(name) }
+                object.values.forEach(collect)
+            } else if let array = node as? [Any] {
+                array.forEach(collect)
+            }
+        }
+        collect(try JSONSerialization.jsonObject(with: Data(plan.utf8)))
+        return names
+    }
+
     /// Shared blocks the claim's search for due rows reads (hit or read), run and rolled back.
     func claimBlocks(_ pool: PostgresPool) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("BEGIN")
             defer { _ = try? connection.query("ROLLBACK") }
-            let plan = try connection.query("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.dueStatement(limit: 500))
+            let plan = try connection.query("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.dueStatement(limit: 500, firstKey: 0))
             let json = try JSONSerialization.jsonObject(with: Data((plan.scalar ?? "[]").utf8)) as? [[String: Any]]
             let top = json?.first?["Plan"] as? [String: Any]
             return ((top?["Shared Hit Blocks"] as? Int) ?? 0) + ((top?["Shared Read Blocks"] as? Int) ?? 0)

@@ -36,6 +36,7 @@ public struct DeliveryResult: Sendable, Equatable {
 /// by the lease holder, and only onto rows still QUEUED: a state never moves backwards.
 public struct DeliveryQueue: Sendable {
     private let pool: PostgresPool
+    private let liveDays = LiveDays()
 
     public init(pool: PostgresPool) {
         self.pool = pool
@@ -48,7 +49,8 @@ public struct DeliveryQueue: Sendable {
     ///
     /// The claim skips from one priority present in the queue to the next (an index descent
     /// each) and reads only due rows of each, so rows waiting for a retry — a million of them
-    /// during an outage — cost nothing, whatever their priority.
+    /// during an outage — cost nothing, whatever their priority. Only the days that can still
+    /// hold a claimable delivery are read (see ``LiveDays``), not every day kept.
     public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
         let leaseSeconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
         // The limit is written into the statement, not passed: prepared statements run with
@@ -60,7 +62,8 @@ public struct DeliveryQueue: Sendable {
                 // joining the due rows back to the partitioned table let the planner scan every
                 // day's partition (3 s a claim over 50 million rows); the key range given as
                 // parameters leaves only the partitions the claimed rows are in.
-                let due = try connection.query(Self.dueStatement(limit: limit)).rows
+                let firstKey = try liveDays.firstKey(connection)
+                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey)).rows
                 let keys = due.compactMap { $0.text(0).flatMap(Int64.init) }
                 guard let lowest = keys.min(), let highest = keys.max() else { return [] }
                 return try connection.query("""
@@ -89,14 +92,17 @@ public struct DeliveryQueue: Sendable {
     }
 
     /// The due rows of a claim, locked (`FOR UPDATE SKIP LOCKED`): (key, user_folded, position).
-    static func dueStatement(limit: Int) -> String {
-        """
+    /// Rows are read from `firstKey` (a literal, so the planner leaves out the days before it)
+    /// up to tomorrow (the days created ahead are empty).
+    static func dueStatement(limit: Int, firstKey: Int64) -> String {
+        let days = "notification_key >= \(firstKey) AND notification_key < pigeon_day_key(pigeon_day(now()) + 2)"
+        return """
         WITH RECURSIVE priorities AS (
-            (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL
+            (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL AND \(days)
              ORDER BY priority DESC LIMIT 1)
             UNION ALL
             SELECT (SELECT d.priority FROM deliveries d
-                    WHERE d.next_attempt_at IS NOT NULL AND d.priority < p.priority
+                    WHERE d.next_attempt_at IS NOT NULL AND d.priority < p.priority AND \(days)
                     ORDER BY d.priority DESC LIMIT 1)
             FROM priorities p WHERE p.priority IS NOT NULL
         )
@@ -104,7 +110,7 @@ public struct DeliveryQueue: Sendable {
         FROM priorities p
         CROSS JOIN LATERAL (
             SELECT notification_key, user_folded, position FROM deliveries
-            WHERE next_attempt_at IS NOT NULL AND priority = p.priority
+            WHERE next_attempt_at IS NOT NULL AND priority = p.priority AND \(days)
               AND next_attempt_at <= now() AND expires_at > now()
             ORDER BY next_attempt_at
             LIMIT \(limit)

@@ -71,7 +71,11 @@ let package = Package(
         // An HTTP client on libcurl's multi interface (HTTP/2 over TLS, HTTP/1.1 otherwise) for
         // every outbound call: push services and the bank proxy.
         .target(name: "OutboundHTTP", dependencies: ["CCurlShim", "PigeonCore"]),
-        .target(name: "PushTransport", dependencies: ["PigeonCrypto", "OutboundHTTP"]),
+        // Push services' protocols without I/O: messages, request bodies, response outcomes,
+        // retry schedules, provider-token timing.
+        .target(name: "PushCore"),
+        // The push services over HTTP/2 (libcurl through OutboundHTTP).
+        .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP"]),
         // The bank proxy's SOAP client (CONTRACT §3).
         .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP", "PigeonCore"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
@@ -86,9 +90,12 @@ let package = Package(
             name: "PigeonHTTP",
             dependencies: ["CHTTPShim", "PigeonCore"]
         ),
+        // The delivery engine, written against small protocols (queue, notifications, devices,
+        // push senders, clock, random source) and tested with in-memory fakes.
+        .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PushCore"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushTransport", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -104,18 +111,20 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushTransport", "PigeonStore", "PigeonCore"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PushCore", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushTransport", "PigeonSimulator", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushCore", "PushTransport", "PigeonSimulator", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
         ),
     ],
     swiftLanguageModes: [.v6]

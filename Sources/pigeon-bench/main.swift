@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import PushTransport
 
 // pigeon-bench ingest --port P --clients N --recipients R --seconds S [--rate RPS] [--run-id ID]

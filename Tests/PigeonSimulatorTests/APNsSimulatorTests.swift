@@ -5,6 +5,7 @@ import PigeonTestSupport
 import Synchronization
 import Testing
 @testable import PigeonSimulator
+@testable import PushCore
 @testable import PushTransport
 
 /// Our APNs requests (builder, provider tokens, HTTP/2 client) against the simulator's

@@ -3,6 +3,7 @@ import OutboundHTTP
 import PigeonCrypto
 import Testing
 @testable import PigeonSimulator
+@testable import PushCore
 @testable import PushTransport
 
 /// Our FCM side (service-account assertion, cached access token, message builder, HTTP/2

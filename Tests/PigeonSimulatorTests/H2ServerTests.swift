@@ -4,6 +4,7 @@ import PigeonTestSupport
 import Synchronization
 import Testing
 @testable import PigeonSimulator
+@testable import PushCore
 @testable import PushTransport
 
 /// Our HTTP/2 server against our HTTP/2 client, over real TLS with a CA made by openssl.

@@ -3,6 +3,7 @@ import OutboundHTTP
 import PigeonTestSupport
 import Testing
 @testable import PigeonSimulator
+@testable import PushCore
 @testable import PushTransport
 
 /// The assembled simulator as `pigeon simulate` runs it: generated credentials, APNs certificate

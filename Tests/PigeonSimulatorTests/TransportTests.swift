@@ -4,6 +4,7 @@ import PigeonTestSupport
 import Synchronization
 import Testing
 @testable import PigeonSimulator
+@testable import PushCore
 @testable import PushTransport
 
 /// The APNs and FCM transports against `pigeon simulate`'s endpoints.

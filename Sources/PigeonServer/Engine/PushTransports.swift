@@ -1,6 +1,7 @@
 import Foundation
 import OutboundHTTP
 import PigeonCore
+import PushCore
 import PushTransport
 
 /// The APNs and FCM transports a configuration asks for, each on its own HTTP/2 client.

@@ -4,7 +4,9 @@ import OutboundHTTP
 import PigeonCore
 import PigeonHTTP
 import PigeonStore
+import PushCore
 import PushTransport
+import PigeonDelivery
 import Synchronization
 
 /// A running gateway: the database pool, migrations applied, and the HTTP listener.
@@ -173,8 +175,8 @@ public final class Gateway: Sendable {
         } else {
             let deliveryEngine = DeliveryEngine(
                 configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
-                queue: queue, notifications: inbound.notifications, subscriptions: inbound.subscriptions,
-                apns: transports.apns, fcm: transports.fcm, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
+                services: .init(queue: queue, notifications: inbound.notifications, devices: inbound.subscriptions, senders: transports.senders),
+                logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
             let workers = configuration.delivery.workers
             engine = (Task { await deliveryEngine.run(workers: workers) }, deliveryEngine.owner)
         }

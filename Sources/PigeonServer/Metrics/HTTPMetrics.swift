@@ -1,3 +1,4 @@
+import PigeonCore
 import PigeonHTTP
 
 /// The listeners' own counters, read at every scrape.

@@ -2,6 +2,7 @@ import Foundation
 import OutboundHTTP
 import PigeonCore
 import PigeonStore
+import PushCore
 import PushTransport
 
 /// Metrics not counted as they happen: the HTTP/2 clients' connection and restart counters, read

@@ -1,34 +1,6 @@
 import Foundation
 import PigeonCore
 
-/// A delivery a worker holds under lease: who to reach, with what, and how often it was tried.
-public struct ClaimedDelivery: Sendable, Equatable {
-    /// The notification's storage key (see ``NotificationStore/notification(key:)``).
-    public var notificationKey: Int64
-    public var userId: String
-    public var userFolded: String
-    public var position: Int
-    /// Attempts including this one.
-    public var attempt: Int
-    public var expiresAt: Date
-}
-
-/// What became of one claimed delivery.
-public struct DeliveryResult: Sendable, Equatable {
-    public var delivery: ClaimedDelivery
-    public var state: DeliveryState
-    /// For a delivery staying QUEUED: when to try again.
-    public var nextAttemptAt: Date?
-    public var error: String?
-
-    public init(delivery: ClaimedDelivery, state: DeliveryState, nextAttemptAt: Date? = nil, error: String? = nil) {
-        self.delivery = delivery
-        self.state = state
-        self.nextAttemptAt = nextAttemptAt
-        self.error = error
-    }
-}
-
 /// The delivery engine's work queue in PostgreSQL. Claims take QUEUED rows by priority, then
 /// due time, with `FOR UPDATE SKIP LOCKED`, so several gateway processes never take the same
 /// row; a claim moves `next_attempt_at` to the end of the lease, so rows held by a process that

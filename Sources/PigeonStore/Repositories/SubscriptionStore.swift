@@ -1,16 +1,6 @@
 import Foundation
 import PigeonCore
 
-/// A device registered for pushes.
-public struct Device: Sendable, Equatable {
-    public var id: Int64
-    public var bankClientId: String
-    public var userId: String
-    public var deviceId: String
-    public var platform: Platform
-    public var pushToken: String
-}
-
 /// Users' devices (subscriptions).
 public struct SubscriptionStore: Sendable {
     private let pool: PostgresPool

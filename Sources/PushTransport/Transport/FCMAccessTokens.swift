@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import OutboundHTTP
 import PigeonCrypto
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import OutboundHTTP
 
 /// Sends pushes to FCM HTTP v1 over one ``HTTP2Client`` with access tokens from

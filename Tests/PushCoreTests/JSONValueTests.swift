@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PushTransport
+@testable import PushCore
 
 @Suite("JSON payload encoding")
 struct JSONValueTests {

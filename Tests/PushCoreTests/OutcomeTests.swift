@@ -1,7 +1,7 @@
 import Foundation
 import PigeonTestSupport
 import Testing
-@testable import PushTransport
+@testable import PushCore
 
 @Suite("APNs and FCM outcomes")
 struct OutcomeTests {

@@ -1,9 +1,9 @@
 import Foundation
 import PigeonCore
-import PushTransport
 import PigeonTestSupport
+import PushCore
 import Testing
-@testable import PigeonServer
+@testable import PigeonDelivery
 
 @Suite("Delivery decision")
 struct DeliveryDecisionTests {

@@ -1,6 +1,6 @@
 import Foundation
 import PigeonCore
-import PushTransport
+import PushCore
 
 /// Turns the push outcomes of one delivery (one per device of the user) into the delivery's
 /// next state. Pure: the clock reading and the random source come in.
@@ -12,13 +12,13 @@ import PushTransport
 ///   is up (the expiry sweep then makes it `EXPIRED` and reports it).
 /// - Otherwise (permanent failures) → `SENDING_FAILED`.
 /// Devices whose tokens are dead are always reported for removal.
-struct DeliveryDecision: Equatable {
-    var state: DeliveryState
-    var nextAttemptAt: Date?
-    var deadDevices: [Int64]
-    var error: String?
+public struct DeliveryDecision: Equatable, Sendable {
+    public var state: DeliveryState
+    public var nextAttemptAt: Date?
+    public var deadDevices: [Int64]
+    public var error: String?
 
-    static func decide(
+    public static func decide(
         outcomes: [(device: Int64, outcome: PushOutcome)], attempt: Int, expiresAt: Date, perishable: Bool,
         now: Date, schedule: RetrySchedule, random: inout some RandomNumberGenerator
     ) -> DeliveryDecision {

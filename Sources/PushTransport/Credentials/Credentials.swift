@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCrypto
+import PushCore
 
 /// APNs token-based authentication: the `.p8` key, its key id and the team id.
 public struct APNsSigningCredentials: Sendable {

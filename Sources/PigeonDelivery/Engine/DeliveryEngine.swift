@@ -1,0 +1,201 @@
+import Foundation
+import PigeonCore
+import PushCore
+
+/// Sends QUEUED deliveries: claims a batch under lease (several gateway processes never claim the
+/// same row), pushes to every subscribed device of each recipient through the push service of
+/// its platform with a bounded number of pushes in flight, decides each delivery's next state as
+/// soon as its pushes are done, and hands it to an ``OutcomeRecorder`` that writes outcomes in
+/// small group commits. Runs until its task is cancelled; a cancelled engine finishes the
+/// pushes in hand and writes their outcomes, so nothing is left claimed longer than needed.
+///
+/// Everything the engine touches comes in through small protocols (``DeliveryQueueing``,
+/// ``NotificationSource``, ``DeviceDirectory``, ``PushSending``, ``DeliveryClock``,
+/// ``RandomSource``), so each of its behaviours is tested with in-memory fakes.
+public final class DeliveryEngine: Sendable {
+    /// How the engine claims, pushes and commits.
+    public struct Configuration: Sendable {
+        public var batchSize = 500
+        public var lease: Duration = .seconds(60)
+        /// The wait before claiming again when the queue had nothing due.
+        public var idlePoll: Duration = .milliseconds(200)
+        /// The wait before claiming again after a claim failed (the database away).
+        public var claimRetryDelay: Duration = .seconds(1)
+        /// Pushes in flight per worker.
+        public var maxConcurrentPushes = 256
+        public var schedule = RetrySchedule()
+        /// A group of outcomes is written when this many are waiting ...
+        public var commitSize = 200
+        /// ... or this long after the first of them finished.
+        public var commitInterval: Duration = .milliseconds(5)
+
+        public init() {}
+    }
+
+    /// What the engine works with.
+    public struct Services: Sendable {
+        public var queue: any DeliveryQueueing
+        public var notifications: any NotificationSource
+        public var devices: any DeviceDirectory
+        /// The push service of each platform; a device of a platform without one fails.
+        public var senders: [Platform: any PushSending]
+        public var clock: any DeliveryClock
+        public var random: any RandomSource
+
+        public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
+                    senders: [Platform: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
+                    random: any RandomSource = SystemRandomSource()) {
+            self.queue = queue
+            self.notifications = notifications
+            self.devices = devices
+            self.senders = senders
+            self.clock = clock
+            self.random = random
+        }
+    }
+
+    private let configuration: Configuration
+    private let services: Services
+    /// The lease owner name of this process's claims.
+    public let owner: String
+    private let recorder: OutcomeRecorder
+    private let logger: Logger
+    private let metrics: MetricsRegistry
+
+    public init(configuration: Configuration, owner: String, services: Services, logger: Logger, metrics: MetricsRegistry) {
+        self.configuration = configuration
+        self.services = services
+        self.owner = owner
+        self.logger = logger
+        self.metrics = metrics
+        recorder = OutcomeRecorder(
+            owner: owner, queue: services.queue, devices: services.devices, clock: services.clock,
+            settings: .init(commitSize: configuration.commitSize, commitInterval: configuration.commitInterval),
+            logger: logger)
+    }
+
+    /// Runs `workers` claim-and-send loops and the outcome writer until cancelled: while one
+    /// batch's pushes are in flight, another is being claimed. Once cancelled, every outcome of
+    /// the pushes that were in flight is written before this returns.
+    public func run(workers: Int) async {
+        logger.info("delivery engine started", metadata: ["owner": owner, "workers": String(workers)])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.recorder.run() }
+            for _ in 0..<max(1, workers) {
+                group.addTask { await self.work() }
+            }
+        }
+        await recorder.drain()
+        logger.info("delivery engine stopped", metadata: ["owner": owner])
+    }
+
+    /// One claim-and-send loop, until cancelled.
+    private func work() async {
+        var cache: [Int64: PushNotification] = [:]
+        while !Task.isCancelled {
+            let claims: [ClaimedDelivery]
+            do {
+                claims = try await services.queue.claim(owner: owner, limit: configuration.batchSize, lease: configuration.lease)
+            } catch {
+                logger.warning("cannot claim deliveries", metadata: ["error": "\(error)"])
+                try? await services.clock.sleep(for: configuration.claimRetryDelay)
+                continue
+            }
+            guard !claims.isEmpty else {
+                try? await services.clock.sleep(for: configuration.idlePoll)
+                continue
+            }
+            if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
+            await process(claims, cache: &cache)
+        }
+    }
+
+    /// Pushes one claimed batch; each delivery is decided and handed to the recorder when its
+    /// last push is done.
+    private func process(_ claims: [ClaimedDelivery], cache: inout [Int64: PushNotification]) async {
+        for key in Set(claims.map(\.notificationKey)) where cache[key] == nil {
+            do {
+                if let notification = try await services.notifications.notification(key: key) { cache[key] = notification }
+            } catch {
+                // A database hiccup must not fail deliveries: leave the batch to its lease.
+                logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])
+                return
+            }
+        }
+        let devices: [String: [Device]]
+        do {
+            devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
+        } catch {
+            logger.warning("cannot load devices; the batch will be claimed again", metadata: ["error": "\(error)"])
+            return
+        }
+        let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
+        for index in plan.claimsWithoutPushes { finish(plan, index, outcomes: []) }
+        var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
+        await withTaskGroup(of: (Int, Device, PushOutcome).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < plan.pushes.count else { return }
+                let push = plan.pushes[next]
+                next += 1
+                group.addTask { [self] in
+                    let started = ContinuousClock.now
+                    let outcome = await send(push.message, to: push.device)
+                    metrics.observe("pigeon_push_duration_seconds", labels: ["platform": push.device.platform.rawValue],
+                                    Self.seconds(ContinuousClock.now - started))
+                    return (push.claim, push.device, outcome)
+                }
+            }
+            for _ in 0..<min(configuration.maxConcurrentPushes, plan.pushes.count) { addNext() }
+            while let (claim, device, outcome) = await group.next() {
+                count(outcome, platform: device.platform)
+                outcomes[claim].append((device, outcome))
+                if outcomes[claim].count == plan.pushCounts[claim] { finish(plan, claim, outcomes: outcomes[claim]) }
+                addNext()
+            }
+        }
+    }
+
+    /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over.
+    private func finish(_ plan: PushPlan, _ index: Int, outcomes: [(device: Device, outcome: PushOutcome)]) {
+        let claim = plan.claims[index]
+        guard let notification = plan.notifications[claim.notificationKey] else {
+            let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
+            metrics.increment("pigeon_deliveries_total", labels: ["state": result.state.rawValue])
+            recorder.add(FinishedDelivery(result: result, deadDevices: [], reachedDevices: []))
+            return
+        }
+        var random = RandomSourceGenerator(source: services.random)
+        let decision = DeliveryDecision.decide(
+            outcomes: outcomes.map { ($0.device.id, $0.outcome) }, attempt: claim.attempt, expiresAt: claim.expiresAt,
+            perishable: notification.perishable ?? false, now: services.clock.now(), schedule: configuration.schedule,
+            random: &random)
+        let reached = outcomes.compactMap { entry -> Int64? in
+            if case .accepted = entry.outcome { return entry.device.id }
+            return nil
+        }
+        metrics.increment("pigeon_deliveries_total", labels: ["state": decision.state.rawValue])
+        recorder.add(FinishedDelivery(
+            result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt, error: decision.error),
+            deadDevices: decision.deadDevices, reachedDevices: reached))
+    }
+
+    /// Push outcome and retry counters.
+    private func count(_ outcome: PushOutcome, platform: Platform) {
+        metrics.increment("pigeon_push_outcomes_total", labels: ["platform": platform.rawValue, "outcome": outcome.label])
+        if let cause = outcome.retryCause {
+            metrics.increment("pigeon_push_retries_total", labels: ["platform": platform.rawValue, "cause": cause])
+        }
+    }
+
+    private func send(_ message: PushMessage, to device: Device) async -> PushOutcome {
+        guard let sender = services.senders[device.platform] else {
+            return .failed(reason: "no push service is configured for \(device.platform.rawValue)")
+        }
+        return await sender.send(message, to: device.pushToken)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

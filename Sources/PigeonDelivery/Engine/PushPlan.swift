@@ -1,0 +1,56 @@
+import Foundation
+import PigeonCore
+import PushCore
+
+/// The pushes of one claimed batch: one per (delivery, subscribed device), each notification's
+/// message built once and shared by all of its deliveries.
+struct PushPlan {
+    struct Push {
+        /// The index of the delivery in ``claims``.
+        var claim: Int
+        var device: Device
+        var message: PushMessage
+    }
+
+    var claims: [ClaimedDelivery]
+    var notifications: [Int64: PushNotification]
+    var pushes: [Push] = []
+    /// How many pushes each delivery has.
+    var pushCounts: [Int]
+    /// Deliveries with no push at all (no subscribed device, or the notification is gone):
+    /// decided at once.
+    var claimsWithoutPushes: [Int] = []
+
+    init(claims: [ClaimedDelivery], notifications: [Int64: PushNotification], devices: [String: [Device]],
+         key: (String) -> String) {
+        self.claims = claims
+        self.notifications = notifications
+        pushCounts = Array(repeating: 0, count: claims.count)
+        var messages: [Int64: PushMessage] = [:]
+        for (index, claim) in claims.enumerated() {
+            guard let notification = notifications[claim.notificationKey] else {
+                claimsWithoutPushes.append(index)
+                continue
+            }
+            // A notification's deliveries share its expiry, so one message serves all of them.
+            let message = messages[claim.notificationKey] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
+            messages[claim.notificationKey] = message
+            let userDevices = devices[key(claim.userId)] ?? []
+            if userDevices.isEmpty { claimsWithoutPushes.append(index) }
+            for device in userDevices {
+                pushes.append(Push(claim: index, device: device, message: message))
+            }
+            pushCounts[index] = userDevices.count
+        }
+    }
+
+    /// The push for a notification: its text, badge and sound, with id, type and target for the app.
+    static func message(for notification: PushNotification, expiresAt: Date) -> PushMessage {
+        var data = ["type": notification.pushContent.type.rawValue]
+        if let target = notification.pushContent.target { data["target"] = target }
+        let urgent = notification.pushContent.type == .pinCode || (notification.priority ?? 0) > 0
+        return PushMessage(
+            notificationId: notification.id, text: notification.pushContent.text, badge: notification.pushContent.badge,
+            sound: notification.pushContent.sound, data: data, urgency: urgent ? .high : .normal, expiresAt: expiresAt)
+    }
+}

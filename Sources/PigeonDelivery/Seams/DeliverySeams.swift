@@ -1,0 +1,78 @@
+import Foundation
+import PigeonCore
+import PushCore
+
+/// The durable queue of deliveries: leased claims, outcomes written by the lease holder.
+/// PostgreSQL's `DeliveryQueue` in the gateway; an in-memory queue in tests.
+public protocol DeliveryQueueing: Sendable {
+    /// Up to `limit` due deliveries, leased to `owner` for `lease`, highest priority first.
+    func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery]
+    /// Writes outcomes of deliveries `owner` still holds; returns how many rows changed.
+    @discardableResult
+    func record(_ results: [DeliveryResult], owner: String) async throws -> Int
+    /// Hands back every delivery `owner` holds, due at once; returns how many.
+    @discardableResult
+    func release(owner: String) async throws -> Int
+}
+
+/// Where the engine reads a notification's content by its storage key.
+public protocol NotificationSource: Sendable {
+    /// The notification stored under `key` (content only), or `nil` when it is gone.
+    func notification(key: Int64) async throws -> PushNotification?
+}
+
+/// Users' devices as the engine needs them.
+public protocol DeviceDirectory: Sendable {
+    /// The subscribed devices of `users`, keyed by ``key(for:)`` of each user.
+    func devices(users: [String]) async throws -> [String: [Device]]
+    /// The comparable form of a user id (case folded when user ids are case-insensitive).
+    func key(for user: String) -> String
+    /// Removes devices whose push tokens the service declared dead; returns how many.
+    @discardableResult
+    func remove(deviceIds: [Int64]) async throws -> Int
+    /// Notes that the devices were reached just now (subscription hygiene).
+    func markDelivered(deviceIds: [Int64]) async throws
+}
+
+/// One push service's sending side: a message to one device token, and what became of it.
+/// Never throws: every failure is an outcome the delivery decision knows how to treat.
+public protocol PushSending: Sendable {
+    func send(_ message: PushMessage, to token: String) async -> PushOutcome
+}
+
+/// Wall time and waiting, injected so that leases, retries and commit intervals are driven by
+/// tests rather than waited for.
+public protocol DeliveryClock: Sendable {
+    /// The current wall time (retry times, expiry checks).
+    func now() -> Date
+    /// Waits `duration`; throws when the task is cancelled.
+    func sleep(for duration: Duration) async throws
+}
+
+/// The system's clock: `Date()` and `Task.sleep`.
+public struct SystemDeliveryClock: DeliveryClock {
+    public init() {}
+    public func now() -> Date { Date() }
+    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+}
+
+/// A source of random numbers for retry jitter, injected so that schedules are reproducible in
+/// tests. `SystemRandomNumberGenerator` in the gateway.
+public protocol RandomSource: Sendable {
+    func next() -> UInt64
+}
+
+/// The system's random source.
+public struct SystemRandomSource: RandomSource {
+    public init() {}
+    public func next() -> UInt64 {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }
+}
+
+/// A ``RandomSource`` seen as a `RandomNumberGenerator`, for APIs that take one.
+struct RandomSourceGenerator: RandomNumberGenerator {
+    let source: any RandomSource
+    mutating func next() -> UInt64 { source.next() }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import PigeonCore
+import PigeonDelivery
+import PigeonStore
+import PushCore
+import PushTransport
+
+// The gateway's stores and transports are the delivery engine's seams.
+
+extension DeliveryQueue: DeliveryQueueing {}
+extension NotificationStore: NotificationSource {}
+extension SubscriptionStore: DeviceDirectory {}
+
+extension APNsTransport: PushSending {
+    public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+        await send(message, to: token, apnsId: UUID())
+    }
+}
+
+extension FCMTransport: PushSending {}
+
+extension DeliveryEngine.Configuration {
+    /// The engine settings of `server.conf`.
+    init(_ delivery: GatewayConfiguration.Delivery) {
+        self.init()
+        batchSize = delivery.batchSize
+        lease = .seconds(delivery.leaseSeconds)
+        maxConcurrentPushes = max(1, delivery.concurrency / delivery.workers)
+    }
+}
+
+extension PushTransports {
+    /// The configured push services by the platform they serve.
+    var senders: [Platform: any PushSending] {
+        var senders: [Platform: any PushSending] = [:]
+        if let apns { senders[.ios] = apns }
+        if let fcm { senders[.android] = fcm }
+        return senders
+    }
+}

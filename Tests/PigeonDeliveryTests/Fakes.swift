@@ -1,0 +1,204 @@
+import Foundation
+import PigeonCore
+import PigeonDelivery
+import PushCore
+import Synchronization
+
+/// A clock the test moves: `now()` is what the test set; `sleep` yields for a moment of real
+/// time (so loops make progress) whatever the duration asked for.
+final class ManualClock: DeliveryClock {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+
+    func now() -> Date { current.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    func sleep(for duration: Duration) async throws { try await Task.sleep(for: .milliseconds(1)) }
+}
+
+final class CountingRandom: RandomSource {
+    private let state = Mutex<UInt64>(1)
+    func next() -> UInt64 {
+        state.withLock { state in
+            state &+= 0x9E37_79B9_7F4A_7C15
+            return state ^ (state >> 31)
+        }
+    }
+}
+
+/// The queue in memory, with leases on the test's clock, and writes that can be made to fail.
+final class FakeQueue: DeliveryQueueing {
+    struct Row: Sendable {
+        var delivery: ClaimedDelivery
+        var state: DeliveryState = .queued
+        var attempts = 0
+        var dueAt: Date
+        var leaseOwner: String?
+        var leaseEnds: Date?
+        var error: String?
+    }
+
+    private let clock: ManualClock
+    private let rows: Mutex<[Row]>
+    /// How many writes still fail (a database away).
+    let failingWrites = Mutex(0)
+    let failedWrites = Mutex(0)
+    /// The size of every group written.
+    let writtenGroups = Mutex<[Int]>([])
+
+    init(clock: ManualClock, deliveries: [ClaimedDelivery]) {
+        self.clock = clock
+        rows = Mutex(deliveries.map { Row(delivery: $0, dueAt: clock.now()) })
+    }
+
+    var snapshot: [Row] { rows.withLock { $0 } }
+    func row(_ user: String) -> Row? { snapshot.first { $0.delivery.userId == user } }
+
+    func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        let now = clock.now()
+        return rows.withLock { rows in
+            var claimed: [ClaimedDelivery] = []
+            for index in rows.indices where claimed.count < limit {
+                guard rows[index].state == .queued, rows[index].dueAt <= now,
+                      rows[index].leaseEnds.map({ $0 <= now }) ?? true else { continue }
+                rows[index].attempts += 1
+                rows[index].leaseOwner = owner
+                rows[index].leaseEnds = now.addingTimeInterval(Double(lease.components.seconds))
+                var delivery = rows[index].delivery
+                delivery.attempt = rows[index].attempts
+                claimed.append(delivery)
+            }
+            return claimed
+        }
+    }
+
+    func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
+        let fail = failingWrites.withLock { failing in
+            defer { failing = max(0, failing - 1) }
+            return failing > 0
+        }
+        if fail {
+            failedWrites.withLock { $0 += 1 }
+            throw FakeFailure.databaseAway
+        }
+        writtenGroups.withLock { $0.append(results.count) }
+        return rows.withLock { rows in
+            var changed = 0
+            for result in results {
+                guard let index = rows.firstIndex(where: {
+                    $0.delivery.notificationKey == result.delivery.notificationKey && $0.delivery.position == result.delivery.position
+                }), rows[index].leaseOwner == owner, rows[index].state == .queued else { continue }
+                rows[index].state = result.state
+                rows[index].error = result.error
+                rows[index].leaseOwner = nil
+                rows[index].leaseEnds = nil
+                if let next = result.nextAttemptAt { rows[index].dueAt = next }
+                changed += 1
+            }
+            return changed
+        }
+    }
+
+    func release(owner: String) async throws -> Int {
+        rows.withLock { rows in
+            var released = 0
+            for index in rows.indices where rows[index].leaseOwner == owner {
+                rows[index].leaseOwner = nil
+                rows[index].leaseEnds = nil
+                released += 1
+            }
+            return released
+        }
+    }
+}
+
+enum FakeFailure: Error { case databaseAway }
+
+struct FakeNotifications: NotificationSource {
+    var notifications: [Int64: PushNotification]
+    func notification(key: Int64) async throws -> PushNotification? { notifications[key] }
+}
+
+final class FakeDevices: DeviceDirectory {
+    private let devices: Mutex<[String: [Device]]>
+    let removed = Mutex<[Int64]>([])
+    let reached = Mutex<[Int64]>([])
+
+    init(_ devices: [Device]) {
+        self.devices = Mutex(Dictionary(grouping: devices) { $0.userId.lowercased() })
+    }
+
+    func devices(users: [String]) async throws -> [String: [Device]] {
+        let keys = Set(users.map(key(for:)))
+        return devices.withLock { $0.filter { keys.contains($0.key) } }
+    }
+
+    func key(for user: String) -> String { user.lowercased() }
+
+    func remove(deviceIds: [Int64]) async throws -> Int {
+        removed.withLock { $0 += deviceIds }
+        return devices.withLock { devices in
+            let before = devices.values.joined().count
+            devices = devices.mapValues { $0.filter { !deviceIds.contains($0.id) } }
+            return before - devices.values.joined().count
+        }
+    }
+
+    func markDelivered(deviceIds: [Int64]) async throws {
+        reached.withLock { $0 += deviceIds }
+    }
+}
+
+/// A push service answering through `answer`, remembering every token it was given.
+final class FakeSender: PushSending {
+    private let answer: @Sendable (String, Int) async -> PushOutcome
+    let tokens = Mutex<[String]>([])
+
+    /// `answer(token, n)` is the outcome of the n-th push (1-based) to `token`.
+    init(_ answer: @escaping @Sendable (String, Int) async -> PushOutcome = { _, _ in .accepted(id: nil) }) {
+        self.answer = answer
+    }
+
+    func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+        let count = tokens.withLock { tokens in
+            tokens.append(token)
+            return tokens.filter { $0 == token }.count
+        }
+        return await answer(token, count)
+    }
+
+    func pushes(to token: String) -> Int { tokens.withLock { $0.filter { $0 == token }.count } }
+}
+
+/// A gate a push waits at until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resume = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resume { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+/// Waits (real time, generous deadline) until `condition` holds; false when it never did.
+func eventually(within seconds: Double = 20, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return condition()
+}

@@ -2,11 +2,11 @@ import BankProxy
 import Foundation
 import OutboundHTTP
 import PigeonCore
+import PigeonDelivery
 import PigeonHTTP
 import PigeonStore
 import PushCore
 import PushTransport
-import PigeonDelivery
 import Synchronization
 
 /// A running gateway: the database pool, migrations applied, and the HTTP listener.

@@ -1,7 +1,7 @@
 import Foundation
-import PushCore
 import OutboundHTTP
 import PigeonCrypto
+import PushCore
 import Synchronization
 
 /// Sends pushes to APNs over one ``HTTP2Client``. With token authentication it keeps one

@@ -1,7 +1,7 @@
 import Foundation
-import PushCore
 import OutboundHTTP
 import PigeonCrypto
+import PushCore
 
 /// OAuth2 access tokens for FCM from a service account: one cached token shared by every
 /// sender, refreshed shortly before it expires by a single request however many senders ask at

@@ -1,6 +1,6 @@
 import Foundation
-import PushCore
 import OutboundHTTP
+import PushCore
 
 /// Sends pushes to FCM HTTP v1 over one ``HTTP2Client`` with access tokens from
 /// ``FCMAccessTokens``. A 401 drops the cached token so the next attempt fetches a new one.

@@ -9,9 +9,10 @@ import Testing
 struct DeliveryDecisionTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 
-    func decide(_ outcomes: [(Int64, PushOutcome)], attempt: Int = 1, expiresIn: TimeInterval = 600, perishable: Bool = false) -> DeliveryDecision {
+    func decide(_ outcomes: [(Int64, PushOutcome)], alreadySent: Bool = false, attempt: Int = 1, expiresIn: TimeInterval = 600,
+                perishable: Bool = false) -> DeliveryDecision {
         var random = SeededRandom(seed: 42)
-        return DeliveryDecision.decide(outcomes: outcomes.map { (device: $0.0, outcome: $0.1) }, attempt: attempt,
+        return DeliveryDecision.decide(outcomes: outcomes.map { (device: $0.0, outcome: $0.1) }, alreadySent: alreadySent, attempt: attempt,
                                        expiresAt: now + expiresIn, perishable: perishable, now: now,
                                        schedule: RetrySchedule(maximumAttempts: 5), random: &random)
     }
@@ -21,6 +22,27 @@ struct DeliveryDecisionTests {
         let decision = decide([(1, .tokenDead(reason: "Unregistered", since: nil)), (2, .accepted(id: "x"))])
         #expect(decision.state == .sent)
         #expect(decision.deadDevices == [1])
+        #expect(decision.nextAttemptAt == nil)
+    }
+
+    @Test("one device accepted and one to retry: SENT, and the other device is pushed again at its time")
+    func sentWithADeviceToRetry() {
+        let decision = decide([(1, .accepted(id: "x")), (2, .retry(reason: "ServiceUnavailable", after: .seconds(20))), (3, .failed(reason: "x"))])
+        #expect(decision.state == .sent)
+        #expect(decision.pendingDevices == [2])
+        #expect(decision.nextAttemptAt == now + 20)
+        #expect(decision.error == "ServiceUnavailable")
+        // The retry: the device fails for good → still SENT, out of the queue.
+        let final = decide([(2, .failed(reason: "PayloadTooLarge"))], alreadySent: true, attempt: 2)
+        #expect(final == DeliveryDecision(state: .sent, deadDevices: []))
+        // Or it is dead now: removed, still SENT.
+        #expect(decide([(2, .tokenDead(reason: "Unregistered", since: nil))], alreadySent: true, attempt: 2)
+                == DeliveryDecision(state: .sent, deadDevices: [2]))
+        // Or its device is gone meanwhile: nothing to push, still SENT.
+        #expect(decide([], alreadySent: true, attempt: 2) == DeliveryDecision(state: .sent, deadDevices: []))
+        // A perishable push is not retried on the other device either.
+        #expect(decide([(1, .accepted(id: "x")), (2, .retry(reason: "503", after: nil))], perishable: true)
+                == DeliveryDecision(state: .sent, deadDevices: []))
     }
 
     @Test("no device, or only dead ones, is INVALID_SUBSCRIPTION")
@@ -36,7 +58,12 @@ struct DeliveryDecisionTests {
         let decision = decide([(1, .retry(reason: "TooManyRequests", after: .seconds(30)))])
         #expect(decision.state == .queued)
         #expect(decision.nextAttemptAt == now + 30)
+        #expect(decision.pendingDevices == [1])
         #expect(decision.error == "TooManyRequests")
+        // Only the devices in temporary trouble are pushed again, not the one that failed for good.
+        let mixed = decide([(1, .failed(reason: "PayloadTooLarge")), (2, .retry(reason: "503", after: nil))])
+        #expect(mixed.state == .queued)
+        #expect(mixed.pendingDevices == [2])
         #expect(decide([(1, .refreshCredentials(reason: "ExpiredProviderToken"))]).state == .queued)
     }
 

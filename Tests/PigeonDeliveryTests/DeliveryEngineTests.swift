@@ -26,7 +26,8 @@ struct DeliveryEngineTests {
 
     /// An engine over the fakes, running until the returned task is cancelled.
     func start(queue: FakeQueue, notifications: [Int64: PushNotification], devices: FakeDevices,
-               senders: [Platform: any PushSending], configure: (inout DeliveryEngine.Configuration) -> Void = { _ in })
+               senders: [Platform: any PushSending], metrics: MetricsRegistry = MetricsRegistry(),
+               configure: (inout DeliveryEngine.Configuration) -> Void = { _ in })
         -> Task<Void, Never> {
         var configuration = DeliveryEngine.Configuration()
         configuration.lease = .seconds(60)
@@ -35,7 +36,7 @@ struct DeliveryEngineTests {
             configuration: configuration, owner: "test",
             services: .init(queue: queue, notifications: FakeNotifications(notifications: notifications), devices: devices,
                             senders: senders, clock: clock, random: CountingRandom()),
-            logger: .silent, metrics: MetricsRegistry())
+            logger: .silent, metrics: metrics)
         return Task { await engine.run(workers: 2) }
     }
 
@@ -133,6 +134,31 @@ struct DeliveryEngineTests {
         await engine.value
         #expect(devices.removed.withLock { $0 } == [2])
         #expect(devices.reached.withLock { $0 } == [1])
+    }
+
+    @Test("per device: one device 503 then 200, the other 200 → each accepted once, the user SENT at the first attempt")
+    func perDeviceRetry() async throws {
+        let queue = FakeQueue(clock: clock, deliveries: [delivery("A", position: 1)])
+        let devices = FakeDevices([device(1, "A", .ios, "busy"), device(2, "A", .android, "fine")])
+        let apns = FakeSender { _, count in count == 1 ? .retry(reason: "ServiceUnavailable", after: nil) : .accepted(id: nil) }
+        let fcm = FakeSender()
+        let metrics = MetricsRegistry()
+        let engine = start(queue: queue, notifications: [1: notification("n")], devices: devices,
+                           senders: [.ios: apns, .android: fcm], metrics: metrics)
+        #expect(await eventually { queue.row("A")?.state == .sent })
+        // SENT, and still in the queue for the busy device only.
+        let due = try #require(queue.row("A")?.dueAt)
+        #expect(queue.row("A")?.pending == [1])
+        clock.advance(by: due.timeIntervalSince(clock.now()) + 1)
+        #expect(await eventually { queue.row("A")?.dueAt == nil })
+        engine.cancel()
+        await engine.value
+        #expect(queue.row("A")?.state == .sent)
+        #expect(apns.pushes(to: "busy") == 2)
+        #expect(fcm.pushes(to: "fine") == 1)
+        #expect(devices.reached.withLock { $0 }.sorted() == [1, 2])
+        #expect(metrics.counter("pigeon_push_retries_total", labels: ["platform": "IOS", "cause": "unavailable"]) == 1)
+        #expect(metrics.counter("pigeon_deliveries_total", labels: ["state": "SENT"]) == 1)
     }
 
     @Test("a temporary failure waits for the retry schedule's time on the clock, then the push is repeated")

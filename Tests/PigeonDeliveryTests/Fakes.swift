@@ -30,7 +30,9 @@ final class FakeQueue: DeliveryQueueing {
         var delivery: ClaimedDelivery
         var state: DeliveryState = .queued
         var attempts = 0
-        var dueAt: Date
+        /// When due; `nil` once out of the queue.
+        var dueAt: Date?
+        var pending: [Int64]?
         var leaseOwner: String?
         var leaseEnds: Date?
         var error: String?
@@ -57,13 +59,15 @@ final class FakeQueue: DeliveryQueueing {
         return rows.withLock { rows in
             var claimed: [ClaimedDelivery] = []
             for index in rows.indices where claimed.count < limit {
-                guard rows[index].state == .queued, rows[index].dueAt <= now,
+                guard let due = rows[index].dueAt, due <= now,
                       rows[index].leaseEnds.map({ $0 <= now }) ?? true else { continue }
                 rows[index].attempts += 1
                 rows[index].leaseOwner = owner
                 rows[index].leaseEnds = now.addingTimeInterval(Double(lease.components.seconds))
                 var delivery = rows[index].delivery
                 delivery.attempt = rows[index].attempts
+                delivery.pendingDevices = rows[index].pending
+                delivery.alreadySent = rows[index].state == .sent
                 claimed.append(delivery)
             }
             return claimed
@@ -85,12 +89,14 @@ final class FakeQueue: DeliveryQueueing {
             for result in results {
                 guard let index = rows.firstIndex(where: {
                     $0.delivery.notificationKey == result.delivery.notificationKey && $0.delivery.position == result.delivery.position
-                }), rows[index].leaseOwner == owner, rows[index].state == .queued else { continue }
+                }), rows[index].leaseOwner == owner, rows[index].dueAt != nil,
+                   rows[index].state == .queued || result.state == .sent else { continue }
                 rows[index].state = result.state
                 rows[index].error = result.error
                 rows[index].leaseOwner = nil
                 rows[index].leaseEnds = nil
-                if let next = result.nextAttemptAt { rows[index].dueAt = next }
+                rows[index].dueAt = result.nextAttemptAt ?? (result.state == .queued ? rows[index].dueAt : nil)
+                rows[index].pending = result.nextAttemptAt == nil ? rows[index].pending : result.pendingDevices
                 changed += 1
             }
             return changed

@@ -57,6 +57,41 @@ struct DeliveryEngineTests {
     }
 }
 
+extension DeliveryEngineTests {
+    @Test("per device: the iPhone answers 503 once, the Android phone accepts → the user is SENT at once, the iPhone pushed again, the Android phone not")
+    func perDeviceRetry() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: identifiers)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "two", deviceId: "iphone", platform: .ios, pushToken: "b0b0")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "two", deviceId: "pixel", platform: .android, pushToken: "fcm:two")
+        simulator.apns.setFaults(FaultRules(["b0b0": .init(.serviceUnavailable, times: 1)]))
+
+        _ = try await harness.soap(GatewayHarness.sendNotification(id: "per-device", recipients: ["two"]))
+        let store = NotificationStore(pool: database.pool, identifiers: identifiers)
+        var inQueue = true
+        for _ in 0..<600 where inQueue || simulator.apns.deliveries.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            inQueue = try await database.pool.withConnection {
+                try $0.query("SELECT count(*) FROM deliveries WHERE next_attempt_at IS NOT NULL").scalar != "0"
+            }
+        }
+        #expect(!inQueue)
+        #expect(try await store.deliveryStatus(id: "per-device") == [RecipientState(user: "two", state: .sent)])
+        #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"])
+        #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"])
+        let metrics = try await harness.request("GET", "/metrics")
+        #expect(metrics.text.contains("pigeon_push_retries_total{cause=\"unavailable\",platform=\"IOS\"} 1"))
+        #expect(metrics.text.contains("pigeon_deliveries_total{state=\"SENT\"} 1"))
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+}
+
 @Suite("Delivery engine with APNs certificate authentication", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct CertificateAuthenticationTests {
     @Test("apnsCertificatePath/apnsPassword: pushes go out on a client-certificate connection, without provider tokens")

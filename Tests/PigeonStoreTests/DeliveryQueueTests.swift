@@ -115,4 +115,38 @@ struct DeliveryQueueTests {
         #expect(states?.map(\.state) == [.sent, .queued, .invalidSubscription])
         await drop()
     }
+
+    @Test("a SENT delivery stays in the queue for its devices to retry, comes back with them, never goes back to QUEUED, and an acknowledgement ends it")
+    func sentWithDevicesToRetry() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "dev", count: 2)
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).sorted { $0.position < $1.position }
+        #expect(claimed.map(\.pendingDevices) == [nil, nil])
+        #expect(claimed.map(\.alreadySent) == [false, false])
+        // Both accepted on one device, the other device busy: due again at once.
+        let now = Date().addingTimeInterval(-1)
+        #expect(try await queue.record(claimed.map {
+            DeliveryResult(delivery: $0, state: .sent, nextAttemptAt: now, pendingDevices: [41, 42], error: "ServiceUnavailable")
+        }, owner: "w") == 2)
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        #expect(try await store.deliveryStatus(id: "dev")?.map(\.state) == [.sent, .sent])
+        let again = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).sorted { $0.position < $1.position }
+        #expect(again.map(\.pendingDevices) == [[41, 42], [41, 42]])
+        #expect(again.map(\.alreadySent) == [true, true])
+        #expect(again.map(\.attempt) == [2, 2])
+        // A late result never turns SENT back into QUEUED or a failure.
+        #expect(try await queue.record([DeliveryResult(delivery: again[0], state: .sendingFailed)], owner: "w") == 0)
+        // The device accepted now: out of the queue, still SENT.
+        #expect(try await queue.record([DeliveryResult(delivery: again[0], state: .sent)], owner: "w") == 1)
+        // The other one is acknowledged by the phone while its retry waits: out of the queue too.
+        #expect(try await queue.record([DeliveryResult(delivery: again[1], state: .sent, nextAttemptAt: Date().addingTimeInterval(3600), pendingDevices: [42])], owner: "w") == 1)
+        let device = try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).devices(user: again[1].userId).first?.id ?? 0
+        let acknowledged = try await AcknowledgementStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+            .acknowledge(notificationId: "dev", user: again[1].userId, device: device, target: .delivered)
+        #expect(acknowledged == .recorded(.delivered))
+        #expect(try await queue.depth() == 0)
+        #expect(try await store.deliveryStatus(id: "dev")?.map(\.state) == [.sent, .delivered])
+        await drop()
+    }
 }

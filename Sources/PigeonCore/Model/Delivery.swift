@@ -10,14 +10,23 @@ public struct ClaimedDelivery: Sendable, Equatable {
     /// Attempts including this one.
     public var attempt: Int
     public var expiresAt: Date
+    /// The devices still to push: `nil` for every subscribed device of the user (the first
+    /// attempt), else the ones whose earlier pushes failed temporarily.
+    public var pendingDevices: [Int64]?
+    /// True when a device already accepted the push (the delivery is SENT and in the queue
+    /// only for its other devices).
+    public var alreadySent: Bool
 
-    public init(notificationKey: Int64, userId: String, userFolded: String, position: Int, attempt: Int, expiresAt: Date) {
+    public init(notificationKey: Int64, userId: String, userFolded: String, position: Int, attempt: Int, expiresAt: Date,
+                pendingDevices: [Int64]? = nil, alreadySent: Bool = false) {
         self.notificationKey = notificationKey
         self.userId = userId
         self.userFolded = userFolded
         self.position = position
         self.attempt = attempt
         self.expiresAt = expiresAt
+        self.pendingDevices = pendingDevices
+        self.alreadySent = alreadySent
     }
 }
 
@@ -25,14 +34,19 @@ public struct ClaimedDelivery: Sendable, Equatable {
 public struct DeliveryResult: Sendable, Equatable {
     public var delivery: ClaimedDelivery
     public var state: DeliveryState
-    /// For a delivery staying QUEUED: when to try again.
+    /// For a delivery staying in the queue (QUEUED, or SENT with devices to retry): when to
+    /// try again.
     public var nextAttemptAt: Date?
+    /// The devices to push at that next attempt.
+    public var pendingDevices: [Int64]
     public var error: String?
 
-    public init(delivery: ClaimedDelivery, state: DeliveryState, nextAttemptAt: Date? = nil, error: String? = nil) {
+    public init(delivery: ClaimedDelivery, state: DeliveryState, nextAttemptAt: Date? = nil, pendingDevices: [Int64] = [],
+                error: String? = nil) {
         self.delivery = delivery
         self.state = state
         self.nextAttemptAt = nextAttemptAt
+        self.pendingDevices = pendingDevices
         self.error = error
     }
 }

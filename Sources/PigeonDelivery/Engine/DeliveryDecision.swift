@@ -2,56 +2,78 @@ import Foundation
 import PigeonCore
 import PushCore
 
-/// Turns the push outcomes of one delivery (one per device of the user) into the delivery's
-/// next state. Pure: the clock reading and the random source come in.
+/// Turns the push outcomes of one delivery (one per device still to push) into the delivery's
+/// next state and the devices to push again. Pure: the clock reading and the random source come
+/// in. Each device has its own outcome; the user's state is derived from them:
 ///
-/// - Any device accepted → `SENT`.
-/// - Every device's token is dead (or the user has no device) → `INVALID_SUBSCRIPTION`.
-/// - Something temporary and no acceptance → stay `QUEUED` until the retry schedule's next time;
-///   `SENDING_FAILED` when the notification is perishable, the attempts are used up or its time
-///   is up (the expiry sweep then makes it `EXPIRED` and reports it).
-/// - Otherwise (permanent failures) → `SENDING_FAILED`.
+/// - Any device accepted, now or at an earlier attempt → `SENT`.
+/// - Devices that failed temporarily are pushed again at the retry schedule's next time — also
+///   when another device accepted (the delivery stays in the queue as SENT for them) — unless
+///   the notification is perishable, the attempts are used up or its time is up.
+/// - No device accepted: every token dead (or no device at all) → `INVALID_SUBSCRIPTION`; some
+///   to retry → `QUEUED`; otherwise `SENDING_FAILED` (never `EXPIRED`: the expiry sweep does
+///   that and reports it).
 /// Devices whose tokens are dead are always reported for removal.
 public struct DeliveryDecision: Equatable, Sendable {
     public var state: DeliveryState
+    /// When to push the ``pendingDevices`` again; `nil` when the delivery leaves the queue.
     public var nextAttemptAt: Date?
+    public var pendingDevices: [Int64]
     public var deadDevices: [Int64]
     public var error: String?
 
+    public init(state: DeliveryState, nextAttemptAt: Date? = nil, pendingDevices: [Int64] = [], deadDevices: [Int64],
+                error: String? = nil) {
+        self.state = state
+        self.nextAttemptAt = nextAttemptAt
+        self.pendingDevices = pendingDevices
+        self.deadDevices = deadDevices
+        self.error = error
+    }
+
     public static func decide(
-        outcomes: [(device: Int64, outcome: PushOutcome)], attempt: Int, expiresAt: Date, perishable: Bool,
-        now: Date, schedule: RetrySchedule, random: inout some RandomNumberGenerator
+        outcomes: [(device: Int64, outcome: PushOutcome)], alreadySent: Bool = false, attempt: Int, expiresAt: Date,
+        perishable: Bool, now: Date, schedule: RetrySchedule, random: inout some RandomNumberGenerator
     ) -> DeliveryDecision {
         let dead = outcomes.compactMap { entry -> Int64? in
             if case .tokenDead = entry.outcome { return entry.device }
             return nil
         }
-        if outcomes.isEmpty {
-            return DeliveryDecision(state: .invalidSubscription, deadDevices: [], error: "no subscribed device")
-        }
-        if outcomes.contains(where: { if case .accepted = $0.outcome { true } else { false } }) {
-            return DeliveryDecision(state: .sent, deadDevices: dead)
-        }
-        if dead.count == outcomes.count {
-            return DeliveryDecision(state: .invalidSubscription, deadDevices: dead, error: reason(outcomes.first?.outcome))
-        }
+        let accepted = alreadySent || outcomes.contains { if case .accepted = $0.outcome { true } else { false } }
         let temporary = outcomes.filter {
             switch $0.outcome {
             case .retry, .refreshCredentials: true
             default: false
             }
         }
-        if let first = temporary.first {
+        var next: Date?
+        if !temporary.isEmpty {
             let serviceDelay = temporary.compactMap { entry -> Duration? in
                 if case .retry(_, let after) = entry.outcome { return after }
                 return nil
             }.max()
-            if let next = schedule.nextAttempt(after: attempt, now: now, expiresAt: expiresAt, perishable: perishable, serviceDelay: serviceDelay, random: &random) {
-                return DeliveryDecision(state: .queued, nextAttemptAt: next, deadDevices: dead, error: reason(first.outcome))
+            next = schedule.nextAttempt(after: attempt, now: now, expiresAt: expiresAt, perishable: perishable,
+                                        serviceDelay: serviceDelay, random: &random)
+        }
+        let pending = next == nil ? [] : temporary.map(\.device)
+        let temporaryReason = reason(temporary.first?.outcome)
+
+        if accepted {
+            return DeliveryDecision(state: .sent, nextAttemptAt: next, pendingDevices: pending, deadDevices: dead,
+                                    error: next == nil ? nil : temporaryReason)
+        }
+        if outcomes.isEmpty {
+            return DeliveryDecision(state: .invalidSubscription, deadDevices: [], error: "no subscribed device")
+        }
+        if dead.count == outcomes.count {
+            return DeliveryDecision(state: .invalidSubscription, deadDevices: dead, error: reason(outcomes.first?.outcome))
+        }
+        if !temporary.isEmpty {
+            if let next {
+                return DeliveryDecision(state: .queued, nextAttemptAt: next, pendingDevices: pending, deadDevices: dead,
+                                        error: temporaryReason)
             }
-            // Never EXPIRED here: the expiry sweep does that, in the transaction that writes the
-            // bank's report, so every expired delivery is reported.
-            return DeliveryDecision(state: .sendingFailed, deadDevices: dead, error: reason(first.outcome))
+            return DeliveryDecision(state: .sendingFailed, deadDevices: dead, error: temporaryReason)
         }
         let failure = outcomes.first { if case .failed = $0.outcome { true } else { false } }
         return DeliveryDecision(state: .sendingFailed, deadDevices: dead, error: reason(failure?.outcome))

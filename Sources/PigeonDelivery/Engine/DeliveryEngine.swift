@@ -167,16 +167,20 @@ public final class DeliveryEngine: Sendable {
         }
         var random = RandomSourceGenerator(source: services.random)
         let decision = DeliveryDecision.decide(
-            outcomes: outcomes.map { ($0.device.id, $0.outcome) }, attempt: claim.attempt, expiresAt: claim.expiresAt,
+            outcomes: outcomes.map { ($0.device.id, $0.outcome) }, alreadySent: claim.alreadySent, attempt: claim.attempt,
+            expiresAt: claim.expiresAt,
             perishable: notification.perishable ?? false, now: services.clock.now(), schedule: configuration.schedule,
             random: &random)
         let reached = outcomes.compactMap { entry -> Int64? in
             if case .accepted = entry.outcome { return entry.device.id }
             return nil
         }
-        metrics.increment("pigeon_deliveries_total", labels: ["state": decision.state.rawValue])
+        if !claim.alreadySent {
+            metrics.increment("pigeon_deliveries_total", labels: ["state": decision.state.rawValue])
+        }
         recorder.add(FinishedDelivery(
-            result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt, error: decision.error),
+            result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt,
+                                   pendingDevices: decision.pendingDevices, error: decision.error),
             deadDevices: decision.deadDevices, reachedDevices: reached))
     }
 

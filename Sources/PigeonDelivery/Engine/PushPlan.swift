@@ -35,7 +35,9 @@ struct PushPlan {
             // A notification's deliveries share its expiry, so one message serves all of them.
             let message = messages[claim.notificationKey] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
             messages[claim.notificationKey] = message
-            let userDevices = devices[key(claim.userId)] ?? []
+            // A retry pushes only the devices that failed temporarily (those still subscribed).
+            var userDevices = devices[key(claim.userId)] ?? []
+            if let pending = claim.pendingDevices.map(Set.init) { userDevices.removeAll { !pending.contains($0.id) } }
             if userDevices.isEmpty { claimsWithoutPushes.append(index) }
             for device in userDevices {
                 pushes.append(Push(claim: index, device: device, message: message))

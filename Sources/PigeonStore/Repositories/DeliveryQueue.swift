@@ -47,7 +47,8 @@ public struct DeliveryQueue: Sendable {
                       AND d.position = due.position
                       AND d.notification_key BETWEEN $6::bigint AND $7::bigint
                     RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
-                              extract(epoch FROM d.expires_at)::double precision, d.priority
+                              extract(epoch FROM d.expires_at)::double precision, d.priority,
+                              d.pending_devices, d.state
                     """, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
                           PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
                           String(lowest), String(highest)]).rows
@@ -56,8 +57,10 @@ public struct DeliveryQueue: Sendable {
                         guard let key = row.text(0).flatMap(Int64.init), let user = row.text(1), let folded = row.text(2),
                               let position = row.integer(3), let attempt = row.integer(4),
                               let expires = row.text(5).flatMap(Double.init) else { return nil }
+                        let pending = row.text(7).map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
                         return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
-                                               attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires))
+                                               attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires),
+                                               pendingDevices: pending, alreadySent: row.text(8) == DeliveryState.sent.rawValue)
                     }
             }
         }
@@ -93,9 +96,11 @@ public struct DeliveryQueue: Sendable {
         """
     }
 
-    /// Writes the outcomes of deliveries `owner` holds. Rows whose lease passed to another
-    /// process, or that left QUEUED meanwhile (acknowledged, expired), are left alone. Returns how
-    /// many rows changed.
+    /// Writes the outcomes of deliveries `owner` holds. A result with a next attempt keeps its
+    /// delivery in the queue for the devices it names (a SENT delivery too: its other devices
+    /// are retried). Rows whose lease passed to another process, or that left the queue
+    /// meanwhile (acknowledged, expired), are left alone; a SENT delivery never goes back.
+    /// Returns how many rows changed.
     @discardableResult
     public func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
         guard !results.isEmpty else { return 0 }
@@ -110,17 +115,22 @@ public struct DeliveryQueue: Sendable {
             // The key range prunes the update to the days the results belong to.
             String(results.map(\.delivery.notificationKey).min() ?? 0),
             String(results.map(\.delivery.notificationKey).max() ?? 0),
+            PostgresArray.encode(results.map { "{" + $0.pendingDevices.map(String.init).joined(separator: ",") + "}" }),
         ]
         return try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE deliveries d
                 SET state = v.state, updated_at = now(), last_error = v.error, lease_owner = NULL,
-                    next_attempt_at = CASE WHEN v.state = 'QUEUED'
-                                           THEN COALESCE(to_timestamp(v.next_at), d.next_attempt_at) END
-                FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::double precision[], $7::text[])
-                     AS v(notification_key, user_folded, position, state, next_at, error)
+                    next_attempt_at = CASE WHEN v.state = 'QUEUED' THEN COALESCE(to_timestamp(v.next_at), d.next_attempt_at)
+                                           WHEN v.state = 'SENT' THEN to_timestamp(v.next_at) END,
+                    pending_devices = CASE WHEN v.next_at IS NOT NULL THEN v.pending::bigint[]
+                                           WHEN v.state = 'QUEUED' THEN d.pending_devices END
+                FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::double precision[], $7::text[], $10::text[])
+                     AS v(notification_key, user_folded, position, state, next_at, error, pending)
                 WHERE d.notification_key = v.notification_key AND d.user_folded = v.user_folded
-                  AND d.position = v.position AND d.lease_owner = $1 AND d.state = 'QUEUED'
+                  AND d.position = v.position AND d.lease_owner = $1 AND d.next_attempt_at IS NOT NULL
+                  -- A SENT delivery in the queue for its other devices stays SENT.
+                  AND (d.state = 'QUEUED' OR v.state = 'SENT')
                   AND d.notification_key BETWEEN $8::bigint AND $9::bigint
                 """, parameters).affected
         }

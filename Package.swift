@@ -77,7 +77,7 @@ let package = Package(
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
         .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP"]),
         // The bank proxy's SOAP client (CONTRACT §3).
-        .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP", "PigeonCore"]),
+        .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
         .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs.
@@ -95,7 +95,13 @@ let package = Package(
         .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PushCore"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonSimulator", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
+            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+        ),
+        // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
+        // bank stub for local runs (so the gateway library links neither).
+        .target(
+            name: "PigeonCommandLine",
+            dependencies: ["PigeonServer", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -106,7 +112,7 @@ let package = Package(
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
         .executableTarget(
             name: "pigeon",
-            dependencies: ["PigeonServer"],
+            dependencies: ["PigeonCommandLine"],
             linkerSettings: [.linkedLibrary("jemalloc")]
         ),
 
@@ -118,13 +124,13 @@ let package = Package(
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PushCore", "PushTransport", "PigeonSimulator", "OutboundHTTP", "BankProxy", "PigeonBankStub"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub"]
         ),
     ],
     swiftLanguageModes: [.v6]

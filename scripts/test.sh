@@ -21,6 +21,8 @@ trap cleanup EXIT
 pg_recreate_database "$PORT" pigeon_test
 export PIGEON_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_test"
 
+log "module dependencies: declared = imported"
+python3 scripts/check-imports.py
 log "building"
 swift build --build-tests
 log "Swift tests"

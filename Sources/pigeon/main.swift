@@ -1,5 +1,5 @@
 import Foundation
-import PigeonServer
+import PigeonCommandLine
 
 // Writes to peers that hung up (HTTP clients, push services, the bank) fail with EPIPE instead of
 // ending the process.

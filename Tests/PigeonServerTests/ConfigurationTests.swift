@@ -82,12 +82,12 @@ struct ConfigurationTests {
 
     @Test("passwords never appear in the printed database URL")
     func redaction() {
-        #expect(CommandLineTool.redactedURL("postgresql://u:secret@h/d") == "postgresql://u:<redacted>@h/d")
-        #expect(CommandLineTool.redactedURL("jdbc:postgresql://h/d?user=u&password=secret") == "jdbc:postgresql://h/d?user=u&password=<redacted>")
+        #expect(DatabaseURLRedaction.redacted("postgresql://u:secret@h/d") == "postgresql://u:<redacted>@h/d")
+        #expect(DatabaseURLRedaction.redacted("jdbc:postgresql://h/d?user=u&password=secret") == "jdbc:postgresql://h/d?user=u&password=<redacted>")
         for url in ["postgresql://u:secret@h/d?password=secret&sslpassword=secret", "host=h password=secret dbname=d",
                     "host=h password = 'sec ret\\'s' dbname=d", "jdbc:postgresql://h/d?PASSWORD=secret&ssl=true",
                     "postgresql://u:secret@h1:5432,h2:5432/d?target_session_attrs=read-write"] {
-            let redacted = CommandLineTool.redactedURL(url)
+            let redacted = DatabaseURLRedaction.redacted(url)
             #expect(!redacted.contains("secret") && !redacted.contains("sec ret"), "\(redacted)")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonServer
 import PigeonCore
 import PigeonSimulator
 import PigeonStore
@@ -53,7 +54,7 @@ public struct CommandLineTool: Sendable {
         case "check-config":
             return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _ in
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
-                print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(Self.redactedURL) ?? "(dbUrl not set)")")
+                print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
                 return 0
             }
         case "--version", "version":
@@ -196,20 +197,5 @@ public struct CommandLineTool: Sendable {
 
     func printError(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
-    }
-
-    /// A database URL with every password form replaced: `user:password@`, `?password=…`,
-    /// libpq's `password=…` keywords (quoted or not), and `sslpassword`.
-    static func redactedURL(_ url: String) -> String {
-        var text = url
-        if let schemeEnd = text.range(of: "://") {
-            let rest = text[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: "<redacted>")
-            }
-        }
-        return text.replacingOccurrences(
-            of: #"(?i)((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)"#, with: "$1<redacted>", options: .regularExpression)
     }
 }

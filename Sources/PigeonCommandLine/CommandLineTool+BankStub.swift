@@ -1,4 +1,5 @@
 import Foundation
+import PigeonServer
 import PigeonBankStub
 import PigeonCore
 

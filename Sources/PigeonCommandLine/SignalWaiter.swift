@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PigeonServer
 
 /// Turns process signals into an awaitable event. The signals are ignored by default handling
 /// from construction on, so none is lost between start-up and the first `wait()`.

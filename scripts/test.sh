@@ -9,7 +9,7 @@ cd "$PIGEON_ROOT"
 
 PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
-pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=300
+pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=600
 gateway="" simulator="" stub=""
 cleanup() {
     stop_processes "$gateway" "$stub" "$simulator"

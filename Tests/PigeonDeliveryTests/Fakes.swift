@@ -4,14 +4,15 @@ import PigeonDelivery
 import PushCore
 import Synchronization
 
-/// A clock the test moves: `now()` is what the test set; `sleep` yields for a moment of real
-/// time (so loops make progress) whatever the duration asked for.
+/// A clock the test moves: `now()` is what the test set; `sleep` waits the real duration asked
+/// for up to 20 ms, so that loops make progress without the test waiting for leases or retry
+/// times, and idle loops do not spin.
 final class ManualClock: DeliveryClock {
     private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
 
     func now() -> Date { current.withLock { $0 } }
     func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    func sleep(for duration: Duration) async throws { try await Task.sleep(for: .milliseconds(1)) }
+    func sleep(for duration: Duration) async throws { try await Task.sleep(for: min(duration, .milliseconds(20))) }
 }
 
 final class CountingRandom: RandomSource {
@@ -199,12 +200,13 @@ final class Gate: Sendable {
     }
 }
 
-/// Waits (real time, generous deadline) until `condition` holds; false when it never did.
-func eventually(within seconds: Double = 20, _ condition: () -> Bool) async -> Bool {
+/// Waits (real time, generous deadline: the whole suite shares two cores) until `condition`
+/// holds; false when it never did.
+func eventually(within seconds: Double = 180, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline {
         if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
+        try? await Task.sleep(for: .milliseconds(5))
     }
     return condition()
 }

@@ -1,53 +1,6 @@
 import Foundation
 import PigeonCore
 
-/// A report the bank must receive (CONTRACT §3).
-public enum BankReport: Sendable, Equatable {
-    case pushIsOpened(notificationId: String, user: String)
-    case notificationExpired(notificationId: String, users: [String])
-
-    /// The `outbox.kind` of this report.
-    public var kind: String {
-        switch self {
-        case .pushIsOpened: "pushIsOpened"
-        case .notificationExpired: "reportNotificationExpired"
-        }
-    }
-
-    var payload: String {
-        let object: [String: Any] = switch self {
-        case .pushIsOpened(let id, let user): ["notificationId": id, "users": [user]]
-        case .notificationExpired(let id, let users): ["notificationId": id, "users": users]
-        }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    init?(kind: String, payload: String) {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
-              let id = object["notificationId"] as? String, let users = object["users"] as? [String] else { return nil }
-        switch kind {
-        case "pushIsOpened":
-            guard let user = users.first else { return nil }
-            self = .pushIsOpened(notificationId: id, user: user)
-        case "reportNotificationExpired":
-            self = .notificationExpired(notificationId: id, users: users)
-        default:
-            return nil
-        }
-    }
-}
-
-/// An outbox row held by a sender.
-public struct ClaimedReport: Sendable, Equatable {
-    public var id: Int64
-    public var report: BankReport
-    /// Attempts including this one.
-    public var attempt: Int
-    /// When the report was written (or re-queued by an operator).
-    public var createdAt: Date
-}
-
 /// A report moved out of the outbox after failing for too long.
 public struct DeadReport: Sendable, Equatable {
     public var id: Int64
@@ -181,6 +134,32 @@ public struct Outbox: Sendable {
                 FROM outbox
                 """).rows.first
             return OutboxStatistics(depth: row?.integer(0) ?? 0, oldestAgeSeconds: row?[1].flatMap(Double.init) ?? 0, dead: row?.integer(2) ?? 0)
+        }
+    }
+}
+
+/// The outbox row form of a report: its kind and a JSON payload.
+extension BankReport {
+    var payload: String {
+        let object: [String: Any] = switch self {
+        case .pushIsOpened(let id, let user): ["notificationId": id, "users": [user]]
+        case .notificationExpired(let id, let users): ["notificationId": id, "users": users]
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    init?(kind: String, payload: String) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
+              let id = object["notificationId"] as? String, let users = object["users"] as? [String] else { return nil }
+        switch kind {
+        case "pushIsOpened":
+            guard let user = users.first else { return nil }
+            self = .pushIsOpened(notificationId: id, user: user)
+        case "reportNotificationExpired":
+            self = .notificationExpired(notificationId: id, users: users)
+        default:
+            return nil
         }
     }
 }

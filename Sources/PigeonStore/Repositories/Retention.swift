@@ -1,16 +1,6 @@
 import Foundation
 import PigeonCore
 
-/// What one retention pass did.
-public struct RetentionStep: Sendable, Equatable {
-    /// Partitions created ahead.
-    public var created: Int
-    /// Tables dropped (a day of notifications and a day of deliveries are two), by name.
-    public var dropped: [String]
-    /// False when another process held the retention lock and this pass did nothing.
-    public var ran: Bool
-}
-
 /// The history's days. Notifications and deliveries are partitioned by day (UTC) of the send;
 /// a pass creates the partitions of the coming days and drops every day that ended more than
 /// the retention period ago — a catalog change per day, whatever the day held. A notification

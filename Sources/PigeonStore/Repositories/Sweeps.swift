@@ -1,25 +1,6 @@
 import Foundation
 import PigeonCore
 
-/// What one sweep step did.
-public struct SweepStep: Sendable, Equatable {
-    /// Rows changed (deliveries expired, devices deleted).
-    public var rows: Int
-    /// Reports written to the outbox.
-    public var reports: Int
-    /// False when another process held the sweep lock and this step did nothing.
-    public var ran: Bool
-    /// True when more work was left for a next step.
-    public var more: Bool
-
-    public init(rows: Int, reports: Int, ran: Bool, more: Bool) {
-        self.rows = rows
-        self.reports = reports
-        self.ran = ran
-        self.more = more
-    }
-}
-
 /// The periodic sweeps, each step one bounded transaction under a transaction-scoped advisory
 /// lock (several gateways: one sweeps, the others skip the step):
 /// - expiry: deliveries whose notification's `timeout` passed and that can still expire become

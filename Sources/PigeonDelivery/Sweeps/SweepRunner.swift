@@ -1,6 +1,5 @@
 import Foundation
 import PigeonCore
-import PigeonStore
 
 /// How sweeps are paced: a step that left work behind is followed at once by the next; a
 /// finished sweep waits for the interval. Pure, so the pacing is tested without a clock.
@@ -12,33 +11,48 @@ enum SweepPacing {
 
 /// Runs the expiry sweep and subscription hygiene every `interval` until cancelled, each as
 /// bounded steps (see ``Sweeps``); several gateways may run this, one sweeps at a time.
-struct SweepRunner: Sendable {
-    var sweeps: Sweeps
+public struct SweepRunner: Sendable {
+    var sweeps: any SweepJobs
     var interval: Duration
     var deviceExpiry: Duration
-    var retention: Retention
+    var retention: any HistoryKeeping
     var retentionDays: Int
     /// How often partitions are created ahead and aged days dropped.
     var retentionInterval: Duration = .seconds(3600)
+    var clock: any DeliveryClock
     var metrics: MetricsRegistry
     var logger: Logger
 
-    static func describe(_ metrics: MetricsRegistry) {
+    public init(sweeps: any SweepJobs, interval: Duration, deviceExpiry: Duration, retention: any HistoryKeeping, retentionDays: Int,
+                clock: any DeliveryClock = SystemDeliveryClock(), metrics: MetricsRegistry, logger: Logger) {
+        self.sweeps = sweeps
+        self.interval = interval
+        self.deviceExpiry = deviceExpiry
+        self.retention = retention
+        self.retentionDays = retentionDays
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public static func describe(_ metrics: MetricsRegistry) {
         metrics.describe("pigeon_sweep_rows_total", type: "counter", help: "Rows changed by sweeps: deliveries expired, devices deleted.")
         metrics.describe("pigeon_retention_tables_dropped_total", type: "counter", help: "Day partitions of notifications and deliveries dropped after retentionDays.")
         metrics.describe("pigeon_sweep_longest_step_seconds", type: "gauge", help: "The longest single sweep transaction since start.")
     }
 
-    func run() async {
+    /// Sweeps until the task is cancelled.
+    public func run() async {
         var longest: [String: Duration] = [:]
-        var retentionDue = ContinuousClock.now
+        var retentionDue = clock.now()
         while !Task.isCancelled {
-            await sweep("expiry", longest: &longest) { try await sweeps.expire() }
-            await sweep("hygiene", longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry) }
-            if ContinuousClock.now >= retentionDue {
-                retentionDue = ContinuousClock.now + (await keepHistory() ? retentionInterval : interval)
+            await sweep("expiry", longest: &longest) { try await sweeps.expire(notifications: 100, rows: 10_000) }
+            await sweep("hygiene", longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry, limit: 1_000) }
+            if clock.now() >= retentionDue {
+                let wait = await keepHistory() ? retentionInterval : interval
+                retentionDue = clock.now().addingTimeInterval(Double(wait.components.seconds))
             }
-            try? await Task.sleep(for: interval)
+            try? await clock.sleep(for: interval)
         }
     }
 
@@ -46,8 +60,8 @@ struct SweepRunner: Sendable {
     /// it failed (tried again at the next sweep interval).
     private func keepHistory() async -> Bool {
         do {
-            let now = Date()
-            let created = try await retention.prepareDays(around: now)
+            let now = clock.now()
+            let created = try await retention.prepareDays(around: now, daysAhead: 3, lockTimeout: .seconds(1))
             let step = try await retention.dropDays(olderThan: retentionDays, now: now)
             metrics.increment("pigeon_retention_tables_dropped_total", by: Double(step.dropped.count))
             if created > 0 || !step.dropped.isEmpty {

@@ -1,3 +1,4 @@
+import BankProxy
 import Foundation
 import PigeonCore
 import PigeonDelivery
@@ -36,5 +37,20 @@ extension PushTransports {
         if let apns { senders[.ios] = apns }
         if let fcm { senders[.android] = fcm }
         return senders
+    }
+}
+
+extension Outbox: ReportQueue {}
+extension Sweeps: SweepJobs {}
+extension Retention: HistoryKeeping {}
+
+extension BankProxyClient: BankReporting {
+    public func send(_ report: BankReport) async throws {
+        switch report {
+        case .pushIsOpened(let id, let user):
+            try await pushIsOpened(notificationId: id, user: user)
+        case .notificationExpired(let id, let users):
+            try await reportNotificationExpired(notificationId: id, users: users)
+        }
     }
 }

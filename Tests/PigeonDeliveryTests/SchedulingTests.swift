@@ -1,8 +1,8 @@
 import Foundation
-import PigeonStore
+import PigeonCore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
+@testable import PigeonDelivery
 
 /// Outbox back-off and sweep pacing as pure logic: the clock and randomness are injected.
 @Suite("Report and sweep scheduling")

@@ -1,16 +1,16 @@
-import BankProxy
 import Foundation
 import PigeonCore
-import PigeonStore
 
 /// Sends the outbox to the bank until cancelled: claims due reports under a lease, sends up to
 /// `concurrency` at once, deletes those the bank took and reschedules the others by
 /// ``ReportSchedule``. A report is deleted only after the bank answered, so it survives restarts
 /// and bank outages (at least once; the bank may see a report twice if its answer is lost). One
 /// that still fails `maxAge` after it was written moves to the dead letters (`pigeon outbox`).
-struct OutboxSender: Sendable {
-    var outbox: Outbox
-    var bank: BankProxyClient
+public struct OutboxSender: Sendable {
+    var outbox: any ReportQueue
+    var bank: any BankReporting
+    var clock: any DeliveryClock
+    var random: any RandomSource
     var schedule = ReportSchedule()
     var batchSize = 64
     var concurrency = 16
@@ -21,7 +21,21 @@ struct OutboxSender: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
-    func run() async {
+    public init(outbox: any ReportQueue, bank: any BankReporting, clock: any DeliveryClock = SystemDeliveryClock(),
+                random: any RandomSource = SystemRandomSource(), lease: Duration, maxAge: Duration,
+                metrics: MetricsRegistry, logger: Logger) {
+        self.outbox = outbox
+        self.bank = bank
+        self.clock = clock
+        self.random = random
+        self.lease = lease
+        self.maxAge = maxAge
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Sends until the task is cancelled.
+    public func run() async {
         logger.info("outbox sender started")
         while !Task.isCancelled {
             let claimed: [ClaimedReport]
@@ -29,11 +43,11 @@ struct OutboxSender: Sendable {
                 claimed = try await outbox.claim(limit: batchSize, lease: lease)
             } catch {
                 logger.warning("cannot read the outbox", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .seconds(1))
+                try? await clock.sleep(for: .seconds(1))
                 continue
             }
             if claimed.isEmpty {
-                try? await Task.sleep(for: idlePoll)
+                try? await clock.sleep(for: idlePoll)
                 continue
             }
             await send(claimed)
@@ -42,7 +56,7 @@ struct OutboxSender: Sendable {
     }
 
     private func send(_ reports: [ClaimedReport]) async {
-        let results = await withTaskGroup(of: (ClaimedReport, BankProxyError?).self) { group in
+        let results = await withTaskGroup(of: (ClaimedReport, String?).self) { group in
             var next = 0
             func addNext() {
                 guard next < reports.count else { return }
@@ -51,7 +65,7 @@ struct OutboxSender: Sendable {
                 group.addTask { (report, await deliver(report.report)) }
             }
             for _ in 0..<min(concurrency, reports.count) { addNext() }
-            var results: [(ClaimedReport, BankProxyError?)] = []
+            var results: [(ClaimedReport, String?)] = []
             while let result = await group.next() {
                 results.append(result)
                 addNext()
@@ -64,8 +78,8 @@ struct OutboxSender: Sendable {
         } catch {
             logger.warning("cannot remove sent reports; they will be sent again", metadata: ["error": "\(error)"])
         }
-        var random = SystemRandomNumberGenerator()
-        let now = Date()
+        var random = RandomSourceGenerator(source: random)
+        let now = clock.now()
         for (claimed, failure) in results {
             guard let failure else {
                 metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "sent"])
@@ -74,34 +88,30 @@ struct OutboxSender: Sendable {
             if now.timeIntervalSince(claimed.createdAt) > Double(maxAge.components.seconds) {
                 metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "dead"])
                 logger.error("report dead-lettered: the bank refused it for longer than reportMaxAgeHours; 'pigeon outbox list' shows it, 'pigeon outbox retry' sends it again", metadata: [
-                    "kind": claimed.report.kind, "id": String(claimed.id), "attempts": String(claimed.attempt), "error": failure.message])
+                    "kind": claimed.report.kind, "id": String(claimed.id), "attempts": String(claimed.attempt), "error": failure])
                 do {
-                    try await outbox.bury(claimed.id, error: failure.description)
+                    try await outbox.bury(claimed.id, error: failure)
                 } catch {
                     logger.warning("cannot dead-letter the report; it stays in the outbox", metadata: ["id": String(claimed.id), "error": "\(error)"])
                 }
                 continue
             }
             metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "retry"])
-            let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: Date(), random: &random)
+            let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: now, random: &random)
             logger.warning("report not taken by the bank; will retry", metadata: [
-                "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure.message,
-                "retryIn": String(format: "%.1fs", retryAt.timeIntervalSinceNow)])
-            try? await outbox.reschedule(claimed.id, at: retryAt, error: failure.description)
+                "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure,
+                "retryIn": String(format: "%.1fs", retryAt.timeIntervalSince(now))])
+            try? await outbox.reschedule(claimed.id, at: retryAt, error: failure)
         }
     }
 
-    private func deliver(_ report: BankReport) async -> BankProxyError? {
+    /// Sends one report; the failure's description when the bank did not take it.
+    private func deliver(_ report: BankReport) async -> String? {
         do {
-            switch report {
-            case .pushIsOpened(let id, let user):
-                try await bank.pushIsOpened(notificationId: id, user: user)
-            case .notificationExpired(let id, let users):
-                try await bank.reportNotificationExpired(notificationId: id, users: users)
-            }
+            try await bank.send(report)
             return nil
         } catch {
-            return error
+            return "\(error)"
         }
     }
 }

@@ -1,0 +1,20 @@
+import Foundation
+
+/// What one sweep step did.
+public struct SweepStep: Sendable, Equatable {
+    /// Rows changed (deliveries expired, devices deleted).
+    public var rows: Int
+    /// Reports written to the outbox.
+    public var reports: Int
+    /// False when another process held the sweep lock and this step did nothing.
+    public var ran: Bool
+    /// True when more work was left for a next step.
+    public var more: Bool
+
+    public init(rows: Int, reports: Int, ran: Bool, more: Bool) {
+        self.rows = rows
+        self.reports = reports
+        self.ran = ran
+        self.more = more
+    }
+}

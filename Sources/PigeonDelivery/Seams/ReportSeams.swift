@@ -1,0 +1,37 @@
+import Foundation
+import PigeonCore
+
+/// The durable outbox of reports to the bank, as the sender uses it. PostgreSQL's `Outbox` in
+/// the gateway.
+public protocol ReportQueue: Sendable {
+    /// Up to `limit` due reports, leased for `lease`.
+    func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport]
+    /// Deletes reports the bank took.
+    func complete(_ ids: [Int64]) async throws
+    /// Makes a report due again at `retryAt`, noting why it failed.
+    func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws
+    /// Moves a report to the dead letters.
+    func bury(_ id: Int64, error: String) async throws
+}
+
+/// The bank's proxy service, receiving reports (CONTRACT §3).
+public protocol BankReporting: Sendable {
+    /// Sends one report; throws when the bank did not take it.
+    func send(_ report: BankReport) async throws
+}
+
+/// The periodic clean-ups, each step one bounded transaction.
+public protocol SweepJobs: Sendable {
+    /// Expires deliveries of timed-out notifications and reports them.
+    func expire(notifications: Int, rows: Int) async throws -> SweepStep
+    /// Deletes subscriptions not reached for longer than `period`.
+    func removeStaleDevices(olderThan period: Duration, limit: Int) async throws -> SweepStep
+}
+
+/// The history's days: created ahead, dropped when aged out.
+public protocol HistoryKeeping: Sendable {
+    /// Creates the partitions of the days around `now`; returns how many.
+    func prepareDays(around now: Date, daysAhead: Int, lockTimeout: Duration) async throws -> Int
+    /// Drops the days that ended more than `days` days before `now`.
+    func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep
+}

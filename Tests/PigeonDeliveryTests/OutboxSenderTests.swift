@@ -1,0 +1,104 @@
+import Foundation
+import PigeonCore
+import Synchronization
+import Testing
+@testable import PigeonDelivery
+
+/// The outbox in memory: due reports, leases ignored (one sender).
+final class FakeReportQueue: ReportQueue {
+    struct Row: Sendable {
+        var report: ClaimedReport
+        var dueAt: Date
+        var error: String?
+    }
+
+    private let clock: ManualClock
+    let rows: Mutex<[Int64: Row]>
+    let buried = Mutex<[Int64: String]>([:])
+
+    init(clock: ManualClock, reports: [ClaimedReport]) {
+        self.clock = clock
+        rows = Mutex(Dictionary(uniqueKeysWithValues: reports.map { ($0.id, Row(report: $0, dueAt: clock.now())) }))
+    }
+
+    func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
+        let now = clock.now()
+        return rows.withLock { rows in
+            let due = rows.values.filter { $0.dueAt <= now }.prefix(limit).map(\.report.id)
+            return due.compactMap { id in
+                rows[id]?.report.attempt += 1
+                rows[id]?.dueAt = now.addingTimeInterval(Double(lease.components.seconds))
+                return rows[id]?.report
+            }
+        }
+    }
+
+    func complete(_ ids: [Int64]) async throws {
+        rows.withLock { rows in ids.forEach { rows[$0] = nil } }
+    }
+
+    func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
+        rows.withLock { rows in
+            rows[id]?.dueAt = retryAt
+            rows[id]?.error = error
+        }
+    }
+
+    func bury(_ id: Int64, error: String) async throws {
+        rows.withLock { $0[id] = nil }
+        buried.withLock { $0[id] = error }
+    }
+}
+
+struct BankRefusal: Error, CustomStringConvertible {
+    var description: String { "bank answered 500" }
+}
+
+/// A bank that refuses the reports of the notifications it is told to refuse.
+final class FakeBank: BankReporting {
+    let refused: Set<String>
+    let received = Mutex<[BankReport]>([])
+
+    init(refusing refused: Set<String> = []) {
+        self.refused = refused
+    }
+
+    func send(_ report: BankReport) async throws {
+        switch report {
+        case .pushIsOpened(let id, _), .notificationExpired(let id, _):
+            if refused.contains(id) { throw BankRefusal() }
+        }
+        received.withLock { $0.append(report) }
+    }
+}
+
+@Suite("Outbox sender with fakes")
+struct OutboxSenderTests {
+    @Test("taken reports are removed; a refused one is retried with back-off on the clock and dead-lettered past maxAge, once")
+    func retryThenDeadLetter() async throws {
+        let clock = ManualClock()
+        let taken = ClaimedReport(id: 1, report: .pushIsOpened(notificationId: "ok", user: "u"), attempt: 0, createdAt: clock.now())
+        let refused = ClaimedReport(id: 2, report: .notificationExpired(notificationId: "no", users: ["a", "b"]), attempt: 0,
+                                    createdAt: clock.now())
+        let queue = FakeReportQueue(clock: clock, reports: [taken, refused])
+        let bank = FakeBank(refusing: ["no"])
+        let metrics = MetricsRegistry()
+        let sender = OutboxSender(outbox: queue, bank: bank, clock: clock, random: CountingRandom(), lease: .seconds(120),
+                                  maxAge: .seconds(3600), metrics: metrics, logger: .silent)
+        let task = Task { await sender.run() }
+        #expect(await eventually { queue.rows.withLock { $0[2]?.error } == "bank answered 500" })
+        #expect(bank.received.withLock { $0 } == [taken.report])
+        #expect(queue.rows.withLock { $0[1] } == nil)
+        // The first retry is about a second later (±20 %), not at once.
+        let due = try #require(queue.rows.withLock { $0[2]?.dueAt })
+        #expect(due.timeIntervalSince(clock.now()) >= 0.8 && due.timeIntervalSince(clock.now()) <= 1.2)
+        // Past maxAge the next failure buries it.
+        clock.advance(by: 3601)
+        #expect(await eventually { queue.buried.withLock { $0[2] } != nil })
+        task.cancel()
+        await task.value
+        #expect(queue.rows.withLock { $0.isEmpty })
+        #expect(metrics.counter("pigeon_bank_reports_total", labels: ["kind": "reportNotificationExpired", "result": "dead"]) == 1)
+        #expect(metrics.counter("pigeon_bank_reports_total", labels: ["kind": "pushIsOpened", "result": "sent"]) == 1)
+    }
+}

@@ -112,7 +112,7 @@ let package = Package(
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
         .executableTarget(
             name: "pigeon",
-            dependencies: ["PigeonCommandLine"],
+            dependencies: ["PigeonCommandLine", "PigeonCore"],
             linkerSettings: [.linkedLibrary("jemalloc")]
         ),
 
@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub"]
+            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub"]
         ),
     ],
     swiftLanguageModes: [.v6]

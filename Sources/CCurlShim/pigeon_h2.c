@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "pigeon_h2.h"
 
 #include <stdio.h>
@@ -5,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <curl/curl.h>
+#include <pthread.h>
 
 #define MAX_RESPONSE_BYTES (1 << 20)
 #define MAX_HEADERS 32
@@ -255,4 +257,10 @@ const char *pigeon_h2_transfer_header(const pigeon_h2_transfer *transfer, const 
         }
     }
     return NULL;
+}
+
+void pigeon_h2_name_current_thread(const char *name) {
+    char truncated[16];
+    snprintf(truncated, sizeof truncated, "%s", name);
+    pthread_setname_np(pthread_self(), truncated);
 }

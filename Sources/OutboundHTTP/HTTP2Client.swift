@@ -18,13 +18,17 @@ public final class HTTP2Client: Sendable {
         /// The certificate this client proves itself with (APNs certificate authentication, the
         /// bank's mutual TLS).
         public var clientCertificate: ClientCertificate?
+        /// The driving thread's name (at most 15 bytes show in `/proc` and `top`).
+        public var threadName: String
 
-        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil, clientCertificate: ClientCertificate? = nil) {
+        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil,
+                    clientCertificate: ClientCertificate? = nil, threadName: String = "pigeon-http2") {
             self.maxConnections = maxConnections
             self.maxStreamsPerConnection = maxStreamsPerConnection
             self.timeout = timeout
             self.caFile = caFile
             self.clientCertificate = clientCertificate
+            self.threadName = threadName
         }
     }
 
@@ -108,16 +112,19 @@ public final class HTTP2Client: Sendable {
 
     public init(configuration: Configuration) throws {
         // libcurl with CURLOPT_NOSIGNAL (needed with threads) leaves SIGPIPE to the application,
-        // and OpenSSL writing to a connection the server closed raises it: ignore it
-        // process-wide, or a push service hanging up would end the gateway.
-        signal(SIGPIPE, SIG_IGN)
+        // and OpenSSL writing to a connection the server closed raises it.
+        ProcessSignals.ignoreBrokenPipes()
         guard let client = pigeon_h2_client_new(configuration.maxConnections, configuration.maxStreamsPerConnection) else {
             throw TransportError(code: -1, message: "cannot create the libcurl multi handle")
         }
         self.configuration = configuration
         self.client = client
-        let thread = Thread { [self] in drive() }
-        thread.name = "pigeon-http2"
+        let name = configuration.threadName
+        let thread = Thread { [self] in
+            // Named from inside: Foundation does not pass a name given before start to the OS.
+            pigeon_h2_name_current_thread(name)
+            drive()
+        }
         thread.start()
     }
 

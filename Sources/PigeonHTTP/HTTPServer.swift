@@ -104,7 +104,7 @@ public final class HTTPServer: Sendable {
     /// Binds and starts serving; returns once the socket listens.
     public init(configuration: Configuration, logger: Logger, admit: @escaping Admission, handler: @escaping Handler) throws {
         // TLS writes to a client that hung up raise SIGPIPE; it must not end the server.
-        signal(SIGPIPE, SIG_IGN)
+        ProcessSignals.ignoreBrokenPipes()
         let workers = WorkerThreads(count: configuration.handlerThreads, name: "pigeon-http-\(configuration.port)")
         let context = Unmanaged.passRetained(ExchangeContext(
             admit: admit, handler: handler, logger: logger, workers: workers, limit: ConcurrencyLimit(configuration.concurrentHandlers)))

@@ -71,9 +71,8 @@ public final class H2Server: Sendable {
     private let box: Unmanaged<HandlerBox>
 
     public init(configuration: Configuration, handler: @escaping Handler) throws {
-        // OpenSSL writes to sockets whose peer may be gone (a gateway killed mid-stream): ignore
-        // SIGPIPE process-wide, or such a write ends the process.
-        signal(SIGPIPE, SIG_IGN)
+        // OpenSSL writes to sockets whose peer may be gone (a gateway killed mid-stream).
+        ProcessSignals.ignoreBrokenPipes()
         let box = Unmanaged.passRetained(HandlerBox(handler: handler))
         var error = [CChar](repeating: 0, count: 256)
         let started: OpaquePointer? = configuration.host.withCString { host in

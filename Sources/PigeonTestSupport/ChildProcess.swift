@@ -16,7 +16,7 @@ public enum ChildProcess {
     /// For synchronous set-up code (test fixtures' initialisers).
     public static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) throws -> Data {
         // A program that exits before reading all its input must not take the tests with it.
-        signal(SIGPIPE, SIG_IGN)
+        ProcessSignals.ignoreBrokenPipes()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

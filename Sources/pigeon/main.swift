@@ -1,8 +1,9 @@
 import Foundation
 import PigeonCommandLine
+import PigeonCore
 
 // Writes to peers that hung up (HTTP clients, push services, the bank) fail with EPIPE instead of
-// ending the process.
-signal(SIGPIPE, SIG_IGN)
+// ending the process: set once, before anything starts.
+ProcessSignals.ignoreBrokenPipes()
 let status = await CommandLineTool(arguments: Array(CommandLine.arguments.dropFirst())).run()
 exit(status)

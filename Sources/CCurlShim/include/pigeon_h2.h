@@ -59,4 +59,7 @@ const uint8_t *pigeon_h2_transfer_body(const pigeon_h2_transfer *transfer, size_
 /* A response header's value (case-insensitive name), or NULL. */
 const char *pigeon_h2_transfer_header(const pigeon_h2_transfer *transfer, const char *name);
 
+/* Names the calling thread (the first 15 bytes of `name`), as /proc and top show it. */
+void pigeon_h2_name_current_thread(const char *name);
+
 #endif

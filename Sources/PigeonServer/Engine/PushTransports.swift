@@ -12,6 +12,11 @@ struct PushTransports {
     var clients: [(service: String, client: HTTP2Client)] = []
 
     init(configuration: GatewayConfiguration, logger: Logger, metrics: MetricsRegistry) throws {
+        var configured = false
+        defer {
+            // A client made before a later step failed (a bad FCM account after APNs) is stopped.
+            if !configured { clients.forEach { $0.client.shutdown(abandonRunning: true) } }
+        }
         let apnsSettings = configuration.apns
         // Enough streams per connection for the engine's concurrency, within what servers allow.
         let streams = min(1000, max(100, configuration.delivery.concurrency / configuration.delivery.connections + 1))
@@ -38,6 +43,7 @@ struct PushTransports {
             let tokens = FCMAccessTokens(account: account, tokenURL: configuration.fcm.tokenEndpoint, client: http)
             fcm = FCMTransport(client: http, endpoint: configuration.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
         }
+        configured = true
     }
 
     /// Every provider-token event is counted; the ones an operator acts on are logged, once each

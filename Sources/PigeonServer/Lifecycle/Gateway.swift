@@ -28,9 +28,11 @@ public final class Gateway: Sendable {
     private let servers: [HTTPServer]
     private let logger: Logger
     private let pushClients: [HTTP2Client]
-    private let engine: (task: Task<Void, Never>, owner: String)?
-    /// Metrics sampling, sweeps and the outbox sender, cancelled together at shutdown.
-    private let background: Task<Void, Never>
+    /// The lease owner name of this process's delivery engine, when it runs one.
+    private let engineOwner: String?
+    /// The delivery engine, metrics sampling, sweeps and the outbox sender under one task
+    /// group, cancelled together at shutdown.
+    private let components: Task<Void, Never>
 
     /// Opens the database, applies pending migrations and starts serving.
     public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
@@ -62,13 +64,14 @@ public final class Gateway: Sendable {
             metrics: metrics)
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
         // the gateway's own credentials and the bank's CA.
-        let bankHTTP = try configuration.bankProxyURL.map { _ in
+        let bankHTTP = try configuration.bankProxyURL.map { url in
             try HTTP2Client(configuration: .init(
                 maxConnections: 8, maxStreamsPerConnection: 10, timeout: .seconds(configuration.bankProxyTimeoutSeconds),
                 caFile: configuration.bankChannel.caFile,
                 clientCertificate: configuration.bankChannel.clientCertificatePath.map {
                     HTTP2Client.ClientCertificate(path: $0, type: .pem, keyPath: configuration.bankChannel.clientKeyPath)
-                }))
+                },
+                threadName: "bank-\(URLComponents(string: url)?.port ?? 0)"))
         }
         let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
         let bank = configuration.bankProxyURL.flatMap { url in
@@ -85,8 +88,12 @@ public final class Gateway: Sendable {
         } ?? pool
         var started = false
         defer {
-            // A start that fails below must not leave the device pool's threads behind.
-            if !started && devicePool !== pool { devicePool.close() }
+            // A start that fails below must leave no thread behind: neither the device pool's
+            // nor the bank client's.
+            if !started {
+                if devicePool !== pool { devicePool.close() }
+                bankHTTP?.shutdown(abandonRunning: true)
+            }
         }
         func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
             Router(
@@ -169,17 +176,17 @@ public final class Gateway: Sendable {
         }
         pushClients = transports.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
         let queue = DeliveryQueue(pool: pool)
-        if transports.apns == nil && transports.fcm == nil {
+        let deliveryEngine: DeliveryEngine?
+        if transports.senders.isEmpty {
             logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
-            engine = nil
+            deliveryEngine = nil
         } else {
-            let deliveryEngine = DeliveryEngine(
+            deliveryEngine = DeliveryEngine(
                 configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
                 services: .init(queue: queue, notifications: inbound.notifications, devices: inbound.subscriptions, senders: transports.senders),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
-            let workers = configuration.delivery.workers
-            engine = (Task { await deliveryEngine.run(workers: workers) }, deliveryEngine.owner)
         }
+        engineOwner = deliveryEngine?.owner
         MetricsSampler.collect(transports.clients, into: metrics)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
@@ -195,8 +202,10 @@ public final class Gateway: Sendable {
         if sender == nil {
             logger.warning("sbiOutboundWebServiceURL is not set: reports to the bank wait in the outbox and new devices cannot register")
         }
-        background = Task {
+        let workers = configuration.delivery.workers
+        components = Task {
             await withTaskGroup(of: Void.self) { group in
+                if let deliveryEngine { group.addTask { await deliveryEngine.run(workers: workers) } }
                 group.addTask { await metricsSampler.run() }
                 group.addTask { await sweeps.run() }
                 if let sender { group.addTask { await sender.run() } }
@@ -212,53 +221,58 @@ public final class Gateway: Sendable {
     }
 
     /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
+    ///
+    /// Everything happens within one deadline, `shutdownGraceSeconds` (default 20, under a
+    /// container platform's 30-second grace): the listeners stop accepting; the engine stops
+    /// claiming and its pushes in flight finish and are recorded, the outbox sender and sweeps
+    /// stop; what is still running a few seconds before the deadline is abandoned, and the
+    /// deliveries this process still holds are handed back to the queue at once.
     public func shutdownBlocking() {
-        logger.notice("shutting down")
+        let grace = Double(configuration.delivery.shutdownGraceSeconds)
+        let deadline = Date().addingTimeInterval(grace)
+        // Time kept back for handing claims back, answering the last requests and closing.
+        let reserve = min(3, grace / 4)
+        func remaining(keeping kept: Double = 0) -> Double { max(0, deadline.timeIntervalSinceNow - kept) }
+        logger.notice("shutting down", metadata: ["deadlineSeconds": String(Int(grace))])
         servers.forEach { $0.quiesce() }
-        background.cancel()
-        var sendsInFlight = false
-        if let engine {
-            // The engine stops claiming and finishes the batch in hand; what it still holds when
-            // the grace period ends goes back to the queue for another process (or the next start).
-            engine.task.cancel()
-            let grace = configuration.delivery.shutdownGraceSeconds
-            if !Self.wait(for: engine.task, seconds: grace) {
-                sendsInFlight = true
-                logger.warning("in-flight sends did not finish within shutdownGraceSeconds; handing their deliveries back", metadata: ["seconds": String(grace)])
-            }
+        components.cancel()
+        let finished = Self.wait(for: components, seconds: remaining(keeping: reserve))
+        if !finished {
+            logger.warning("work in flight did not finish before the shutdown deadline; abandoning it and handing their deliveries back",
+                           metadata: ["shutdownGraceSeconds": String(Int(grace))])
+        }
+        if let engineOwner {
+            // Whatever this process still holds goes back to the queue for another process (or
+            // the next start); a late outcome of an abandoned push then changes nothing.
             let queue = DeliveryQueue(pool: pool)
-            let released = Self.wait(seconds: 10) { try await queue.release(owner: engine.owner) }
+            let released = Self.wait(seconds: max(1, remaining(keeping: reserve / 2))) { try await queue.release(owner: engineOwner) }
             if let released, released > 0 {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }
         }
-        // Reports being sent finish (or stay leased and go out after a restart).
-        _ = Self.wait(for: background, seconds: configuration.delivery.shutdownGraceSeconds)
-        // Requests in progress get a moment to answer; any still running then gets 503.
-        servers.forEach { $0.stop(waitingUpTo: 5) }
-        // Sends still in flight after the grace period are abandoned: their deliveries are back
-        // in the queue already.
-        pushClients.forEach { $0.shutdown(abandonRunning: sendsInFlight) }
-        if devicePool !== pool { devicePool.close() }
-        pool.close()
+        // Requests in progress get what is left to answer; any still running then gets 503.
+        servers.forEach { $0.stop(waitingUpTo: min(5, remaining(keeping: 1))) }
+        pushClients.forEach { $0.shutdown(abandonRunning: !finished) }
+        if devicePool !== pool { devicePool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining(keeping: 0.5))))) }
+        pool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining()))))
         logger.notice("stopped")
     }
 
     /// Waits on this (non-cooperative) thread for `task` to end; false when `seconds` passed first.
-    private static func wait(for task: Task<Void, Never>, seconds: Int) -> Bool {
+    private static func wait(for task: Task<Void, Never>, seconds: Double) -> Bool {
         wait(seconds: seconds) { await task.value } != nil
     }
 
     /// Runs `work` as a task and waits on this thread up to `seconds` for its result; nil when it
     /// failed or did not finish in time.
-    private static func wait<T: Sendable>(seconds: Int, _ work: @escaping @Sendable () async throws -> T) -> T? {
+    private static func wait<T: Sendable>(seconds: Double, _ work: @escaping @Sendable () async throws -> T) -> T? {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<T?>(nil)
         Task {
             if let value = try? await work() { result.withLock { $0 = value } }
             done.signal()
         }
-        guard done.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
         return result.withLock { $0 }
     }
 

@@ -1,0 +1,49 @@
+import Foundation
+import PigeonCore
+import PigeonServer
+import PigeonTestSupport
+import Testing
+
+/// Starting and stopping: a start that fails leaves nothing running.
+@Suite("Gateway lifecycle", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct LifecycleTests {
+    /// The process's threads named `name` (Linux: /proc/self/task/*/comm).
+    static func threads(named name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return comm.trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }.count
+    }
+
+    func configuration(port: UInt16, bankPort: Int) -> GatewayConfiguration {
+        var configuration = GatewayConfiguration()
+        configuration.http.host = "127.0.0.1"
+        configuration.http.port = port
+        configuration.database.url = TestDatabase.url
+        configuration.database.poolSize = 2
+        configuration.database.migrationsPath = TestDatabase.migrationsDirectory.path
+        // Nothing listens there: the client is made at start and never called.
+        configuration.bankProxyURL = "http://127.0.0.1:\(bankPort)/sbi-outbound/services/SBIOutbound"
+        return configuration
+    }
+
+    @Test("a start that fails late (its TLS certificate unreadable) stops the bank client it had started: no thread is left")
+    func failedStartLeavesNoThread() async throws {
+        let bankPort = try #require(LoopbackPort.free())
+        let thread = "bank-\(bankPort)"
+        // A gateway that starts has the bank client's thread, under that name ...
+        let running = try await Gateway.start(configuration: configuration(port: 0, bankPort: bankPort), logger: .silent)
+        #expect(Self.threads(named: thread) == 1)
+        // ... and one whose listener cannot start fails, leaving no second one behind.
+        await #expect(throws: (any Error).self) {
+            var broken = configuration(port: 0, bankPort: bankPort)
+            broken.http.tlsCertificatePath = "/nonexistent/server.pem"
+            broken.http.tlsKeyPath = "/nonexistent/server.key"
+            _ = try await Gateway.start(configuration: broken, logger: .silent)
+        }
+        #expect(Self.threads(named: thread) == 1)
+        await running.shutdown()
+        #expect(Self.threads(named: thread) == 0)
+    }
+}

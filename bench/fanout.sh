@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Fan-out benchmark (issue: delivery engine). One sendNotification to N users (half iOS, half
-# Android, one device each) through a release gateway to `pigeon simulate` over HTTP/2 + TLS,
-# timed from the SOAP call until no delivery is QUEUED. In the same run the ceiling: h2load
-# sending the same APNs request (valid provider token, same payload size) to the same simulator
-# with as many streams in flight as the gateway allows (deliveryConcurrency). Also the gateway's
+# Fan-out benchmark (issue: delivery core). One sendNotification to N users (half iOS, half
+# Android, one device each) through a release gateway with default settings, over HTTP/2 + TLS to
+# bench/answerer/push-answerer (C, nghttp2 + OpenSSL: answers APNs, FCM and OAuth at once, far
+# faster than our Swift simulator), timed from the SOAP answer until no delivery is QUEUED.
+# In the same run the ceiling: h2load sending the same APNs request (same headers and payload)
+# to the same answerer with as many streams in flight as the gateway allows. Also the gateway's
 # memory: peak RSS (the SOAP ingest of N recipients included) and RSS sampled while the engine
 # works through the fan-out. Durable PostgreSQL; everything shares the machine's cores.
+# `pigeon simulate` only makes the credentials (CA, server certificate, APNs key, FCM account).
 # usage: bench/fanout.sh [RECIPIENTS]   (default 100000)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
@@ -14,16 +16,18 @@ recipients="${1:-100000}"
 PORT=55434
 HTTP_PORT=18091
 SIM_PORT=22198
+ANSWERER_PORT=22298
 DB=pigeon_fanout
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-fanout-sim
+# The gateway's default deliveryConcurrency: the ceiling gets as many streams in flight.
 CONCURRENCY=256
 
 install_packages
 pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
-gateway="" simulator=""
+gateway="" simulator="" answerer=""
 cleanup() {
-    stop_processes "$gateway" "$simulator"
+    stop_processes "$gateway" "$simulator" "$answerer"
     pg_stop bench
 }
 trap cleanup EXIT
@@ -34,22 +38,31 @@ log "building (release)"
 swift build -c release --product pigeon >/dev/null
 swift build -c release --product pigeon-bench >/dev/null
 
+cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
+
 rm -rf "$STATE"
 start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-fanout-sim.out
-simulator=$SIMULATOR_PID
+stop_processes "$SIMULATOR_PID"
+/tmp/push-answerer "$ANSWERER_PORT" "$STATE/server.pem" "$STATE/server.key" > /tmp/pigeon-fanout-answerer.out 2>&1 &
+answerer=$!
+answerer_url="https://127.0.0.1:$ANSWERER_PORT"
 {
     echo "listen = 127.0.0.1:$HTTP_PORT"
     echo "dbUrl = $URL"
     echo "migrationsPath = $PIGEON_ROOT/migrations"
     echo "maxRequestBytes = 268435456"
-    echo "deliveryConcurrency = $CONCURRENCY"
     echo "logLevel = warning"
     # Extra server.conf lines to try engine settings, e.g. PIGEON_BENCH_CONF=$'deliveryWorkers = 8'.
     echo "${PIGEON_BENCH_CONF:-}"
-    grep -E '^(apns|fcm|tlsCaFile)' /tmp/pigeon-fanout-sim.out
+    grep -E '^(apnsKeyPath|apnsKeyId|apnsTeamId|apnsTopic|fcmServiceAccountPath|tlsCaFile)' /tmp/pigeon-fanout-sim.out
+    echo "apnsEndpoint = $answerer_url"
+    echo "fcmEndpoint = $answerer_url"
+    echo "fcmTokenEndpoint = $answerer_url/token"
 } > /tmp/pigeon-fanout.conf
+answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | python3 -c "import json, sys; h = json.load(sys.stdin); print(h['apns'] + h['fcm'])"; }
+for _ in $(seq 1 50); do answered >/dev/null 2>&1 && break; sleep 0.1; done
 
-log "ceiling: h2load, APNs requests straight to the simulator"
+log "ceiling: h2load, APNs requests straight to the answerer"
 key_id=$(awk '$1 == "apnsKeyId" {print $3}' /tmp/pigeon-fanout.conf)
 team_id=$(awk '$1 == "apnsTeamId" {print $3}' /tmp/pigeon-fanout.conf)
 topic=$(awk '$1 == "apnsTopic" {print $3}' /tmp/pigeon-fanout.conf)
@@ -60,7 +73,7 @@ ceiling_requests=$(( recipients < 200000 ? recipients : 200000 ))
 ceiling=$(h2load -n "$ceiling_requests" -c 2 -m $((CONCURRENCY / 2)) -t 1 \
     -H "authorization: bearer $token" -H "apns-topic: $topic" -H "apns-push-type: alert" -H "apns-priority: 10" \
     -H "content-type: application/json" -d /tmp/pigeon-fanout-payload.json \
-    "https://127.0.0.1:$SIM_PORT/3/device/0123456789abcdef0123456789abcdef" 2>&1)
+    "$answerer_url/3/device/0123456789abcdef0123456789abcdef" 2>&1)
 ceiling_rate=$(echo "$ceiling" | awk '/^finished in/ {gsub(",", "", $4); print int($4)}')
 ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $3}')
 
@@ -89,6 +102,20 @@ accepted=$(date +%s.%N)
 grep -q '<status>OK</status>' /tmp/pigeon-fanout-reply.xml || { log "send failed: $(head -c 300 /tmp/pigeon-fanout-reply.xml)"; exit 1; }
 rss_after_ingest=$(rss)
 rss_min=999999 rss_max=0
+# CPU seconds (user + system) of a process and of PostgreSQL's processes, for where time goes.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+postgres_cpu() {
+    local master; master=$(head -1 /tmp/pigeon-pg/bench/data/postmaster.pid)
+    for pid in "$master" $(pgrep -P "$master"); do cpu_of "$pid" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'
+}
+gateway_cpu_before=$(cpu_of "$gateway")
+postgres_cpu_before=$(postgres_cpu)
+# PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
+profiler=""
+if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
+    perf record -F 99 -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
+    profiler=$!
+fi
 while :; do
     queued=$(sql "SELECT count(*) FROM deliveries WHERE state = 'QUEUED'")
     current=$(rss)
@@ -98,18 +125,26 @@ while :; do
     sleep 0.5
 done
 finished=$(date +%s.%N)
+gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
+postgres_cpu_used=$(awk -v a="$(postgres_cpu)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
+if [ -n "$profiler" ]; then
+    kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
+    perf report -i /tmp/pigeon-fanout.perf --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | awk '/^ +[0-9]/ && n++ < 25' > /tmp/pigeon-fanout-profile.txt
+    log "profile (self time, top 25): /tmp/pigeon-fanout-profile.txt"
+    cat /tmp/pigeon-fanout-profile.txt
+fi
 curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" > /tmp/pigeon-fanout-metrics.txt
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
-# Pushes the simulator accepted, less the ceiling run's.
-pushes=$(curl -sS "https://127.0.0.1:$SIM_PORT/simulator/health" --cacert "$STATE/ca.pem" \
-    | python3 -c "import json, sys; h = json.load(sys.stdin); print(h['apnsPushes'] + h['fcmPushes'] - $ceiling_requests)")
+# Pushes the answerer took, less the ceiling run's.
+pushes=$(( $(answered) - ceiling_requests ))
 
 awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" \
-    -v states="$states" -v pushes="$pushes" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
+    -v states="$states" -v pushes="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
     rate = n / (f - a)
     printf "\n| recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s (%s ok) | ratio | peak RSS MiB | RSS during fan-out MiB |\n", ok
     printf "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     printf "| %d | %.2f | %.2f | %.0f | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, peak, rmin, rmax, ri
-    printf "\nStates: %s. Pushes recorded by the simulator: %d.\n", states, pushes
+    printf "\nStates: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
 }'

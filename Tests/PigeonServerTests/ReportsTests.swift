@@ -21,12 +21,24 @@ struct ReportsTests {
         _ = try await flow.register(user: "carol", device: "c", token: Self.carolsToken)
         // Apple keeps failing carol's pushes: her delivery stays QUEUED, retrying, until it expires.
         flow.simulator.simulator.apns.setFaults(FaultRules([Self.carolsToken: .init(.serviceUnavailable)]))
-        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-1", recipients: ["alice", "bob", "carol", "nobody"], timeout: "2"))
-        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-2", recipients: ["bob"], timeout: "2"))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-1", recipients: ["alice", "bob", "carol", "nobody"], timeout: "3600"))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "exp-2", recipients: ["bob"], timeout: "3600"))
         _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "later", recipients: ["bob"], timeout: "3600"))
         #expect(try await flow.call("POST", "/api/v1/notifications/exp-1/delivered", bearer: alice).json["state"] == "DELIVERED")
+        // Carol's push was tried and failed; then the timeouts of exp-1 and exp-2 pass — set in
+        // the database, not waited for, so a loaded machine cannot make the test race the clock.
+        #expect(try await flow.waitUntil(seconds: 60) {
+            try await flow.count("SELECT count(*) FROM deliveries WHERE user_id = 'carol' AND attempts >= 1 AND lease_owner IS NULL") == 1
+        })
+        _ = try await flow.count("""
+            WITH n AS (UPDATE notifications SET expires_at = now() - interval '1 second'
+                       WHERE id IN ('exp-1', 'exp-2') RETURNING key),
+                 d AS (UPDATE deliveries SET expires_at = now() - interval '1 second'
+                       WHERE notification_key IN (SELECT key FROM n) RETURNING 1)
+            SELECT count(*) FROM d
+            """)
 
-        #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.count >= 2 })
+        #expect(try await flow.waitUntil(seconds: 60) { flow.stub.reports.count >= 2 })
         try await Task.sleep(for: .milliseconds(1500))
         let reports = flow.stub.reports
         #expect(reports.count == 2, "\(reports)")

@@ -9,6 +9,7 @@ cd "$PIGEON_ROOT"
 
 PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
+install_packages "${TEST_APT_PACKAGES[@]}"
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=600
 gateway="" simulator="" stub=""
 cleanup() {

@@ -12,8 +12,6 @@ public struct CommandLineTool: Sendable {
         self.arguments = arguments
     }
 
-    /// The release this build belongs to.
-    static let version = "0.4.0"
 
     static let usage = """
         usage: pigeon <command> [options]
@@ -58,7 +56,7 @@ public struct CommandLineTool: Sendable {
                 return 0
             }
         case "--version", "version":
-            print("pigeon \(Self.version)")
+            print("pigeon \(BuildInfo.version) (commit \(BuildInfo.commit))")
             return 0
         case "outbox":
             return await outbox(options)
@@ -166,7 +164,7 @@ public struct CommandLineTool: Sendable {
     }
 
     private func serve(_ configuration: GatewayConfiguration, logger: Logger) async -> Int32 {
-        let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
+        let signals = SignalWaiter(signals: [SIGTERM, SIGINT, SIGHUP])
         FileDescriptorLimit.raise(for: configuration.http, logger: logger)
         let gateway: Gateway
         do {
@@ -175,7 +173,14 @@ public struct CommandLineTool: Sendable {
             logger.critical("cannot start: \(error)")
             return 1
         }
-        let received = await signals.wait()
+        var received = await signals.wait()
+        // SIGHUP (systemctl reload) must not end the gateway. Logs go to standard error (the
+        // journal), so there is no file to reopen, and no setting is reloaded in place yet: a
+        // changed server.conf takes effect at the next start.
+        while received == SIGHUP {
+            logger.notice("SIGHUP received: logs go to standard error, nothing to reopen; server.conf changes apply at the next start")
+            received = await signals.wait()
+        }
         logger.notice("received signal \(received)")
         await gateway.shutdown()
         return 0

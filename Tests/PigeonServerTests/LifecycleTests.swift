@@ -46,4 +46,27 @@ struct LifecycleTests {
         await running.shutdown()
         #expect(Self.threads(named: thread) == 0)
     }
+
+    @Test("SIGHUP (systemctl reload) does not end the gateway: it is logged; SIGTERM then stops it cleanly")
+    func sighupKeepsServing() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let gateway = try GatewayProcess(configuration: """
+            dbUrl = \(database.url)
+            dbPoolSize = 2
+            migrationsPath = \(TestDatabase.migrationsDirectory.path)
+            logLevel = info
+            """)
+        gateway.signal(SIGHUP)
+        var logged = false
+        for _ in 0..<600 where !logged {
+            try await Task.sleep(for: .milliseconds(100))
+            logged = gateway.log.contains("SIGHUP received")
+        }
+        #expect(logged, "\(gateway.log.suffix(2000))")
+        #expect(gateway.isRunning)
+        #expect(LoopbackPort.isAccepting(gateway.port))
+        gateway.signal(SIGTERM)
+        #expect(await gateway.waitForExit() == 0)
+        await database.drop()
+    }
 }

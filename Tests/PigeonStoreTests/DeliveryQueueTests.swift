@@ -149,4 +149,20 @@ struct DeliveryQueueTests {
         #expect(try await store.deliveryStatus(id: "dev")?.map(\.state) == [.sent, .delivered])
         await drop()
     }
+
+    @Test("the oldest due delivery's wait: the longest-waiting due row, 0 once everything is claimed")
+    func oldestDueAge() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "late", count: 3, priority: 5)
+        try await enqueue(pool, id: "low", count: 2)
+        _ = try await pool.withConnection {
+            try $0.query("UPDATE deliveries SET next_attempt_at = now() - interval '90 seconds' WHERE user_id = 'low-user-1'")
+        }
+        let queue = DeliveryQueue(pool: pool)
+        let age = try await queue.oldestDueAge()
+        #expect(age >= 90 && age < 600, "\(age)")
+        _ = try await queue.claim(owner: "w", limit: 100, lease: .seconds(60))
+        #expect(try await queue.oldestDueAge() == 0)
+        await drop()
+    }
 }

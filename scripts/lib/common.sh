@@ -5,13 +5,17 @@ PIGEON_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 APT_PACKAGES=(pkg-config libjemalloc-dev libpq-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
               postgresql-15 postgresql-client-15 nghttp2-client nghttp2-server openssl curl python3-venv)
+# Only the tests need these: promtool (alert rules) and systemd-analyze (the unit file).
+TEST_APT_PACKAGES=(prometheus systemd)
 
 log() { printf '[pigeon] %s\n' "$*" >&2; }
 
 # Installs the Debian packages the build, the tests and the run need, when any is missing.
+# install_packages [PACKAGE...]   (default: APT_PACKAGES)
 install_packages() {
-    local missing=()
-    for package in "${APT_PACKAGES[@]}"; do
+    local missing=() wanted=("$@")
+    [ "${#wanted[@]}" -gt 0 ] || wanted=("${APT_PACKAGES[@]}")
+    for package in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
     done
     if [ "${#missing[@]}" -eq 0 ]; then return 0; fi

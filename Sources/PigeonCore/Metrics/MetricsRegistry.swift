@@ -188,6 +188,9 @@ public final class MetricsRegistry: Sendable {
             out += "\(Series(name: series.name + "_sum", flatLabels: series.labels).rendered) \(Self.format(histogram.sum))\n"
             out += "\(Series(name: series.name + "_count", flatLabels: series.labels).rendered) \(histogram.count)\n"
         }
+        // Families without a sample yet are announced too, so dashboards and alert rules find
+        // every metric from the first scrape.
+        for name in snapshot.help.keys.sorted() { header(name) }
         return out
     }
 

@@ -17,6 +17,8 @@ struct MetricsSampler: Sendable {
 
     static func describe(_ metrics: MetricsRegistry) {
         metrics.describe("pigeon_delivery_queue_depth", type: "gauge", help: "QUEUED deliveries (due now or waiting for a retry), sampled every 5 s.")
+        metrics.describe("pigeon_delivery_oldest_due_seconds", type: "gauge", help: "How long the longest-waiting due delivery has been due (0: none), sampled every 5 s.")
+        metrics.describe("pigeon_database_up", type: "gauge", help: "1 when the last sample's queries reached the database, else 0; sampled every 5 s.")
         metrics.describe("pigeon_outbox_depth", type: "gauge", help: "Reports waiting for the bank, sampled every 5 s.")
         metrics.describe("pigeon_outbox_oldest_age_seconds", type: "gauge", help: "Age of the oldest report waiting for the bank, sampled every 5 s.")
         metrics.describe("pigeon_outbox_dead_letters", type: "gauge", help: "Reports dead-lettered after reportMaxAgeHours (pigeon outbox list), sampled every 5 s.")
@@ -39,11 +41,14 @@ struct MetricsSampler: Sendable {
         while !Task.isCancelled {
             do {
                 metrics.set("pigeon_delivery_queue_depth", to: Double(try await queue.depth()))
+                metrics.set("pigeon_delivery_oldest_due_seconds", to: try await queue.oldestDueAge())
                 let statistics = try await outbox.statistics()
                 metrics.set("pigeon_outbox_depth", to: Double(statistics.depth))
                 metrics.set("pigeon_outbox_oldest_age_seconds", to: statistics.oldestAgeSeconds)
                 metrics.set("pigeon_outbox_dead_letters", to: Double(statistics.dead))
+                metrics.set("pigeon_database_up", to: 1)
             } catch {
+                metrics.set("pigeon_database_up", to: 0)
                 logger.debug("cannot sample the queue depth", metadata: ["error": "\(error)"])
             }
             try? await Task.sleep(for: interval)

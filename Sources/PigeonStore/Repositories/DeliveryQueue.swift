@@ -149,6 +149,33 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
+    /// How long the longest-waiting due delivery has been due, in seconds (0 when none is due):
+    /// the engine falling behind shows here first. Read through the queue index, one descent per
+    /// priority present (never a walk of the backlog).
+    public func oldestDueAge() async throws -> Double {
+        try await pool.withConnection(idempotent: true) { connection in
+            let firstKey = try liveDays.firstKey(connection)
+            let days = "notification_key >= \(firstKey)"
+            return try connection.query("""
+                WITH RECURSIVE priorities AS (
+                    (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL AND \(days)
+                     ORDER BY priority DESC LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT d.priority FROM deliveries d
+                            WHERE d.next_attempt_at IS NOT NULL AND d.priority < p.priority AND \(days)
+                            ORDER BY d.priority DESC LIMIT 1)
+                    FROM priorities p WHERE p.priority IS NOT NULL
+                )
+                SELECT COALESCE(extract(epoch FROM now() - min(o.due)), 0)::double precision
+                FROM priorities p CROSS JOIN LATERAL (
+                    SELECT next_attempt_at AS due FROM deliveries
+                    WHERE next_attempt_at IS NOT NULL AND priority = p.priority AND \(days) AND expires_at > now()
+                    ORDER BY next_attempt_at LIMIT 1) o
+                WHERE p.priority IS NOT NULL AND o.due <= now()
+                """).scalar.flatMap(Double.init) ?? 0
+        }
+    }
+
     /// QUEUED deliveries due now or later (the queue depth for metrics): counted exactly up to
     /// `exactUpTo`; a deeper queue is estimated from the queue index's statistics (kept by
     /// autovacuum), so sampling never walks a million-row backlog.

@@ -1,0 +1,79 @@
+"""The deployment files in deploy/: alert rules and dashboard checked by their tools and against
+the running gateway's /metrics, the systemd unit verified, the container image built where a
+container runtime exists, and `pigeon --version`."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+import requests
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RULES = os.path.join(ROOT, "deploy", "prometheus", "pigeon-alerts.yml")
+DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "pigeon-dashboard.json")
+UNIT = os.path.join(ROOT, "deploy", "systemd", "pigeon.service")
+PIGEON = os.path.join(ROOT, ".build", "release", "pigeon")
+
+
+def metric_names(text):
+    """pigeon_* names in `text`, histogram series reduced to their family."""
+    return {re.sub(r"_(bucket|sum|count)$", "", name) for name in re.findall(r"\bpigeon_[a-z0-9_]+", text)}
+
+
+def test_alert_rules_pass_promtool():
+    if shutil.which("promtool") is None:
+        pytest.skip("promtool is not installed (Debian package prometheus)")
+    result = subprocess.run(["promtool", "check", "rules", RULES], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 8 rules found" in result.stdout
+
+
+def test_dashboard_is_grafana_json():
+    dashboard = json.load(open(DASHBOARD))
+    assert dashboard["uid"] and dashboard["panels"]
+    for panel in dashboard["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["expr"].count("(") == target["expr"].count(")"), target["expr"]
+
+
+def test_every_metric_named_exists(base_url):
+    exposed = requests.get(f"{base_url}/metrics", timeout=10).text
+    families = set(re.findall(r"^# TYPE (pigeon_[a-z0-9_]+) ", exposed, re.M))
+    named = metric_names(open(RULES).read()) | metric_names(open(DASHBOARD).read())
+    assert len(named) >= 15
+    missing = sorted(named - families)
+    assert not missing, f"named in deploy/ but not in /metrics: {missing}"
+
+
+def test_systemd_unit_verifies():
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (Debian package systemd)")
+    # The unit names the installed binary; verify it against the one just built.
+    with tempfile.TemporaryDirectory() as folder:
+        unit = os.path.join(folder, "pigeon.service")
+        open(unit, "w").write(open(UNIT).read().replace("/usr/local/bin/pigeon", PIGEON))
+        result = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = open(UNIT).read()
+    for setting in ["NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes", "StateDirectory=pigeon",
+                    "LimitNOFILE=", "User=pigeon", "ExecReload=/bin/kill -HUP $MAINPID"]:
+        assert setting in text, setting
+
+
+def test_container_image_builds():
+    runtime = shutil.which("podman") or shutil.which("docker")
+    if runtime is None:
+        pytest.skip("no container runtime (podman or docker) on this machine: the image is not built here")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    result = subprocess.run([runtime, "build", "-f", "deploy/container/Containerfile", "--build-arg", f"PIGEON_COMMIT={commit}",
+                             "-t", "pigeon-test", "."], cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_version_names_release_and_commit():
+    output = subprocess.run([PIGEON, "--version"], capture_output=True, text=True, check=True).stdout
+    assert re.fullmatch(r"pigeon \d+\.\d+\.\d+ \(commit [0-9a-z]+\)\n", output), output

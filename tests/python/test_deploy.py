@@ -68,6 +68,8 @@ def test_container_image_builds():
     runtime = shutil.which("podman") or shutil.which("docker")
     if runtime is None:
         pytest.skip("no container runtime (podman or docker) on this machine: the image is not built here")
+    if subprocess.run([runtime, "info"], capture_output=True).returncode != 0:
+        pytest.skip(f"{runtime} is installed but cannot reach a container daemon here: the image is not built")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     result = subprocess.run([runtime, "build", "-f", "deploy/container/Containerfile", "--build-arg", f"PIGEON_COMMIT={commit}",
                              "-t", "pigeon-test", "."], cwd=ROOT, capture_output=True, text=True, timeout=3600)

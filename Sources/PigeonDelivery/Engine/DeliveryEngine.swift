@@ -85,7 +85,9 @@ public final class DeliveryEngine: Sendable {
                 group.addTask { await self.work() }
             }
         }
-        await recorder.drain()
+        // Written outside the cancelled task: the database refuses work for a cancelled caller.
+        let recorder = self.recorder
+        await Task { await recorder.drain() }.value
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 

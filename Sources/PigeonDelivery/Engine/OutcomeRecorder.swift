@@ -63,7 +63,9 @@ final class OutcomeRecorder: Sendable {
             if waiting.withLock({ $0.count }) < settings.commitSize {
                 try? await clock.sleep(for: settings.commitInterval)
             }
-            await writeWaiting()
+            // A group taken is written whatever happens to this task: the database refuses
+            // work for a cancelled caller, and a dropped group would be pushed again.
+            await Task { await self.writeWaiting() }.value
         }
     }
 

@@ -50,7 +50,9 @@ public struct OutboxSender: Sendable {
                 try? await clock.sleep(for: idlePoll)
                 continue
             }
-            await send(claimed)
+            // What the bank answered is written down even when the sender is being stopped (the
+            // database refuses work for a cancelled caller), so no report is sent twice for it.
+            await Task { await send(claimed) }.value
         }
         logger.info("outbox sender stopped")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import Synchronization
 
 /// A fixed set of worker threads, each owning one libpq connection, fed from one bounded job
 /// queue. Async callers submit blocking work with ``withConnection(_:)``; libpq never runs on the
@@ -53,16 +54,38 @@ public final class PostgresPool: Sendable {
 
     /// Runs `body` on a pooled connection and returns its result. With `idempotent`, a run whose
     /// first statement found the connection dead is repeated once on a fresh one.
+    ///
+    /// A caller cancelled while its job still waits for a connection gets `CancellationError` at
+    /// once and the job never runs; a job a worker has started runs to its end (a statement in
+    /// flight is not abandoned half-way).
     public func withConnection<T: Sendable>(idempotent: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            // Errors propagate to the worker, which may retry on a fresh connection before
-            // giving up through `fail`.
-            let job = Job(idempotent: idempotent) { connection in
-                continuation.resume(returning: try body(connection))
-            } fail: { error in
-                continuation.resume(throwing: error)
+        let ticket = JobTicket()
+        let waiting = Mutex<CheckedContinuation<T, any Error>?>(nil)
+        // Exactly one of the job, its failure and the cancellation answers the caller.
+        @Sendable func answer(_ result: Result<T, any Error>) {
+            waiting.withLock { continuation in
+                defer { continuation = nil }
+                return continuation
+            }?.resume(with: result)
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                waiting.withLock { $0 = continuation }
+                guard !ticket.isCancelled else {
+                    answer(.failure(CancellationError()))
+                    return
+                }
+                // Errors propagate to the worker, which may retry on a fresh connection before
+                // giving up through `fail`.
+                let job = Job(idempotent: idempotent, ticket: ticket) { connection in
+                    answer(.success(try body(connection)))
+                } fail: { error in
+                    answer(.failure(error))
+                }
+                queue.submit(job)
             }
-            queue.submit(job)
+        } onCancel: {
+            if ticket.cancel() { answer(.failure(CancellationError())) }
         }
     }
 
@@ -70,7 +93,7 @@ public final class PostgresPool: Sendable {
     /// when no connection can be had (pool closed or overloaded, server unreachable) or when
     /// `body` throws.
     func submit(_ body: @escaping @Sendable (PostgresConnection) throws -> Void, failure: @escaping @Sendable (any Error) -> Void) {
-        queue.submit(Job(idempotent: false, run: body, fail: failure))
+        queue.submit(Job(idempotent: false, ticket: JobTicket(), run: body, fail: failure))
     }
 
     /// Runs `body` in a transaction on a pooled connection.
@@ -86,15 +109,50 @@ public final class PostgresPool: Sendable {
     }
 }
 
+/// Whether a job may still start: cancelled by its caller while waiting, it never runs; started by
+/// a worker, it runs to its end.
+private final class JobTicket: Sendable {
+    private enum State { case waiting, started, cancelled }
+    private let state = Mutex(State.waiting)
+
+    /// True, and the job is the worker's, unless its caller cancelled it first.
+    func start() -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            state = .started
+            return true
+        }
+    }
+
+    /// True when the cancellation came before any worker started the job.
+    func cancel() -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            state = .cancelled
+            return true
+        }
+    }
+
+    var isCancelled: Bool {
+        state.withLock { state in
+            if case .cancelled = state { return true }
+            return false
+        }
+    }
+}
+
 /// One unit of work: `run` gets a connection; `fail` is called instead when none can be had.
 private struct Job: Sendable {
     /// Safe to run again after a connection failure (it only reads).
     let idempotent: Bool
+    let ticket: JobTicket
     let run: @Sendable (PostgresConnection) throws -> Void
     let fail: @Sendable (any Error) -> Void
 
-    init(idempotent: Bool, run: @escaping @Sendable (PostgresConnection) throws -> Void, fail: @escaping @Sendable (any Error) -> Void) {
+    init(idempotent: Bool, ticket: JobTicket, run: @escaping @Sendable (PostgresConnection) throws -> Void,
+         fail: @escaping @Sendable (any Error) -> Void) {
         self.idempotent = idempotent
+        self.ticket = ticket
         self.run = run
         self.fail = fail
     }
@@ -177,6 +235,8 @@ private final class Worker: @unchecked Sendable {
 
     func run() {
         while let job = queue.next() {
+            // A job whose caller was cancelled while it waited has been answered already.
+            guard job.ticket.start() else { continue }
             perform(job, retryOnStaleConnection: true)
         }
         connection = nil

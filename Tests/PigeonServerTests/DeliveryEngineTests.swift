@@ -12,13 +12,9 @@ import Testing
 struct DeliveryEngineTests {
     @Test("pushes reach the simulator, states become SENT, dead tokens are removed")
     func endToEnd() async throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let simulator = fixture.simulator
-        let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
-        let identifiers = UserIdentifiers(caseInsensitive: false)
-        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: identifiers)
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "ios-user", deviceId: "iphone", platform: .ios, pushToken: "a1b2c3d4")
         try await subscriptions.subscribe(bankClientId: "bank", userId: "android-user", deviceId: "pixel", platform: .android, pushToken: "fcm:token-1")
         try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone", platform: .ios, pushToken: "deadbeef")
@@ -29,7 +25,6 @@ struct DeliveryEngineTests {
         let reply = try await harness.soap(GatewayHarness.sendNotification(id: "engine-1", recipients: ["ios-user", "android-user", "both", "gone", "nobody"]))
         #expect(reply.text.contains("<key>ios-user</key><value>QUEUED</value>"))
 
-        let store = NotificationStore(pool: database.pool, identifiers: identifiers)
         var states: [RecipientState] = []
         for _ in 0..<150 {
             states = try await store.deliveryStatus(id: "engine-1") ?? []
@@ -60,19 +55,14 @@ struct DeliveryEngineTests {
 extension DeliveryEngineTests {
     @Test("per device: the iPhone answers 503 once, the Android phone accepts → the user is SENT at once, the iPhone pushed again, the Android phone not")
     func perDeviceRetry() async throws {
-        let fixture = try SimulatorFixture()
-        defer { fixture.stop() }
-        let simulator = fixture.simulator
-        let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
-        let identifiers = UserIdentifiers(caseInsensitive: false)
-        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: identifiers)
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "two", deviceId: "iphone", platform: .ios, pushToken: "b0b0")
         try await subscriptions.subscribe(bankClientId: "bank", userId: "two", deviceId: "pixel", platform: .android, pushToken: "fcm:two")
         simulator.apns.setFaults(FaultRules(["b0b0": .init(.serviceUnavailable, times: 1)]))
 
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "per-device", recipients: ["two"]))
-        let store = NotificationStore(pool: database.pool, identifiers: identifiers)
         var inQueue = true
         for _ in 0..<600 where inQueue || simulator.apns.deliveries.isEmpty {
             try await Task.sleep(for: .milliseconds(100))
@@ -89,6 +79,27 @@ extension DeliveryEngineTests {
         #expect(metrics.text.contains("pigeon_deliveries_total{state=\"SENT\"} 1"))
         await harness.gateway.shutdown()
         await database.drop()
+    }
+}
+
+/// A gateway on a database of its own, pushing to `pigeon simulate`, with the stores a test reads.
+struct EndToEnd {
+    let fixture: SimulatorFixture
+    let database: (pool: PostgresPool, url: String, drop: @Sendable () async -> Void)
+    let harness: GatewayHarness
+    let subscriptions: SubscriptionStore
+    let store: NotificationStore
+    var simulator: Simulator { fixture.simulator }
+
+    static func start() async throws -> EndToEnd {
+        let fixture = try SimulatorFixture()
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let simulator = fixture.simulator
+        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        return EndToEnd(fixture: fixture, database: database, harness: harness,
+                        subscriptions: SubscriptionStore(pool: database.pool, identifiers: identifiers),
+                        store: NotificationStore(pool: database.pool, identifiers: identifiers))
     }
 }
 

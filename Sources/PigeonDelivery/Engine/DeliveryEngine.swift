@@ -85,9 +85,8 @@ public final class DeliveryEngine: Sendable {
                 group.addTask { await self.work() }
             }
         }
-        // Written outside the cancelled task: the database refuses work for a cancelled caller.
         let recorder = self.recorder
-        await Task { await recorder.drain() }.value
+        await CancellationShield.run { await recorder.drain() }
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 
@@ -134,6 +133,9 @@ public final class DeliveryEngine: Sendable {
         let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
         for index in plan.claimsWithoutPushes { finish(plan, index, outcomes: []) }
         var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
+        // Counted for the batch and handed to the registry once, not per push.
+        var tally: [PushTally: Double] = [:]
+        defer { report(tally) }
         await withTaskGroup(of: (Int, Device, PushOutcome).self) { group in
             var next = 0
             func addNext() {
@@ -150,7 +152,7 @@ public final class DeliveryEngine: Sendable {
             }
             for _ in 0..<min(configuration.maxConcurrentPushes, plan.pushes.count) { addNext() }
             while let (claim, device, outcome) = await group.next() {
-                count(outcome, platform: device.platform)
+                tally[PushTally(platform: device.platform, outcome: outcome.label, retryCause: outcome.retryCause), default: 0] += 1
                 outcomes[claim].append((device, outcome))
                 if outcomes[claim].count == plan.pushCounts[claim] { finish(plan, claim, outcomes: outcomes[claim]) }
                 addNext()
@@ -186,11 +188,20 @@ public final class DeliveryEngine: Sendable {
             deadDevices: decision.deadDevices, reachedDevices: reached))
     }
 
-    /// Push outcome and retry counters.
-    private func count(_ outcome: PushOutcome, platform: Platform) {
-        metrics.increment("pigeon_push_outcomes_total", labels: ["platform": platform.rawValue, "outcome": outcome.label])
-        if let cause = outcome.retryCause {
-            metrics.increment("pigeon_push_retries_total", labels: ["platform": platform.rawValue, "cause": cause])
+    /// One kind of push outcome, for the batch's counters.
+    private struct PushTally: Hashable {
+        var platform: Platform
+        var outcome: String
+        var retryCause: String?
+    }
+
+    /// Adds a batch's push outcome and retry counts to the registry.
+    private func report(_ tally: [PushTally: Double]) {
+        for (kind, count) in tally {
+            metrics.increment("pigeon_push_outcomes_total", labels: ["platform": kind.platform.rawValue, "outcome": kind.outcome], by: count)
+            if let cause = kind.retryCause {
+                metrics.increment("pigeon_push_retries_total", labels: ["platform": kind.platform.rawValue, "cause": cause], by: count)
+            }
         }
     }
 

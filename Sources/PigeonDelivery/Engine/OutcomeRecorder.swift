@@ -63,9 +63,8 @@ final class OutcomeRecorder: Sendable {
             if waiting.withLock({ $0.count }) < settings.commitSize {
                 try? await clock.sleep(for: settings.commitInterval)
             }
-            // A group taken is written whatever happens to this task: the database refuses
-            // work for a cancelled caller, and a dropped group would be pushed again.
-            await Task { await self.writeWaiting() }.value
+            // A group taken is written even while the engine stops: dropped, it would be pushed again.
+            await CancellationShield.run { await self.writeWaiting() }
         }
     }
 

@@ -50,9 +50,9 @@ public struct OutboxSender: Sendable {
                 try? await clock.sleep(for: idlePoll)
                 continue
             }
-            // What the bank answered is written down even when the sender is being stopped (the
-            // database refuses work for a cancelled caller), so no report is sent twice for it.
-            await Task { await send(claimed) }.value
+            // What the bank answered is written down even while the sender stops, so no report
+            // is sent twice for it.
+            await CancellationShield.run { await send(claimed) }
         }
         logger.info("outbox sender stopped")
     }

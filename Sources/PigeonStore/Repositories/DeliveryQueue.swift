@@ -66,12 +66,18 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
-    /// The due rows of a claim, locked (`FOR UPDATE SKIP LOCKED`): (key, user_folded, position).
-    /// Rows are read from `firstKey` (a literal, so the planner leaves out the days before it)
-    /// up to tomorrow (the days created ahead are empty).
-    static func dueStatement(limit: Int, firstKey: Int64) -> String {
-        let days = "notification_key >= \(firstKey) AND notification_key < pigeon_day_key(pigeon_day(now()) + 2)"
-        return """
+    /// The queue rows a claim can find, as a condition on `notification_key`: from `firstKey` (a
+    /// literal, so the planner leaves out the days before it) up to tomorrow (the days created
+    /// ahead are empty).
+    static func dayRange(from firstKey: Int64) -> String {
+        "notification_key >= \(firstKey) AND notification_key < pigeon_day_key(pigeon_day(now()) + 2)"
+    }
+
+    /// `WITH RECURSIVE priorities`: each priority present among the queue rows matching `days`,
+    /// highest first, one index descent each (rows not yet due are never walked). The last row
+    /// is NULL.
+    static func priorities(_ days: String) -> String {
+        """
         WITH RECURSIVE priorities AS (
             (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL AND \(days)
              ORDER BY priority DESC LIMIT 1)
@@ -81,6 +87,14 @@ public struct DeliveryQueue: Sendable {
                     ORDER BY d.priority DESC LIMIT 1)
             FROM priorities p WHERE p.priority IS NOT NULL
         )
+        """
+    }
+
+    /// The due rows of a claim, locked (`FOR UPDATE SKIP LOCKED`): (key, user_folded, position).
+    static func dueStatement(limit: Int, firstKey: Int64) -> String {
+        let days = dayRange(from: firstKey)
+        return priorities(days) + """
+
         SELECT c.notification_key, c.user_folded, c.position
         FROM priorities p
         CROSS JOIN LATERAL (
@@ -155,17 +169,9 @@ public struct DeliveryQueue: Sendable {
     public func oldestDueAge() async throws -> Double {
         try await pool.withConnection(idempotent: true) { connection in
             let firstKey = try liveDays.firstKey(connection)
-            let days = "notification_key >= \(firstKey)"
-            return try connection.query("""
-                WITH RECURSIVE priorities AS (
-                    (SELECT priority FROM deliveries WHERE next_attempt_at IS NOT NULL AND \(days)
-                     ORDER BY priority DESC LIMIT 1)
-                    UNION ALL
-                    SELECT (SELECT d.priority FROM deliveries d
-                            WHERE d.next_attempt_at IS NOT NULL AND d.priority < p.priority AND \(days)
-                            ORDER BY d.priority DESC LIMIT 1)
-                    FROM priorities p WHERE p.priority IS NOT NULL
-                )
+            let days = Self.dayRange(from: firstKey)
+            return try connection.query(Self.priorities(days) + """
+
                 SELECT COALESCE(extract(epoch FROM now() - min(o.due)), 0)::double precision
                 FROM priorities p CROSS JOIN LATERAL (
                     SELECT next_attempt_at AS due FROM deliveries

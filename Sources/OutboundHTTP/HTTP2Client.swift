@@ -57,6 +57,8 @@ public final class HTTP2Client: Sendable {
         public var body: Data
         /// 2 when the exchange used HTTP/2.
         public var httpVersion: Int
+        /// From the transfer's start on the driving thread to its answer.
+        public var duration: Duration = .zero
     }
 
     /// A transfer that did not complete: connection refused or reset, TLS failure, timeout,
@@ -67,30 +69,108 @@ public final class HTTP2Client: Sendable {
         public var description: String { "transport error \(code): \(message)" }
     }
 
-    private final class Pending: @unchecked Sendable {
-        // @unchecked: built on the caller's thread, then touched only by the driving thread.
-        let url: String
-        let headers: [String]
-        let body: Data
-        let wantHeaders: [String]
-        /// False for requests that must never be sent twice: no restart, no reused connection.
-        let idempotent: Bool
-        let continuation: CheckedContinuation<Response, any Error>
-        /// Times this transfer was started again after its connection failed under it.
-        var restarts = 0
+    /// One request of a batch (``send(_:maxInFlight:onResponse:)``).
+    public struct Request: Sendable {
+        public var url: String
+        /// Header lines, `name: value`.
+        public var headerLines: [String]
+        public var body: Data
+        /// Response headers to return, by name.
+        public var wantHeaders: [String]
 
-        init(url: String, headers: [String], body: Data, wantHeaders: [String], idempotent: Bool, continuation: CheckedContinuation<Response, any Error>) {
+        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = []) {
             self.url = url
-            self.headers = headers
+            self.headerLines = headerLines
             self.body = body
             self.wantHeaders = wantHeaders
+        }
+    }
+
+    /// Where a finished transfer's result goes: one waiting caller, or one entry of a batch.
+    private enum Completion {
+        case single(CheckedContinuation<Response, any Error>)
+        case batch(Batch, index: Int)
+    }
+
+    private final class Pending: @unchecked Sendable {
+        // @unchecked: built on the caller's thread, then touched only by the driving thread.
+        let request: Request
+        /// False for requests that must never be sent twice: no restart, no reused connection.
+        let idempotent: Bool
+        let completion: Completion
+        /// Times this transfer was started again after its connection failed under it.
+        var restarts = 0
+        /// When the driving thread first started it.
+        var started: ContinuousClock.Instant?
+
+        init(request: Request, idempotent: Bool, completion: Completion) {
+            self.request = request
             self.idempotent = idempotent
+            self.completion = completion
+        }
+
+        func complete(_ result: Result<Response, TransportError>) {
+            switch completion {
+            case .single(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
+            case .batch(let batch, let index): batch.complete(index, result)
+            }
+        }
+    }
+
+    /// A batch submitted at once: the driving thread starts up to `maxInFlight` of its requests,
+    /// and the next one each time one finishes. One continuation for the whole batch.
+    private final class Batch: @unchecked Sendable {
+        // @unchecked: built on the caller's thread, then touched only by the driving thread.
+        let requests: [Request]
+        let maxInFlight: Int
+        let onResponse: @Sendable (Int, Result<Response, TransportError>) -> Void
+        let continuation: CheckedContinuation<Void, Never>
+        var next = 0
+        var inFlight = 0
+        var finished = 0
+
+        init(requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void,
+             continuation: CheckedContinuation<Void, Never>) {
+            self.requests = requests
+            self.maxInFlight = max(1, maxInFlight)
+            self.onResponse = onResponse
             self.continuation = continuation
         }
+
+        /// The requests to start now, within the batch's window.
+        func startable() -> [Pending] {
+            var pending: [Pending] = []
+            while inFlight < maxInFlight && next < requests.count {
+                pending.append(Pending(request: requests[next], idempotent: true, completion: .batch(self, index: next)))
+                next += 1
+                inFlight += 1
+            }
+            return pending
+        }
+
+        func complete(_ index: Int, _ result: Result<Response, TransportError>) {
+            inFlight -= 1
+            finished += 1
+            onResponse(index, result)
+            if finished == requests.count { continuation.resume() }
+        }
+
+        /// Answers every request not started yet with `error`.
+        func failUnstarted(_ error: TransportError) {
+            while next < requests.count {
+                let index = next
+                next += 1
+                inFlight += 1
+                complete(index, .failure(error))
+            }
+        }
+
+        var isDone: Bool { finished == requests.count }
     }
 
     private struct State {
         var submitted: [Pending] = []
+        var submittedBatches: [Batch] = []
         var stopping = false
         var abandonRunning = false
         var connectionsOpened = 0
@@ -142,22 +222,43 @@ public final class HTTP2Client: Sendable {
     /// most once: on a connection of its own, never started again after a connection failure;
     /// the caller gets the error and decides.
     public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = [], idempotent: Bool = true) async throws -> Response {
-        let lines = headers.map { "\($0.key): \($0.value)" }
+        let request = Request(url: url, headerLines: headers.map { "\($0.key): \($0.value)" }, body: body, wantHeaders: wantHeaders)
         return try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(url: url, headers: lines, body: body, wantHeaders: wantHeaders, idempotent: idempotent, continuation: continuation)
-            // Only the first of a burst wakes the driving thread: it takes everything submitted
-            // by the time it looks, and a submission after that finds the list empty again.
-            let (accepted, wake) = state.withLock { state in
-                guard !state.stopping else { return (false, false) }
-                state.submitted.append(pending)
-                return (true, state.submitted.count == 1)
+            let pending = Pending(request: request, idempotent: idempotent, completion: .single(continuation))
+            if !submit({ $0.submitted.append(pending) }) {
+                continuation.resume(throwing: Self.shutDown)
             }
-            guard accepted else {
-                continuation.resume(throwing: TransportError(code: -1, message: "the HTTP/2 client is shut down"))
-                return
-            }
-            if wake { pigeon_h2_client_wakeup(client) }
         }
+    }
+
+    /// Sends a batch of idempotent requests as one submission: at most `maxInFlight` of them
+    /// are in flight at once, `onResponse` gets each one's index and result on the driving
+    /// thread as it finishes (it must be quick), and this returns when all are answered. No
+    /// task or continuation per request.
+    public func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void) async {
+        guard !requests.isEmpty else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, continuation: continuation)
+            if !submit({ $0.submittedBatches.append(batch) }) {
+                batch.failUnstarted(Self.shutDown)
+            }
+        }
+    }
+
+    private static let shutDown = TransportError(code: -1, message: "the HTTP/2 client is shut down")
+
+    /// Hands work to the driving thread; false when the client is shut down. Only the first of a
+    /// burst wakes the thread: it takes everything submitted by the time it looks, and a
+    /// submission after that finds the lists empty again.
+    private func submit(_ add: (inout State) -> Void) -> Bool {
+        let (accepted, wake) = state.withLock { state in
+            guard !state.stopping else { return (false, false) }
+            let wasEmpty = state.submitted.isEmpty && state.submittedBatches.isEmpty
+            add(&state)
+            return (true, wasEmpty)
+        }
+        if wake { pigeon_h2_client_wakeup(client) }
+        return accepted
     }
 
     /// Fails transfers not yet started, lets running ones finish (up to the timeout) or, with
@@ -181,13 +282,21 @@ public final class HTTP2Client: Sendable {
         var timeoutMilliseconds = Int(configuration.timeout.components.seconds * 1000)
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
+        var batches: [Batch] = []
         while true {
-            let (submitted, stopping, abandon) = state.withLock { state in
-                let submitted = state.submitted
+            let (submitted, newBatches, stopping, abandon) = state.withLock { state in
+                let taken = (state.submitted, state.submittedBatches)
                 state.submitted = []
-                return (submitted, state.stopping, state.abandonRunning)
+                state.submittedBatches = []
+                return (taken.0, taken.1, state.stopping, state.abandonRunning)
             }
-            for pending in submitted {
+            batches += newBatches
+            // Stopping: what a batch has not started yet is answered as shut down, like a
+            // request submitted after shutdown.
+            if stopping { batches.forEach { $0.failUnstarted(Self.shutDown) } }
+            var startable = submitted
+            for batch in batches { startable += batch.startable() }
+            for pending in startable {
                 if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
             }
             if stopping && abandon {
@@ -197,7 +306,8 @@ public final class HTTP2Client: Sendable {
                 }
                 running.removeAll()
             }
-            if stopping && running.isEmpty { break }
+            batches.removeAll { $0.isDone }
+            if stopping && running.isEmpty && batches.isEmpty { break }
             // libcurl 7.88 can leave a complete HTTP/2 response (HEADERS with END_STREAM, the
             // shape of APNs' success) in its buffers without a socket event to wake the poll;
             // while transfers are in flight, poll briefly so such a response waits 2 ms, not 100.
@@ -227,11 +337,13 @@ public final class HTTP2Client: Sendable {
     private func start(_ pending: Pending, tls: inout TLSStrings, timeoutMilliseconds: Int) -> OpaquePointer? {
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passRetained(pending)
+        let request = pending.request
+        if pending.started == nil { pending.started = ContinuousClock.now }
         let transfer: OpaquePointer? = tls.withC { tlsPointer in
-            CStrings.with(pending.headers) { headerPointers in
-                pending.body.withUnsafeBytes { body in
+            CStrings.with(request.headerLines) { headerPointers in
+                request.body.withUnsafeBytes { body in
                     pigeon_h2_transfer_new(
-                        pending.url, headerPointers, pending.headers.count,
+                        request.url, headerPointers, request.headerLines.count,
                         body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
                         timeoutMilliseconds, pending.idempotent ? 0 : 1, context.toOpaque(), &error, error.count)
                 }
@@ -239,14 +351,14 @@ public final class HTTP2Client: Sendable {
         }
         guard let transfer else {
             context.release()
-            pending.continuation.resume(throwing: TransportError(code: -1, message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+            pending.complete(.failure(TransportError(code: -1, message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))))
             return nil
         }
         let status = pigeon_h2_client_add(client, transfer)
         guard status == 0 else {
             pigeon_h2_transfer_free(transfer)
             context.release()
-            pending.continuation.resume(throwing: TransportError(code: Int(status), message: "cannot add the transfer"))
+            pending.complete(.failure(TransportError(code: Int(status), message: "cannot add the transfer")))
             return nil
         }
         return transfer
@@ -264,18 +376,19 @@ public final class HTTP2Client: Sendable {
                 pending.restarts += 1
                 return pending
             }
-            pending.continuation.resume(throwing: TransportError(code: code, message: String(cString: pigeon_h2_transfer_error(transfer))))
+            pending.complete(.failure(TransportError(code: code, message: String(cString: pigeon_h2_transfer_error(transfer)))))
             return nil
         }
         var length = 0
         let body = pigeon_h2_transfer_body(transfer, &length).map { Data(bytes: $0, count: length) } ?? Data()
         var headers: [String: String] = [:]
-        for name in pending.wantHeaders {
+        for name in pending.request.wantHeaders {
             if let value = pigeon_h2_transfer_header(transfer, name) { headers[name.lowercased()] = String(cString: value) }
         }
-        pending.continuation.resume(returning: Response(
+        pending.complete(.success(Response(
             status: Int(pigeon_h2_transfer_status(transfer)), headers: headers, body: body,
-            httpVersion: Int(pigeon_h2_transfer_http_version(transfer))))
+            httpVersion: Int(pigeon_h2_transfer_http_version(transfer)),
+            duration: pending.started.map { ContinuousClock.now - $0 } ?? .zero)))
         return nil
     }
 }

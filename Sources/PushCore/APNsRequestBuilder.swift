@@ -16,12 +16,20 @@ public struct APNsRequestBuilder: Sendable {
 
     /// The request for `message` to `deviceToken`; `apnsId` (a UUID) names this attempt.
     public func request(for message: PushMessage, deviceToken: String, apnsId: UUID) throws(PushMessageError) -> PushRequest {
+        let prepared = try prepare(message)
+        var headers = prepared.headers
+        headers["apns-id"] = apnsId.uuidString.lowercased()
+        return PushRequest(path: prepared.path(deviceToken: deviceToken), headers: headers, body: prepared.body)
+    }
+
+    /// What every device's request for `message` shares — headers but the attempt's id, and the
+    /// payload — built once per notification rather than once per device.
+    public func prepare(_ message: PushMessage) throws(PushMessageError) -> APNsPreparedMessage {
         let body = try payload(for: message)
         var headers = [
             "apns-push-type": "alert",
             "apns-priority": message.urgency == .high ? "10" : "5",
             "apns-expiration": String(Int64(message.expiresAt.timeIntervalSince1970.rounded(.up))),
-            "apns-id": apnsId.uuidString.lowercased(),
             "content-type": "application/json",
         ]
         if let topic { headers["apns-topic"] = topic }
@@ -29,7 +37,7 @@ public struct APNsRequestBuilder: Sendable {
         if message.notificationId.utf8.count <= Self.maximumCollapseIdBytes {
             headers["apns-collapse-id"] = message.notificationId
         }
-        return PushRequest(path: "/3/device/\(deviceToken)", headers: headers, body: body)
+        return APNsPreparedMessage(headers: headers, body: body)
     }
 
     /// The JSON payload; throws when it exceeds 4 KB.
@@ -48,4 +56,14 @@ public struct APNsRequestBuilder: Sendable {
         }
         return data
     }
+}
+
+/// An APNs request without its device: the shared headers (no `apns-id`) and payload of one
+/// message, built once and used for every device it goes to.
+public struct APNsPreparedMessage: Sendable, Equatable {
+    public var headers: [String: String]
+    public var body: Data
+
+    /// The request path for one device token.
+    public func path(deviceToken: String) -> String { "/3/device/\(deviceToken)" }
 }

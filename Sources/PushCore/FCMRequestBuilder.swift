@@ -13,6 +13,14 @@ public struct FCMRequestBuilder: Sendable {
     }
 
     public func request(for message: PushMessage, registrationToken: String, now: Date) throws(PushMessageError) -> PushRequest {
+        let prepared = try prepare(message, now: now)
+        return PushRequest(path: prepared.path, headers: prepared.headers, body: prepared.body(registrationToken: registrationToken))
+    }
+
+    /// What every device's request for `message` shares, built once per notification: the body
+    /// is written around the place of the registration token (the last member of `message`),
+    /// so a device's body is two copies and its escaped token.
+    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         // FCM wants every data value as a string; keys sorted so a payload is reproducible.
         var data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
         data.append(("notificationId", .string(message.notificationId)))
@@ -25,23 +33,41 @@ public struct FCMRequestBuilder: Sendable {
             ("priority", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
             ("ttl", .string("\(ttl)s")),
         ]
-        let body = JSONValue.object([
-            ("message", .object([
-                ("android", .object(android)),
-                ("data", .object(data)),
-                ("notification", .object([("body", .string(message.text))])),
-                ("token", .string(registrationToken)),
-            ])),
-        ])
         // FCM's limit covers what reaches the device: the notification and the data.
         let delivered = JSONValue.object([("notification", .object(notification)), ("data", .object(data))]).encoded
         guard delivered.count <= Self.maximumPayloadBytes else {
             throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
         }
-        let encoded = body.encoded
-        return PushRequest(
+        // `{"message":{…,"token":` + token + `}}`: the object without its closing braces.
+        var prefix = Array(JSONValue.object([
+            ("message", .object([
+                ("android", .object(android)),
+                ("data", .object(data)),
+                ("notification", .object([("body", .string(message.text))])),
+            ])),
+        ]).encoded.dropLast(2))
+        prefix.append(contentsOf: Array(#","token":"#.utf8))
+        return FCMPreparedMessage(
             path: "/v1/projects/\(projectId)/messages:send",
             headers: ["content-type": "application/json; charset=utf-8"],
-            body: encoded)
+            bodyPrefix: prefix, bodySuffix: Array("}}".utf8))
+    }
+}
+
+/// An FCM request without its registration token: the path, headers and the body around the
+/// token's place, built once per message and used for every device it goes to.
+public struct FCMPreparedMessage: Sendable, Equatable {
+    public var path: String
+    public var headers: [String: String]
+    var bodyPrefix: [UInt8]
+    var bodySuffix: [UInt8]
+
+    /// The body for one registration token.
+    public func body(registrationToken: String) -> Data {
+        var bytes = bodyPrefix
+        bytes.reserveCapacity(bodyPrefix.count + registrationToken.utf8.count + bodySuffix.count + 2)
+        JSONValue.writeString(registrationToken, into: &bytes)
+        bytes.append(contentsOf: bodySuffix)
+        return Data(bytes)
     }
 }

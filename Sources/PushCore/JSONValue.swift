@@ -45,7 +45,7 @@ public enum JSONValue: Sendable, Equatable {
 
     /// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259 §7),
     /// everything else as UTF-8.
-    private static func writeString(_ text: String, into bytes: inout [UInt8]) {
+    static func writeString(_ text: String, into bytes: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import OutboundHTTP
 import PigeonTestSupport
+import Synchronization
 
 /// The HTTP/2 client against Debian's `nghttpd` (a reference HTTP/2 server) over TLS.
 @Suite("HTTP/2 client", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd"), "needs nghttp2-server"))
@@ -92,5 +93,37 @@ struct HTTP2ClientTests {
         await #expect(throws: HTTP2Client.TransportError.self) {
             try await untrusted.send(url: server.base + "/answer", headers: [:], body: Data())
         }
+    }
+
+    @Test("a batch is one submission: every request answered once, by its own index, and the call returns when all are")
+    func batch() async throws {
+        let server = try ReferenceServer()
+        let client = try HTTP2Client(configuration: .init(maxConnections: 2, maxStreamsPerConnection: 100, caFile: server.caFile))
+        let requests = (0..<300).map { index in
+            HTTP2Client.Request(url: server.base + (index % 3 == 0 ? "/missing" : "/answer"), headerLines: ["x-index: \(index)"],
+                                body: Data(#"{"n":\#(index)}"#.utf8), wantHeaders: ["content-length"])
+        }
+        let answers = Answers()
+        await client.send(requests, maxInFlight: 16) { index, result in answers.add(index, result) }
+        let collected = answers.all
+        #expect(collected.count == 300)
+        #expect(Set(collected.map(\.index)).count == 300)
+        for (index, result) in collected {
+            let response = try result.get()
+            #expect(response.status == (index % 3 == 0 ? 404 : 200))
+            #expect(response.duration > .zero)
+        }
+        client.shutdown()
+        let late = Answers()
+        await client.send(Array(requests.prefix(5)), maxInFlight: 2) { index, result in late.add(index, result) }
+        #expect(late.all.count == 5)
+        #expect(late.all.allSatisfy { if case .failure = $0.result { true } else { false } })
+    }
+
+    /// Results collected from the client's thread.
+    final class Answers: Sendable {
+        private let entries = Mutex<[(index: Int, result: Result<HTTP2Client.Response, HTTP2Client.TransportError>)]>([])
+        func add(_ index: Int, _ result: Result<HTTP2Client.Response, HTTP2Client.TransportError>) { entries.withLock { $0.append((index, result)) } }
+        var all: [(index: Int, result: Result<HTTP2Client.Response, HTTP2Client.TransportError>)] { entries.withLock { $0 } }
     }
 }

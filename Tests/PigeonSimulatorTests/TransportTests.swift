@@ -154,6 +154,55 @@ struct TransportTests {
         #expect(outcome.label == "retry")
     }
 
+    @Test("a batch sent after APNs refused the young token: the refused pushes go again with one new token, all accepted")
+    func batchAfterRefusedToken() async throws {
+        let clock = ManualClock(Date())
+        let fixture = try SimulatorFixture(clock: { clock.read() })
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let transport = APNsTransport(client: client, endpoint: simulator.baseURL, topic: SimulatorCredentials.topic,
+                                      authentication: .token(try Self.signing(simulator)), clock: { clock.read() })
+        let messages = [PushMessage(notificationId: "n1", text: "a", urgency: .high, expiresAt: clock.read() + 3600),
+                        PushMessage(notificationId: "n2", text: "b", urgency: .normal, expiresAt: clock.read() + 3600)]
+        #expect(await transport.send(messages[0], to: "00a1").label == "accepted")
+        clock.set(clock.read() + 5)
+        simulator.apns.expireProviderTokens()
+        simulator.apns.setFaults(FaultRules(["deadbeef": .init(.unregistered)]))
+        let pushes = (0..<60).map { PushBatch.Push(message: $0 % 2, token: $0 == 7 ? "deadbeef" : String(format: "00c%03d", $0)) }
+        let results = Mutex<[PushBatchResult]>([])
+        await transport.send(PushBatch(messages: messages, pushes: pushes), maxInFlight: 8) { result in results.withLock { $0.append(result) } }
+        let collected = results.withLock { $0 }.sorted { $0.index < $1.index }
+        #expect(collected.map(\.index) == Array(0..<60))
+        #expect(collected.filter { $0.index != 7 }.allSatisfy { $0.outcome.label == "accepted" }, "\(collected.map(\.outcome))")
+        #expect(collected[7].outcome.label == "token_dead")
+        #expect(transport.providerTokensSigned == 2)
+        #expect(simulator.apns.providerTokenRefreshes == 0)
+    }
+
+    @Test("FCM batch: one body per message around each token, a dead token among accepted ones")
+    func fcmBatch() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
+        defer { client.shutdown() }
+        let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: simulator.credentials.serviceAccount)))
+        let transport = FCMTransport(client: client, endpoint: simulator.baseURL, projectId: account.projectId,
+                                     tokens: FCMAccessTokens(account: account, client: client))
+        simulator.fcm.setFaults(FaultRules(["reg-dead": .init(.unregistered)]))
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .high, expiresAt: Date() + 600)
+        let pushes = (0..<40).map { PushBatch.Push(message: 0, token: $0 == 3 ? "reg-dead" : "reg-\($0)") }
+        let results = Mutex<[PushBatchResult]>([])
+        await transport.send(PushBatch(messages: [message], pushes: pushes), maxInFlight: 5) { result in results.withLock { $0.append(result) } }
+        let collected = results.withLock { $0 }
+        #expect(collected.count == 40)
+        #expect(collected.filter { $0.outcome.label == "accepted" }.count == 39)
+        #expect(collected.first { $0.index == 3 }?.outcome == .tokenDead(reason: "UNREGISTERED", since: nil))
+        #expect(simulator.fcm.accessTokensIssued == 1)
+    }
+
     @Test("FCM transport: accepted, dead token, and a new access token after a 401")
     func fcm() async throws {
         let fixture = try SimulatorFixture()

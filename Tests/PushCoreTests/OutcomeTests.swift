@@ -231,4 +231,20 @@ struct RequestBuilderTests {
         #expect(android["ttl"] as? String == "300s")
         #expect(android["priority"] as? String == "HIGH")
     }
+
+    @Test("a message prepared once gives each device the body it would get alone, its token escaped")
+    func prepared() throws {
+        let builder = FCMRequestBuilder(projectId: "bank-prod")
+        let prepared = try builder.prepare(message, now: expiry - 300)
+        for token in ["tok:en", #"a"b\c"#, "ж"] {
+            let body = prepared.body(registrationToken: token)
+            #expect(body == (try builder.request(for: message, registrationToken: token, now: expiry - 300)).body)
+            let root = try JSONSerialization.jsonObject(with: body) as! [String: Any]
+            #expect((root["message"] as? [String: Any])?["token"] as? String == token)
+        }
+        let apns = try APNsRequestBuilder(topic: "com.bank.app").prepare(message)
+        #expect(apns.headers["apns-id"] == nil)
+        #expect(apns.path(deviceToken: "ab12") == "/3/device/ab12")
+        #expect(apns.body == (try APNsRequestBuilder(topic: nil).payload(for: message)))
+    }
 }

@@ -134,6 +134,21 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
+    /// Records several observations of one series at once (a batch's latencies): one lookup.
+    public func observe(_ name: String, labels: [String: String] = [:], values: [Double]) {
+        guard !values.isEmpty else { return }
+        let series = Series(name: name, labels: labels)
+        shard.state.withLock { state in
+            var histogram = state.histograms[series] ?? Histogram(buckets: Array(repeating: 0, count: Self.latencyBuckets.count))
+            for value in values {
+                if let bucket = Self.latencyBuckets.firstIndex(where: { value <= $0 }) { histogram.buckets[bucket] += 1 }
+                histogram.count += 1
+                histogram.sum += value
+            }
+            state.histograms[series] = histogram
+        }
+    }
+
     /// The current value of a counter (for tests and the status of background work).
     public func counter(_ name: String, labels: [String: String] = [:]) -> Double {
         let series = Series(name: name, labels: labels)

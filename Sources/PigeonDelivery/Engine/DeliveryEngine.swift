@@ -135,28 +135,45 @@ public final class DeliveryEngine: Sendable {
         var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
         // Counted for the batch and handed to the registry once, not per push.
         var tally: [PushTally: Double] = [:]
-        defer { report(tally) }
-        await withTaskGroup(of: (Int, Device, PushOutcome).self) { group in
-            var next = 0
-            func addNext() {
-                guard next < plan.pushes.count else { return }
-                let push = plan.pushes[next]
-                next += 1
-                group.addTask { [self] in
-                    let started = ContinuousClock.now
-                    let outcome = await send(push.message, to: push.device)
-                    metrics.observe("pigeon_push_duration_seconds", labels: ["platform": push.device.platform.rawValue],
-                                    Self.seconds(ContinuousClock.now - started))
-                    return (push.claim, push.device, outcome)
+        var durations: [Platform: [Double]] = [:]
+        defer { report(tally, durations: durations) }
+        // Each platform's pushes go to its sender as one batch; results come back through one
+        // channel as they arrive, with no task per push.
+        let results = ResultChannel<(push: Int, result: PushBatchResult)>()
+        let batches = plan.batches()
+        let senders = services.senders
+        let window = configuration.maxConcurrentPushes
+        let total = plan.pushes.count
+        async let sending: Void = withTaskGroup(of: Void.self) { group in
+            for (platform, batch, pushes) in batches {
+                guard let sender = senders[platform] else {
+                    for (index, push) in pushes.enumerated() {
+                        let outcome = PushOutcome.failed(reason: "no push service is configured for \(platform.rawValue)")
+                        results.yield((push, PushBatchResult(index: index, outcome: outcome, duration: nil)))
+                    }
+                    continue
+                }
+                // The pushes in flight are shared out between the platforms by their numbers.
+                let share = max(1, window * pushes.count / max(1, total))
+                group.addTask {
+                    await sender.send(batch, maxInFlight: share) { result in results.yield((pushes[result.index], result)) }
                 }
             }
-            for _ in 0..<min(configuration.maxConcurrentPushes, plan.pushes.count) { addNext() }
-            while let (claim, device, outcome) = await group.next() {
-                tally[PushTally(platform: device.platform, outcome: outcome.label, retryCause: outcome.retryCause), default: 0] += 1
-                outcomes[claim].append((device, outcome))
-                if outcomes[claim].count == plan.pushCounts[claim] { finish(plan, claim, outcomes: outcomes[claim]) }
-                addNext()
-            }
+            await group.waitForAll()
+            results.finish()
+        }
+        while let arrived = await results.next() {
+            for (index, result) in arrived { take(index, result) }
+        }
+        await sending
+
+        func take(_ index: Int, _ result: PushBatchResult) {
+            let push = plan.pushes[index]
+            let platform = push.device.platform
+            tally[PushTally(platform: platform, outcome: result.outcome.label, retryCause: result.outcome.retryCause), default: 0] += 1
+            if let duration = result.duration { durations[platform, default: []].append(Self.seconds(duration)) }
+            outcomes[push.claim].append((push.device, result.outcome))
+            if outcomes[push.claim].count == plan.pushCounts[push.claim] { finish(plan, push.claim, outcomes: outcomes[push.claim]) }
         }
     }
 
@@ -195,21 +212,17 @@ public final class DeliveryEngine: Sendable {
         var retryCause: String?
     }
 
-    /// Adds a batch's push outcome and retry counts to the registry.
-    private func report(_ tally: [PushTally: Double]) {
+    /// Adds a batch's push outcome and retry counts and latencies to the registry.
+    private func report(_ tally: [PushTally: Double], durations: [Platform: [Double]]) {
+        for (platform, values) in durations {
+            metrics.observe("pigeon_push_duration_seconds", labels: ["platform": platform.rawValue], values: values)
+        }
         for (kind, count) in tally {
             metrics.increment("pigeon_push_outcomes_total", labels: ["platform": kind.platform.rawValue, "outcome": kind.outcome], by: count)
             if let cause = kind.retryCause {
                 metrics.increment("pigeon_push_retries_total", labels: ["platform": kind.platform.rawValue, "cause": cause], by: count)
             }
         }
-    }
-
-    private func send(_ message: PushMessage, to device: Device) async -> PushOutcome {
-        guard let sender = services.senders[device.platform] else {
-            return .failed(reason: "no push service is configured for \(device.platform.rawValue)")
-        }
-        return await sender.send(message, to: device.pushToken)
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -9,10 +9,13 @@ struct PushPlan {
         /// The index of the delivery in ``claims``.
         var claim: Int
         var device: Device
-        var message: PushMessage
+        /// The index of its message in ``messages``.
+        var message: Int
     }
 
     var claims: [ClaimedDelivery]
+    /// One message per notification of the batch.
+    var messages: [PushMessage] = []
     var notifications: [Int64: PushNotification]
     var pushes: [Push] = []
     /// How many pushes each delivery has.
@@ -26,15 +29,18 @@ struct PushPlan {
         self.claims = claims
         self.notifications = notifications
         pushCounts = Array(repeating: 0, count: claims.count)
-        var messages: [Int64: PushMessage] = [:]
+        var messageIndex: [Int64: Int] = [:]
         for (index, claim) in claims.enumerated() {
             guard let notification = notifications[claim.notificationKey] else {
                 claimsWithoutPushes.append(index)
                 continue
             }
             // A notification's deliveries share its expiry, so one message serves all of them.
-            let message = messages[claim.notificationKey] ?? Self.message(for: notification, expiresAt: claim.expiresAt)
-            messages[claim.notificationKey] = message
+            let message = messageIndex[claim.notificationKey] ?? messages.count
+            if message == messages.count {
+                messages.append(Self.message(for: notification, expiresAt: claim.expiresAt))
+                messageIndex[claim.notificationKey] = message
+            }
             // A retry pushes only the devices that failed temporarily (those still subscribed).
             var userDevices = devices[key(claim.userId)] ?? []
             if let pending = claim.pendingDevices.map(Set.init) { userDevices.removeAll { !pending.contains($0.id) } }
@@ -43,6 +49,18 @@ struct PushPlan {
                 pushes.append(Push(claim: index, device: device, message: message))
             }
             pushCounts[index] = userDevices.count
+        }
+    }
+
+    /// The batch of each platform's pushes; `pushes` maps a batch's push back to ``pushes``.
+    func batches() -> [(platform: Platform, batch: PushBatch, pushes: [Int])] {
+        var byPlatform: [Platform: [Int]] = [:]
+        for (index, push) in pushes.enumerated() { byPlatform[push.device.platform, default: []].append(index) }
+        return byPlatform.sorted { $0.key.rawValue < $1.key.rawValue }.map { platform, indices in
+            let batch = PushBatch(messages: messages, pushes: indices.map {
+                PushBatch.Push(message: pushes[$0].message, token: pushes[$0].device.pushToken)
+            })
+            return (platform, batch, indices)
         }
     }
 

@@ -34,10 +34,31 @@ public protocol DeviceDirectory: Sendable {
     func markDelivered(deviceIds: [Int64]) async throws
 }
 
-/// One push service's sending side: a message to one device token, and what became of it.
+/// One push service's sending side: messages to device tokens, and what became of each.
 /// Never throws: every failure is an outcome the delivery decision knows how to treat.
 public protocol PushSending: Sendable {
+    /// One push.
     func send(_ message: PushMessage, to token: String) async -> PushOutcome
+    /// A batch, at most `maxInFlight` pushes at once; `onResult` gets each push's result as it
+    /// arrives, from any thread, and must be quick. Returns when every push has its result.
+    func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async
+}
+
+extension PushSending {
+    /// A batch as single pushes, at most `maxInFlight` at once: for senders without a batch
+    /// path of their own (test fakes).
+    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            for (index, push) in batch.pushes.enumerated() {
+                if index >= max(1, maxInFlight) { await group.next() }
+                group.addTask {
+                    let started = ContinuousClock.now
+                    let outcome = await send(batch.messages[push.message], to: push.token)
+                    onResult(PushBatchResult(index: index, outcome: outcome, duration: ContinuousClock.now - started))
+                }
+            }
+        }
+    }
 }
 
 /// Wall time and waiting, injected so that leases, retries and commit intervals are driven by

@@ -85,6 +85,90 @@ public final class APNsTransport: Sendable {
         return outcome
     }
 
+    /// Sends a batch as one submission to the HTTP/2 client, at most `maxInFlight` at once;
+    /// `onResult` gets each push's result as it arrives (on the client's thread: it must be
+    /// quick). Each message's headers and payload are built once. Pushes refused because the
+    /// provider token they carried was refused (`ExpiredProviderToken`, …) are sent once more
+    /// with the token signed in its place, so one refused token does not fail a whole batch.
+    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+        let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
+        var indices = Array(batch.pushes.indices)
+        for round in 0..<2 {
+            let authorization: String?
+            switch bearer() {
+            case .success(let value): authorization = value
+            case .failure(let reason):
+                for index in indices { onResult(PushBatchResult(index: index, outcome: .failed(reason: reason.description), duration: nil)) }
+                return
+            }
+            var requests: [HTTP2Client.Request] = []
+            var sent: [Int] = []
+            requests.reserveCapacity(indices.count)
+            sent.reserveCapacity(indices.count)
+            for index in indices {
+                let push = batch.pushes[index]
+                switch prepared[push.message] {
+                case .failure(let error):
+                    onResult(PushBatchResult(index: index, outcome: .failed(reason: error.description), duration: nil))
+                case .success(let message):
+                    var lines = message.headers.map { "\($0.key): \($0.value)" }
+                    lines.append("apns-id: \(UUID().uuidString.lowercased())")
+                    if let authorization { lines.append("authorization: bearer \(authorization)") }
+                    requests.append(HTTP2Client.Request(url: endpoint + message.path(deviceToken: push.token), headerLines: lines,
+                                                        body: message.body, wantHeaders: ["apns-id", "retry-after"]))
+                    sent.append(index)
+                }
+            }
+            let lastRound = round == 1
+            let positions = sent
+            let refused = Mutex<[Int]>([])
+            await client.send(requests, maxInFlight: maxInFlight) { [self] position, result in
+                let index = positions[position]
+                let outcome = outcome(of: result)
+                if let authorization { tokenAnswered(authorization, outcome: outcome) }
+                if case .refreshCredentials = outcome, authorization != nil, !lastRound {
+                    refused.withLock { $0.append(index) }
+                    return
+                }
+                onResult(PushBatchResult(index: index, outcome: outcome, duration: try? result.get().duration))
+            }
+            indices = refused.withLock { $0 }
+            guard !indices.isEmpty else { return }
+            // Sent again only when a new token replaced the refused one; else they are answered.
+            if case .success(let next) = bearer(), next == authorization {
+                for index in indices {
+                    onResult(PushBatchResult(index: index, outcome: .refreshCredentials(reason: "the provider token was refused"), duration: nil))
+                }
+                return
+            }
+        }
+    }
+
+    /// The provider token to send with the next request, `nil` with certificate
+    /// authentication, or why none could be signed.
+    private func bearer() -> Result<String?, TokenFailure> {
+        guard case .token(let credentials) = authentication else { return .success(nil) }
+        do {
+            return .success(try currentToken(credentials))
+        } catch {
+            return .failure(TokenFailure(description: "cannot sign the provider token: \(error)"))
+        }
+    }
+
+    private struct TokenFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func outcome(of result: Result<HTTP2Client.Response, HTTP2Client.TransportError>) -> PushOutcome {
+        switch result {
+        case .success(let response):
+            APNsResponse.classify(status: response.status, body: response.body, apnsId: response.headers["apns-id"],
+                                  retryAfter: response.headers["retry-after"], now: clock())
+        case .failure(let error):
+            .retry(reason: "transport: \(error.message)", after: nil)
+        }
+    }
+
     private func currentToken(_ credentials: APNsSigningCredentials) throws -> String {
         let now = clock()
         let (token, signing) = try tokenState.withLock { state -> (String, ProviderTokenSigning?) in

@@ -28,7 +28,7 @@ enum BigDecodeCheck {
         let request = try codec.decodeRequest(body, contentType: nil)
         print(String(format: "decoded in %.2f s: peak %d MiB", Date().timeIntervalSince(started), peakMegabytes()))
         started = Date()
-        let message = try NotificationMessage(record: request.parameters.record("notification") ?? SOAPRecord())
+        let message = try NotificationMessage(sendNotification: request)
         print(String(format: "message of %d recipients in %.2f s: peak %d MiB", message.recipients.count, Date().timeIntervalSince(started), peakMegabytes()))
         started = Date()
         let result = InboundResult(status: .ok).with(deliveryStatus: message.recipients.map { ($0, "QUEUED") })

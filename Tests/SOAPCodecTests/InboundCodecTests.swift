@@ -30,7 +30,7 @@ struct InboundCodecTests {
         let request = try codec.decodeRequest(envelope(body), contentType: "text/xml")
         #expect(request.version == .soap11)
         #expect(request.operation.name == "sendNotification")
-        let message = try NotificationMessage(record: try #require(request.parameters.record("notification")))
+        let message = try NotificationMessage(sendNotification: request)
         #expect(message.id == "push-1")
         #expect(message.recipients == ["u1", "u2"])
         #expect(message.timeout == 60)
@@ -79,13 +79,37 @@ struct InboundCodecTests {
         }
     }
 
+    @Test("recipients are read into a list, not the tree: in document order, nil ones left out, checked like elements")
+    func streamedRecipients() throws {
+        let body = "<sendNotification><notification><recipients>r1</recipients><id>x</id><recipients>r&amp;2</recipients>"
+            + "<pushContent><text>t</text><type>URL</type></pushContent><recipients xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:nil=\"true\"/>"
+            + "<recipients><![CDATA[r<3>]]></recipients><timeout>5</timeout></notification></sendNotification>"
+        let request = try codec.decodeRequest(envelope(body), contentType: nil)
+        #expect(request.streamedList == ["r1", "r&2", "r<3>"])
+        #expect(request.parameters.record("notification")?.fields["recipients"] == nil)
+        #expect(try NotificationMessage(sendNotification: request).recipients == ["r1", "r&2", "r<3>"])
+        let other = try codec.decodeRequest(envelope("<getDeliveryStatus><id>abc</id></getDeliveryStatus>"), contentType: nil)
+        #expect(other.streamedList.isEmpty)
+        for (recipients, expected) in [
+            ("<recipients>\(String(repeating: "x", count: 257))</recipients>", "element 'notification/recipients' is longer than 256 characters"),
+            ("<recipients>u<b>bold</b></recipients>", "element 'notification/recipients' must contain text only, found element 'b'"),
+        ] {
+            let bad = "<sendNotification><notification><id>x</id><pushContent><text>t</text><type>URL</type></pushContent>\(recipients)<timeout>5</timeout></notification></sendNotification>"
+            #expect {
+                try codec.decodeRequest(envelope(bad), contentType: nil)
+            } throws: { error in
+                (error as? SOAPRequestError)?.fault.reason.contains(expected) ?? false
+            }
+        }
+    }
+
     @Test("a non-positive timeout and an empty recipient are refused")
     func semanticChecks() throws {
         for (timeout, recipient, expected) in [("0", "u", "positive"), ("5", "", "recipients' number 1 is empty")] {
             let body = "<sendNotification><notification><id>x</id><pushContent><text>t</text><type>URL</type></pushContent><recipients>\(recipient)</recipients><timeout>\(timeout)</timeout></notification></sendNotification>"
             let request = try codec.decodeRequest(envelope(body), contentType: nil)
             #expect {
-                try NotificationMessage(record: try #require(request.parameters.record("notification")))
+                try NotificationMessage(sendNotification: request)
             } throws: { error in
                 (error as? SOAPFault)?.reason.contains(expected) ?? false
             }
@@ -118,7 +142,7 @@ struct InboundCodecTests {
             recipients: ["a", "b"], timeout: 30)
         let data = codec.encodeRequest(InboundService.sendNotification, parameters: SOAPRecord(["notification": [.record(original.record)]]))
         let decoded = try codec.decodeRequest(data, contentType: nil)
-        let message = try NotificationMessage(record: try #require(decoded.parameters.record("notification")))
+        let message = try NotificationMessage(sendNotification: decoded)
         #expect(message == original)
     }
 

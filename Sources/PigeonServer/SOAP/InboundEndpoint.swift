@@ -73,8 +73,7 @@ struct InboundEndpoint: Sendable {
         let parameters = request.parameters
         switch request.operation.name {
         case InboundService.sendNotification.name:
-            guard let record = parameters.record("notification") else { throw SOAPFault.client("missing required element 'notification'") }
-            let message = try NotificationMessage(record: record)
+            let message = try NotificationMessage(sendNotification: request)
             switch try await notifications.send(PushNotification(message)) {
             case .stored(let states):
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])

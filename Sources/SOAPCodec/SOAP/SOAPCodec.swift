@@ -4,7 +4,11 @@ import Foundation
 public struct SOAPRequest: Sendable {
     public var version: SOAPVersion
     public var operation: OperationDescription
+    /// The parameters, except the operation's ``OperationDescription/streamedList``.
     public var parameters: SOAPRecord
+    /// The values of the operation's ``OperationDescription/streamedList`` in document order
+    /// (checked against its field: count and length), or empty.
+    public var streamedList: [String] = []
 }
 
 /// A request that could not be decoded: the fault to answer, in the version to answer it in.
@@ -20,10 +24,15 @@ public struct SOAPRequestError: Error, CustomStringConvertible {
 public struct SOAPCodec: Sendable {
     public let service: ServiceDescription
     public let parser: XMLTreeParser
+    /// Where each operation's streamed list sits in a request, from the envelope.
+    private let streamedPaths: [[String]]
 
     public init(service: ServiceDescription, limits: XMLTreeParser.Limits = .init()) {
         self.service = service
         self.parser = XMLTreeParser(limits: limits)
+        streamedPaths = service.operations.compactMap { operation in
+            operation.streamedList.map { ["Envelope", "Body", operation.name] + $0 }
+        }
     }
 
     // MARK: Requests
@@ -33,8 +42,9 @@ public struct SOAPCodec: Sendable {
     public func decodeRequest(_ body: Data, contentType: String?) throws(SOAPRequestError) -> SOAPRequest {
         let fallbackVersion = SOAPVersion(contentType: contentType)
         let root: XMLElementNode
+        let list: [String]
         do {
-            root = try parser.parse(body)
+            (root, list) = try parser.parse(body, streaming: streamedPaths)
         } catch {
             throw SOAPRequestError(version: fallbackVersion, fault: .client(error.description))
         }
@@ -49,8 +59,9 @@ public struct SOAPCodec: Sendable {
             throw SOAPRequestError(version: version, fault: .client("unknown operation '\(wrapper.name)'"))
         }
         do {
-            let parameters = try SchemaDecoder().decode(wrapper, as: operation.request, path: "")
-            return SOAPRequest(version: version, operation: operation, parameters: parameters)
+            let streamed = operation.streamedList.map { SchemaDecoder.StreamedList(path: $0.joined(separator: "/"), values: list) }
+            let parameters = try SchemaDecoder(streamed: streamed).decode(wrapper, as: operation.request, path: "")
+            return SOAPRequest(version: version, operation: operation, parameters: parameters, streamedList: streamed?.values ?? [])
         } catch {
             throw SOAPRequestError(version: version, fault: error)
         }
@@ -58,22 +69,25 @@ public struct SOAPCodec: Sendable {
 
     /// Encodes a request (used by our SOAP client and by tests).
     public func encodeRequest(_ operation: OperationDescription, parameters: SOAPRecord, version: SOAPVersion = .soap11) -> Data {
-        var body = "<ns2:\(operation.name) xmlns:ns2=\"\(service.targetNamespace)\">"
-        SchemaEncoder().encode(parameters, as: operation.request, into: &body)
-        body += "</ns2:\(operation.name)>"
-        return envelope(body, version: version)
+        let document = DocumentWriter()
+        document += envelopeOpening(version) + "<ns2:\(operation.name) xmlns:ns2=\"\(service.targetNamespace)\">"
+        SchemaEncoder().encode(parameters, as: operation.request, into: document)
+        document += "</ns2:\(operation.name)>" + Self.envelopeClosing
+        return document.take()
     }
 
     // MARK: Responses
 
     /// Encodes an operation's response wrapping `result` as its `return` element.
     public func encodeResponse(_ operation: OperationDescription, result: SOAPRecord, version: SOAPVersion) -> Data {
-        // Written into one string: an answer with a million recipients' states is tens of megabytes.
+        // Written straight into the bytes sent: an answer with a million recipients' states is
+        // tens of megabytes.
         let name = operation.response.name
-        var document = envelopeOpening(version) + "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
-        SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: &document)
+        let document = DocumentWriter()
+        document += envelopeOpening(version) + "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
+        SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: document)
         document += "</ns2:\(name)>" + Self.envelopeClosing
-        return Data(document.utf8)
+        return document.take()
     }
 
     /// Decodes a response to `operation` and returns its `return` record (empty if absent).

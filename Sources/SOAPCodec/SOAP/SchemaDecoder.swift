@@ -3,6 +3,20 @@
 /// order; unknown children are ignored (as JAXB does). Every fault names the offending field by
 /// its path, e.g. `notification/timeout`.
 struct SchemaDecoder {
+    /// A repeated string field the parser read into a list (``OperationDescription/streamedList``):
+    /// checked here like the field's elements would be, and left out of the record.
+    struct StreamedList {
+        /// The field's path, e.g. `notification/recipients`.
+        var path: String
+        var values: [String]
+    }
+
+    var streamed: StreamedList?
+
+    init(streamed: StreamedList? = nil) {
+        self.streamed = streamed
+    }
+
     func decode(_ element: XMLElementNode, as type: ComplexType, path: String) throws(SOAPFault) -> SOAPRecord {
         // Children by field position (types have a handful of fields: a scan beats hashing).
         var grouped = [[Int]](repeating: [], count: type.fields.count)
@@ -16,6 +30,10 @@ struct SchemaDecoder {
         for (fieldIndex, field) in type.fields.enumerated() {
             let occurrences = grouped[fieldIndex]
             var fieldPath: String { path.isEmpty ? field.name : "\(path)/\(field.name)" }
+            if let streamed, streamed.path == fieldPath {
+                try check(streamed.values, as: field, path: fieldPath)
+                continue
+            }
             if occurrences.count < field.minOccurs {
                 throw .client(
                     field.minOccurs == 1
@@ -37,6 +55,22 @@ struct SchemaDecoder {
             record.fields[field.name] = values
         }
         return record
+    }
+
+    /// A streamed field's values against its bounds and string length.
+    private func check(_ values: [String], as field: Field, path: String) throws(SOAPFault) {
+        if values.count < field.minOccurs {
+            throw .client(field.minOccurs == 1 ? "missing required element '\(path)'" : "element '\(path)' must appear at least \(field.minOccurs) times")
+        }
+        if let maxOccurs = field.maxOccurs, values.count > maxOccurs {
+            throw .client("element '\(path)' appears more than \(maxOccurs) times")
+        }
+        guard case .string(let maxLength) = field.type else {
+            throw .server("field '\(path)' is streamed but is not a string")
+        }
+        for value in values where value.utf8.count > maxLength && value.count > maxLength {
+            throw .client("element '\(path)' is longer than \(maxLength) characters")
+        }
     }
 
     private func decodeValue(_ element: XMLElementNode, as type: XSDType, path: String) throws(SOAPFault) -> SOAPValue {

@@ -1,17 +1,17 @@
 /// Writes a ``SOAPRecord`` as unqualified child elements in the ``ComplexType``'s sequence order,
 /// the way JAX-WS does with `elementFormDefault="unqualified"`.
 struct SchemaEncoder {
-    func encode(_ record: SOAPRecord, as type: ComplexType, into output: inout String) {
+    func encode(_ record: SOAPRecord, as type: ComplexType, into output: DocumentWriter) {
         for field in type.fields {
             for value in record.fields[field.name] ?? [] {
                 output += "<\(field.name)>"
-                encodeValue(value, as: field.type, into: &output)
+                encodeValue(value, as: field.type, into: output)
                 output += "</\(field.name)>"
             }
         }
     }
 
-    private func encodeValue(_ value: SOAPValue, as type: XSDType, into output: inout String) {
+    private func encodeValue(_ value: SOAPValue, as type: XSDType, into output: DocumentWriter) {
         switch value {
         case .string(let text): output += XMLEscaping.escape(text)
         case .int(let number): output += String(number)
@@ -19,7 +19,7 @@ struct SchemaEncoder {
         case .boolean(let flag): output += flag ? "true" : "false"
         case .record(let record):
             if case .complex(let complex) = type {
-                encode(record, as: complex, into: &output)
+                encode(record, as: complex, into: output)
             }
         case .entries(let entries):
             // The map type's one field is the entry element; its first two fields are key and value.
@@ -39,3 +39,4 @@ struct SchemaEncoder {
         }
     }
 }
+

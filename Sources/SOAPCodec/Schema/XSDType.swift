@@ -87,10 +87,15 @@ public struct OperationDescription: Sendable {
     public var name: String
     public var request: ComplexType
     public var response: ComplexType
+    /// A repeated string field of the request, by its path below the wrapper (e.g.
+    /// `["notification", "recipients"]`), read by the parser straight into a list of strings
+    /// instead of into the document's tree: a send's millions of recipients.
+    public var streamedList: [String]?
 
     /// `response` is the type of the response wrapper's single `return` element.
-    public init(name: String, requestFields: [Field], returnType: ComplexType) {
+    public init(name: String, requestFields: [Field], returnType: ComplexType, streamedList: [String]? = nil) {
         self.name = name
+        self.streamedList = streamedList
         self.request = ComplexType(name: name, fields: requestFields)
         self.response = ComplexType(
             name: "\(name)Response", fields: [.optional("return", .complex(returnType))])

@@ -40,9 +40,17 @@ public struct NotificationMessage: Sendable, Equatable {
         self.timeout = timeout
     }
 
+    /// Reads a decoded sendNotification request: its `notification` record and the recipients
+    /// the parser streamed into a list.
+    public init(sendNotification request: SOAPRequest) throws(SOAPFault) {
+        guard let record = request.parameters.record("notification") else { throw .client("missing required element 'notification'") }
+        try self.init(record: record, recipients: request.streamedList)
+    }
+
     /// Reads a decoded `notification` record, checking what the schema cannot express:
-    /// a non-empty id and recipients, and a positive timeout.
-    public init(record: SOAPRecord) throws(SOAPFault) {
+    /// a non-empty id and recipients, and a positive timeout. `recipients` when they were read
+    /// apart from the record (a streamed request), else the record's.
+    public init(record: SOAPRecord, recipients streamed: [String]? = nil) throws(SOAPFault) {
         guard let id = record.string("id"), let timeout = record.int("timeout"),
               let content = record.record("pushContent"), let text = content.string("text"),
               let type = content.string("type")
@@ -54,7 +62,7 @@ public struct NotificationMessage: Sendable, Equatable {
         guard timeout > 0 else {
             throw .client("element 'notification/timeout' must be a positive number of seconds, got \(timeout)")
         }
-        let recipients = record.strings("recipients")
+        let recipients = streamed ?? record.strings("recipients")
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) {
             throw .client("element 'notification/recipients' number \(blank + 1) is empty")
         }

@@ -68,7 +68,8 @@ public enum InboundService {
     public static let sendNotification = OperationDescription(
         name: "sendNotification",
         requestFields: [Field("notification", .complex(notification))],
-        returnType: result("sendNotificationResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]))
+        returnType: result("sendNotificationResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]),
+        streamedList: ["notification", "recipients"])
     public static let getNotificationDetails = OperationDescription(
         name: "getNotificationDetails",
         requestFields: [Field("id", .string(maxLength: Limits.identifier))],

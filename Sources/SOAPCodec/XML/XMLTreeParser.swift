@@ -48,13 +48,22 @@ public struct XMLTreeParser: Sendable {
 
     /// The document's root element.
     public func parse(_ data: Data) throws(ParseError) -> XMLElementNode {
+        try parse(data, streaming: []).root
+    }
+
+    /// The document's root element, and the texts of the elements at any of `streamedPaths`
+    /// (local names from the root, e.g. `Envelope/Body/sendNotification/notification/recipients`)
+    /// in document order, read into a list instead of into the tree: one string per element
+    /// rather than a node, for a field that repeats a million times. Such an element must hold
+    /// text only; one with `xsi:nil` is left out, as the schema decoder leaves out nil elements.
+    public func parse(_ data: Data, streaming streamedPaths: [[String]]) throws(ParseError) -> (root: XMLElementNode, list: [String]) {
         do {
             try XMLSafetyCheck.validate(data)
         } catch {
             throw ParseError(description: error.description)
         }
         _ = Self.initialized
-        let builder = TreeBuilder(limits: limits)
+        let builder = TreeBuilder(limits: limits, streamedPaths: streamedPaths)
         var callbacks = pigeon_xml_callbacks(start_element: startElement, end_element: endElement, text: appendText)
         var error = pigeon_xml_error()
         let status = withExtendedLifetime(builder) {
@@ -71,7 +80,7 @@ public struct XMLTreeParser: Sendable {
             let message = withUnsafeBytes(of: error.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw ParseError(description: "malformed XML at line \(error.line), column \(error.column): \(message)")
         }
-        return root
+        return (root, builder.list)
     }
 }
 
@@ -84,9 +93,24 @@ private final class TreeBuilder {
     var root: XMLElementNode?
     /// A limit we enforced.
     var failure: String?
+    /// Paths whose elements' texts go to ``list``.
+    let streamedPaths: [[String]]
+    var list: [String] = []
+    /// The text of the streamed element being read (nil when none is open), its name and nil flag.
+    var streamedText: String?
+    var streamedName = ""
+    var streamedIsNil = false
 
-    init(limits: XMLTreeParser.Limits) {
+    init(limits: XMLTreeParser.Limits, streamedPaths: [[String]]) {
         self.limits = limits
+        self.streamedPaths = streamedPaths
+    }
+
+    /// Whether an element `name` opened now, below the open elements, is a streamed one.
+    private func isStreamed(_ name: String) -> Bool {
+        streamedPaths.contains { path in
+            path.count == stack.count + 1 && path.last == name && zip(path, stack).allSatisfy { $0 == $1.name }
+        }
     }
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> TreeBuilder {
@@ -107,12 +131,28 @@ private final class TreeBuilder {
         if stack.count >= limits.maxDepth {
             return fail("the document nests deeper than \(limits.maxDepth) elements")
         }
+        if streamedText != nil {
+            return fail("element '\(currentPath)' must contain text only, found element '\(name)'")
+        }
+        if !streamedPaths.isEmpty && isStreamed(name) {
+            streamedText = ""
+            streamedName = name
+            streamedIsNil = isNil
+            textBytes = 0
+            return 0
+        }
         stack.append(XMLElementNode(name: name, namespace: namespace, isNil: isNil))
         textBytes = 0
         return 0
     }
 
     func end() -> Int32 {
+        if let text = streamedText {
+            if !streamedIsNil { list.append(text) }
+            streamedText = nil
+            textBytes = 0
+            return 0
+        }
         guard let finished = stack.popLast() else { return 0 }
         textBytes = 0
         if stack.isEmpty {
@@ -129,6 +169,10 @@ private final class TreeBuilder {
         if textBytes > limits.maxTextBytes {
             return fail("element '\(currentPath)' is longer than \(limits.maxTextBytes) bytes")
         }
+        if streamedText != nil {
+            streamedText! += String(decoding: bytes, as: UTF8.self)
+            return 0
+        }
         stack[stack.count - 1].text += String(decoding: bytes, as: UTF8.self)
         return 0
     }
@@ -136,7 +180,7 @@ private final class TreeBuilder {
     /// The open elements' names below the operation wrapper (`notification/recipients`), or
     /// from the root when the document is not a SOAP envelope.
     private var currentPath: String {
-        let names = stack.map(\.name)
+        let names = stack.map(\.name) + (streamedText == nil ? [] : [streamedName])
         let start = names.first == "Envelope" && names.count > 3 ? 3 : 0
         return names[start...].joined(separator: "/")
     }

@@ -615,9 +615,15 @@ const char *pigeon_http_query(const pigeon_http_exchange *exchange) {
 const char *pigeon_http_header(const pigeon_http_exchange *exchange, const char *name) {
     return MHD_lookup_connection_value(exchange->connection, MHD_HEADER_KIND, name);
 }
-const uint8_t *pigeon_http_body(const pigeon_http_exchange *exchange, size_t *length) {
-    *length = exchange->body_length;
-    return exchange->body;
+
+uint8_t *pigeon_http_take_body(pigeon_http_exchange *exchange, size_t *length) {
+    uint8_t *body = exchange->body;
+    *length = body ? exchange->body_length : 0;
+    exchange->body = NULL;
+    exchange->body_length = 0;
+    exchange->body_capacity = 0;
+    return body;
 }
+
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange) { return exchange->too_large; }
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange) { return exchange->peer; }

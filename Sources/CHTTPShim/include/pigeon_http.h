@@ -71,7 +71,9 @@ const char *pigeon_http_path(const pigeon_http_exchange *exchange);
 const char *pigeon_http_query(const pigeon_http_exchange *exchange);
 /* Case-insensitive header lookup; NULL if absent. */
 const char *pigeon_http_header(const pigeon_http_exchange *exchange, const char *name);
-const uint8_t *pigeon_http_body(const pigeon_http_exchange *exchange, size_t *length);
+/* Hands the body's malloc'd buffer to the caller, who frees it; the exchange forgets it. NULL
+ * when there is no body. */
+uint8_t *pigeon_http_take_body(pigeon_http_exchange *exchange, size_t *length);
 /* 1 when the body exceeded what admit allowed (the body is then empty). */
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange);
 /* The peer's address as text, "" if unknown. */

@@ -69,6 +69,11 @@ struct InboundEndpoint: Sendable {
         HTTPResponse(status: 500, headers: [("Content-Type", version.contentType)], body: codec.encodeFault(fault, version: version))
     }
 
+    /// Each recipient's state as an entry of the answer's map.
+    private static func entries(_ states: [RecipientState]) -> [MapEntry] {
+        states.map { MapEntry(key: $0.user, value: $0.state.rawValue) }
+    }
+
     private func perform(_ request: SOAPRequest) async throws -> InboundResult {
         let parameters = request.parameters
         switch request.operation.name {
@@ -77,10 +82,10 @@ struct InboundEndpoint: Sendable {
             switch try await notifications.send(PushNotification(message)) {
             case .stored(let states):
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
-                return InboundResult(status: .ok).with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+                return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))
             case .duplicate(let states):
                 return InboundResult(status: .duplicatedEntity, errorMessage: "notification '\(message.id)' was already sent")
-                    .with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+                    .with(deliveryStatus: Self.entries(states))
             }
         case InboundService.getNotificationDetails.name:
             let id = parameters.string("id") ?? ""
@@ -95,7 +100,7 @@ struct InboundEndpoint: Sendable {
             guard let states = try await notifications.deliveryStatus(id: id) else {
                 return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
             }
-            return InboundResult(status: .ok).with(deliveryStatus: states.map { ($0.user, $0.state.rawValue) })
+            return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))
         case InboundService.deleteSubscription.name:
             let user = parameters.string("user") ?? ""
             try SOAPFault.refuseControlCharacters(user, in: "user")

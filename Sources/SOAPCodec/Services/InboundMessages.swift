@@ -133,8 +133,14 @@ public struct InboundResult: Sendable {
 
     /// Adds `deliveryStatus` as a map from user to state, in the given order.
     public func with(deliveryStatus: [(user: String, state: String)]) -> InboundResult {
+        with(deliveryStatus: deliveryStatus.map { MapEntry(key: $0.user, value: $0.state) })
+    }
+
+    /// Adds `deliveryStatus` from entries of user and state, in the given order (a send's answer
+    /// built without an intermediate list).
+    public func with(deliveryStatus entries: [MapEntry]) -> InboundResult {
         var copy = self
-        copy.record["deliveryStatus"] = .entries(deliveryStatus.map { MapEntry(key: $0.user, value: $0.state) })
+        copy.record["deliveryStatus"] = .entries(entries)
         return copy
     }
 

@@ -89,59 +89,34 @@ public final class APNsTransport: Sendable {
     /// `onResult` gets each push's result as it arrives (on the client's thread: it must be
     /// quick). Each message's headers and payload are built once. Pushes refused because the
     /// provider token they carried was refused (`ExpiredProviderToken`, …) are sent once more
-    /// with the token signed in its place, so one refused token does not fail a whole batch.
+    /// with the token signed in its place (``BatchRounds``), so one refused token does not fail
+    /// a whole batch.
     public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
-        var indices = Array(batch.pushes.indices)
-        for round in 0..<2 {
-            let authorization: String?
-            switch bearer() {
-            case .success(let value): authorization = value
-            case .failure(let reason):
-                for index in indices { onResult(PushBatchResult(index: index, outcome: .failed(reason: reason.description), duration: nil)) }
-                return
-            }
-            var requests: [HTTP2Client.Request] = []
-            var sent: [Int] = []
-            requests.reserveCapacity(indices.count)
-            sent.reserveCapacity(indices.count)
-            for index in indices {
-                let push = batch.pushes[index]
-                switch prepared[push.message] {
-                case .failure(let error):
-                    onResult(PushBatchResult(index: index, outcome: .failed(reason: error.description), duration: nil))
-                case .success(let message):
+        let rounds = BatchRounds<String?>(
+            credential: { [self] in
+                bearer().mapError { CredentialUnavailable(outcome: .failed(reason: $0.description)) }
+            },
+            request: { [endpoint] push, authorization in
+                prepared[push.message].map { message in
                     var lines = message.headers.map { "\($0.key): \($0.value)" }
                     lines.append("apns-id: \(UUID().uuidString.lowercased())")
                     if let authorization { lines.append("authorization: bearer \(authorization)") }
-                    requests.append(HTTP2Client.Request(url: endpoint + message.path(deviceToken: push.token), headerLines: lines,
-                                                        body: message.body, wantHeaders: ["apns-id", "retry-after"]))
-                    sent.append(index)
+                    return HTTP2Client.Request(url: endpoint + message.path(deviceToken: push.token), headerLines: lines,
+                                               body: message.body, wantHeaders: ["apns-id", "retry-after"])
                 }
-            }
-            let lastRound = round == 1
-            let positions = sent
-            let refused = Mutex<[Int]>([])
-            await client.send(requests, maxInFlight: maxInFlight) { [self] position, result in
-                let index = positions[position]
-                let outcome = outcome(of: result)
+            },
+            outcome: { [self] response, authorization in
+                let outcome = outcome(of: response)
                 if let authorization { tokenAnswered(authorization, outcome: outcome) }
-                if case .refreshCredentials = outcome, authorization != nil, !lastRound {
-                    refused.withLock { $0.append(index) }
-                    return
-                }
-                onResult(PushBatchResult(index: index, outcome: outcome, duration: try? result.get().duration))
-            }
-            indices = refused.withLock { $0 }
-            guard !indices.isEmpty else { return }
-            // Sent again only when a new token replaced the refused one; else they are answered.
-            if case .success(let next) = bearer(), next == authorization {
-                for index in indices {
-                    onResult(PushBatchResult(index: index, outcome: .refreshCredentials(reason: "the provider token was refused"), duration: nil))
-                }
-                return
-            }
-        }
+                return outcome
+            },
+            replace: { [self] refused in
+                // Only a signed token can be replaced, and only when the schedule signs a new one.
+                guard refused != nil, case .success(let next) = bearer() else { return false }
+                return next != refused
+            })
+        await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// The provider token to send with the next request, `nil` with certificate

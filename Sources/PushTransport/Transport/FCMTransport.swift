@@ -1,7 +1,6 @@
 import Foundation
 import OutboundHTTP
 import PushCore
-import Synchronization
 
 /// Sends pushes to FCM HTTP v1 over one ``HTTP2Client`` with access tokens from
 /// ``FCMAccessTokens``. A 401 drops the cached token so the next attempt fetches a new one.
@@ -55,55 +54,35 @@ public final class FCMTransport: Sendable {
     public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let now = clock()
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message, now: now) } }
-        var indices = Array(batch.pushes.indices)
-        for round in 0..<2 {
-            let accessToken: String
-            do {
-                accessToken = try await tokens.token()
-            } catch {
-                for index in indices { onResult(PushBatchResult(index: index, outcome: .retry(reason: "no access token: \(error)", after: nil), duration: nil)) }
-                return
-            }
-            var requests: [HTTP2Client.Request] = []
-            var sent: [Int] = []
-            requests.reserveCapacity(indices.count)
-            sent.reserveCapacity(indices.count)
-            for index in indices {
-                let push = batch.pushes[index]
-                switch prepared[push.message] {
-                case .failure(let error):
-                    onResult(PushBatchResult(index: index, outcome: .failed(reason: error.description), duration: nil))
-                case .success(let message):
+        let rounds = BatchRounds<String>(
+            credential: { [tokens] in
+                do {
+                    return .success(try await tokens.token())
+                } catch {
+                    return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil)))
+                }
+            },
+            request: { [endpoint] push, accessToken in
+                prepared[push.message].map { message in
                     var lines = message.headers.map { "\($0.key): \($0.value)" }
                     lines.append("authorization: Bearer \(accessToken)")
-                    requests.append(HTTP2Client.Request(url: endpoint + message.path, headerLines: lines,
-                                                        body: message.body(registrationToken: push.token), wantHeaders: ["retry-after"]))
-                    sent.append(index)
+                    return HTTP2Client.Request(url: endpoint + message.path, headerLines: lines,
+                                               body: message.body(registrationToken: push.token), wantHeaders: ["retry-after"])
                 }
-            }
-            let lastRound = round == 1
-            let positions = sent
-            let refused = Mutex<[Int]>([])
-            await client.send(requests, maxInFlight: maxInFlight) { [clock] position, result in
-                let index = positions[position]
-                let outcome: PushOutcome
-                switch result {
+            },
+            outcome: { [clock] response, _ in
+                switch response {
                 case .success(let response):
-                    outcome = FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: clock())
+                    FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: clock())
                 case .failure(let error):
-                    outcome = .retry(reason: "transport: \(error.message)", after: nil)
+                    .retry(reason: "transport: \(error.message)", after: nil)
                 }
-                if case .refreshCredentials = outcome {
-                    refused.withLock { $0.append(index) }
-                    // Sent again with a new access token, unless this was the second try.
-                    if !lastRound { return }
-                }
-                onResult(PushBatchResult(index: index, outcome: outcome, duration: try? result.get().duration))
-            }
-            indices = refused.withLock { $0 }
-            guard !indices.isEmpty else { return }
-            await tokens.invalidate(accessToken)
-            if lastRound { return }
-        }
+            },
+            replace: { [tokens] refused in
+                // The next token() fetches a new access token.
+                await tokens.invalidate(refused)
+                return true
+            })
+        await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 }

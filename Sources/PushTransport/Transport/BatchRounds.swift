@@ -1,0 +1,73 @@
+import OutboundHTTP
+import PushCore
+import Synchronization
+
+/// Sends a push batch through an ``HTTP2Client`` as one submission, in at most two rounds: the
+/// pushes refused because the credential they carried was refused (an APNs provider token, an
+/// FCM access token) are held back and, once `replace` has a new credential, sent once more
+/// with it. What every transport does the same way; the service-specific parts come in as
+/// closures.
+struct BatchRounds<Credential: Equatable & Sendable> {
+    /// The credential to send with, or the outcome every push gets when there is none.
+    var credential: () async -> Result<Credential, CredentialUnavailable>
+    /// A push's request with `credential`, or why it cannot be sent at all.
+    var request: (PushBatch.Push, Credential) -> Result<HTTP2Client.Request, PushMessageError>
+    /// The outcome of an answer (or a transport failure) to a request sent with `credential`.
+    var outcome: @Sendable (Result<HTTP2Client.Response, HTTP2Client.TransportError>, Credential) -> PushOutcome
+    /// Called after the service refused `credential`: true when a new one replaces it.
+    var replace: (Credential) async -> Bool
+
+    func send(_ pushes: [PushBatch.Push], client: HTTP2Client, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+        var indices = Array(pushes.indices)
+        for round in 0..<2 {
+            let current: Credential
+            switch await credential() {
+            case .success(let value): current = value
+            case .failure(let unavailable):
+                for index in indices { onResult(PushBatchResult(index: index, outcome: unavailable.outcome, duration: nil)) }
+                return
+            }
+            var requests: [HTTP2Client.Request] = []
+            var sent: [Int] = []
+            requests.reserveCapacity(indices.count)
+            sent.reserveCapacity(indices.count)
+            for index in indices {
+                switch request(pushes[index], current) {
+                case .success(let request):
+                    requests.append(request)
+                    sent.append(index)
+                case .failure(let error):
+                    onResult(PushBatchResult(index: index, outcome: .failed(reason: error.description), duration: nil))
+                }
+            }
+            let lastRound = round == 1
+            let positions = sent
+            let outcome = self.outcome
+            let refused = Mutex<[PushBatchResult]>([])
+            await client.send(requests, maxInFlight: maxInFlight) { position, response in
+                let result = PushBatchResult(index: positions[position], outcome: outcome(response, current),
+                                             duration: try? response.get().duration)
+                if case .refreshCredentials = result.outcome {
+                    refused.withLock { $0.append(result) }
+                    // Held back for the second round; in the second, answered as it is.
+                    if !lastRound { return }
+                }
+                onResult(result)
+            }
+            let withheld = refused.withLock { $0 }
+            guard !withheld.isEmpty else { return }
+            let replaced = await replace(current)
+            if lastRound { return }
+            guard replaced else {
+                withheld.forEach(onResult)
+                return
+            }
+            indices = withheld.map(\.index)
+        }
+    }
+}
+
+/// No credential could be had: the outcome every push of the batch gets.
+struct CredentialUnavailable: Error {
+    var outcome: PushOutcome
+}

@@ -231,6 +231,18 @@ public final class HTTP2Client: Sendable {
         }
     }
 
+    /// ``send(url:headers:body:wantHeaders:idempotent:)`` with the failure as a value, the form
+    /// in which a batch's results come too.
+    public func answer(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async -> Result<Response, TransportError> {
+        do {
+            return .success(try await send(url: url, headers: headers, body: body, wantHeaders: wantHeaders))
+        } catch let error as TransportError {
+            return .failure(error)
+        } catch {
+            return .failure(TransportError(code: -1, message: "\(error)"))
+        }
+    }
+
     /// Sends a batch of idempotent requests as one submission: at most `maxInFlight` of them
     /// are in flight at once, `onResponse` gets each one's index and result on the driving
     /// thread as it finishes (it must be quick), and this returns when all are answered. No

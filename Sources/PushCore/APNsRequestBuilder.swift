@@ -61,8 +61,22 @@ public struct APNsRequestBuilder: Sendable {
 /// An APNs request without its device: the shared headers (no `apns-id`) and payload of one
 /// message, built once and used for every device it goes to.
 public struct APNsPreparedMessage: Sendable, Equatable {
-    public var headers: [String: String]
+    public var headers: [String: String] {
+        didSet { headerLines = Self.lines(headers) }
+    }
+    /// ``headers`` as `name: value` lines, formatted once for every device's request.
+    public private(set) var headerLines: [String]
     public var body: Data
+
+    public init(headers: [String: String], body: Data) {
+        self.headers = headers
+        self.headerLines = Self.lines(headers)
+        self.body = body
+    }
+
+    static func lines(_ headers: [String: String]) -> [String] {
+        headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+    }
 
     /// The request path for one device token.
     public func path(deviceToken: String) -> String { "/3/device/\(deviceToken)" }

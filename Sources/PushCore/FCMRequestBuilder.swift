@@ -58,9 +58,21 @@ public struct FCMRequestBuilder: Sendable {
 /// token's place, built once per message and used for every device it goes to.
 public struct FCMPreparedMessage: Sendable, Equatable {
     public var path: String
-    public var headers: [String: String]
+    public var headers: [String: String] {
+        didSet { headerLines = APNsPreparedMessage.lines(headers) }
+    }
+    /// ``headers`` as `name: value` lines, formatted once for every device's request.
+    public private(set) var headerLines: [String]
     var bodyPrefix: [UInt8]
     var bodySuffix: [UInt8]
+
+    init(path: String, headers: [String: String], bodyPrefix: [UInt8], bodySuffix: [UInt8]) {
+        self.path = path
+        self.headers = headers
+        self.headerLines = APNsPreparedMessage.lines(headers)
+        self.bodyPrefix = bodyPrefix
+        self.bodySuffix = bodySuffix
+    }
 
     /// The body for one registration token.
     public func body(registrationToken: String) -> Data {

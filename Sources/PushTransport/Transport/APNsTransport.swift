@@ -60,28 +60,16 @@ public final class APNsTransport: Sendable {
         } catch {
             return .failed(reason: error.description)
         }
+        let authorization: String?
+        switch bearer() {
+        case .success(let value): authorization = value
+        case .failure(let failure): return .failed(reason: failure.description)
+        }
         var headers = request.headers
-        var usedToken: String?
-        if case .token(let credentials) = authentication {
-            do {
-                usedToken = try currentToken(credentials)
-            } catch {
-                return .failed(reason: "cannot sign the provider token: \(error)")
-            }
-            headers["authorization"] = "bearer \(usedToken!)"
-        }
-        let outcome: PushOutcome
-        do {
-            let response = try await client.send(url: endpoint + request.path, headers: headers, body: request.body, wantHeaders: ["apns-id", "retry-after"])
-            outcome = APNsResponse.classify(status: response.status, body: response.body, apnsId: response.headers["apns-id"], retryAfter: response.headers["retry-after"], now: clock())
-        } catch let error as HTTP2Client.TransportError {
-            return .retry(reason: "transport: \(error.message)", after: nil)
-        } catch {
-            return .retry(reason: "transport: \(error)", after: nil)
-        }
-        if let usedToken {
-            tokenAnswered(usedToken, outcome: outcome)
-        }
+        if let authorization { headers["authorization"] = "bearer \(authorization)" }
+        let outcome = outcome(of: await client.answer(url: endpoint + request.path, headers: headers, body: request.body,
+                                                      wantHeaders: ["apns-id", "retry-after"]))
+        if let authorization { tokenAnswered(authorization, outcome: outcome) }
         return outcome
     }
 
@@ -99,7 +87,7 @@ public final class APNsTransport: Sendable {
             },
             request: { [endpoint] push, authorization in
                 prepared[push.message].map { message in
-                    var lines = message.headers.map { "\($0.key): \($0.value)" }
+                    var lines = message.headerLines
                     lines.append("apns-id: \(UUID().uuidString.lowercased())")
                     if let authorization { lines.append("authorization: bearer \(authorization)") }
                     return HTTP2Client.Request(url: endpoint + message.path(deviceToken: push.token), headerLines: lines,

@@ -35,15 +35,19 @@ public final class FCMTransport: Sendable {
         }
         var headers = request.headers
         headers["authorization"] = "Bearer \(accessToken)"
-        do {
-            let response = try await client.send(url: endpoint + request.path, headers: headers, body: request.body, wantHeaders: ["retry-after"])
-            let outcome = FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: clock())
-            if case .refreshCredentials = outcome { await tokens.invalidate(accessToken) }
-            return outcome
-        } catch let error as HTTP2Client.TransportError {
-            return .retry(reason: "transport: \(error.message)", after: nil)
-        } catch {
-            return .retry(reason: "transport: \(error)", after: nil)
+        let outcome = Self.outcome(of: await client.answer(url: endpoint + request.path, headers: headers, body: request.body,
+                                                           wantHeaders: ["retry-after"]), now: clock())
+        if case .refreshCredentials = outcome { await tokens.invalidate(accessToken) }
+        return outcome
+    }
+
+    /// The outcome of FCM's answer, or of the transfer's failure.
+    private static func outcome(of result: Result<HTTP2Client.Response, HTTP2Client.TransportError>, now: Date) -> PushOutcome {
+        switch result {
+        case .success(let response):
+            FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: now)
+        case .failure(let error):
+            .retry(reason: "transport: \(error.message)", after: nil)
         }
     }
 
@@ -64,20 +68,13 @@ public final class FCMTransport: Sendable {
             },
             request: { [endpoint] push, accessToken in
                 prepared[push.message].map { message in
-                    var lines = message.headers.map { "\($0.key): \($0.value)" }
+                    var lines = message.headerLines
                     lines.append("authorization: Bearer \(accessToken)")
                     return HTTP2Client.Request(url: endpoint + message.path, headerLines: lines,
                                                body: message.body(registrationToken: push.token), wantHeaders: ["retry-after"])
                 }
             },
-            outcome: { [clock] response, _ in
-                switch response {
-                case .success(let response):
-                    FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: clock())
-                case .failure(let error):
-                    .retry(reason: "transport: \(error.message)", after: nil)
-                }
-            },
+            outcome: { [clock] response, _ in Self.outcome(of: response, now: clock()) },
             replace: { [tokens] refused in
                 // The next token() fetches a new access token.
                 await tokens.invalidate(refused)

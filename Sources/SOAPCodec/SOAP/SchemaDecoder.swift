@@ -31,21 +31,15 @@ struct SchemaDecoder {
             let occurrences = grouped[fieldIndex]
             var fieldPath: String { path.isEmpty ? field.name : "\(path)/\(field.name)" }
             if let streamed, streamed.path == fieldPath {
-                try check(streamed.values, as: field, path: fieldPath)
+                // Read into a list by the parser: the same bounds, and each value as a string.
+                try checkCount(streamed.values.count, of: field, path: fieldPath)
+                guard case .string(let maxLength) = field.type else {
+                    throw .server("field '\(fieldPath)' is streamed but is not a string")
+                }
+                for value in streamed.values { try checkLength(value, maxLength: maxLength, path: fieldPath) }
                 continue
             }
-            if occurrences.count < field.minOccurs {
-                throw .client(
-                    field.minOccurs == 1
-                        ? "missing required element '\(fieldPath)'"
-                        : "element '\(fieldPath)' must appear at least \(field.minOccurs) times")
-            }
-            if let maxOccurs = field.maxOccurs, occurrences.count > maxOccurs {
-                throw .client(
-                    maxOccurs == 1
-                        ? "element '\(fieldPath)' appears \(occurrences.count) times but may appear once"
-                        : "element '\(fieldPath)' appears more than \(maxOccurs) times")
-            }
+            try checkCount(occurrences.count, of: field, path: fieldPath)
             guard !occurrences.isEmpty else { continue }
             var values: [SOAPValue] = []
             values.reserveCapacity(occurrences.count)
@@ -57,18 +51,26 @@ struct SchemaDecoder {
         return record
     }
 
-    /// A streamed field's values against its bounds and string length.
-    private func check(_ values: [String], as field: Field, path: String) throws(SOAPFault) {
-        if values.count < field.minOccurs {
-            throw .client(field.minOccurs == 1 ? "missing required element '\(path)'" : "element '\(path)' must appear at least \(field.minOccurs) times")
+    /// How many times `field` appears against its minOccurs and maxOccurs.
+    private func checkCount(_ count: Int, of field: Field, path: String) throws(SOAPFault) {
+        if count < field.minOccurs {
+            throw .client(
+                field.minOccurs == 1
+                    ? "missing required element '\(path)'"
+                    : "element '\(path)' must appear at least \(field.minOccurs) times")
         }
-        if let maxOccurs = field.maxOccurs, values.count > maxOccurs {
-            throw .client("element '\(path)' appears more than \(maxOccurs) times")
+        if let maxOccurs = field.maxOccurs, count > maxOccurs {
+            throw .client(
+                maxOccurs == 1
+                    ? "element '\(path)' appears \(count) times but may appear once"
+                    : "element '\(path)' appears more than \(maxOccurs) times")
         }
-        guard case .string(let maxLength) = field.type else {
-            throw .server("field '\(path)' is streamed but is not a string")
-        }
-        for value in values where value.utf8.count > maxLength && value.count > maxLength {
+    }
+
+    /// A string value against its length in characters.
+    private func checkLength(_ text: String, maxLength: Int, path: String) throws(SOAPFault) {
+        // Characters never outnumber UTF-8 bytes: count them only when the bytes could exceed.
+        if text.utf8.count > maxLength && text.count > maxLength {
             throw .client("element '\(path)' is longer than \(maxLength) characters")
         }
     }
@@ -76,10 +78,7 @@ struct SchemaDecoder {
     private func decodeValue(_ element: XMLElementNode, as type: XSDType, path: String) throws(SOAPFault) -> SOAPValue {
         switch type {
         case .string(let maxLength):
-            // Characters never outnumber UTF-8 bytes: count them only when the bytes could exceed.
-            if element.text.utf8.count > maxLength && element.text.count > maxLength {
-                throw .client("element '\(path)' is longer than \(maxLength) characters")
-            }
+            try checkLength(element.text, maxLength: maxLength, path: path)
             return .string(element.text)
         case .int:
             guard let value = Int32(trimmed(element.text)) else {

@@ -26,7 +26,10 @@ CONCURRENCY=256
 install_packages
 # max_wal_size as bench/bigsend.sh: storing a million deliveries with the 1 GB default spends
 # the acceptance in forced checkpoints, which measures PostgreSQL's settings, not the gateway.
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
+# PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements).
+pg_stats=()
+[ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements ${PIGEON_BENCH_PG_EXTRA:-})
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
 gateway="" simulator="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$simulator" "$answerer"
@@ -82,9 +85,11 @@ ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $
 .build/release/pigeon serve --config /tmp/pigeon-fanout.conf &
 gateway=$!
 wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
-sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+# Devices registered two days ago, as a bank's are: each one's first push of the hour records
+# that it was reached (a device registered within the hour counts as reached already).
+sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
      SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
-            CASE WHEN n % 2 = 0 THEN md5(n::text) ELSE 'fcm-' || n END
+            CASE WHEN n % 2 = 0 THEN md5(n::text) ELSE 'fcm-' || n END, now() - interval '2 days'
      FROM generate_series(1, $recipients) AS n"
 python3 - "$recipients" > /tmp/pigeon-fanout-request.xml <<'PY'
 import sys
@@ -111,6 +116,10 @@ postgres_cpu() {
     for pid in "$master" $(pgrep -P "$master"); do cpu_of "$pid" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'
 }
 gateway_cpu_before=$(cpu_of "$gateway")
+if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
+    sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+    sql "SELECT pg_stat_statements_reset()" >/dev/null
+fi
 postgres_cpu_before=$(postgres_cpu)
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
 profiler=""
@@ -119,7 +128,8 @@ if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
     profiler=$!
 fi
 while :; do
-    queued=$(sql "SELECT count(*) FROM deliveries WHERE state = 'QUEUED'")
+    # Through the queue index (QUEUED rows are all in it): counting the states would scan the table.
+    queued=$(sql "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT 1) AS q")
     current=$(rss)
     [ "$current" -lt "$rss_min" ] && rss_min=$current
     [ "$current" -gt "$rss_max" ] && rss_max=$current
@@ -137,6 +147,14 @@ if [ -n "$profiler" ]; then
     cat /tmp/pigeon-fanout-profile.txt
 fi
 curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" > /tmp/pigeon-fanout-metrics.txt
+if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
+    sql "SELECT round(total_exec_time::numeric, 0) AS ms, calls, rows,
+                round((1000 * total_exec_time / GREATEST(rows, 1))::numeric, 1) AS us_per_row,
+                regexp_replace(left(query, 90), '\s+', ' ', 'g')
+         FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" > /tmp/pigeon-fanout-pgstats.txt
+    log "PostgreSQL statements (ms, calls, rows, µs per row, query): /tmp/pigeon-fanout-pgstats.txt"
+    cat /tmp/pigeon-fanout-pgstats.txt
+fi
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
 # Pushes the answerer took, less the ceiling run's.

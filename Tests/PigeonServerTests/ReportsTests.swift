@@ -194,8 +194,15 @@ struct ReportsTests {
         _ = try await flow.register(user: "bob", device: "b")
         _ = try await flow.register(user: "carol", device: "c")
         _ = try await flow.database.pool.withConnection { connection in
-            try connection.query("UPDATE devices SET created_at = now() - interval '2 hours' WHERE user_id IN ('alice', 'bob')")
-            try connection.query("UPDATE devices SET last_success_at = now() - interval '10 minutes' WHERE user_id = 'bob'")
+            // Registered two hours ago; bob was reached ten minutes ago.
+            try connection.query("""
+                UPDATE device_reach SET reached_at = now() - interval '2 hours'
+                WHERE device_id IN (SELECT id FROM devices WHERE user_id IN ('alice', 'bob'))
+                """)
+            try connection.query("""
+                UPDATE device_reach SET reached_at = now() - interval '10 minutes'
+                WHERE device_id IN (SELECT id FROM devices WHERE user_id = 'bob')
+                """)
         }
         #expect(try await flow.waitUntil(seconds: 15) { try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0 })
         try await Task.sleep(for: .milliseconds(1500))

@@ -165,4 +165,34 @@ struct DeliveryQueueTests {
         #expect(try await queue.oldestDueAge() == 0)
         await drop()
     }
+
+    @Test("a claim walks the queue index in order on a fresh day partition without statistics: no bitmap scan, no sort of every due row")
+    func claimPlanIgnoresStaleStatistics() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let users = (0..<5_000).map { "plan-user-\($0)" }
+        _ = try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'plan-user-' || n, 'plan-user-' || n, 'd', 'IOS', md5(n::text) FROM generate_series(0, 4999) AS n
+                """)
+            // The day's partition as the engine meets it: analysed while empty, then filled.
+            try connection.query("ANALYZE deliveries")
+        }
+        _ = try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).send(PushNotification(
+            id: "plan", recipients: users, timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal)))
+        let plan = try await pool.withConnection { connection in
+            try connection.transaction { connection in
+                let firstKey = try LiveDays().firstKey(connection)
+                try DeliveryQueue.readInQueueOrder(connection)
+                return try connection.query("EXPLAIN " + DeliveryQueue.dueStatement(limit: 500, firstKey: firstKey)).rows
+                    .compactMap { $0[0] }.joined(separator: "\n")
+            }
+        }
+        #expect(!plan.contains("Bitmap"), "\(plan)")
+        #expect(!plan.contains("Sort  ("), "\(plan)")
+        #expect(plan.contains("Index Scan using deliveries_"), "\(plan)")
+        let claimed = try await DeliveryQueue(pool: pool).claim(owner: "w", limit: 500, lease: .seconds(60))
+        #expect(claimed.count == 500)
+        await drop()
+    }
 }

@@ -32,7 +32,7 @@ public struct AcknowledgementStore: Sendable {
     }
 
     /// Moves `user`'s delivery of `notificationId` to `target` (`.delivered` or `.read`) if the
-    /// state machine allows it; the acknowledging device counts as reached (`last_success_at`).
+    /// state machine allows it; the acknowledging device counts as reached (``DeviceReach``).
     public func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult {
         let sources = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: target) }.map(\.rawValue))
         let (column, key) = userMatch(user)
@@ -52,10 +52,7 @@ public struct AcknowledgementStore: Sendable {
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
                 RETURNING user_id
                 """, [notification, user.lowercased(), key, target.rawValue, sources])
-            _ = try connection.query("""
-                UPDATE devices SET last_success_at = now()
-                WHERE id = $1 AND (last_success_at IS NULL OR last_success_at < now() - interval '1 hour')
-                """, [String(device)])
+            try DeviceReach.record(deviceIds: [device], connection)
             if target == .read, let reported = changed.rows.first?[0] {
                 try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)
             }

@@ -85,17 +85,12 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
-    /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`). A
-    /// device reached within the last hour is left alone: hygiene counts in days, and rewriting
-    /// every device row on every fan-out is work for nothing.
+    /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`; see
+    /// ``DeviceReach``).
     public func markDelivered(deviceIds: [Int64]) async throws {
         guard !deviceIds.isEmpty else { return }
-        let ids = PostgresArray.encode(deviceIds.map(String.init))
-        _ = try await pool.withConnection { connection in
-            try connection.query("""
-                UPDATE devices SET last_success_at = now()
-                WHERE id = ANY($1::bigint[]) AND (last_success_at IS NULL OR last_success_at < now() - interval '1 hour')
-                """, [ids])
+        try await pool.withConnection { connection in
+            try DeviceReach.record(deviceIds: deviceIds, connection)
         }
     }
 

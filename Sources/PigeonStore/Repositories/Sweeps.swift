@@ -82,10 +82,10 @@ public struct Sweeps: Sendable {
             }
             let deleted = try connection.query("""
                 DELETE FROM devices WHERE id IN (
-                    SELECT id FROM devices
-                    WHERE state = 'SUBSCRIBED' AND COALESCE(last_success_at, created_at) < now() - make_interval(secs => $1::double precision)
-                    ORDER BY COALESCE(last_success_at, created_at)
-                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    SELECT d.id FROM device_reach r JOIN devices d ON d.id = r.device_id
+                    WHERE d.state = 'SUBSCRIBED' AND r.reached_at < now() - make_interval(secs => $1::double precision)
+                    ORDER BY r.reached_at
+                    LIMIT \(limit) FOR UPDATE OF d SKIP LOCKED)
                 """, [seconds]).affected
             let abandoned = try connection.query("""
                 DELETE FROM pending_registrations WHERE id IN (

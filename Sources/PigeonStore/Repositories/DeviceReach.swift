@@ -1,0 +1,15 @@
+import PigeonCore
+
+/// When subscriptions were last reached (`device_reach`), for subscription hygiene: a push a
+/// service accepted for the device, or an acknowledgement from it. A device reached within the
+/// last hour is left alone: hygiene counts in days, and a write per push would be work for
+/// nothing.
+enum DeviceReach {
+    static func record(deviceIds: [Int64], _ connection: PostgresConnection) throws {
+        guard !deviceIds.isEmpty else { return }
+        _ = try connection.query("""
+            UPDATE device_reach SET reached_at = now()
+            WHERE device_id = ANY($1::bigint[]) AND reached_at < now() - interval '1 hour'
+            """, [PostgresArray.encode(deviceIds.map(String.init))])
+    }
+}

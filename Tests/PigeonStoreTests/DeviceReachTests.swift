@@ -1,0 +1,35 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonStore
+
+@Suite("Device reach (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct DeviceReachTests {
+    func reachedAgo(_ pool: PostgresPool, _ device: Int64) async throws -> Double {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT extract(epoch FROM now() - reached_at)::double precision FROM device_reach WHERE device_id = $1",
+                                 [String(device)]).scalar.flatMap(Double.init) ?? -1
+        }
+    }
+
+    @Test("every new device has a reach row from its creation; a push accepted moves it only when it is over an hour old; deleting the device removes it")
+    func reach() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let old = try await store.subscribe(bankClientId: "bank", userId: "old", deviceId: "d", platform: .ios, pushToken: "ab")
+        let recent = try await store.subscribe(bankClientId: "bank", userId: "recent", deviceId: "d", platform: .ios, pushToken: "cd")
+        #expect(try await reachedAgo(pool, old) >= 0)
+        _ = try await pool.withConnection { connection in
+            try connection.query("UPDATE device_reach SET reached_at = now() - interval '2 days' WHERE device_id = $1", [String(old)])
+            try connection.query("UPDATE device_reach SET reached_at = now() - interval '10 minutes' WHERE device_id = $1", [String(recent)])
+        }
+        try await store.markDelivered(deviceIds: [old, recent])
+        #expect(try await reachedAgo(pool, old) < 60)
+        let recentAge = try await reachedAgo(pool, recent)
+        #expect(recentAge >= 600 && recentAge < 700, "\(recentAge)")
+        try await store.remove(deviceIds: [old])
+        #expect(try await reachedAgo(pool, old) == -1)
+        await drop()
+    }
+}

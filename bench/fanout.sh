@@ -44,6 +44,7 @@ swift build -c release --product pigeon >/dev/null
 swift build -c release --product pigeon-bench >/dev/null
 
 cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
+cc -O2 -o /tmp/curl-pusher bench/answerer/curl-pusher.c -lcurl
 
 rm -rf "$STATE"
 start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-fanout-sim.out
@@ -81,6 +82,12 @@ ceiling=$(h2load -n "$ceiling_requests" -c 2 -m $((CONCURRENCY / 2)) -t 1 \
     "$answerer_url/3/device/0123456789abcdef0123456789abcdef" 2>&1)
 ceiling_rate=$(echo "$ceiling" | awk '/^finished in/ {gsub(",", "", $4); print int($4)}')
 ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $3}')
+# The second ceiling: libcurl alone (C, one thread, the gateway's easy-handle options, no
+# database, no Swift) sending the same requests to the same answerer with as many in flight
+# over as many connections as the gateway's defaults. The gateway's rate is bounded by it.
+log "ceiling: libcurl alone (bench/answerer/curl-pusher.c)"
+curl_ceiling=$(/tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
+curl_rate=$(echo "$curl_ceiling" | awk '{print $4}')
 
 .build/release/pigeon serve --config /tmp/pigeon-fanout.conf &
 gateway=$!
@@ -158,13 +165,13 @@ fi
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
 # Pushes the answerer took, less the ceiling run's.
-pushes=$(( $(answered) - ceiling_requests ))
+pushes=$(( $(answered) - 2 * ceiling_requests ))
 
-awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" \
+awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" -v lc="$curl_rate" \
     -v states="$states" -v pushes="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
     rate = n / (f - a)
-    printf "\n| recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s (%s ok) | ratio | peak RSS MiB | RSS during fan-out MiB |\n", ok
-    printf "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-    printf "| %d | %.2f | %.2f | %.0f | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, peak, rmin, rmax, ri
+    printf "\n| recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s (%s ok) | ratio | libcurl ceiling req/s | ratio | peak RSS MiB | RSS during fan-out MiB |\n", ok
+    printf "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    printf "| %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
     printf "\nStates: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
 }'

@@ -407,16 +407,33 @@ static void request_completed(void *cls, struct MHD_Connection *connection, void
 void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
                           const uint8_t *body, size_t length, const char *const *names,
                           const char *const *values, size_t header_count, int drop_connection) {
+    pigeon_http_complete_owned(exchange, status, body, length, NULL, NULL, names, values, header_count,
+                               drop_connection);
+}
+
+void pigeon_http_complete_owned(pigeon_http_exchange *exchange, unsigned int status,
+                                const uint8_t *body, size_t length, pigeon_http_body_release release_body,
+                                void *owner, const char *const *names, const char *const *values,
+                                size_t header_count, int drop_connection) {
     int unclaimed = 0;
     if (!atomic_compare_exchange_strong(&exchange->claimed, &unclaimed, 1)) {
         /* pigeon_http_stop answered it already. */
+        if (release_body) release_body(owner);
         release(exchange);
         return;
     }
     struct pigeon_http_server *server = exchange->server;
     struct MHD_Response *response = NULL;
     if (!drop_connection) {
-        response = MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+        if (release_body) {
+            /* libmicrohttpd calls release_body(owner) when it destroys the response. */
+            response = MHD_create_response_from_buffer_with_free_callback_cls(length, (void *)body, release_body, owner);
+            if (response == NULL) release_body(owner);
+        } else {
+            response = MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+        }
+    } else if (release_body) {
+        release_body(owner);
         for (size_t index = 0; response != NULL && index < header_count; index++) {
             MHD_add_response_header(response, names[index], values[index]);
         }

@@ -87,4 +87,15 @@ void pigeon_http_complete(pigeon_http_exchange *exchange, unsigned int status,
                           const uint8_t *body, size_t length, const char *const *names,
                           const char *const *values, size_t header_count, int drop_connection);
 
+/* Called once when the server no longer needs a body handed over without a copy. */
+typedef void (*pigeon_http_body_release)(void *owner);
+
+/* pigeon_http_complete for a body the server sends from where it is, without a copy (a large
+ * answer): `body` stays valid and unchanged until `release(owner)` is called, exactly once,
+ * from any thread — also when the response is never sent. */
+void pigeon_http_complete_owned(pigeon_http_exchange *exchange, unsigned int status,
+                                const uint8_t *body, size_t length, pigeon_http_body_release release,
+                                void *owner, const char *const *names, const char *const *values,
+                                size_t header_count, int drop_connection);
+
 #endif

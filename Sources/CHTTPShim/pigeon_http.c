@@ -432,11 +432,11 @@ void pigeon_http_complete_owned(pigeon_http_exchange *exchange, unsigned int sta
         } else {
             response = MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
         }
-    } else if (release_body) {
-        release_body(owner);
         for (size_t index = 0; response != NULL && index < header_count; index++) {
             MHD_add_response_header(response, names[index], values[index]);
         }
+    } else if (release_body) {
+        release_body(owner);
     }
     /* The resume happens under the lock: pigeon_http_stop waits for an empty in-flight list, so
      * no connection is still suspended when it stops the daemon. */

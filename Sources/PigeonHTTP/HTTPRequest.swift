@@ -25,7 +25,12 @@ public struct HTTPRequest: Sendable {
     public var query: [(name: String, value: String?)]
     /// Header names are lower-cased.
     public var headers: [String: String]
-    public var body: Data
+    /// The body; a handler may take it for itself with ``takeBody()``.
+    public var body: Data {
+        get { bodyStorage.bytes }
+        set { bodyStorage = RequestBody(newValue) }
+    }
+    private var bodyStorage: RequestBody
     /// True when the body exceeded the limit or was refused from the head; ``body`` is then empty.
     public var bodyTooLarge: Bool
     /// The peer's IP address as text, for logs.
@@ -40,9 +45,15 @@ public struct HTTPRequest: Sendable {
         self.path = path
         self.query = query
         self.headers = headers
-        self.body = body
+        self.bodyStorage = RequestBody(body)
         self.bodyTooLarge = bodyTooLarge
         self.peer = peer
+    }
+
+    /// The body, taken: every copy of this request has an empty body afterwards, and the
+    /// memory goes when the caller's copy does (see ``RequestBody``).
+    public func takeBody() -> Data {
+        bodyStorage.take()
     }
 
     /// The value of a header, looked up case-insensitively.

@@ -61,6 +61,15 @@ struct UserIdentifiersTests {
         let ids = UserIdentifiers(caseInsensitive: false)
         #expect(ids.unique(["Alice", "alice", "Alice"]) == ["Alice", "alice"])
     }
+
+    @Test("without repeats the list comes back as it is; repeats anywhere keep the first occurrence in order")
+    func repeatsAnywhere() {
+        let ids = UserIdentifiers(caseInsensitive: false)
+        #expect(ids.unique(["a", "b", "c"]) == ["a", "b", "c"])
+        #expect(ids.unique(["a", "b", "a", "c", "b", "d"]) == ["a", "b", "c", "d"])
+        #expect(ids.unique(["x", "x", "x"]) == ["x"])
+        #expect(ids.unique([]) == [])
+    }
 }
 
 @Suite("Logging")

@@ -179,4 +179,16 @@ struct BankAnswerShapeTests {
         }
         #expect(throws: SOAPFault.self) { try codec.decodeResponse(envelope("<return>maybe</return>"), for: OutboundService.checkSubscriptionAuthorized) }
     }
+
+    @Test("a send's answer is sized before it is written: the estimate is the encoded record's size, within a few bytes per field")
+    func answerSizeEstimate() {
+        let states = (0..<10_000).map { (user: "user-\($0)", state: $0 % 3 == 0 ? "INVALID_SUBSCRIPTION" : "QUEUED") }
+        let result = InboundResult(status: .ok).with(deliveryStatus: states)
+        let record = SOAPRecord(["return": [.record(result.record)]])
+        let body = DocumentWriter()
+        SchemaEncoder().encode(record, as: InboundService.sendNotification.response, into: body)
+        let written = body.take().count
+        let estimate = SchemaEncoder.sizeEstimate(record)
+        #expect(estimate >= written - 64 && estimate <= written + 64, "estimate \(estimate), written \(written)")
+    }
 }

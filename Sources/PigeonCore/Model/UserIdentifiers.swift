@@ -15,6 +15,9 @@ public struct UserIdentifiers: Sendable, Equatable {
     public func unique(_ ids: [String]) -> [String] {
         var seen = Set<String>()
         seen.reserveCapacity(ids.count)
-        return ids.filter { seen.insert(comparable($0)).inserted }
+        // Most sends name each recipient once: then the list itself is the answer, not a copy
+        // of it (a million recipients are 16 MiB of strings or more).
+        guard let firstRepeat = ids.firstIndex(where: { !seen.insert(comparable($0)).inserted }) else { return ids }
+        return Array(ids[..<firstRepeat]) + ids[(firstRepeat + 1)...].filter { seen.insert(comparable($0)).inserted }
     }
 }

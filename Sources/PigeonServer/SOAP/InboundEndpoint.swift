@@ -38,7 +38,8 @@ struct InboundEndpoint: Sendable {
         let contentType = request.header("content-type")
         let decoded: SOAPRequest
         do {
-            decoded = try codec.decodeRequest(request.body, contentType: contentType)
+            // Taken, the body's memory goes once decoded, not after the answer is written.
+            decoded = try codec.decodeRequest(request.takeBody(), contentType: contentType)
         } catch {
             metrics.increment("pigeon_soap_faults_total", labels: ["operation": "unknown"])
             logger.info("SOAP request refused", metadata: ["reason": error.fault.reason, "peer": request.peer])

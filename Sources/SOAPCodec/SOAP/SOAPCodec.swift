@@ -83,7 +83,7 @@ public struct SOAPCodec: Sendable {
         // Written straight into the bytes sent: an answer with a million recipients' states is
         // tens of megabytes.
         let name = operation.response.name
-        let document = DocumentWriter()
+        let document = DocumentWriter(capacity: 1024 + SchemaEncoder.sizeEstimate(result))
         document += envelopeOpening(version) + "<ns2:\(name) xmlns:ns2=\"\(service.targetNamespace)\">"
         SchemaEncoder().encode(SOAPRecord(["return": [.record(result)]]), as: operation.response, into: document)
         document += "</ns2:\(name)>" + Self.envelopeClosing

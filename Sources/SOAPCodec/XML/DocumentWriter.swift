@@ -3,10 +3,11 @@ import Glibc
 #endif
 import Foundation
 
-/// Collects a document's UTF-8 bytes in one malloc'd buffer grown with `realloc` — which moves
-/// a large buffer's pages instead of copying them — and hands it over as `Data` without a copy.
-/// A SOAP answer with a million recipients' states is about 55 MB; written into a `String` and
-/// then copied into `Data` it needed twice that at its peak.
+/// Collects a document's UTF-8 bytes in one malloc'd buffer grown with `realloc` and hands it
+/// over as `Data` without a copy. A SOAP answer with a million recipients' states is about
+/// 55 MB; written into a `String` and then copied into `Data` it needed twice that at its peak.
+/// Give a large document's expected size as `capacity`: a growing buffer is copied (jemalloc's
+/// `realloc` does not move pages), the old and the new one held together.
 final class DocumentWriter {
     private var bytes: UnsafeMutableRawPointer?
     private var count = 0

@@ -52,7 +52,15 @@ public struct CommandLineTool: Sendable {
         case "check-config":
             return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _ in
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
+                let apps: [String]
+                do {
+                    apps = try configuration.checkPushApps()
+                } catch {
+                    printError("pigeon: \(error)")
+                    return 1
+                }
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
+                apps.forEach { print($0) }
                 return 0
             }
         case "--version", "version":

@@ -46,7 +46,7 @@ struct DeliveryEngineTests {
         #expect(try await subscriptions.devices(user: "both").map(\.pushToken) == ["fcm:token-2"])
         #expect(try await subscriptions.devices(user: "gone").isEmpty)
         let metrics = try await harness.request("GET", "/metrics")
-        #expect(metrics.text.contains("pigeon_push_outcomes_total{outcome=\"accepted\",platform=\"IOS\"} 1"))
+        #expect(metrics.text.contains("pigeon_push_outcomes_total{app=\"default\",outcome=\"accepted\",platform=\"IOS\"} 1"))
         await harness.gateway.shutdown()
         await database.drop()
     }
@@ -75,7 +75,7 @@ extension DeliveryEngineTests {
         #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"])
         #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"])
         let metrics = try await harness.request("GET", "/metrics")
-        #expect(metrics.text.contains("pigeon_push_retries_total{cause=\"unavailable\",platform=\"IOS\"} 1"))
+        #expect(metrics.text.contains("pigeon_push_retries_total{app=\"default\",cause=\"unavailable\",platform=\"IOS\"} 1"))
         #expect(metrics.text.contains("pigeon_deliveries_total{state=\"SENT\"} 1"))
         await harness.gateway.shutdown()
         await database.drop()

@@ -119,14 +119,14 @@ struct DeliveryResilienceTests {
             metrics = try await harness.request("GET", "/metrics").text
             return metrics.contains("pigeon_delivery_queue_depth 0")
         }
-        #expect((Self.gauge(metrics, "pigeon_push_connections_opened{service=\"apns\"}") ?? 0) >= 3, "\(metrics)")
+        #expect((Self.gauge(metrics, "pigeon_push_connections_opened{app=\"default\",service=\"apns\"}") ?? 0) >= 3, "\(metrics)")
         // A push whose answer was lost with its connection may have arrived: a restart or a
         // retry can repeat it (the collapse id keeps the device showing one), and so can libcurl,
         // which re-sends on a fresh connection what a dead reused one had in flight without
         // telling us. Each lost connection can repeat at most the streams it carried.
-        let restarted = Self.gauge(metrics, "pigeon_push_transfers_restarted{service=\"apns\"}")
-        let retried = Self.gauge(metrics, "pigeon_push_retries_total{cause=\"connection\",platform=\"IOS\"}") ?? 0
-        let opened = Self.gauge(metrics, "pigeon_push_connections_opened{service=\"apns\"}") ?? 1
+        let restarted = Self.gauge(metrics, "pigeon_push_transfers_restarted{app=\"default\",service=\"apns\"}")
+        let retried = Self.gauge(metrics, "pigeon_push_retries_total{app=\"default\",cause=\"connection\",platform=\"IOS\"}") ?? 0
+        let opened = Self.gauge(metrics, "pigeon_push_connections_opened{app=\"default\",service=\"apns\"}") ?? 1
         let streamsPerConnection = Double(GatewayConfiguration.Delivery().concurrency)
         #expect(restarted != nil)
         #expect(Double(tokens.count - 3000) <= (restarted ?? 0) + retried + (opened - 1) * streamsPerConnection, "\(tokens.count - 3000) duplicates")

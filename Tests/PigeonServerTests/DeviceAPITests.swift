@@ -28,6 +28,33 @@ struct DeviceAPITests {
         await flow.stop()
     }
 
+    @Test("apps: a device registers for a configured app and environment (through the SMS flow too); one phone with two apps is two devices; an unknown app is refused and nothing stored")
+    func appsAtRegistration() async throws {
+        let flow = try await DeviceFlowHarness { $0.apps["business"] = GatewayConfiguration.PushApp() }
+        func registration(_ user: String, _ extra: String) -> String {
+            String(DeviceFlowHarness.registration(user: user).dropLast()) + extra + "}"
+        }
+        let business = try await flow.call("POST", "/api/v1/devices/register", body: registration("alice", #","appId":"business","environment":"sandbox""#))
+        #expect(business.status == 200)
+        _ = try await flow.register(user: "alice")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND app_id = 'business' AND environment = 'sandbox'") == 1)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND app_id = '' AND environment = 'production'") == 1)
+        let unknown = try await flow.call("POST", "/api/v1/devices/register", body: registration("bob", #","appId":"retail""#))
+        #expect(unknown.status == 400)
+        #expect(unknown.json["error"] == "UNKNOWN_APP")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'bob'") == 0)
+        // Through the bank's SMS flow, the waiting registration keeps its app and environment.
+        let pending = try await flow.call("POST", "/api/v1/devices/register", body: registration("carol", #","appId":"business","environment":"sandbox""#))
+        #expect(pending.status == 202)
+        let registrationId = try #require(pending.json["registrationId"])
+        let code = try #require(flow.stub.code(bankClientId: "bank", userId: "carol", deviceId: "phone-1"))
+        let verified = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(
+            user: "carol", device: "phone-1", registrationId: registrationId, code: code))
+        #expect(verified.status == 200)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'carol' AND app_id = 'business' AND environment = 'sandbox'") == 1)
+        await flow.stop()
+    }
+
     @Test("SMS flow: 202 with a registrationId, a wrong code is refused, the right one subscribes; an unknown bank client gets 404")
     func smsVerification() async throws {
         let flow = try await DeviceFlowHarness()

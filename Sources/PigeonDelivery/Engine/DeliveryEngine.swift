@@ -37,13 +37,14 @@ public final class DeliveryEngine: Sendable {
         public var queue: any DeliveryQueueing
         public var notifications: any NotificationSource
         public var devices: any DeviceDirectory
-        /// The push service of each platform; a device of a platform without one fails.
-        public var senders: [Platform: any PushSending]
+        /// The push service of each route (platform, app, environment); a device whose route
+        /// has none fails.
+        public var senders: [PushRoute: any PushSending]
         public var clock: any DeliveryClock
         public var random: any RandomSource
 
         public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
-                    senders: [Platform: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
+                    senders: [PushRoute: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
                     random: any RandomSource = SystemRandomSource()) {
             self.queue = queue
             self.notifications = notifications
@@ -51,6 +52,15 @@ public final class DeliveryEngine: Sendable {
             self.senders = senders
             self.clock = clock
             self.random = random
+        }
+
+        /// One sender per platform, for the default app's production devices.
+        public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
+                    senders: [Platform: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
+                    random: any RandomSource = SystemRandomSource()) {
+            self.init(queue: queue, notifications: notifications, devices: devices,
+                      senders: Dictionary(uniqueKeysWithValues: senders.map { (PushRoute(platform: $0.key), $0.value) }),
+                      clock: clock, random: random)
         }
     }
 
@@ -135,7 +145,7 @@ public final class DeliveryEngine: Sendable {
         var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
         // Counted for the batch and handed to the registry once, not per push.
         var tally: [PushTally: Double] = [:]
-        var durations: [Platform: [Double]] = [:]
+        var durations: [PushRoute: [Double]] = [:]
         defer { report(tally, durations: durations) }
         // Each platform's pushes go to its sender as one batch; results come back through one
         // channel as they arrive, with no task per push.
@@ -145,15 +155,15 @@ public final class DeliveryEngine: Sendable {
         let window = configuration.maxConcurrentPushes
         let total = plan.pushes.count
         async let sending: Void = withTaskGroup(of: Void.self) { group in
-            for (platform, batch, pushes) in batches {
-                guard let sender = senders[platform] else {
+            for (route, batch, pushes) in batches {
+                guard let sender = senders[route] else {
                     for (index, push) in pushes.enumerated() {
-                        let outcome = PushOutcome.failed(reason: "no push service is configured for \(platform.rawValue)")
+                        let outcome = PushOutcome.failed(reason: "no push service is configured for \(route)")
                         results.yield((push, PushBatchResult(index: index, outcome: outcome, duration: nil)))
                     }
                     continue
                 }
-                // The pushes in flight are shared out between the platforms by their numbers.
+                // The pushes in flight are shared out between the routes by their numbers.
                 let share = max(1, window * pushes.count / max(1, total))
                 group.addTask {
                     await sender.send(batch, maxInFlight: share) { result in results.yield((pushes[result.index], result)) }
@@ -169,9 +179,9 @@ public final class DeliveryEngine: Sendable {
 
         func take(_ index: Int, _ result: PushBatchResult) {
             let push = plan.pushes[index]
-            let platform = push.device.platform
-            tally[PushTally(platform: platform, outcome: result.outcome.label, retryCause: result.outcome.retryCause), default: 0] += 1
-            if let duration = result.duration { durations[platform, default: []].append(Self.seconds(duration)) }
+            let route = push.device.route
+            tally[PushTally(route: route, outcome: result.outcome.label, retryCause: result.outcome.retryCause), default: 0] += 1
+            if let duration = result.duration { durations[route, default: []].append(Self.seconds(duration)) }
             outcomes[push.claim].append((push.device, result.outcome))
             if outcomes[push.claim].count == plan.pushCounts[push.claim] { finish(plan, push.claim, outcomes: outcomes[push.claim]) }
         }
@@ -207,20 +217,21 @@ public final class DeliveryEngine: Sendable {
 
     /// One kind of push outcome, for the batch's counters.
     private struct PushTally: Hashable {
-        var platform: Platform
+        var route: PushRoute
         var outcome: String
         var retryCause: String?
     }
 
     /// Adds a batch's push outcome and retry counts and latencies to the registry.
-    private func report(_ tally: [PushTally: Double], durations: [Platform: [Double]]) {
-        for (platform, values) in durations {
-            metrics.observe("pigeon_push_duration_seconds", labels: ["platform": platform.rawValue], values: values)
+    private func report(_ tally: [PushTally: Double], durations: [PushRoute: [Double]]) {
+        for (route, values) in durations {
+            metrics.observe("pigeon_push_duration_seconds", labels: ["platform": route.platform.rawValue, "app": route.appLabel], values: values)
         }
         for (kind, count) in tally {
-            metrics.increment("pigeon_push_outcomes_total", labels: ["platform": kind.platform.rawValue, "outcome": kind.outcome], by: count)
+            let platform = kind.route.platform.rawValue, app = kind.route.appLabel
+            metrics.increment("pigeon_push_outcomes_total", labels: ["platform": platform, "app": app, "outcome": kind.outcome], by: count)
             if let cause = kind.retryCause {
-                metrics.increment("pigeon_push_retries_total", labels: ["platform": kind.platform.rawValue, "cause": cause], by: count)
+                metrics.increment("pigeon_push_retries_total", labels: ["platform": platform, "app": app, "cause": cause], by: count)
             }
         }
     }

@@ -52,15 +52,16 @@ struct PushPlan {
         }
     }
 
-    /// The batch of each platform's pushes; `pushes` maps a batch's push back to ``pushes``.
-    func batches() -> [(platform: Platform, batch: PushBatch, pushes: [Int])] {
-        var byPlatform: [Platform: [Int]] = [:]
-        for (index, push) in pushes.enumerated() { byPlatform[push.device.platform, default: []].append(index) }
-        return byPlatform.sorted { $0.key.rawValue < $1.key.rawValue }.map { platform, indices in
+    /// The batch of each route's pushes (platform, app, environment); `pushes` maps a batch's
+    /// push back to ``pushes``.
+    func batches() -> [(route: PushRoute, batch: PushBatch, pushes: [Int])] {
+        var byRoute: [PushRoute: [Int]] = [:]
+        for (index, push) in pushes.enumerated() { byRoute[push.device.route, default: []].append(index) }
+        return byRoute.sorted { $0.key.description < $1.key.description }.map { route, indices in
             let batch = PushBatch(messages: messages, pushes: indices.map {
                 PushBatch.Push(message: pushes[$0].message, token: pushes[$0].device.pushToken)
             })
-            return (platform, batch, indices)
+            return (route, batch, indices)
         }
     }
 

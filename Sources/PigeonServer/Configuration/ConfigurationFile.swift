@@ -24,7 +24,7 @@ public struct ConfigurationFile: Sendable {
             }
             let key = line[..<equals].trimmingWhitespace()
             var value = line[line.index(after: equals)...].trimmingWhitespace()
-            guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }) else {
+            guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." || $0 == "-" }) else {
                 throw ConfigurationError(location: location, message: "'\(key)' is not a valid key")
             }
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {

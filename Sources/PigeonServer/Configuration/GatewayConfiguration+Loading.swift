@@ -42,6 +42,9 @@ extension GatewayConfiguration {
                 location: location,
                 message: "gcmAuthKey configured the legacy GCM/FCM API, which Google has shut down; set fcmServiceAccountPath (a service-account JSON) for FCM HTTP v1 instead, and optionally fcmEndpoint/fcmTokenEndpoint")
         }
+        if key.hasPrefix("app.") {
+            return try applyAppKey(key, value: value, location: location)
+        }
         guard let setter = Self.keys[key] else {
             throw ConfigurationError(location: location, message: "unknown key '\(key)'")
         }
@@ -51,6 +54,67 @@ extension GatewayConfiguration {
             throw ConfigurationError(location: location, message: "\(key): \(error.message)")
         } catch {
             throw ConfigurationError(location: location, message: "\(key): \(error)")
+        }
+    }
+
+    /// `app.<name>.<key> = value`: a push key of a named app.
+    private mutating func applyAppKey(_ key: String, value: String, location: String) throws(ConfigurationError) {
+        let parts = key.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw ConfigurationError(location: location, message: "'\(key)' must be app.<name>.<key>, e.g. app.business.apnsTopic")
+        }
+        let name = String(parts[1]), appKey = String(parts[2])
+        if let problem = Self.appNameProblem(name) {
+            throw ConfigurationError(location: location, message: "'\(key)': \(problem)")
+        }
+        guard let setter = Self.appKeys[appKey] else {
+            throw ConfigurationError(
+                location: location,
+                message: "unknown key '\(appKey)' for app '\(name)'; an app takes \(Self.appKeys.keys.sorted().joined(separator: ", "))")
+        }
+        var app = apps[name] ?? PushApp()
+        do {
+            try setter(&app, value)
+        } catch let error as ValueError {
+            throw ConfigurationError(location: location, message: "\(key): \(error.message)")
+        } catch {
+            throw ConfigurationError(location: location, message: "\(key): \(error)")
+        }
+        apps[name] = app
+    }
+
+    /// Why `name` cannot name an app, or nil: 1–64 letters, digits, `-` and `_`; `default` is
+    /// the top-level keys' app.
+    static func appNameProblem(_ name: String) -> String? {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            return "an app's name is 1 to 64 letters, digits, '-' or '_'"
+        }
+        guard name != "default" else { return "'default' is the app of the top-level keys; give the others another name" }
+        return nil
+    }
+
+    /// Each app's own rules: its files readable, a signing key with its ids, a topic for APNs
+    /// (every named app; token authentication needs it).
+    private func validateApps(location: String) throws(ConfigurationError) {
+        for (id, app) in pushApps {
+            let prefix = id.isEmpty ? "" : "app.\(id)."
+            func fail(_ message: String) -> ConfigurationError { ConfigurationError(location: location, message: message) }
+            if !id.isEmpty && !app.configuresAService {
+                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath) and/or \(prefix)fcmServiceAccountPath")
+            }
+            for (key, path) in [("apnsCertificatePath", app.apns.certificatePath), ("apnsKeyPath", app.apns.keyPath),
+                                ("fcmServiceAccountPath", app.fcm.serviceAccountPath)] {
+                if let path, !FileManager.default.isReadableFile(atPath: path) {
+                    throw fail("\(prefix)\(key): cannot read '\(path)'")
+                }
+            }
+            if app.apns.keyPath != nil && (app.apns.keyId == nil || app.apns.teamId == nil) {
+                throw fail("\(prefix)apnsKeyPath needs \(prefix)apnsKeyId and \(prefix)apnsTeamId")
+            }
+            if !id.isEmpty && app.apns.isConfigured && app.apns.topic == nil {
+                throw fail("app '\(id)' sends with APNs but has no \(prefix)apnsTopic (its bundle id)")
+            }
         }
     }
 
@@ -93,17 +157,14 @@ extension GatewayConfiguration {
             ("bankClientCaFile", http.bankClientCaFile),
             ("sbiOutboundClientCertificatePath", bankChannel.clientCertificatePath),
             ("sbiOutboundClientKeyPath", bankChannel.clientKeyPath), ("sbiOutboundCaFile", bankChannel.caFile),
-            ("apnsCertificatePath", apns.certificatePath), ("apnsKeyPath", apns.keyPath),
-            ("fcmServiceAccountPath", fcm.serviceAccountPath), ("tlsCaFile", tlsCaFile),
+            ("tlsCaFile", tlsCaFile),
         ]
         for (key, path) in files {
             if let path, !FileManager.default.isReadableFile(atPath: path) {
                 throw fail("\(key): cannot read '\(path)'")
             }
         }
-        if apns.keyPath != nil && (apns.keyId == nil || apns.teamId == nil) {
-            throw fail("apnsKeyPath needs apnsKeyId and apnsTeamId")
-        }
+        try validateApps(location: location)
     }
 
     /// Why `url` may not carry the bank channel: `http://` to anything but a loopback address
@@ -127,7 +188,30 @@ extension GatewayConfiguration {
 
     private typealias Setter = @Sendable (inout GatewayConfiguration, String) throws -> Void
 
-    private static let keys: [String: Setter] = [
+    private typealias AppSetter = @Sendable (inout PushApp, String) throws -> Void
+
+    /// The keys of one app's push services: top-level for the default app, `app.<name>.<key>`
+    /// for the others.
+    private static let appKeys: [String: AppSetter] = [
+        "apnsCertificatePath": { $0.apns.certificatePath = try nonEmpty($1) },
+        "apnsPassword": { $0.apns.password = $1 },
+        "apnsIsProduction": { $0.apns.isProduction = try boolean($1) },
+        "apnsEndpoint": { $0.apns.endpoint = try url($1) },
+        "apnsSandboxEndpoint": { $0.apns.sandboxEndpoint = try url($1) },
+        "apnsTopic": { $0.apns.topic = try nonEmpty($1) },
+        "apnsKeyPath": { $0.apns.keyPath = try nonEmpty($1) },
+        "apnsKeyId": { $0.apns.keyId = try nonEmpty($1) },
+        "apnsTeamId": { $0.apns.teamId = try nonEmpty($1) },
+        "fcmServiceAccountPath": { $0.fcm.serviceAccountPath = try nonEmpty($1) },
+        "fcmEndpoint": { $0.fcm.endpoint = try url($1) },
+        "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
+    ]
+
+    private static let keys: [String: Setter] = generalKeys.merging(
+        appKeys.mapValues { set -> Setter in { @Sendable configuration, value in try set(&configuration.defaultApp, value) } },
+        uniquingKeysWith: { general, _ in general })
+
+    private static let generalKeys: [String: Setter] = [
         "listen": { configuration, value in
             let (host, port) = try parseListen(value)
             configuration.http.host = host
@@ -173,17 +257,6 @@ extension GatewayConfiguration {
         "dbPoolSize": { $0.database.poolSize = try integer($1, in: 1...200) },
         "dbStatementTimeoutMillis": { $0.database.statementTimeoutMilliseconds = try integer($1, in: 0...3_600_000) },
         "migrationsPath": { $0.database.migrationsPath = try nonEmpty($1) },
-        "apnsCertificatePath": { $0.apns.certificatePath = try nonEmpty($1) },
-        "apnsPassword": { $0.apns.password = $1 },
-        "apnsIsProduction": { $0.apns.isProduction = try boolean($1) },
-        "apnsEndpoint": { $0.apns.endpoint = try url($1) },
-        "apnsTopic": { $0.apns.topic = try nonEmpty($1) },
-        "apnsKeyPath": { $0.apns.keyPath = try nonEmpty($1) },
-        "apnsKeyId": { $0.apns.keyId = try nonEmpty($1) },
-        "apnsTeamId": { $0.apns.teamId = try nonEmpty($1) },
-        "fcmServiceAccountPath": { $0.fcm.serviceAccountPath = try nonEmpty($1) },
-        "fcmEndpoint": { $0.fcm.endpoint = try url($1) },
-        "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
         "tlsCaFile": { $0.tlsCaFile = try nonEmpty($1) },
         "sbiOutboundWebServiceURL": { $0.bankProxyURL = try url($1) },
         "reportMaxAgeHours": { $0.reportMaxAgeHours = try integer($1, in: 1...8760) },

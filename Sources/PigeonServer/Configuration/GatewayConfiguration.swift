@@ -91,6 +91,9 @@ public struct GatewayConfiguration: Sendable {
         public var isProduction = false
         /// `apnsEndpoint`: base URL; defaults by ``isProduction``.
         public var endpoint: String?
+        /// `apnsSandboxEndpoint`: base URL for devices registered with `environment = sandbox`;
+        /// Apple's sandbox host by default.
+        public var sandboxEndpoint: String?
         public var topic: String?
         public var keyPath: String?
         public var keyId: String?
@@ -100,6 +103,14 @@ public struct GatewayConfiguration: Sendable {
         public var resolvedEndpoint: String {
             endpoint ?? (isProduction ? "https://api.push.apple.com" : "https://api.sandbox.push.apple.com")
         }
+
+        /// The base URL pushes to sandbox tokens go to.
+        public var resolvedSandboxEndpoint: String {
+            sandboxEndpoint ?? "https://api.sandbox.push.apple.com"
+        }
+
+        /// Whether APNs is configured at all (a signing key or a certificate).
+        public var isConfigured: Bool { keyPath != nil || certificatePath != nil }
     }
 
     /// Firebase Cloud Messaging HTTP v1.
@@ -107,6 +118,18 @@ public struct GatewayConfiguration: Sendable {
         public var serviceAccountPath: String?
         public var endpoint: String?
         public var tokenEndpoint: String?
+    }
+
+    /// One app's push credentials (CONTRACT §4, "Apps"): the top-level keys of `server.conf` are
+    /// the default app, `app.<name>.<key>` the others.
+    public struct PushApp: Sendable {
+        public var apns = APNs()
+        public var fcm = FCM()
+
+        public init() {}
+
+        /// Whether the app configures any push service.
+        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil }
     }
 
     /// The gateway's side of the bank channel (CONTRACT §3).
@@ -160,8 +183,20 @@ public struct GatewayConfiguration: Sendable {
     public var http = HTTP()
     public var delivery = Delivery()
     public var database = Database()
-    public var apns = APNs()
-    public var fcm = FCM()
+    /// The default app: the top-level push keys.
+    public var defaultApp = PushApp()
+    /// The apps of `app.<name>.<key>` sections, by name.
+    public var apps: [String: PushApp] = [:]
+    /// The default app's APNs settings.
+    public var apns: APNs {
+        get { defaultApp.apns }
+        set { defaultApp.apns = newValue }
+    }
+    /// The default app's FCM settings.
+    public var fcm: FCM {
+        get { defaultApp.fcm }
+        set { defaultApp.fcm = newValue }
+    }
     /// `tlsCaFile`: extra CA bundle for outbound TLS.
     public var tlsCaFile: String?
     /// `sbiOutboundWebServiceURL`: the bank proxy.
@@ -193,6 +228,11 @@ public struct GatewayConfiguration: Sendable {
     public var logLevel = Logger.Level.info
 
     public init() {}
+
+    /// Every app with its id (``PushRoute/defaultApp`` first, then the named ones by name).
+    public var pushApps: [(id: String, app: PushApp)] {
+        [(PushRoute.defaultApp, defaultApp)] + apps.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
 
     /// The user-id comparison rule.
     public var identifiers: UserIdentifiers { UserIdentifiers(caseInsensitive: caseInsensitiveIds) }

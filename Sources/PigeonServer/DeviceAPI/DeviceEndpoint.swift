@@ -24,6 +24,9 @@ struct DeviceEndpoint: Sendable {
     let limits: DeviceRateLimits
     let rateLimits: RateLimitStore
     let identifiers: UserIdentifiers
+    /// The configured apps' ids (``PushRoute/defaultApp`` among them): a registration for any
+    /// other is refused.
+    let apps: Set<String>
     let logger: Logger
 
     /// The route template (for metrics) and the answer.
@@ -33,7 +36,7 @@ struct DeviceEndpoint: Sendable {
             switch (request.method, parts.count, parts.first, parts.last) {
             case ("POST", 2, "devices", "register"):
                 try limits.admitAddress(request.peer)
-                return ("api_register", try await register(RegisterRequest(request.body), bearer: bearerToken(request)))
+                return ("api_register", try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
             case ("POST", 2, "devices", "verify"):
                 try limits.admitAddress(request.peer)
                 return ("api_verify", try await verify(VerifyRequest(request.body)))
@@ -66,7 +69,7 @@ struct DeviceEndpoint: Sendable {
         if let bearer, let known = try await registry.authenticate(digest: SecretToken.digest(bearer)),
            sameDevice(known.identity, identity) {
             let token = newToken()
-            try await registry.refresh(device: known.id, pushToken: request.pushToken, token: token.stored)
+            try await registry.refresh(device: known.id, pushToken: request.pushToken, environment: identity.environment, token: token.stored)
             logger.info("device refreshed its push token", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
             return subscribed(token.plain)
         }
@@ -120,7 +123,7 @@ struct DeviceEndpoint: Sendable {
     /// Whether a bearer token's device is the one a registration names.
     private func sameDevice(_ known: DeviceIdentity, _ claimed: DeviceIdentity) -> Bool {
         known.deviceId == claimed.deviceId && known.platform == claimed.platform && known.bankClientId == claimed.bankClientId
-            && identifiers.comparable(known.userId) == identifiers.comparable(claimed.userId)
+            && known.appId == claimed.appId && identifiers.comparable(known.userId) == identifiers.comparable(claimed.userId)
     }
 
     private func requireBank() throws(APIError) -> BankProxyClient {

@@ -35,6 +35,12 @@ struct JSONFields {
         }
         return value
     }
+
+    /// An optional string field: nil when absent or null, else checked as ``string(_:maxLength:)``.
+    func optionalString(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String? {
+        guard let raw = object[name], !(raw is NSNull) else { return nil }
+        return try string(name, maxLength: maxLength)
+    }
 }
 
 /// `POST /api/v1/devices/register`.
@@ -42,15 +48,26 @@ struct RegisterRequest {
     var identity: DeviceIdentity
     var pushToken: String
 
-    init(_ body: Data) throws(APIError) {
+    /// `apps`: the configured apps' ids; `appId` must name one of them (absent: the default app).
+    init(_ body: Data, apps: Set<String> = [PushRoute.defaultApp]) throws(APIError) {
         let fields = try JSONFields(body)
         let platformName = try fields.string("platform", maxLength: 16)
         guard let platform = Platform(rawValue: platformName) else {
             throw .badRequest("INVALID_PLATFORM", "'platform' must be IOS or ANDROID, got '\(platformName)'")
         }
+        let appId = try fields.optionalString("appId", maxLength: 64).map { $0 == "default" ? PushRoute.defaultApp : $0 } ?? PushRoute.defaultApp
+        guard apps.contains(appId) else {
+            throw .badRequest("UNKNOWN_APP", "'appId' names no app this gateway serves")
+        }
+        let environmentName = try fields.optionalString("environment", maxLength: 16) ?? PushEnvironment.production.rawValue
+        guard let environment = PushEnvironment(rawValue: environmentName) else {
+            throw .badRequest("INVALID_FIELD", "'environment' must be production or sandbox")
+        }
         identity = DeviceIdentity(
             bankClientId: try fields.string("bankClientId"), userId: try fields.string("userId"),
-            deviceId: try fields.string("deviceId"), platform: platform)
+            deviceId: try fields.string("deviceId"), platform: platform, appId: appId,
+            // Only APNs tokens belong to an environment.
+            environment: platform == .ios ? environment : .production)
         pushToken = try fields.string("pushToken", maxLength: PushTokenFormat.fcmLength.upperBound)
         if let problem = PushTokenFormat.problem(with: pushToken, for: platform) {
             throw .badRequest("INVALID_PUSH_TOKEN", problem)

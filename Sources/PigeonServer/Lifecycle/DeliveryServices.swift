@@ -30,15 +30,6 @@ extension DeliveryEngine.Configuration {
     }
 }
 
-extension PushTransports {
-    /// The configured push services by the platform they serve.
-    var senders: [Platform: any PushSending] {
-        var senders: [Platform: any PushSending] = [:]
-        if let apns { senders[.ios] = apns }
-        if let fcm { senders[.android] = fcm }
-        return senders
-    }
-}
 
 extension Outbox: ReportQueue {}
 extension Sweeps: SweepJobs {}

@@ -105,7 +105,7 @@ public final class Gateway: Sendable {
                     bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
                     tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
                     limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
-                    logger: logger.withLabel("pigeon.devices")),
+                    apps: Set(configuration.pushApps.map(\.id)), logger: logger.withLabel("pigeon.devices")),
                 outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
                 health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
                 metrics: metrics,
@@ -318,13 +318,13 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_http_request_duration_seconds", type: "histogram", help: "HTTP request latency by route template.")
         metrics.describe("pigeon_soap_calls_total", type: "counter", help: "SOAP operations by business status.")
         metrics.describe("pigeon_soap_faults_total", type: "counter", help: "SOAP requests answered with a fault.")
-        metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform and outcome.")
-        metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform.")
+        metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform, app and outcome.")
+        metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform and app.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
         metrics.describe("pigeon_apns_provider_tokens_signed_total", type: "counter", help: "APNs provider tokens signed, by reason (first, refresh, rejected).")
         metrics.describe("pigeon_apns_provider_token_rejections_total", type: "counter", help: "Pushes APNs refused for their provider token, by reason.")
         metrics.describe("pigeon_apns_provider_token_throttled_total", type: "counter", help: "TooManyProviderTokenUpdates answers that paused token signing.")
-        metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform and cause (connection, throttled, unavailable).")
+        metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform, app and cause (connection, throttled, unavailable).")
         metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
         MetricsSampler.describe(metrics)
         HTTPMetrics.describe(metrics)

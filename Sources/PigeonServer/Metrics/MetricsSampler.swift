@@ -27,11 +27,12 @@ struct MetricsSampler: Sendable {
     }
 
     /// Reports `clients`' counters at every scrape.
-    static func collect(_ clients: [(service: String, client: HTTP2Client)], into metrics: MetricsRegistry) {
+    static func collect(_ clients: [(service: String, app: String, client: HTTP2Client)], into metrics: MetricsRegistry) {
         metrics.addCollector { metrics in
-            for (service, client) in clients {
-                metrics.set("pigeon_push_connections_opened", labels: ["service": service], to: Double(client.connectionsOpened))
-                metrics.set("pigeon_push_transfers_restarted", labels: ["service": service], to: Double(client.transfersRestarted))
+            for (service, app, client) in clients {
+                let labels = ["service": service, "app": app]
+                metrics.set("pigeon_push_connections_opened", labels: labels, to: Double(client.connectionsOpened))
+                metrics.set("pigeon_push_transfers_restarted", labels: labels, to: Double(client.transfersRestarted))
             }
         }
     }

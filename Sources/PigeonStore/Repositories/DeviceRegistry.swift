@@ -1,18 +1,26 @@
 import Foundation
 import PigeonCore
 
-/// A device's identity as the app states it when registering.
+/// A device's identity as the app states it when registering: who, which device, which platform
+/// and app — a phone with two of the bank's apps is two devices — and the APNs environment its
+/// token belongs to.
 public struct DeviceIdentity: Sendable, Equatable {
     public var bankClientId: String
     public var userId: String
     public var deviceId: String
     public var platform: Platform
+    /// A configured app's name (``PushRoute/defaultApp`` for the top-level keys).
+    public var appId: String
+    public var environment: PushEnvironment
 
-    public init(bankClientId: String, userId: String, deviceId: String, platform: Platform) {
+    public init(bankClientId: String, userId: String, deviceId: String, platform: Platform,
+                appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) {
         self.bankClientId = bankClientId
         self.userId = userId
         self.deviceId = deviceId
         self.platform = platform
+        self.appId = appId
+        self.environment = environment
     }
 }
 
@@ -59,13 +67,13 @@ public struct DeviceRegistry: Sendable {
 
     /// A known device refreshing its push token, proved by its current authentication token:
     /// new push token, new authentication token (the old one stops working).
-    public func refresh(device id: Int64, pushToken: String, token: StoredToken) async throws {
+    public func refresh(device id: Int64, pushToken: String, environment: PushEnvironment = .production, token: StoredToken) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE devices SET push_token = $2, auth_token_hash = $3::bytea, auth_token_expires_at = to_timestamp($4),
-                                   updated_at = now()
+                                   environment = $5, updated_at = now()
                 WHERE id = $1
-                """, [String(id), pushToken, token.digestParameter, token.expiresParameter])
+                """, [String(id), pushToken, token.digestParameter, token.expiresParameter, environment.rawValue])
         }
     }
 
@@ -80,12 +88,12 @@ public struct DeviceRegistry: Sendable {
             // Registrations of one device at the same moment take turns (else both delete
             // nothing and the second insert breaks the device's unique key): the last one wins.
             _ = try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                                     ["device\u{1F}\(key)\u{1F}\(identity.deviceId)\u{1F}\(identity.platform.rawValue)"])
+                                     ["device\u{1F}\(key)\u{1F}\(identity.deviceId)\u{1F}\(identity.platform.rawValue)\u{1F}\(identity.appId)"])
             // Any earlier row of this device (under another id spelling too) is replaced.
-            _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
-                                     [key, identity.deviceId, identity.platform.rawValue])
-            _ = try connection.query("DELETE FROM pending_registrations WHERE \(column) = $1 AND device_id = $2 AND platform = $3",
-                                     [key, identity.deviceId, identity.platform.rawValue])
+            _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND device_id = $2 AND platform = $3 AND app_id = $4",
+                                     [key, identity.deviceId, identity.platform.rawValue, identity.appId])
+            _ = try connection.query("DELETE FROM pending_registrations WHERE \(column) = $1 AND device_id = $2 AND platform = $3 AND app_id = $4",
+                                     [key, identity.deviceId, identity.platform.rawValue, identity.appId])
             let id = try Self.insert(identity, pushToken: pushToken, token: token, connection)
             if override {
                 _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND id <> $2", [key, String(id)])
@@ -102,10 +110,12 @@ public struct DeviceRegistry: Sendable {
         let key = identifiers.comparable(identity.userId)
         _ = try await pool.transaction { connection in
             _ = try connection.query("""
-                INSERT INTO pending_registrations (registration_digest, bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                VALUES ($1::bytea, $2, $3, $4, $5, $6, $7)
+                INSERT INTO pending_registrations (registration_digest, bank_client_id, user_id, user_folded, device_id, platform,
+                                                   push_token, app_id, environment)
+                VALUES ($1::bytea, $2, $3, $4, $5, $6, $7, $8, $9)
                 """, [StoredToken.byteaParameter(registrationDigest), identity.bankClientId, identity.userId,
-                      identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken])
+                      identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken,
+                      identity.appId, identity.environment.rawValue])
             _ = try connection.query("""
                 DELETE FROM pending_registrations WHERE id IN (
                     SELECT id FROM pending_registrations WHERE \(column) = $1 AND device_id = $2
@@ -118,14 +128,16 @@ public struct DeviceRegistry: Sendable {
     /// client, user and device.
     public func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> (identity: DeviceIdentity, pushToken: String)? {
         let sql = """
-            SELECT platform, push_token, bank_client_id, user_id, device_id FROM pending_registrations
+            SELECT platform, push_token, bank_client_id, user_id, device_id, app_id, environment FROM pending_registrations
             WHERE registration_digest = $1::bytea AND \(identifiers.userColumn) = $2 AND device_id = $3 AND bank_client_id = $4
               AND created_at > now() - interval '1 day'
             """
         return try await pool.withConnection(idempotent: true) { [key = identifiers.comparable(userId)] connection in
             guard let row = try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).rows.first,
                   let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
-            return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform), pushToken)
+            return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform,
+                                   appId: row[5] ?? PushRoute.defaultApp,
+                                   environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production), pushToken)
         }
     }
 
@@ -142,23 +154,25 @@ public struct DeviceRegistry: Sendable {
         let parameter = StoredToken.byteaParameter(digest)
         return try await pool.withConnection(idempotent: true) { connection in
             guard let row = try connection.query("""
-                SELECT id, user_id, device_id, platform, bank_client_id FROM devices
+                SELECT id, user_id, device_id, platform, bank_client_id, app_id, environment FROM devices
                 WHERE auth_token_hash = $1::bytea AND auth_token_expires_at > now() AND state = 'SUBSCRIBED'
                 """, [parameter]).rows.first, let id = row[0].flatMap(Int64.init), let user = row[1],
                 let device = row[2], let platform = row[3].flatMap(Platform.init(rawValue:)), let bankClient = row[4]
             else { return nil }
-            return AuthenticatedDevice(id: id, userId: user, identity: DeviceIdentity(bankClientId: bankClient, userId: user, deviceId: device, platform: platform))
+            return AuthenticatedDevice(id: id, userId: user, identity: DeviceIdentity(
+                bankClientId: bankClient, userId: user, deviceId: device, platform: platform, appId: row[5] ?? PushRoute.defaultApp,
+                environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production))
         }
     }
 
     private static func insert(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, _ connection: PostgresConnection) throws -> Int64 {
         guard let id = try connection.query("""
             INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, state,
-                                 auth_token_hash, auth_token_expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, to_timestamp($9))
+                                 auth_token_hash, auth_token_expires_at, app_id, environment)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, to_timestamp($9), $10, $11)
             RETURNING id
             """, [identity.bankClientId, identity.userId, identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken, "SUBSCRIBED",
-                  token.digestParameter, token.expiresParameter]).scalar.flatMap(Int64.init) else {
+                  token.digestParameter, token.expiresParameter, identity.appId, identity.environment.rawValue]).scalar.flatMap(Int64.init) else {
             throw PostgresError(.unexpectedResult, "registering a device returned no id")
         }
         return id

@@ -12,19 +12,20 @@ public struct SubscriptionStore: Sendable {
     }
 
 
-    /// Subscribes a device, or updates the push token of a known one (same user, device id and
-    /// platform). Returns the device's row id.
+    /// Subscribes a device, or updates the push token of a known one (same user, device id,
+    /// platform and app). Returns the device's row id.
     @discardableResult
-    public func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String) async throws -> Int64 {
+    public func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
+                          appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) async throws -> Int64 {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (user_id, device_id, platform)
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, app_id, environment)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                ON CONFLICT (user_id, device_id, platform, app_id)
                 DO UPDATE SET push_token = EXCLUDED.push_token, bank_client_id = EXCLUDED.bank_client_id,
-                              state = 'SUBSCRIBED', updated_at = now()
+                              environment = EXCLUDED.environment, state = 'SUBSCRIBED', updated_at = now()
                 RETURNING id
-                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken])
+                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken, appId, environment.rawValue])
             guard let id = rows.scalar.flatMap(Int64.init) else {
                 throw PostgresError(.unexpectedResult, "subscribing returned no device id")
             }
@@ -62,11 +63,14 @@ public struct SubscriptionStore: Sendable {
         return try await pool.withConnection(idempotent: true) { connection in
             var devices: [String: [Device]] = [:]
             for row in try connection.query("""
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column)
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column), app_id, environment
                 FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
                 """, [keys]).rows {
                 guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)), let key = row[6] else { continue }
-                devices[key, default: []].append(Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform, pushToken: row[5] ?? ""))
+                devices[key, default: []].append(Device(
+                    id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
+                    pushToken: row[5] ?? "", appId: row[7] ?? PushRoute.defaultApp,
+                    environment: row[8].flatMap(PushEnvironment.init(rawValue:)) ?? .production))
             }
             return devices
         }
@@ -100,11 +104,13 @@ public struct SubscriptionStore: Sendable {
         let key = identifiers.comparable(user)
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment
                 FROM devices WHERE \(column) = $1 ORDER BY id
                 """, [key]).rows.compactMap { row in
                 guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)) else { return nil }
-                return Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform, pushToken: row[5] ?? "")
+                return Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
+                              pushToken: row[5] ?? "", appId: row[6] ?? PushRoute.defaultApp,
+                              environment: row[7].flatMap(PushEnvironment.init(rawValue:)) ?? .production)
             }
         }
     }

@@ -29,13 +29,20 @@ public final class APNsTransport: Sendable {
         var signed = 0
     }
 
+    /// The provider token of one key, shared by the transports of its app's environments:
+    /// Apple takes one token on both hosts, and the once-a-minute rule is per key.
+    private final class ProviderTokens: Sendable {
+        let state: Mutex<TokenState>
+        init(policy: ProviderTokenPolicy) { state = Mutex(TokenState(schedule: ProviderTokenSchedule(policy: policy))) }
+    }
+
     private let client: HTTP2Client
     private let endpoint: String
     private let builder: APNsRequestBuilder
     private let authentication: Authentication
     private let clock: @Sendable () -> Date
     private let onTokenEvent: @Sendable (ProviderTokenEvent) -> Void
-    private let tokenState: Mutex<TokenState>
+    private let tokens: ProviderTokens
 
     public init(client: HTTP2Client, endpoint: String, topic: String?, authentication: Authentication,
                 policy: ProviderTokenPolicy = ProviderTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init,
@@ -46,11 +53,27 @@ public final class APNsTransport: Sendable {
         self.authentication = authentication
         self.clock = clock
         self.onTokenEvent = onTokenEvent
-        self.tokenState = Mutex(TokenState(schedule: ProviderTokenSchedule(policy: policy)))
+        self.tokens = ProviderTokens(policy: policy)
+    }
+
+    private init(sibling: APNsTransport, endpoint: String) {
+        client = sibling.client
+        self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+        builder = sibling.builder
+        authentication = sibling.authentication
+        clock = sibling.clock
+        onTokenEvent = sibling.onTokenEvent
+        tokens = sibling.tokens
+    }
+
+    /// A transport to another APNs host (the sandbox of a production one) with the same client,
+    /// topic and credentials, sharing this one's provider token.
+    public func sending(to endpoint: String) -> APNsTransport {
+        APNsTransport(sibling: self, endpoint: endpoint)
     }
 
     /// Provider tokens signed so far.
-    public var providerTokensSigned: Int { tokenState.withLock { $0.signed } }
+    public var providerTokensSigned: Int { tokens.state.withLock { $0.signed } }
 
     /// One attempt to deliver `message` to `deviceToken`.
     public func send(_ message: PushMessage, to deviceToken: String, apnsId: UUID = UUID()) async -> PushOutcome {
@@ -134,7 +157,7 @@ public final class APNsTransport: Sendable {
 
     private func currentToken(_ credentials: APNsSigningCredentials) throws -> String {
         let now = clock()
-        let (token, signing) = try tokenState.withLock { state -> (String, ProviderTokenSigning?) in
+        let (token, signing) = try tokens.state.withLock { state -> (String, ProviderTokenSigning?) in
             guard let reason = state.schedule.signingNeeded(now: now) else {
                 return (state.schedule.current?.token ?? "", nil)
             }
@@ -152,12 +175,12 @@ public final class APNsTransport: Sendable {
         let now = clock()
         switch outcome {
         case .accepted:
-            tokenState.withLock { $0.schedule.accepted() }
+            tokens.state.withLock { $0.schedule.accepted() }
         case .refreshCredentials(let reason):
-            let replacing = tokenState.withLock { $0.schedule.rejected(token, now: now) }
+            let replacing = tokens.state.withLock { $0.schedule.rejected(token, now: now) }
             onTokenEvent(.rejected(reason: reason, replacing: replacing))
         case .retry(let reason, _) where reason == "TooManyProviderTokenUpdates":
-            if let until = tokenState.withLock({ $0.schedule.throttled(token, now: now) }) {
+            if let until = tokens.state.withLock({ $0.schedule.throttled(token, now: now) }) {
                 onTokenEvent(.throttled(until: until))
             }
         default:

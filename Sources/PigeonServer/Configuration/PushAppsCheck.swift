@@ -1,0 +1,37 @@
+import Foundation
+import PigeonCore
+import PushTransport
+
+extension GatewayConfiguration {
+    /// Reads every app's push credentials as the gateway will (the APNs signing key, the FCM
+    /// service account) and describes each app in a line for `pigeon check-config`; throws on
+    /// the first that cannot be read.
+    public func checkPushApps() throws(ConfigurationError) -> [String] {
+        try pushApps.map { (id, app) throws(ConfigurationError) -> String in
+            let name = PushRoute(platform: .ios, appId: id).appLabel
+            let prefix = id.isEmpty ? "" : "app.\(id)."
+            var services: [String] = []
+            let apns = app.apns
+            if let keyPath = apns.keyPath, let keyId = apns.keyId, let teamId = apns.teamId {
+                do {
+                    _ = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
+                } catch {
+                    throw ConfigurationError(location: "\(prefix)apnsKeyPath", message: "cannot use the APNs signing key '\(keyPath)': \(error)")
+                }
+                services.append("APNs (key \(keyId), topic \(apns.topic ?? "none"); production \(apns.resolvedEndpoint), sandbox \(apns.resolvedSandboxEndpoint))")
+            } else if apns.certificatePath != nil {
+                services.append("APNs (certificate, topic \(apns.topic ?? "from the certificate"); production \(apns.resolvedEndpoint), sandbox \(apns.resolvedSandboxEndpoint))")
+            }
+            if let accountPath = app.fcm.serviceAccountPath {
+                let account: ServiceAccount
+                do {
+                    account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))
+                } catch {
+                    throw ConfigurationError(location: "\(prefix)fcmServiceAccountPath", message: "cannot use the FCM service account '\(accountPath)': \(error)")
+                }
+                services.append("FCM (project \(account.projectId))")
+            }
+            return "app \(name): " + (services.isEmpty ? "no push service" : services.joined(separator: ", "))
+        }
+    }
+}

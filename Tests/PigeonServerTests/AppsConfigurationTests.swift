@@ -1,0 +1,90 @@
+import Foundation
+import PigeonCore
+import Testing
+@testable import PigeonServer
+
+@Suite("Apps in server.conf and at registration")
+struct AppsConfigurationTests {
+    /// A readable file to name as a key path (check-config reads the keys themselves; these
+    /// tests check the configuration's rules).
+    static let readable = #filePath
+
+    @Test("app.<name>.<key> configures named apps; the top-level keys stay the default app")
+    func apps() throws {
+        let text = """
+            apnsKeyPath = \(Self.readable)
+            apnsKeyId = KEY1
+            apnsTeamId = TEAM1
+            apnsTopic = com.bank.retail
+            app.business.apnsKeyPath = \(Self.readable)
+            app.business.apnsKeyId = KEY2
+            app.business.apnsTeamId = TEAM1
+            app.business.apnsTopic = com.bank.business
+            app.business.apnsIsProduction = true
+            app.business.apnsSandboxEndpoint = https://127.0.0.1:9/sandbox/
+            app.white-label_1.fcmServiceAccountPath = \(Self.readable)
+            """
+        let configuration = try GatewayConfiguration.parse(text: text, name: "server.conf")
+        #expect(configuration.pushApps.map(\.id) == ["", "business", "white-label_1"])
+        #expect(configuration.apns.topic == "com.bank.retail")
+        #expect(configuration.apns.resolvedEndpoint == "https://api.sandbox.push.apple.com")
+        let business = try #require(configuration.apps["business"])
+        #expect(business.apns.keyId == "KEY2" && business.apns.topic == "com.bank.business")
+        #expect(business.apns.resolvedEndpoint == "https://api.push.apple.com")
+        #expect(business.apns.resolvedSandboxEndpoint == "https://127.0.0.1:9/sandbox")
+        #expect(configuration.apps["white-label_1"]?.fcm.serviceAccountPath == Self.readable)
+    }
+
+    @Test("a single-app file is read as before: one app, the default")
+    func singleApp() throws {
+        let configuration = try GatewayConfiguration.parse(text: "apnsTopic = com.bank\nfcmEndpoint = https://127.0.0.1:9\n", name: "server.conf")
+        #expect(configuration.pushApps.count == 1)
+        #expect(configuration.pushApps[0].id == PushRoute.defaultApp)
+        #expect(configuration.apns.topic == "com.bank")
+        #expect(configuration.fcm.endpoint == "https://127.0.0.1:9")
+        #expect(configuration.apns.resolvedSandboxEndpoint == "https://api.sandbox.push.apple.com")
+    }
+
+    @Test("bad app sections stop start-up with a message naming the key", arguments: [
+        ("app.business.dbUrl = x", "unknown key 'dbUrl' for app 'business'"),
+        ("app.business = x", "must be app.<name>.<key>"),
+        ("app..apnsTopic = x", "1 to 64 letters"),
+        ("app.bad name.apnsTopic = x", "is not a valid key"),
+        ("app.bad+name.apnsTopic = x", "is not a valid key"),
+        ("app.default.apnsTopic = x", "'default' is the app of the top-level keys"),
+        ("app.business.apnsIsProduction = maybe", "is not a boolean"),
+        ("app.business.apnsTopic = com.bank.business", "app 'business' configures no push service"),
+        ("app.business.apnsKeyPath = \(readable)\napp.business.apnsKeyId = K\napp.business.apnsTeamId = T", "has no app.business.apnsTopic"),
+        ("app.business.apnsKeyPath = \(readable)\napp.business.apnsTopic = t", "app.business.apnsKeyPath needs app.business.apnsKeyId"),
+        ("app.business.fcmServiceAccountPath = /nonexistent/account.json", "app.business.fcmServiceAccountPath: cannot read"),
+    ])
+    func refused(line: String, message: String) {
+        #expect {
+            _ = try GatewayConfiguration.parse(text: line, name: "server.conf")
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test("registration: appId names a configured app (absent or 'default': the default app), environment only for iOS tokens")
+    func registration() throws {
+        let apps: Set<String> = [PushRoute.defaultApp, "business"]
+        func body(_ extra: String, platform: String = "IOS", token: String = String(repeating: "ab", count: 32)) -> Data {
+            Data(#"{"bankClientId":"b","userId":"u","deviceId":"d","platform":"\#(platform)","pushToken":"\#(token)"\#(extra)}"#.utf8)
+        }
+        #expect(try RegisterRequest(body(""), apps: apps).identity.appId == PushRoute.defaultApp)
+        #expect(try RegisterRequest(body(#","appId":"default""#), apps: apps).identity.appId == PushRoute.defaultApp)
+        let business = try RegisterRequest(body(#","appId":"business","environment":"sandbox""#), apps: apps).identity
+        #expect(business.appId == "business" && business.environment == .sandbox)
+        let android = try RegisterRequest(body(#","environment":"sandbox""#, platform: "ANDROID", token: String(repeating: "f", count: 140)), apps: apps).identity
+        #expect(android.environment == .production)
+        for (extra, code) in [(#","appId":"retail""#, "UNKNOWN_APP"), (#","appId":"""#, "INVALID_FIELD"),
+                              (#","environment":"staging""#, "INVALID_FIELD"), (#","appId":7"#, "INVALID_FIELD")] {
+            #expect {
+                _ = try RegisterRequest(body(extra), apps: apps)
+            } throws: { error in
+                (error as? APIError)?.code == code
+            }
+        }
+    }
+}

@@ -1,14 +1,16 @@
 import Foundation
 import PigeonCrypto
 
-/// `pigeon simulate`: APNs, FCM and the OAuth token endpoint on one HTTP/2-over-TLS port, with
-/// fault injection and a record of every accepted push. Admin calls on the same port:
+/// `pigeon simulate`: APNs, FCM, its OAuth token endpoint and RuStore push (under `/rustore`) on
+/// one HTTP/2-over-TLS port, with fault injection and a record of every accepted push. Admin
+/// calls on the same port:
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
 public final class Simulator: Sendable {
     public let apns: APNsSimulator
     public let fcm: FCMSimulator
+    public let rustore: RuStoreSimulator
     public let credentials: SimulatorCredentials
     private let server: H2Server
 
@@ -27,15 +29,17 @@ public final class Simulator: Sendable {
         let accountKey = try PrivateKey(pem: account?["private_key"] as? String ?? "").publicKey()
         let apns = APNsSimulator(authentication: .init(signingKeys: [SimulatorCredentials.keyId: (SimulatorCredentials.teamId, apnsKey)]), clock: clock)
         let fcm = FCMSimulator(accounts: [SimulatorCredentials.clientEmail: accountKey])
+        let rustore = RuStoreSimulator(projectId: SimulatorCredentials.rustoreProjectId, serviceToken: SimulatorCredentials.rustoreServiceToken)
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
         configuration.host = host
         configuration.port = port
         configuration.enforceRapidResetLimit = enforceRapidResetLimit
         server = try H2Server(configuration: configuration) { request in
-            Simulator.route(request, apns: apns, fcm: fcm)
+            Simulator.route(request, apns: apns, fcm: fcm, rustore: rustore)
         }
         self.apns = apns
         self.fcm = fcm
+        self.rustore = rustore
         self.credentials = credentials
     }
 
@@ -54,17 +58,21 @@ public final class Simulator: Sendable {
         fcmServiceAccountPath = \(credentials.serviceAccount)
         fcmEndpoint = \(baseURL)
         fcmTokenEndpoint = \(baseURL)/token
+        rustoreProjectId = \(SimulatorCredentials.rustoreProjectId)
+        rustoreServiceToken = \(SimulatorCredentials.rustoreServiceToken)
+        rustoreEndpoint = \(baseURL)/rustore
         tlsCaFile = \(credentials.caFile)
         """
     }
 
-    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator) -> H2Server.Response {
+    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator, rustore: RuStoreSimulator) -> H2Server.Response {
         if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
+        if request.path.hasPrefix("/rustore/") { return rustore.handle(request, path: String(request.path.dropFirst("/rustore".count))) }
         if request.path.hasPrefix("/v1/projects/") { return fcm.handleSend(request) }
         if request.path == "/token" { return fcm.handleToken(request) }
         switch (request.method, request.path) {
         case ("GET", "/simulator/health"):
-            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count)}"#)
+            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count)}"#)
         case ("GET", "/simulator/pushes"):
             var lines = ""
             for delivery in apns.deliveries {
@@ -75,6 +83,10 @@ public final class Simulator: Sendable {
                 let message = String(decoding: delivery.message, as: UTF8.self)
                 lines += #"{"service":"fcm","token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)}"# + "\n"
             }
+            for delivery in rustore.deliveries {
+                let message = String(decoding: delivery.message, as: UTF8.self)
+                lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
+            }
             return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
@@ -82,6 +94,7 @@ public final class Simulator: Sendable {
             }
             apns.setFaults(faults)
             fcm.setFaults(faults)
+            rustore.setFaults(faults)
             return .json(200, #"{"rules":\#(faults.rules.count)}"#)
         default:
             return .json(404, #"{"reason":"BadPath"}"#)

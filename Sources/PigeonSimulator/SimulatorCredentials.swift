@@ -10,6 +10,9 @@ public struct SimulatorCredentials: Sendable {
     public static let projectId = "pigeon-simulator"
     public static let clientEmail = "pigeon@pigeon-simulator.iam.gserviceaccount.com"
     public static let p12Password = "pigeon"
+    /// RuStore's project id and static service token as the simulator expects them.
+    public static let rustoreProjectId = "sim-rustore-project"
+    public static let rustoreServiceToken = "sim-rustore-service-token"
 
     public let folder: URL
 

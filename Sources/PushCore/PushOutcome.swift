@@ -27,11 +27,17 @@ public enum PushOutcome: Sendable, Equatable {
 }
 
 extension PushOutcome {
+    /// The start of a retry's reason when a service refused credentials that cannot be
+    /// refreshed (a static service token): retried later, the device kept, an operator alarmed.
+    public static let credentialsRefusedPrefix = "credentials refused: "
+
     /// Why a retry is needed, as a bounded label for metrics: `connection` (the request never got
-    /// an answer), `throttled` (429 and quota errors), `unavailable` (5xx); nil for other outcomes.
+    /// an answer), `throttled` (429 and quota errors), `credentials` (our static credentials
+    /// refused), `unavailable` (5xx); nil for other outcomes.
     public var retryCause: String? {
         guard case .retry(let reason, _) = self else { return nil }
         if reason.hasPrefix("transport") || reason.hasPrefix("no access token") { return "connection" }
+        if reason.hasPrefix(Self.credentialsRefusedPrefix) { return "credentials" }
         if ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) { return "throttled" }
         return "unavailable"
     }

@@ -23,6 +23,8 @@ struct AppsConfigurationTests {
             app.business.apnsIsProduction = true
             app.business.apnsSandboxEndpoint = https://127.0.0.1:9/sandbox/
             app.white-label_1.fcmServiceAccountPath = \(Self.readable)
+            app.white-label_1.rustoreProjectId = ru-project
+            app.white-label_1.rustoreServiceToken = ru-secret
             """
         let configuration = try GatewayConfiguration.parse(text: text, name: "server.conf")
         #expect(configuration.pushApps.map(\.id) == ["", "business", "white-label_1"])
@@ -33,6 +35,8 @@ struct AppsConfigurationTests {
         #expect(business.apns.resolvedEndpoint == "https://api.push.apple.com")
         #expect(business.apns.resolvedSandboxEndpoint == "https://127.0.0.1:9/sandbox")
         #expect(configuration.apps["white-label_1"]?.fcm.serviceAccountPath == Self.readable)
+        #expect(configuration.apps["white-label_1"]?.rustore.projectId == "ru-project")
+        #expect(configuration.apps["white-label_1"]?.rustore.resolvedEndpoint == "https://vkpns.rustore.ru")
     }
 
     @Test("a single-app file is read as before: one app, the default")
@@ -57,6 +61,9 @@ struct AppsConfigurationTests {
         ("app.business.apnsKeyPath = \(readable)\napp.business.apnsKeyId = K\napp.business.apnsTeamId = T", "has no app.business.apnsTopic"),
         ("app.business.apnsKeyPath = \(readable)\napp.business.apnsTopic = t", "app.business.apnsKeyPath needs app.business.apnsKeyId"),
         ("app.business.fcmServiceAccountPath = /nonexistent/account.json", "app.business.fcmServiceAccountPath: cannot read"),
+        ("rustoreProjectId = p", "rustoreProjectId and rustoreServiceToken must be set together"),
+        ("app.business.rustoreServiceToken = t", "app.business.rustoreProjectId and app.business.rustoreServiceToken must be set together"),
+        ("app.business.rustoreProjectId = p\napp.business.rustoreServiceToken = t\napp.business.rustoreEndpoint = ftp://x", "not an http(s) URL"),
     ])
     func refused(line: String, message: String) {
         #expect {
@@ -78,6 +85,10 @@ struct AppsConfigurationTests {
         #expect(business.appId == "business" && business.environment == .sandbox)
         let android = try RegisterRequest(body(#","environment":"sandbox""#, platform: "ANDROID", token: String(repeating: "f", count: 140)), apps: apps).identity
         #expect(android.environment == .production)
+        #expect(try RegisterRequest(body("", platform: "RUSTORE", token: "rustore-token-0123456789"), apps: apps).identity.platform == .rustore)
+        #expect {
+            _ = try RegisterRequest(body("", platform: "RUSTORE", token: "bad token with spaces"), apps: apps)
+        } throws: { ($0 as? APIError)?.code == "INVALID_PUSH_TOKEN" }
         for (extra, code) in [(#","appId":"retail""#, "UNKNOWN_APP"), (#","appId":"""#, "INVALID_FIELD"),
                               (#","environment":"staging""#, "INVALID_FIELD"), (#","appId":7"#, "INVALID_FIELD")] {
             #expect {

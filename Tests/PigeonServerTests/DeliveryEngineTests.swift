@@ -191,6 +191,9 @@ extension GatewayConfiguration {
         fcm.serviceAccountPath = credentials.serviceAccount
         fcm.endpoint = simulator.baseURL
         fcm.tokenEndpoint = simulator.baseURL + "/token"
+        defaultApp.rustore.projectId = SimulatorCredentials.rustoreProjectId
+        defaultApp.rustore.serviceToken = SimulatorCredentials.rustoreServiceToken
+        defaultApp.rustore.endpoint = simulator.baseURL + "/rustore"
         tlsCaFile = credentials.caFile
     }
 }

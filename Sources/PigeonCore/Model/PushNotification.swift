@@ -83,4 +83,6 @@ public struct RecipientState: Sendable, Equatable {
 public enum Platform: String, Sendable, CaseIterable, Codable {
     case ios = "IOS"
     case android = "ANDROID"
+    /// RuStore push, for Android phones without Google services.
+    case rustore = "RUSTORE"
 }

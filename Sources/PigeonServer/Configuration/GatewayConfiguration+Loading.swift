@@ -100,8 +100,11 @@ extension GatewayConfiguration {
         for (id, app) in pushApps {
             let prefix = id.isEmpty ? "" : "app.\(id)."
             func fail(_ message: String) -> ConfigurationError { ConfigurationError(location: location, message: message) }
+            if (app.rustore.projectId == nil) != (app.rustore.serviceToken == nil) {
+                throw fail("\(prefix)rustoreProjectId and \(prefix)rustoreServiceToken must be set together")
+            }
             if !id.isEmpty && !app.configuresAService {
-                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath) and/or \(prefix)fcmServiceAccountPath")
+                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath), \(prefix)fcmServiceAccountPath or \(prefix)rustoreProjectId")
             }
             for (key, path) in [("apnsCertificatePath", app.apns.certificatePath), ("apnsKeyPath", app.apns.keyPath),
                                 ("fcmServiceAccountPath", app.fcm.serviceAccountPath)] {
@@ -205,6 +208,9 @@ extension GatewayConfiguration {
         "fcmServiceAccountPath": { $0.fcm.serviceAccountPath = try nonEmpty($1) },
         "fcmEndpoint": { $0.fcm.endpoint = try url($1) },
         "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
+        "rustoreProjectId": { $0.rustore.projectId = try nonEmpty($1) },
+        "rustoreServiceToken": { $0.rustore.serviceToken = try nonEmpty($1) },
+        "rustoreEndpoint": { $0.rustore.endpoint = try url($1) },
     ]
 
     private static let keys: [String: Setter] = generalKeys.merging(

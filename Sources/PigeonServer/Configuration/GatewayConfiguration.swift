@@ -120,16 +120,29 @@ public struct GatewayConfiguration: Sendable {
         public var tokenEndpoint: String?
     }
 
+    /// RuStore push (CONTRACT §4): a project and its static service token from the RuStore console.
+    public struct RuStore: Sendable {
+        public var projectId: String?
+        /// `rustoreServiceToken`: a secret; never logged.
+        public var serviceToken: String?
+        /// `rustoreEndpoint`: base URL, RuStore's push host by default.
+        public var endpoint: String?
+
+        public var resolvedEndpoint: String { endpoint ?? "https://vkpns.rustore.ru" }
+        public var isConfigured: Bool { projectId != nil && serviceToken != nil }
+    }
+
     /// One app's push credentials (CONTRACT §4, "Apps"): the top-level keys of `server.conf` are
     /// the default app, `app.<name>.<key>` the others.
     public struct PushApp: Sendable {
         public var apns = APNs()
         public var fcm = FCM()
+        public var rustore = RuStore()
 
         public init() {}
 
         /// Whether the app configures any push service.
-        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil }
+        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil || rustore.isConfigured }
     }
 
     /// The gateway's side of the bank channel (CONTRACT §3).

@@ -31,6 +31,9 @@ extension GatewayConfiguration {
                 }
                 services.append("FCM (project \(account.projectId))")
             }
+            if let project = app.rustore.projectId, app.rustore.isConfigured {
+                services.append("RuStore (project \(project), \(app.rustore.resolvedEndpoint))")
+            }
             return "app \(name): " + (services.isEmpty ? "no push service" : services.joined(separator: ", "))
         }
     }

@@ -53,7 +53,7 @@ struct RegisterRequest {
         let fields = try JSONFields(body)
         let platformName = try fields.string("platform", maxLength: 16)
         guard let platform = Platform(rawValue: platformName) else {
-            throw .badRequest("INVALID_PLATFORM", "'platform' must be IOS or ANDROID, got '\(platformName)'")
+            throw .badRequest("INVALID_PLATFORM", "'platform' must be one of \(Platform.allCases.map(\.rawValue).joined(separator: ", ")), got '\(platformName)'")
         }
         let appId = try fields.optionalString("appId", maxLength: 64).map { $0 == "default" ? PushRoute.defaultApp : $0 } ?? PushRoute.defaultApp
         guard apps.contains(appId) else {

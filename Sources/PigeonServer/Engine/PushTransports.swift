@@ -53,6 +53,18 @@ struct PushTransports {
             senders[PushRoute(platform: .ios, appId: appId, environment: .production)] = apns
             senders[PushRoute(platform: .ios, appId: appId, environment: .sandbox)] = apns.sending(to: settings.resolvedSandboxEndpoint)
         }
+        if let project = app.rustore.projectId, let serviceToken = app.rustore.serviceToken {
+            let refusals = LogThrottle(interval: 60)
+            senders[PushRoute(platform: .rustore, appId: appId)] = RuStoreTransport(
+                client: try client("rustore"), endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
+                onCredentialsRefused: { reason in
+                    metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
+                    if refusals.admit() {
+                        logger.error("RuStore refused the service token: check rustoreServiceToken; pushes are kept and retried",
+                                     metadata: ["app": label, "project": project, "reason": reason])
+                    }
+                })
+        }
         if let accountPath = app.fcm.serviceAccountPath {
             let http = try client("fcm")
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))

@@ -19,6 +19,7 @@ extension APNsTransport: PushSending {
 }
 
 extension FCMTransport: PushSending {}
+extension RuStoreTransport: PushSending {}
 
 extension DeliveryEngine.Configuration {
     /// The engine settings of `server.conf`.

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Builds RuStore push `messages:send` requests. RuStore takes FCM HTTP v1's shape, one token
+/// per request: a notification (the text), data (every value a string) and Android `ttl`; only
+/// the fields RuStore documents are sent (no FCM collapse key or priority).
+public struct RuStoreRequestBuilder: Sendable {
+    /// What reaches the device (notification and data) at most, as for FCM.
+    public static let maximumPayloadBytes = 4096
+
+    public var projectId: String
+
+    public init(projectId: String) {
+        self.projectId = projectId
+    }
+
+    /// What every device's request for `message` shares, built once per notification; the
+    /// body is written around the token's place.
+    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+        var data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
+        data.append(("notificationId", .string(message.notificationId)))
+        let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
+        let notification: [(String, JSONValue)] = [("body", .string(message.text))]
+        let delivered = JSONValue.object([("notification", .object(notification)), ("data", .object(data))]).encoded
+        guard delivered.count <= Self.maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
+        }
+        var prefix = Array(JSONValue.object([
+            ("message", .object([
+                ("android", .object([("notification", .object(notification)), ("ttl", .string("\(ttl)s"))])),
+                ("data", .object(data)),
+                ("notification", .object(notification)),
+            ])),
+        ]).encoded.dropLast(2))
+        prefix.append(contentsOf: Array(#","token":"#.utf8))
+        return FCMPreparedMessage(
+            path: "/v1/projects/\(projectId)/messages:send",
+            headers: ["content-type": "application/json; charset=utf-8"],
+            bodyPrefix: prefix, bodySuffix: Array("}}".utf8))
+    }
+}

@@ -1,9 +1,9 @@
 import Foundation
 import PigeonCrypto
 
-/// `pigeon simulate`: APNs, FCM, its OAuth token endpoint and RuStore push (under `/rustore`) on
-/// one HTTP/2-over-TLS port, with fault injection and a record of every accepted push. Admin
-/// calls on the same port:
+/// `pigeon simulate`: APNs, FCM, its OAuth token endpoint, RuStore push (under `/rustore`) and
+/// Huawei Push Kit with its OAuth endpoint (under `/hms`) on one HTTP/2-over-TLS port, with
+/// fault injection and a record of every accepted push. Admin calls on the same port:
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
@@ -11,6 +11,7 @@ public final class Simulator: Sendable {
     public let apns: APNsSimulator
     public let fcm: FCMSimulator
     public let rustore: RuStoreSimulator
+    public let huawei: HuaweiSimulator
     public let credentials: SimulatorCredentials
     private let server: H2Server
 
@@ -30,16 +31,18 @@ public final class Simulator: Sendable {
         let apns = APNsSimulator(authentication: .init(signingKeys: [SimulatorCredentials.keyId: (SimulatorCredentials.teamId, apnsKey)]), clock: clock)
         let fcm = FCMSimulator(accounts: [SimulatorCredentials.clientEmail: accountKey])
         let rustore = RuStoreSimulator(projectId: SimulatorCredentials.rustoreProjectId, serviceToken: SimulatorCredentials.rustoreServiceToken)
+        let huawei = HuaweiSimulator(appId: SimulatorCredentials.hmsAppId, clientSecret: SimulatorCredentials.hmsClientSecret, clock: clock)
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
         configuration.host = host
         configuration.port = port
         configuration.enforceRapidResetLimit = enforceRapidResetLimit
         server = try H2Server(configuration: configuration) { request in
-            Simulator.route(request, apns: apns, fcm: fcm, rustore: rustore)
+            Simulator.route(request, apns: apns, fcm: fcm, rustore: rustore, huawei: huawei)
         }
         self.apns = apns
         self.fcm = fcm
         self.rustore = rustore
+        self.huawei = huawei
         self.credentials = credentials
     }
 
@@ -61,18 +64,23 @@ public final class Simulator: Sendable {
         rustoreProjectId = \(SimulatorCredentials.rustoreProjectId)
         rustoreServiceToken = \(SimulatorCredentials.rustoreServiceToken)
         rustoreEndpoint = \(baseURL)/rustore
+        hmsAppId = \(SimulatorCredentials.hmsAppId)
+        hmsClientSecret = \(SimulatorCredentials.hmsClientSecret)
+        hmsEndpoint = \(baseURL)/hms
+        hmsTokenEndpoint = \(baseURL)/hms/oauth2/v3/token
         tlsCaFile = \(credentials.caFile)
         """
     }
 
-    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator, rustore: RuStoreSimulator) -> H2Server.Response {
+    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator, rustore: RuStoreSimulator, huawei: HuaweiSimulator) -> H2Server.Response {
         if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
+        if request.path.hasPrefix("/hms/") { return huawei.handle(request, path: String(request.path.dropFirst("/hms".count))) }
         if request.path.hasPrefix("/rustore/") { return rustore.handle(request, path: String(request.path.dropFirst("/rustore".count))) }
         if request.path.hasPrefix("/v1/projects/") { return fcm.handleSend(request) }
         if request.path == "/token" { return fcm.handleToken(request) }
         switch (request.method, request.path) {
         case ("GET", "/simulator/health"):
-            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count)}"#)
+            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count),"huaweiPushes":\#(huawei.deliveries.count)}"#)
         case ("GET", "/simulator/pushes"):
             var lines = ""
             for delivery in apns.deliveries {
@@ -87,6 +95,10 @@ public final class Simulator: Sendable {
                 let message = String(decoding: delivery.message, as: UTF8.self)
                 lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
             }
+            for delivery in huawei.deliveries {
+                let message = String(decoding: delivery.message, as: UTF8.self)
+                lines += #"{"service":"huawei","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
+            }
             return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
@@ -95,6 +107,7 @@ public final class Simulator: Sendable {
             apns.setFaults(faults)
             fcm.setFaults(faults)
             rustore.setFaults(faults)
+            huawei.setFaults(faults)
             return .json(200, #"{"rules":\#(faults.rules.count)}"#)
         default:
             return .json(404, #"{"reason":"BadPath"}"#)

@@ -13,6 +13,9 @@ public struct SimulatorCredentials: Sendable {
     /// RuStore's project id and static service token as the simulator expects them.
     public static let rustoreProjectId = "sim-rustore-project"
     public static let rustoreServiceToken = "sim-rustore-service-token"
+    /// Huawei Push Kit's app id and client secret as the simulator expects them.
+    public static let hmsAppId = "100000001"
+    public static let hmsClientSecret = "sim-hms-client-secret"
 
     public let folder: URL
 

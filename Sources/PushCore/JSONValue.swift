@@ -6,12 +6,14 @@ import Foundation
 public enum JSONValue: Sendable, Equatable {
     case string(String)
     case int(Int)
+    case bool(Bool)
     case object([(String, JSONValue)])
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.string(let a), .string(let b)): a == b
         case (.int(let a), .int(let b)): a == b
+        case (.bool(let a), .bool(let b)): a == b
         case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         default: false
         }
@@ -31,6 +33,8 @@ public enum JSONValue: Sendable, Equatable {
             Self.writeString(text, into: &bytes)
         case .int(let number):
             bytes.append(contentsOf: String(number).utf8)
+        case .bool(let flag):
+            bytes.append(contentsOf: (flag ? "true" : "false").utf8)
         case .object(let members):
             bytes.append(UInt8(ascii: "{"))
             for (index, (key, value)) in members.enumerated() {

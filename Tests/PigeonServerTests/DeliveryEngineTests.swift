@@ -194,6 +194,10 @@ extension GatewayConfiguration {
         defaultApp.rustore.projectId = SimulatorCredentials.rustoreProjectId
         defaultApp.rustore.serviceToken = SimulatorCredentials.rustoreServiceToken
         defaultApp.rustore.endpoint = simulator.baseURL + "/rustore"
+        defaultApp.huawei.appId = SimulatorCredentials.hmsAppId
+        defaultApp.huawei.clientSecret = SimulatorCredentials.hmsClientSecret
+        defaultApp.huawei.endpoint = simulator.baseURL + "/hms"
+        defaultApp.huawei.tokenEndpoint = simulator.baseURL + "/hms/oauth2/v3/token"
         tlsCaFile = credentials.caFile
     }
 }

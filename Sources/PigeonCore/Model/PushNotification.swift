@@ -85,4 +85,6 @@ public enum Platform: String, Sendable, CaseIterable, Codable {
     case android = "ANDROID"
     /// RuStore push, for Android phones without Google services.
     case rustore = "RUSTORE"
+    /// Huawei Push Kit, for Huawei phones without Google services.
+    case huawei = "HUAWEI"
 }

@@ -5,7 +5,8 @@ public enum PushTokenFormat {
     public static let apnsLength = 64...200
     /// FCM registration tokens: about 160 characters of letters, digits and `-_:`.
     public static let fcmLength = 32...4096
-    /// RuStore push tokens: a string of the same alphabet, of a few dozen characters today.
+    /// RuStore and Huawei push tokens: strings of the same alphabet, of a few dozen to a few
+    /// hundred characters today.
     public static let rustoreLength = 16...4096
 
     /// Why `token` is not a valid push token for `platform`, or nil when it is.
@@ -25,12 +26,13 @@ public enum PushTokenFormat {
             guard token.utf8.allSatisfy(isFCMCharacter) else {
                 return "an FCM registration token contains only letters, digits, '-', '_' and ':'"
             }
-        case .rustore:
+        case .rustore, .huawei:
+            let service = platform == .rustore ? "a RuStore push token" : "a Huawei Push Kit token"
             guard rustoreLength.contains(token.utf8.count) else {
-                return "a RuStore push token has \(rustoreLength.lowerBound)–\(rustoreLength.upperBound) characters, got \(token.utf8.count)"
+                return "\(service) has \(rustoreLength.lowerBound)–\(rustoreLength.upperBound) characters, got \(token.utf8.count)"
             }
             guard token.utf8.allSatisfy(isFCMCharacter) else {
-                return "a RuStore push token contains only letters, digits, '-', '_' and ':'"
+                return "\(service) contains only letters, digits, '-', '_' and ':'"
             }
         }
         return nil

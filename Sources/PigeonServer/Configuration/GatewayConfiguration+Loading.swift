@@ -103,8 +103,11 @@ extension GatewayConfiguration {
             if (app.rustore.projectId == nil) != (app.rustore.serviceToken == nil) {
                 throw fail("\(prefix)rustoreProjectId and \(prefix)rustoreServiceToken must be set together")
             }
+            if (app.huawei.appId == nil) != (app.huawei.clientSecret == nil) {
+                throw fail("\(prefix)hmsAppId and \(prefix)hmsClientSecret must be set together")
+            }
             if !id.isEmpty && !app.configuresAService {
-                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath), \(prefix)fcmServiceAccountPath or \(prefix)rustoreProjectId")
+                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath), \(prefix)fcmServiceAccountPath, \(prefix)rustoreProjectId or \(prefix)hmsAppId")
             }
             for (key, path) in [("apnsCertificatePath", app.apns.certificatePath), ("apnsKeyPath", app.apns.keyPath),
                                 ("fcmServiceAccountPath", app.fcm.serviceAccountPath)] {
@@ -211,6 +214,10 @@ extension GatewayConfiguration {
         "rustoreProjectId": { $0.rustore.projectId = try nonEmpty($1) },
         "rustoreServiceToken": { $0.rustore.serviceToken = try nonEmpty($1) },
         "rustoreEndpoint": { $0.rustore.endpoint = try url($1) },
+        "hmsAppId": { $0.huawei.appId = try nonEmpty($1) },
+        "hmsClientSecret": { $0.huawei.clientSecret = try nonEmpty($1) },
+        "hmsEndpoint": { $0.huawei.endpoint = try url($1) },
+        "hmsTokenEndpoint": { $0.huawei.tokenEndpoint = try url($1) },
     ]
 
     private static let keys: [String: Setter] = generalKeys.merging(

@@ -132,17 +132,34 @@ public struct GatewayConfiguration: Sendable {
         public var isConfigured: Bool { projectId != nil && serviceToken != nil }
     }
 
+    /// Huawei Push Kit (CONTRACT §4): the app's id and secret in AppGallery Connect (OAuth client
+    /// credentials).
+    public struct Huawei: Sendable {
+        public var appId: String?
+        /// `hmsClientSecret`: a secret; never logged.
+        public var clientSecret: String?
+        /// `hmsEndpoint`: the push API's base URL.
+        public var endpoint: String?
+        /// `hmsTokenEndpoint`: the OAuth token URL.
+        public var tokenEndpoint: String?
+
+        public var resolvedEndpoint: String { endpoint ?? "https://push-api.cloud.huawei.com" }
+        public var resolvedTokenEndpoint: String { tokenEndpoint ?? "https://oauth-login.cloud.huawei.com/oauth2/v3/token" }
+        public var isConfigured: Bool { appId != nil && clientSecret != nil }
+    }
+
     /// One app's push credentials (CONTRACT §4, "Apps"): the top-level keys of `server.conf` are
     /// the default app, `app.<name>.<key>` the others.
     public struct PushApp: Sendable {
         public var apns = APNs()
         public var fcm = FCM()
         public var rustore = RuStore()
+        public var huawei = Huawei()
 
         public init() {}
 
         /// Whether the app configures any push service.
-        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil || rustore.isConfigured }
+        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil || rustore.isConfigured || huawei.isConfigured }
     }
 
     /// The gateway's side of the bank channel (CONTRACT §3).

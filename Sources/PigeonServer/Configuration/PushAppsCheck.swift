@@ -34,6 +34,9 @@ extension GatewayConfiguration {
             if let project = app.rustore.projectId, app.rustore.isConfigured {
                 services.append("RuStore (project \(project), \(app.rustore.resolvedEndpoint))")
             }
+            if let appId = app.huawei.appId, app.huawei.isConfigured {
+                services.append("Huawei Push Kit (app \(appId), \(app.huawei.resolvedEndpoint))")
+            }
             return "app \(name): " + (services.isEmpty ? "no push service" : services.joined(separator: ", "))
         }
     }

@@ -65,6 +65,12 @@ struct PushTransports {
                     }
                 })
         }
+        if let hmsAppId = app.huawei.appId, let secret = app.huawei.clientSecret {
+            let http = try client("huawei")
+            let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http)
+            senders[PushRoute(platform: .huawei, appId: appId)] = HuaweiTransport(
+                client: http, endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens)
+        }
         if let accountPath = app.fcm.serviceAccountPath {
             let http = try client("fcm")
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))

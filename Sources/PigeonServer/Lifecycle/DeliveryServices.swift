@@ -20,6 +20,7 @@ extension APNsTransport: PushSending {
 
 extension FCMTransport: PushSending {}
 extension RuStoreTransport: PushSending {}
+extension HuaweiTransport: PushSending {}
 
 extension DeliveryEngine.Configuration {
     /// The engine settings of `server.conf`.

@@ -117,7 +117,7 @@ public final class APNsTransport: Sendable {
                                                body: message.body, wantHeaders: ["apns-id", "retry-after"])
                 }
             },
-            outcome: { [self] response, authorization in
+            outcome: { [self] response, authorization, _ in
                 let outcome = outcome(of: response)
                 if let authorization { tokenAnswered(authorization, outcome: outcome) }
                 return outcome

@@ -12,8 +12,8 @@ struct BatchRounds<Credential: Equatable & Sendable> {
     var credential: () async -> Result<Credential, CredentialUnavailable>
     /// A push's request with `credential`, or why it cannot be sent at all.
     var request: (PushBatch.Push, Credential) -> Result<HTTP2Client.Request, PushMessageError>
-    /// The outcome of an answer (or a transport failure) to a request sent with `credential`.
-    var outcome: @Sendable (Result<HTTP2Client.Response, HTTP2Client.TransportError>, Credential) -> PushOutcome
+    /// The outcome of an answer (or a transport failure) to a push's request sent with `credential`.
+    var outcome: @Sendable (Result<HTTP2Client.Response, HTTP2Client.TransportError>, Credential, PushBatch.Push) -> PushOutcome
     /// Called after the service refused `credential`: true when a new one replaces it.
     var replace: (Credential) async -> Bool
 
@@ -45,7 +45,7 @@ struct BatchRounds<Credential: Equatable & Sendable> {
             let outcome = self.outcome
             let refused = Mutex<[PushBatchResult]>([])
             await client.send(requests, maxInFlight: maxInFlight) { position, response in
-                let result = PushBatchResult(index: positions[position], outcome: outcome(response, current),
+                let result = PushBatchResult(index: positions[position], outcome: outcome(response, current, pushes[positions[position]]),
                                              duration: try? response.get().duration)
                 if case .refreshCredentials = result.outcome {
                     refused.withLock { $0.append(result) }

@@ -74,7 +74,7 @@ public final class FCMTransport: Sendable {
                                                body: message.body(registrationToken: push.token), wantHeaders: ["retry-after"])
                 }
             },
-            outcome: { [clock] response, _ in Self.outcome(of: response, now: clock()) },
+            outcome: { [clock] response, _, _ in Self.outcome(of: response, now: clock()) },
             replace: { [tokens] refused in
                 // The next token() fetches a new access token.
                 await tokens.invalidate(refused)

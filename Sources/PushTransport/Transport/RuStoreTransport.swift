@@ -51,7 +51,7 @@ public final class RuStoreTransport: Sendable {
                                                body: message.body(registrationToken: push.token), wantHeaders: ["retry-after"])
                 }
             },
-            outcome: { [self] response, _ in outcome(of: response) },
+            outcome: { [self] response, _, _ in outcome(of: response) },
             // A static token is never replaced: refused pushes come back as retries, not rounds.
             replace: { _ in false })
         await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)

@@ -1,0 +1,47 @@
+import Foundation
+
+/// Builds Huawei Push Kit `messages:send` requests (API v1): one token per request, given as
+/// Huawei's token list, so that each device has its own answer; a notification message whose
+/// text opens the app (`click_action` type 3), the data as Huawei's one string (a JSON object),
+/// `android.urgency` from the priority and `android.ttl` from the timeout.
+public struct HuaweiRequestBuilder: Sendable {
+    /// Huawei's limit for a message (4 KB).
+    public static let maximumPayloadBytes = 4096
+
+    /// The app's id in AppGallery Connect (`hmsAppId`), part of the path.
+    public var appId: String
+
+    public init(appId: String) {
+        self.appId = appId
+    }
+
+    /// What every device's request for `message` shares, built once per notification; the
+    /// body is written around the token's place.
+    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+        var data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
+        data.append(("notificationId", .string(message.notificationId)))
+        let dataString = String(decoding: JSONValue.object(data).encoded, as: UTF8.self)
+        let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
+        let android: [(String, JSONValue)] = [
+            ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))]))])),
+            ("ttl", .string("\(ttl)s")),
+            ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
+        ]
+        var prefix = Array(JSONValue.object([
+            ("validate_only", .bool(false)),
+            ("message", .object([
+                ("android", .object(android)),
+                ("data", .string(dataString)),
+                ("notification", .object([("body", .string(message.text))])),
+            ])),
+        ]).encoded.dropLast(2))
+        guard prefix.count <= Self.maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: prefix.count, limit: Self.maximumPayloadBytes)
+        }
+        prefix.append(contentsOf: Array(#","token":["#.utf8))
+        return FCMPreparedMessage(
+            path: "/v1/\(appId)/messages:send",
+            headers: ["content-type": "application/json; charset=utf-8"],
+            bodyPrefix: prefix, bodySuffix: Array("]}}".utf8))
+    }
+}

@@ -1,0 +1,111 @@
+internal import COpenSSL
+import Foundation
+
+/// P-256 keys as Web Push uses them (RFC 8291): points in uncompressed form (65 bytes, 0x04 ‖ X ‖
+/// Y), ephemeral key pairs, and ECDH. Keys travel as DER inside: a raw point is wrapped in the
+/// fixed SubjectPublicKeyInfo prefix of a P-256 key, so no deprecated EC_KEY call is needed.
+public final class P256PrivateKey: @unchecked Sendable {
+    // @unchecked: the EVP_PKEY is never mutated after init.
+    let key: OpaquePointer
+
+    /// A new random key pair (the ephemeral key of one message).
+    public init() throws(CryptoError) {
+        let context = try OpenSSLCall.require(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil), "generating a P-256 key")
+        defer { EVP_PKEY_CTX_free(context) }
+        try OpenSSLCall.check(EVP_PKEY_keygen_init(context), "generating a P-256 key")
+        guard EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) > 0 else {
+            throw CryptoError(operation: "generating a P-256 key", reason: OpenSSLCall.lastError())
+        }
+        var generated: OpaquePointer?
+        try OpenSSLCall.check(EVP_PKEY_keygen(context, &generated), "generating a P-256 key")
+        key = try OpenSSLCall.require(generated, "generating a P-256 key")
+    }
+
+    /// A key from its 32-byte private scalar and its public point (test vectors, the simulator).
+    public init(privateScalar: Data, publicPoint: Data) throws(CryptoError) {
+        guard privateScalar.count == 32, publicPoint.count == 65, publicPoint.first == 4 else {
+            throw CryptoError(operation: "reading a P-256 private key", reason: "expected a 32-byte scalar and a 65-byte uncompressed point")
+        }
+        // SEC 1 ECPrivateKey: version 1, the scalar, the curve's OID, the public point.
+        let der = [0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20] + Array(privateScalar)
+            + [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0xA1, 0x44, 0x03, 0x42, 0x00] + Array(publicPoint)
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PrivateKey(EVP_PKEY_EC, nil, &cursor, buffer.count)
+        }
+        key = try OpenSSLCall.require(parsed, "reading a P-256 private key")
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    /// The public point, uncompressed (65 bytes).
+    public var publicPoint: Data {
+        get throws(CryptoError) { try P256Point.uncompressed(of: key) }
+    }
+
+    /// The ECDH shared secret with `peer` (the X coordinate, 32 bytes).
+    public func sharedSecret(with peer: P256PublicKey) throws(CryptoError) -> Data {
+        let context = try OpenSSLCall.require(EVP_PKEY_CTX_new(key, nil), "deriving the ECDH secret")
+        defer { EVP_PKEY_CTX_free(context) }
+        try OpenSSLCall.check(EVP_PKEY_derive_init(context), "deriving the ECDH secret")
+        try OpenSSLCall.check(EVP_PKEY_derive_set_peer(context, peer.key), "deriving the ECDH secret")
+        var length = 0
+        try OpenSSLCall.check(EVP_PKEY_derive(context, nil, &length), "deriving the ECDH secret")
+        var secret = [UInt8](repeating: 0, count: length)
+        try OpenSSLCall.check(EVP_PKEY_derive(context, &secret, &length), "deriving the ECDH secret")
+        return Data(secret.prefix(length))
+    }
+}
+
+/// A P-256 public key from its uncompressed point, checked to be on the curve.
+public final class P256PublicKey: @unchecked Sendable {
+    // @unchecked: immutable after init.
+    let key: OpaquePointer
+
+    public init(point: Data) throws(CryptoError) {
+        guard point.count == 65, point.first == 4 else {
+            throw CryptoError(operation: "reading a P-256 public key", reason: "expected a 65-byte uncompressed point")
+        }
+        let der = P256Point.subjectPublicKeyInfoPrefix + Array(point)
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        // d2i_PUBKEY checks that the point lies on the curve.
+        key = try OpenSSLCall.require(parsed, "reading a P-256 public key")
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+}
+
+extension PrivateKey {
+    /// The public point of a P-256 key (a VAPID key's `k`), uncompressed.
+    public func p256PublicPoint() throws(CryptoError) -> Data {
+        try P256Point.uncompressed(of: key)
+    }
+}
+
+enum P256Point {
+    /// DER SubjectPublicKeyInfo of a P-256 key up to its point: SEQUENCE { SEQUENCE { id-ecPublicKey,
+    /// prime256v1 }, BIT STRING (0 unused bits) … }.
+    static let subjectPublicKeyInfoPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08,
+        0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    static func uncompressed(of key: OpaquePointer) throws(CryptoError) -> Data {
+        var output: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PUBKEY(key, &output)
+        guard length > 0, let output else { throw CryptoError(operation: "exporting a P-256 point", reason: OpenSSLCall.lastError()) }
+        defer { CRYPTO_free(output, #fileID, #line) }
+        let der = Array(UnsafeBufferPointer(start: output, count: Int(length)))
+        guard der.count == subjectPublicKeyInfoPrefix.count + 65, Array(der.prefix(subjectPublicKeyInfoPrefix.count)) == subjectPublicKeyInfoPrefix else {
+            throw CryptoError(operation: "exporting a P-256 point", reason: "not an uncompressed P-256 key")
+        }
+        return Data(der.suffix(65))
+    }
+}

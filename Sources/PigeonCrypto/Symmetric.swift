@@ -1,0 +1,63 @@
+internal import COpenSSL
+import Foundation
+
+/// HMAC-SHA-256, the building block of HKDF (RFC 5869) as RFC 8291 spells its steps out.
+public enum HMACSHA256 {
+    public static func authenticate(key: Data, data: Data) -> Data {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 32
+        let keyBytes = Array(key), dataBytes = Array(data)
+        _ = HMAC(EVP_sha256(), keyBytes, Int32(keyBytes.count), dataBytes, dataBytes.count, &output, &length)
+        return Data(output.prefix(Int(length)))
+    }
+}
+
+/// AES-128-GCM with a 12-byte nonce and a 16-byte tag appended to the ciphertext (aes128gcm).
+public enum AES128GCM {
+    public static func seal(_ plaintext: Data, key: Data, nonce: Data) throws(CryptoError) -> Data {
+        guard key.count == 16, nonce.count == 12 else { throw CryptoError(operation: "encrypting", reason: "expected a 16-byte key and a 12-byte nonce") }
+        let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "encrypting")
+        defer { EVP_CIPHER_CTX_free(context) }
+        let keyBytes = Array(key), nonceBytes = Array(nonce), input = Array(plaintext)
+        try OpenSSLCall.check(EVP_EncryptInit_ex(context, EVP_aes_128_gcm(), nil, keyBytes, nonceBytes), "encrypting")
+        var output = [UInt8](repeating: 0, count: input.count + 16)
+        var written: Int32 = 0
+        try OpenSSLCall.check(EVP_EncryptUpdate(context, &output, &written, input, Int32(input.count)), "encrypting")
+        var final: Int32 = 0
+        try output.withUnsafeMutableBufferPointer { buffer throws(CryptoError) in
+            try OpenSSLCall.check(EVP_EncryptFinal_ex(context, buffer.baseAddress! + Int(written), &final), "encrypting")
+        }
+        let total = Int(written + final)
+        var tag = [UInt8](repeating: 0, count: 16)
+        try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, &tag), "encrypting")
+        return Data(output.prefix(total) + tag)
+    }
+
+    /// The plaintext of `sealed` (ciphertext ‖ tag), or an error when the tag does not match.
+    public static func open(_ sealed: Data, key: Data, nonce: Data) throws(CryptoError) -> Data {
+        guard key.count == 16, nonce.count == 12, sealed.count >= 16 else { throw CryptoError(operation: "decrypting", reason: "malformed input") }
+        let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "decrypting")
+        defer { EVP_CIPHER_CTX_free(context) }
+        let keyBytes = Array(key), nonceBytes = Array(nonce)
+        let input = Array(sealed.prefix(sealed.count - 16))
+        var tag = Array(sealed.suffix(16))
+        try OpenSSLCall.check(EVP_DecryptInit_ex(context, EVP_aes_128_gcm(), nil, keyBytes, nonceBytes), "decrypting")
+        var output = [UInt8](repeating: 0, count: input.count + 16)
+        var written: Int32 = 0
+        try OpenSSLCall.check(EVP_DecryptUpdate(context, &output, &written, input, Int32(input.count)), "decrypting")
+        try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, &tag), "decrypting")
+        var final: Int32 = 0
+        let verified = output.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(context, $0.baseAddress! + Int(written), &final) }
+        guard verified == 1 else { throw CryptoError(operation: "decrypting", reason: "the authentication tag does not match") }
+        return Data(output.prefix(Int(written + final)))
+    }
+}
+
+/// Random bytes from OpenSSL's generator.
+public enum RandomBytes {
+    public static func generate(_ count: Int) throws(CryptoError) -> Data {
+        var bytes = [UInt8](repeating: 0, count: count)
+        try OpenSSLCall.check(RAND_bytes(&bytes, Int32(count)), "generating random bytes")
+        return Data(bytes)
+    }
+}

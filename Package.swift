@@ -75,7 +75,7 @@ let package = Package(
         // retry schedules, provider-token timing.
         .target(name: "PushCore"),
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
-        .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP"]),
+        .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonCore"]),
         // The bank proxy's SOAP client (CONTRACT §3).
         .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.

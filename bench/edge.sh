@@ -49,7 +49,7 @@ simulator=$SIMULATOR_PID
     echo "dbUrl = $URL"
     echo "migrationsPath = $PIGEON_ROOT/migrations"
     echo "logLevel = warning"
-    grep -E '^(apns|fcm|rustore|hms|tlsCaFile)' /tmp/pigeon-edge-sim.out
+    grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' /tmp/pigeon-edge-sim.out
 } > /tmp/pigeon-edge.conf
 .build/release/pigeon serve --config /tmp/pigeon-edge.conf &
 gateway=$!

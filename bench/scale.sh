@@ -52,7 +52,7 @@ simulator=$SIMULATOR_PID
     echo "maxRequestBytes = 268435456"
     echo "retentionDays = $((days + 30))"
     echo "logLevel = warning"
-    grep -E '^(apns|fcm|rustore|hms|tlsCaFile)' /tmp/pigeon-scale-sim.out
+    grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' /tmp/pigeon-scale-sim.out
 } > /tmp/pigeon-scale.conf
 
 start_gateway() {

@@ -43,7 +43,7 @@ if [ ! -f server.conf ]; then
         sed "s#^dbUrl = .*#dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon#" server.conf.example
         echo
         echo "# --- pigeon simulate and pigeon bank-stub (written by scripts/run.sh; replace with real ones) ---"
-        grep -E '^(apns|fcm|rustore|hms|tlsCaFile)' "$PIGEON_ROOT/.local/simulator.out"
+        grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' "$PIGEON_ROOT/.local/simulator.out"
         echo "sbiOutboundWebServiceURL = $STUB_URL"
     } > server.conf
 elif grep -q 'written by scripts/run.sh' server.conf && ! grep -q '^sbiOutboundWebServiceURL' server.conf; then

@@ -56,7 +56,7 @@ wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-te
     echo "dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep"
     echo "migrationsPath = $PIGEON_ROOT/migrations"
     echo "logLevel = warning"
-    grep -E '^(apns|fcm|rustore|hms|tlsCaFile)' /tmp/pigeon-sim-test.out
+    grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' /tmp/pigeon-sim-test.out
 } > /tmp/pigeon-zeep.conf
 .build/release/pigeon serve --config /tmp/pigeon-zeep.conf &
 gateway=$!

@@ -82,6 +82,17 @@ public final class P256PublicKey: @unchecked Sendable {
     }
 }
 
+extension PublicKey {
+    /// A P-256 verifying key from its uncompressed point (a VAPID `k`).
+    public convenience init(p256Point point: Data) throws(CryptoError) {
+        _ = try P256PublicKey(point: point)
+        let der = Data(P256Point.subjectPublicKeyInfoPrefix) + point
+        let pem = "-----BEGIN PUBLIC KEY-----\n" + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            + "\n-----END PUBLIC KEY-----\n"
+        try self.init(pem: pem)
+    }
+}
+
 extension PrivateKey {
     /// The public point of a P-256 key (a VAPID key's `k`), uncompressed.
     public func p256PublicPoint() throws(CryptoError) -> Data {

@@ -2,8 +2,10 @@ import Foundation
 import PigeonCrypto
 
 /// `pigeon simulate`: APNs, FCM, its OAuth token endpoint, RuStore push (under `/rustore`) and
-/// Huawei Push Kit with its OAuth endpoint (under `/hms`) on one HTTP/2-over-TLS port, with
-/// fault injection and a record of every accepted push. Admin calls on the same port:
+/// Huawei Push Kit with its OAuth endpoint (under `/hms`), and a Web Push service that decrypts
+/// what it receives (under `/webpush`), on one HTTP/2-over-TLS port, with fault injection and a
+/// record of every accepted push. Admin calls on the same port:
+/// `POST /simulator/webpush/subscriptions` (a browser's subscription to register),
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
@@ -12,6 +14,7 @@ public final class Simulator: Sendable {
     public let fcm: FCMSimulator
     public let rustore: RuStoreSimulator
     public let huawei: HuaweiSimulator
+    public let webPush: WebPushSimulator
     public let credentials: SimulatorCredentials
     private let server: H2Server
 
@@ -32,17 +35,20 @@ public final class Simulator: Sendable {
         let fcm = FCMSimulator(accounts: [SimulatorCredentials.clientEmail: accountKey])
         let rustore = RuStoreSimulator(projectId: SimulatorCredentials.rustoreProjectId, serviceToken: SimulatorCredentials.rustoreServiceToken)
         let huawei = HuaweiSimulator(appId: SimulatorCredentials.hmsAppId, clientSecret: SimulatorCredentials.hmsClientSecret, clock: clock)
+        let webPush = WebPushSimulator(clock: clock)
+        let origin = "https://127.0.0.1:\(port)"
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
         configuration.host = host
         configuration.port = port
         configuration.enforceRapidResetLimit = enforceRapidResetLimit
         server = try H2Server(configuration: configuration) { request in
-            Simulator.route(request, apns: apns, fcm: fcm, rustore: rustore, huawei: huawei)
+            Simulator.route(request, services: Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush, origin: origin))
         }
         self.apns = apns
         self.fcm = fcm
         self.rustore = rustore
         self.huawei = huawei
+        self.webPush = webPush
         self.credentials = credentials
     }
 
@@ -68,12 +74,30 @@ public final class Simulator: Sendable {
         hmsClientSecret = \(SimulatorCredentials.hmsClientSecret)
         hmsEndpoint = \(baseURL)/hms
         hmsTokenEndpoint = \(baseURL)/hms/oauth2/v3/token
+        vapidPrivateKeyPath = \(credentials.vapidKey)
+        vapidSubject = \(SimulatorCredentials.vapidSubject)
+        webPushAllowedHosts = 127.0.0.1
         tlsCaFile = \(credentials.caFile)
         """
     }
 
-    static func route(_ request: H2Server.Request, apns: APNsSimulator, fcm: FCMSimulator, rustore: RuStoreSimulator, huawei: HuaweiSimulator) -> H2Server.Response {
+    /// The services one port plays.
+    struct Services {
+        var apns: APNsSimulator
+        var fcm: FCMSimulator
+        var rustore: RuStoreSimulator
+        var huawei: HuaweiSimulator
+        var webPush: WebPushSimulator
+        /// `https://127.0.0.1:<port>`.
+        var origin: String
+    }
+
+    static func route(_ request: H2Server.Request, services: Services) -> H2Server.Response {
+        let (apns, fcm, rustore, huawei, webPush) = (services.apns, services.fcm, services.rustore, services.huawei, services.webPush)
         if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
+        if request.path.hasPrefix("/webpush/") {
+            return webPush.handle(request, id: String(request.path.dropFirst("/webpush/".count)), origin: services.origin)
+        }
         if request.path.hasPrefix("/hms/") { return huawei.handle(request, path: String(request.path.dropFirst("/hms".count))) }
         if request.path.hasPrefix("/rustore/") { return rustore.handle(request, path: String(request.path.dropFirst("/rustore".count))) }
         if request.path.hasPrefix("/v1/projects/") { return fcm.handleSend(request) }
@@ -100,6 +124,9 @@ public final class Simulator: Sendable {
                 lines += #"{"service":"huawei","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
             }
             return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
+        case ("POST", "/simulator/webpush/subscriptions"):
+            guard let subscription = try? webPush.subscribe(baseURL: services.origin) else { return .json(500, #"{"error":"cannot make a subscription"}"#) }
+            return H2Server.Response(status: 201, headers: ["content-type": "application/json"], body: subscription)
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
                 return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|delay\", \"times\": N, \"milliseconds\": N}}"}"#)
@@ -108,6 +135,7 @@ public final class Simulator: Sendable {
             fcm.setFaults(faults)
             rustore.setFaults(faults)
             huawei.setFaults(faults)
+            webPush.setFaults(faults)
             return .json(200, #"{"rules":\#(faults.rules.count)}"#)
         default:
             return .json(404, #"{"reason":"BadPath"}"#)

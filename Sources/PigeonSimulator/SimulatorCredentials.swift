@@ -16,6 +16,8 @@ public struct SimulatorCredentials: Sendable {
     /// Huawei Push Kit's app id and client secret as the simulator expects them.
     public static let hmsAppId = "100000001"
     public static let hmsClientSecret = "sim-hms-client-secret"
+    /// The contact a gateway names in its VAPID tokens when run against the simulator.
+    public static let vapidSubject = "mailto:operator@example.com"
 
     public let folder: URL
 
@@ -28,6 +30,8 @@ public struct SimulatorCredentials: Sendable {
     public var clientKey: String { path("client.key") }
     public var apnsKey: String { path("AuthKey_\(Self.keyId).p8") }
     public var serviceAccount: String { path("service-account.json") }
+    /// A VAPID key for the gateway (the application server's P-256 key, PEM).
+    public var vapidKey: String { path("vapid.pem") }
 
     /// Why credentials could not be made.
     public struct GenerationError: Error, CustomStringConvertible {
@@ -60,6 +64,9 @@ public struct SimulatorCredentials: Sendable {
         if !exists("AuthKey_\(Self.keyId).p8") {
             try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", apnsKey])
         }
+        if !exists("vapid.pem") {
+            try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", vapidKey])
+        }
         if !exists("service-account.json") {
             try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", path("fcm.key")])
             let key = try String(contentsOfFile: path("fcm.key"), encoding: .utf8)
@@ -79,7 +86,7 @@ public struct SimulatorCredentials: Sendable {
     }
 
     /// The files holding private keys (mode 0600).
-    public static let secretFiles = ["ca.key", "server.key", "client.key", "client.p12", "AuthKey_\(keyId).p8", "fcm.key", "service-account.json"]
+    public static let secretFiles = ["ca.key", "server.key", "client.key", "client.p12", "AuthKey_\(keyId).p8", "fcm.key", "service-account.json", "vapid.pem"]
 
     private func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
     private func path(_ name: String) -> String { url(name).path }

@@ -86,6 +86,24 @@ struct AppsConfigurationTests {
         let android = try RegisterRequest(body(#","environment":"sandbox""#, platform: "ANDROID", token: String(repeating: "f", count: 140)), apps: apps).identity
         #expect(android.environment == .production)
         #expect(try RegisterRequest(body("", platform: "RUSTORE", token: "rustore-token-0123456789"), apps: apps).identity.platform == .rustore)
+        // Web Push: the subscription object, its host allowed for the app, its key on the curve.
+        let point = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+        func web(_ endpoint: String, p256dh: String = point) -> Data {
+            Data(#"{"bankClientId":"b","userId":"u","deviceId":"d","platform":"WEB","pushToken":{"endpoint":"\#(endpoint)","keys":{"p256dh":"\#(p256dh)","auth":"BTBZMqHH6r4Tts7J_aSIgg"}}}"#.utf8)
+        }
+        let hosts = [PushRoute.defaultApp: WebPushHosts(patterns: ["fcm.googleapis.com"])]
+        let browser = try RegisterRequest(web("https://fcm.googleapis.com/fcm/send/x1"), apps: apps, webPushHosts: hosts)
+        #expect(browser.identity.platform == .web)
+        #expect(WebPushSubscription(stored: browser.pushToken)?.endpoint == "https://fcm.googleapis.com/fcm/send/x1")
+        var offCurve = Array(point)
+        offCurve[50] = offCurve[50] == "A" ? "B" : "A"
+        for (request, code) in [(web("https://169.254.169.254/latest/meta-data"), "WEB_PUSH_HOST_NOT_ALLOWED"),
+                                (web("http://fcm.googleapis.com/x"), "INVALID_PUSH_TOKEN"),
+                                (web("https://fcm.googleapis.com/x", p256dh: String(offCurve)), "INVALID_PUSH_TOKEN")] {
+            #expect {
+                _ = try RegisterRequest(request, apps: apps, webPushHosts: hosts)
+            } throws: { ($0 as? APIError)?.code == code }
+        }
         #expect {
             _ = try RegisterRequest(body("", platform: "RUSTORE", token: "bad token with spaces"), apps: apps)
         } throws: { ($0 as? APIError)?.code == "INVALID_PUSH_TOKEN" }

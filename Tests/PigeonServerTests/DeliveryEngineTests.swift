@@ -198,6 +198,9 @@ extension GatewayConfiguration {
         defaultApp.huawei.clientSecret = SimulatorCredentials.hmsClientSecret
         defaultApp.huawei.endpoint = simulator.baseURL + "/hms"
         defaultApp.huawei.tokenEndpoint = simulator.baseURL + "/hms/oauth2/v3/token"
+        defaultApp.webPush.vapidPrivateKeyPath = credentials.vapidKey
+        defaultApp.webPush.vapidSubject = SimulatorCredentials.vapidSubject
+        defaultApp.webPush.allowedHosts = WebPushHosts(patterns: ["127.0.0.1"])
         tlsCaFile = credentials.caFile
     }
 }

@@ -87,4 +87,6 @@ public enum Platform: String, Sendable, CaseIterable, Codable {
     case rustore = "RUSTORE"
     /// Huawei Push Kit, for Huawei phones without Google services.
     case huawei = "HUAWEI"
+    /// Web Push, for the internet bank in a browser; the push token is the browser's subscription.
+    case web = "WEB"
 }

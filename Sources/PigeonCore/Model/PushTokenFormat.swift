@@ -26,6 +26,9 @@ public enum PushTokenFormat {
             guard token.utf8.allSatisfy(isFCMCharacter) else {
                 return "an FCM registration token contains only letters, digits, '-', '_' and ':'"
             }
+        case .web:
+            // The subscription object is checked as a whole at registration (WebPushSubscription).
+            guard WebPushSubscription(stored: token) != nil else { return "a Web Push pushToken is the browser's subscription object" }
         case .rustore, .huawei:
             let service = platform == .rustore ? "a RuStore push token" : "a Huawei Push Kit token"
             guard rustoreLength.contains(token.utf8.count) else {

@@ -106,11 +106,14 @@ extension GatewayConfiguration {
             if (app.huawei.appId == nil) != (app.huawei.clientSecret == nil) {
                 throw fail("\(prefix)hmsAppId and \(prefix)hmsClientSecret must be set together")
             }
+            if app.webPush.isConfigured && (app.webPush.vapidSubject == nil || app.webPush.allowedHosts.patterns.isEmpty) {
+                throw fail("\(prefix)vapidPrivateKeyPath needs \(prefix)vapidSubject and \(prefix)webPushAllowedHosts")
+            }
             if !id.isEmpty && !app.configuresAService {
-                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath), \(prefix)fcmServiceAccountPath, \(prefix)rustoreProjectId or \(prefix)hmsAppId")
+                throw fail("app '\(id)' configures no push service: give it \(prefix)apnsKeyPath (or \(prefix)apnsCertificatePath), \(prefix)fcmServiceAccountPath, \(prefix)rustoreProjectId, \(prefix)hmsAppId or \(prefix)vapidPrivateKeyPath")
             }
             for (key, path) in [("apnsCertificatePath", app.apns.certificatePath), ("apnsKeyPath", app.apns.keyPath),
-                                ("fcmServiceAccountPath", app.fcm.serviceAccountPath)] {
+                                ("fcmServiceAccountPath", app.fcm.serviceAccountPath), ("vapidPrivateKeyPath", app.webPush.vapidPrivateKeyPath)] {
                 if let path, !FileManager.default.isReadableFile(atPath: path) {
                     throw fail("\(prefix)\(key): cannot read '\(path)'")
                 }
@@ -218,6 +221,20 @@ extension GatewayConfiguration {
         "hmsClientSecret": { $0.huawei.clientSecret = try nonEmpty($1) },
         "hmsEndpoint": { $0.huawei.endpoint = try url($1) },
         "hmsTokenEndpoint": { $0.huawei.tokenEndpoint = try url($1) },
+        "vapidPrivateKeyPath": { $0.webPush.vapidPrivateKeyPath = try nonEmpty($1) },
+        "vapidSubject": { configuration, value in
+            guard value.hasPrefix("mailto:") || value.hasPrefix("https:") else {
+                throw ValueError(message: "'\(value)' must be a mailto: or https: contact (RFC 8292)")
+            }
+            configuration.webPush.vapidSubject = value
+        },
+        "webPushAllowedHosts": { configuration, value in
+            let hosts = WebPushHosts(list: value)
+            guard !hosts.patterns.isEmpty, hosts.patterns.allSatisfy({ !$0.contains("/") && !$0.contains(":") && $0 != "*" && $0 != "*." }) else {
+                throw ValueError(message: "'\(value)' must be host names or *.domain patterns, comma-separated")
+            }
+            configuration.webPush.allowedHosts = hosts
+        },
     ]
 
     private static let keys: [String: Setter] = generalKeys.merging(

@@ -148,6 +148,19 @@ public struct GatewayConfiguration: Sendable {
         public var isConfigured: Bool { appId != nil && clientSecret != nil }
     }
 
+    /// Web Push (CONTRACT §4): the application server's VAPID key and contact, and the push
+    /// services' hosts subscriptions may name.
+    public struct WebPush: Sendable {
+        /// `vapidPrivateKeyPath`: a PEM P-256 private key (a secret).
+        public var vapidPrivateKeyPath: String?
+        /// `vapidSubject`: `mailto:` or `https:` contact for the push services.
+        public var vapidSubject: String?
+        /// `webPushAllowedHosts`: comma-separated host patterns (`*.` for subdomains).
+        public var allowedHosts = WebPushHosts(patterns: [])
+
+        public var isConfigured: Bool { vapidPrivateKeyPath != nil }
+    }
+
     /// One app's push credentials (CONTRACT §4, "Apps"): the top-level keys of `server.conf` are
     /// the default app, `app.<name>.<key>` the others.
     public struct PushApp: Sendable {
@@ -155,11 +168,12 @@ public struct GatewayConfiguration: Sendable {
         public var fcm = FCM()
         public var rustore = RuStore()
         public var huawei = Huawei()
+        public var webPush = WebPush()
 
         public init() {}
 
         /// Whether the app configures any push service.
-        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil || rustore.isConfigured || huawei.isConfigured }
+        public var configuresAService: Bool { apns.isConfigured || fcm.serviceAccountPath != nil || rustore.isConfigured || huawei.isConfigured || webPush.isConfigured }
     }
 
     /// The gateway's side of the bank channel (CONTRACT §3).

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonCrypto
 import PushTransport
 
 extension GatewayConfiguration {
@@ -36,6 +37,15 @@ extension GatewayConfiguration {
             }
             if let appId = app.huawei.appId, app.huawei.isConfigured {
                 services.append("Huawei Push Kit (app \(appId), \(app.huawei.resolvedEndpoint))")
+            }
+            if let keyPath = app.webPush.vapidPrivateKeyPath {
+                let signer: VAPIDSigner
+                do {
+                    signer = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: app.webPush.vapidSubject ?? "")
+                } catch {
+                    throw ConfigurationError(location: "\(prefix)vapidPrivateKeyPath", message: "cannot use the VAPID key '\(keyPath)' (a PEM P-256 private key): \(error)")
+                }
+                services.append("Web Push (VAPID public key \(signer.applicationServerKey), hosts \(app.webPush.allowedHosts.patterns.joined(separator: ",")))")
             }
             return "app \(name): " + (services.isEmpty ? "no push service" : services.joined(separator: ", "))
         }

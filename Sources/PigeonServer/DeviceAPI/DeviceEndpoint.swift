@@ -27,6 +27,8 @@ struct DeviceEndpoint: Sendable {
     /// The configured apps' ids (``PushRoute/defaultApp`` among them): a registration for any
     /// other is refused.
     let apps: Set<String>
+    /// Per app, the hosts Web Push subscriptions may name.
+    let webPushHosts: [String: WebPushHosts]
     let logger: Logger
 
     /// The route template (for metrics) and the answer.
@@ -36,7 +38,7 @@ struct DeviceEndpoint: Sendable {
             switch (request.method, parts.count, parts.first, parts.last) {
             case ("POST", 2, "devices", "register"):
                 try limits.admitAddress(request.peer)
-                return ("api_register", try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
+                return ("api_register", try await register(RegisterRequest(request.body, apps: apps, webPushHosts: webPushHosts), bearer: bearerToken(request)))
             case ("POST", 2, "devices", "verify"):
                 try limits.admitAddress(request.peer)
                 return ("api_verify", try await verify(VerifyRequest(request.body)))

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonCrypto
 import PigeonStore
 
 /// The JSON bodies of the device API, parsed and checked: every field present, a string,
@@ -36,6 +37,9 @@ struct JSONFields {
         return value
     }
 
+    /// A field as parsed, whatever its type (nil when absent).
+    func raw(_ name: String) -> Any? { object[name] }
+
     /// An optional string field: nil when absent or null, else checked as ``string(_:maxLength:)``.
     func optionalString(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String? {
         guard let raw = object[name], !(raw is NSNull) else { return nil }
@@ -49,7 +53,8 @@ struct RegisterRequest {
     var pushToken: String
 
     /// `apps`: the configured apps' ids; `appId` must name one of them (absent: the default app).
-    init(_ body: Data, apps: Set<String> = [PushRoute.defaultApp]) throws(APIError) {
+    /// `webPushHosts`: per app, the hosts a Web Push subscription's endpoint may name.
+    init(_ body: Data, apps: Set<String> = [PushRoute.defaultApp], webPushHosts: [String: WebPushHosts] = [:]) throws(APIError) {
         let fields = try JSONFields(body)
         let platformName = try fields.string("platform", maxLength: 16)
         guard let platform = Platform(rawValue: platformName) else {
@@ -68,10 +73,37 @@ struct RegisterRequest {
             deviceId: try fields.string("deviceId"), platform: platform, appId: appId,
             // Only APNs tokens belong to an environment.
             environment: platform == .ios ? environment : .production)
+        if platform == .web {
+            pushToken = try Self.webSubscription(fields.raw("pushToken"), hosts: webPushHosts[appId] ?? WebPushHosts(patterns: [])).storedForm
+            return
+        }
         pushToken = try fields.string("pushToken", maxLength: PushTokenFormat.fcmLength.upperBound)
         if let problem = PushTokenFormat.problem(with: pushToken, for: platform) {
             throw .badRequest("INVALID_PUSH_TOKEN", problem)
         }
+    }
+}
+
+extension RegisterRequest {
+    /// A browser's subscription, checked: its shape, its key a point on P-256, its endpoint's
+    /// host one the app allows (the gateway will POST to it).
+    static func webSubscription(_ raw: Any?, hosts: WebPushHosts) throws(APIError) -> WebPushSubscription {
+        guard let raw, !(raw is NSNull) else { throw .badRequest("MISSING_FIELD", "'pushToken' is required") }
+        // Some apps send the subscription as the string JSON.stringify made of it.
+        let object = (raw as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? raw
+        let subscription: WebPushSubscription
+        do {
+            subscription = try WebPushSubscription(json: object)
+        } catch {
+            throw .badRequest("INVALID_PUSH_TOKEN", error.description)
+        }
+        guard let point = Base64URL.decode(subscription.p256dh), (try? P256PublicKey(point: point)) != nil else {
+            throw .badRequest("INVALID_PUSH_TOKEN", "'pushToken.keys.p256dh' is not a point on P-256")
+        }
+        guard hosts.allows(host: subscription.host) else {
+            throw .badRequest("WEB_PUSH_HOST_NOT_ALLOWED", "this gateway does not send Web Push to \(subscription.host)")
+        }
+        return subscription
     }
 }
 

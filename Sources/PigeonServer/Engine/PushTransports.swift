@@ -1,6 +1,7 @@
 import Foundation
 import OutboundHTTP
 import PigeonCore
+import PigeonCrypto
 import PigeonDelivery
 import PushCore
 import PushTransport
@@ -70,6 +71,11 @@ struct PushTransports {
             let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http)
             senders[PushRoute(platform: .huawei, appId: appId)] = HuaweiTransport(
                 client: http, endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens)
+        }
+        if let keyPath = app.webPush.vapidPrivateKeyPath, let subject = app.webPush.vapidSubject {
+            let vapid = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: subject)
+            senders[PushRoute(platform: .web, appId: appId)] = WebPushTransport(
+                client: try client("webpush"), vapid: vapid, allowedHosts: app.webPush.allowedHosts)
         }
         if let accountPath = app.fcm.serviceAccountPath {
             let http = try client("fcm")

@@ -21,6 +21,7 @@ extension APNsTransport: PushSending {
 extension FCMTransport: PushSending {}
 extension RuStoreTransport: PushSending {}
 extension HuaweiTransport: PushSending {}
+extension WebPushTransport: PushSending {}
 
 extension DeliveryEngine.Configuration {
     /// The engine settings of `server.conf`.

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Turns a push service's answer to a Web Push message (RFC 8030) into a ``PushOutcome``:
+/// 201 (or 200/202) accepted; 404 and 410 — the subscription is gone (removed); 413 — too big
+/// (never retried); 429 — retried, not before `Retry-After`; 5xx — retried; 400/401/403 — the
+/// request or our VAPID key was refused (failed: a subscription made for another application
+/// server key never takes ours).
+public enum WebPushResponse {
+    public static func classify(status: Int, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+        switch status {
+        case 200, 201, 202:
+            return .accepted(id: nil)
+        case 404, 410:
+            return .tokenDead(reason: "HTTP \(status) subscription gone", since: nil)
+        case 413:
+            return .failed(reason: "HTTP 413 payload too large")
+        case 429:
+            return .retry(reason: "HTTP 429", after: RetryAfter.parse(retryAfter, now: now))
+        case 500...599:
+            return .retry(reason: "HTTP \(status)", after: RetryAfter.parse(retryAfter, now: now))
+        case 401, 403:
+            return .failed(reason: "HTTP \(status) VAPID refused")
+        default:
+            return .failed(reason: "HTTP \(status)")
+        }
+    }
+
+    /// The `Urgency` header (RFC 8030 §5.3) of a message: `high` for PIN codes and prioritised
+    /// notifications, `normal` otherwise.
+    public static func urgency(_ message: PushMessage) -> String {
+        message.urgency == .high ? "high" : "normal"
+    }
+
+    /// The `Topic` header (RFC 8030 §5.4): at most 32 characters of the base64url alphabet, so
+    /// a notification's repeats replace each other; derived from its id.
+    public static func topic(notificationId: String) -> String {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let kept = notificationId.filter { allowed.contains($0) }
+        return String((kept.isEmpty ? "notification" : kept).prefix(32))
+    }
+
+    /// What the browser's service worker receives: the notification as JSON.
+    public static func plaintext(_ message: PushMessage) -> Data {
+        var members: [(String, JSONValue)] = [("notificationId", .string(message.notificationId)), ("text", .string(message.text))]
+        if let badge = message.badge { members.append(("badge", .int(badge))) }
+        if let sound = message.sound { members.append(("sound", .string(sound))) }
+        let data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
+        if !data.isEmpty { members.append(("data", .object(data))) }
+        return JSONValue.object(members).encoded
+    }
+}

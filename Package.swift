@@ -117,14 +117,14 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonCore", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),

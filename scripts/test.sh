@@ -41,7 +41,9 @@ log "third-party client tests (zeep) against release builds of the gateway and t
 swift build -c release --product pigeon
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests
+"$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests http_ece==1.2.1 PyJWT==2.9.0 cryptography==43.0.3
+# pigeon-bench encrypts and signs Web Push messages for the independent checks in tests/python.
+swift build --product pigeon-bench
 pg_recreate_database "$PORT" pigeon_zeep
 SIM_STATE=/tmp/pigeon-sim-test
 rm -rf "$SIM_STATE"
@@ -61,6 +63,6 @@ wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-te
 .build/release/pigeon serve --config /tmp/pigeon-zeep.conf &
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
-PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
+PIGEON_BENCH_BIN="$PIGEON_ROOT/.build/debug/pigeon-bench" PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
     PIGEON_STUB_URL=http://127.0.0.1:18088 PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
     timeout 600 "$VENV/bin/python" -m pytest -q tests/python

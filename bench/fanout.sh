@@ -9,10 +9,15 @@
 # works through the fan-out. Durable PostgreSQL; everything shares the machine's cores.
 # `pigeon simulate` only makes the credentials (CA, server certificate, APNs key, FCM account).
 # usage: bench/fanout.sh [RECIPIENTS]   (default 100000)
+# PIGEON_BENCH_SERVICES=all: the recipients spread over APNs, FCM, RuStore, Huawei Push Kit and
+# Web Push (a fifth each) and over two apps (the default one and app "business", a half each),
+# every service answered by the same C answerer; Web Push messages are encrypted and signed as
+# for a browser. Also prints the cost of one Web Push message's encryption on its own.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 cd "$PIGEON_ROOT"
 recipients="${1:-100000}"
+services="${PIGEON_BENCH_SERVICES:-two}"
 PORT=55434
 HTTP_PORT=18091
 SIM_PORT=22198
@@ -64,8 +69,26 @@ answerer_url="https://127.0.0.1:$ANSWERER_PORT"
     echo "apnsEndpoint = $answerer_url"
     echo "fcmEndpoint = $answerer_url"
     echo "fcmTokenEndpoint = $answerer_url/token"
+    if [ "$services" = all ]; then
+        # Every service of every app at the answerer: RuStore and Huawei under their prefixes,
+        # Web Push subscriptions naming it (127.0.0.1 allowed), a second app with the same keys.
+        for prefix in "" "app.business."; do
+            grep -E '^(rustoreProjectId|rustoreServiceToken|hmsAppId|hmsClientSecret|vapid)' /tmp/pigeon-fanout-sim.out | sed "s/^/$prefix/"
+            if [ -n "$prefix" ]; then
+                grep -E '^(apnsKeyPath|apnsKeyId|apnsTeamId|fcmServiceAccountPath)' /tmp/pigeon-fanout-sim.out | sed "s/^/$prefix/"
+                echo "${prefix}apnsTopic = com.example.business"
+                echo "${prefix}apnsEndpoint = $answerer_url"
+                echo "${prefix}fcmEndpoint = $answerer_url"
+                echo "${prefix}fcmTokenEndpoint = $answerer_url/token"
+            fi
+            echo "${prefix}rustoreEndpoint = $answerer_url/rustore"
+            echo "${prefix}hmsEndpoint = $answerer_url/hms"
+            echo "${prefix}hmsTokenEndpoint = $answerer_url/hms/oauth2/v3/token"
+            echo "${prefix}webPushAllowedHosts = 127.0.0.1"
+        done
+    fi
 } > /tmp/pigeon-fanout.conf
-answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | python3 -c "import json, sys; h = json.load(sys.stdin); print(h['apns'] + h['fcm'])"; }
+answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | python3 -c "import json, sys; h = json.load(sys.stdin); print(sum(h.values()))"; }
 for _ in $(seq 1 50); do answered >/dev/null 2>&1 && break; sleep 0.1; done
 
 log "ceiling: h2load, APNs requests straight to the answerer"
@@ -94,10 +117,23 @@ gateway=$!
 wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
 # Devices registered two days ago, as a bank's are: each one's first push of the hour records
 # that it was reached (a device registered within the hour counts as reached already).
+if [ "$services" = all ]; then
+    # A fifth on each service, a half of each in app "business". One browser key for every Web
+    # Push subscription (RFC 8291's example key): each message is still encrypted on its own.
+    sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at, app_id)
+         SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', (ARRAY['IOS', 'ANDROID', 'RUSTORE', 'HUAWEI', 'WEB'])[n % 5 + 1],
+                CASE n % 5 WHEN 0 THEN md5(n::text) WHEN 1 THEN 'fcm-' || n WHEN 2 THEN 'rustore-token-' || n
+                           WHEN 3 THEN 'huawei-token-' || n
+                           ELSE '{\"endpoint\":\"$answerer_url/webpush/' || n || '\",\"keys\":{\"auth\":\"BTBZMqHH6r4Tts7J_aSIgg\",'
+                                || '\"p256dh\":\"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4\"}}' END,
+                now() - interval '2 days', CASE WHEN n % 2 = 0 THEN '' ELSE 'business' END
+         FROM generate_series(1, $recipients) AS n"
+else
 sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
      SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
             CASE WHEN n % 2 = 0 THEN md5(n::text) ELSE 'fcm-' || n END, now() - interval '2 days'
      FROM generate_series(1, $recipients) AS n"
+fi
 # A bank's device table has its statistics; a million rows inserted a moment ago would not yet
 # (autovacuum analyses within a minute) and the planner would take it for a small table.
 sql "ANALYZE devices; ANALYZE device_reach"
@@ -178,3 +214,10 @@ awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$
     printf "| %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
     printf "\nStates: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
 }'
+if [ "$services" = all ]; then
+    curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count"; echo
+    # One Web Push message's encryption on its own (a fresh key and salt, ECDH, HKDF, AES-GCM),
+    # against a P-256 key generation plus ECDH alone, the floor of any RFC 8291 implementation.
+    read -r per_message key_agreement < <(.build/release/pigeon-bench webpush-cost 20000)
+    awk -v m="$per_message" -v k="$key_agreement" 'BEGIN { printf "Web Push encryption: %.1f µs per message; P-256 keygen + ECDH alone %.1f µs (%.0f%% of the message).\n", m, k, 100 * k / m }'
+fi

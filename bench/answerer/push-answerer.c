@@ -6,7 +6,11 @@
  *   POST /3/device/<token>           200, an apns-id header, no body (APNs)
  *   POST /v1/projects/<p>/messages:send  200, {"name": "projects/<p>/messages/<n>"} (FCM HTTP v1)
  *   POST /token                      200, an OAuth access token for an hour (FCM's token endpoint)
- *   GET  /count                      200, {"apns": n, "fcm": n} pushes answered so far
+ *   POST /rustore/v1/projects/<p>/messages:send  200, {} (RuStore)
+ *   POST /hms/oauth2/v3/token        200, an access token for an hour (Huawei's OAuth endpoint)
+ *   POST /hms/v1/<app>/messages:send 200, {"code": "80000000", …} (Huawei Push Kit)
+ *   POST /webpush/<subscription>     201 (a Web Push service; the body is not decrypted)
+ *   GET  /count                      200, {"apns": n, "fcm": n, "rustore": n, "huawei": n, "webpush": n}
  * Anything else: 404.
  *
  * usage: push-answerer PORT CERT.pem KEY.pem     (listens on 127.0.0.1 only; stops on SIGTERM)
@@ -27,10 +31,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum kind { UNKNOWN, APNS, FCM, TOKEN, COUNT };
+enum kind { UNKNOWN, APNS, FCM, TOKEN, COUNT, RUSTORE, HUAWEI, HUAWEI_TOKEN, WEBPUSH };
 
 static SSL_CTX *context;
-static atomic_long apns_answered, fcm_answered;
+static atomic_long apns_answered, fcm_answered, rustore_answered, huawei_answered, webpush_answered;
 
 /* One request: what it asked for, and the body of our answer while it is being sent. */
 struct stream {
@@ -68,6 +72,10 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     if (starts_with(value, value_length, "/3/device/")) stream->kind = APNS;
     else if (starts_with(value, value_length, "/v1/projects/")) stream->kind = FCM;
     else if (starts_with(value, value_length, "/token")) stream->kind = TOKEN;
+    else if (starts_with(value, value_length, "/rustore/v1/projects/")) stream->kind = RUSTORE;
+    else if (starts_with(value, value_length, "/hms/oauth2/")) stream->kind = HUAWEI_TOKEN;
+    else if (starts_with(value, value_length, "/hms/v1/")) stream->kind = HUAWEI;
+    else if (starts_with(value, value_length, "/webpush/")) stream->kind = WEBPUSH;
     else if (starts_with(value, value_length, "/count")) stream->kind = COUNT;
     return 0;
 }
@@ -101,13 +109,29 @@ static int answer(nghttp2_session *session, int32_t stream_id, struct stream *st
         stream->length = (size_t)snprintf(stream->body, sizeof stream->body, "{\"name\":\"projects/bench/messages/%ld\"}", n);
         break;
     }
+    case RUSTORE:
+        atomic_fetch_add(&rustore_answered, 1);
+        stream->length = (size_t)snprintf(stream->body, sizeof stream->body, "{}");
+        break;
+    case HUAWEI:
+        atomic_fetch_add(&huawei_answered, 1);
+        stream->length = (size_t)snprintf(stream->body, sizeof stream->body, "{\"code\":\"80000000\",\"msg\":\"Success\",\"requestId\":\"bench\"}");
+        break;
+    case WEBPUSH: {
+        atomic_fetch_add(&webpush_answered, 1);
+        nghttp2_nv headers[] = { HEADER(":status", "201") };
+        return nghttp2_submit_response(session, stream_id, headers, 1, NULL);
+    }
+    case HUAWEI_TOKEN:
     case TOKEN:
         stream->length = (size_t)snprintf(stream->body, sizeof stream->body,
                                           "{\"access_token\":\"bench-token\",\"expires_in\":3600,\"token_type\":\"Bearer\"}");
         break;
     case COUNT:
-        stream->length = (size_t)snprintf(stream->body, sizeof stream->body, "{\"apns\":%ld,\"fcm\":%ld}",
-                                          atomic_load(&apns_answered), atomic_load(&fcm_answered));
+        stream->length = (size_t)snprintf(stream->body, sizeof stream->body,
+                                          "{\"apns\":%ld,\"fcm\":%ld,\"rustore\":%ld,\"huawei\":%ld,\"webpush\":%ld}",
+                                          atomic_load(&apns_answered), atomic_load(&fcm_answered), atomic_load(&rustore_answered),
+                                          atomic_load(&huawei_answered), atomic_load(&webpush_answered));
         break;
     default: {
         nghttp2_nv headers[] = { HEADER(":status", "404") };

@@ -56,26 +56,26 @@ struct PushTransports {
         }
         if let project = app.rustore.projectId, let serviceToken = app.rustore.serviceToken {
             let refusals = LogThrottle(interval: 60)
-            senders[PushRoute(platform: .rustore, appId: appId)] = RuStoreTransport(
-                client: try client("rustore"), endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
+            senders[PushRoute(platform: .rustore, appId: appId)] = RuStoreTransport(client: try client("rustore"), service: RuStoreService(
+                endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
                 onCredentialsRefused: { reason in
                     metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
                     if refusals.admit() {
                         logger.error("RuStore refused the service token: check rustoreServiceToken; pushes are kept and retried",
                                      metadata: ["app": label, "project": project, "reason": reason])
                     }
-                })
+                }))
         }
         if let hmsAppId = app.huawei.appId, let secret = app.huawei.clientSecret {
             let http = try client("huawei")
             let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http)
             senders[PushRoute(platform: .huawei, appId: appId)] = HuaweiTransport(
-                client: http, endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens)
+                client: http, service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens))
         }
         if let keyPath = app.webPush.vapidPrivateKeyPath, let subject = app.webPush.vapidSubject {
             let vapid = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: subject)
             senders[PushRoute(platform: .web, appId: appId)] = WebPushTransport(
-                client: try client("webpush"), vapid: vapid, allowedHosts: app.webPush.allowedHosts)
+                client: try client("webpush"), service: WebPushService(vapid: vapid, allowedHosts: app.webPush.allowedHosts))
         }
         if let accountPath = app.fcm.serviceAccountPath {
             let http = try client("fcm")

@@ -18,10 +18,8 @@ extension APNsTransport: PushSending {
     }
 }
 
-extension FCMTransport: PushSending {}
-extension RuStoreTransport: PushSending {}
-extension HuaweiTransport: PushSending {}
-extension WebPushTransport: PushSending {}
+// Every service but APNs (whose provider-token schedule is its own) is a ServiceTransport.
+extension ServiceTransport: PushSending {}
 
 extension DeliveryEngine.Configuration {
     /// The engine settings of `server.conf`.

@@ -109,7 +109,7 @@ public final class APNsTransport: Sendable {
                 bearer().mapError { CredentialUnavailable(outcome: .failed(reason: $0.description)) }
             },
             request: { [endpoint] push, authorization in
-                prepared[push.message].map { message in
+                prepared[push.message].mapError(RequestRefused.init).map { message in
                     var lines = message.headerLines
                     lines.append("apns-id: \(UUID().uuidString.lowercased())")
                     if let authorization { lines.append("authorization: bearer \(authorization)") }

@@ -10,8 +10,8 @@ import Synchronization
 struct BatchRounds<Credential: Equatable & Sendable> {
     /// The credential to send with, or the outcome every push gets when there is none.
     var credential: () async -> Result<Credential, CredentialUnavailable>
-    /// A push's request with `credential`, or why it cannot be sent at all.
-    var request: (PushBatch.Push, Credential) -> Result<HTTP2Client.Request, PushMessageError>
+    /// A push's request with `credential`, or the outcome it gets without being sent.
+    var request: (PushBatch.Push, Credential) -> Result<HTTP2Client.Request, RequestRefused>
     /// The outcome of an answer (or a transport failure) to a push's request sent with `credential`.
     var outcome: @Sendable (Result<HTTP2Client.Response, HTTP2Client.TransportError>, Credential, PushBatch.Push) -> PushOutcome
     /// Called after the service refused `credential`: true when a new one replaces it.
@@ -36,8 +36,8 @@ struct BatchRounds<Credential: Equatable & Sendable> {
                 case .success(let request):
                     requests.append(request)
                     sent.append(index)
-                case .failure(let error):
-                    onResult(PushBatchResult(index: index, outcome: .failed(reason: error.description), duration: nil))
+                case .failure(let refused):
+                    onResult(PushBatchResult(index: index, outcome: refused.outcome, duration: nil))
                 }
             }
             let lastRound = round == 1
@@ -68,6 +68,15 @@ struct BatchRounds<Credential: Equatable & Sendable> {
 }
 
 /// No credential could be had: the outcome every push of the batch gets.
-struct CredentialUnavailable: Error {
-    var outcome: PushOutcome
+public struct CredentialUnavailable: Error {
+    public var outcome: PushOutcome
+    public init(outcome: PushOutcome) { self.outcome = outcome }
+}
+
+/// A push that is not sent (its message cannot be built, its token cannot be addressed): the
+/// outcome it gets instead.
+public struct RequestRefused: Error {
+    public var outcome: PushOutcome
+    public init(outcome: PushOutcome) { self.outcome = outcome }
+    public init(_ error: PushMessageError) { outcome = .failed(reason: error.description) }
 }

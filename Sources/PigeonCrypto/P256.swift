@@ -10,10 +10,10 @@ public final class P256PrivateKey: @unchecked Sendable {
 
     /// A new random key pair (the ephemeral key of one message).
     public init() throws(CryptoError) {
-        let context = try OpenSSLCall.require(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil), "generating a P-256 key")
+        let context = try OpenSSLCall.require(EVP_PKEY_CTX_new_from_name(nil, "EC", nil), "generating a P-256 key")
         defer { EVP_PKEY_CTX_free(context) }
         try OpenSSLCall.check(EVP_PKEY_keygen_init(context), "generating a P-256 key")
-        guard EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) > 0 else {
+        guard EVP_PKEY_CTX_set_group_name(context, "P-256") > 0 else {
             throw CryptoError(operation: "generating a P-256 key", reason: OpenSSLCall.lastError())
         }
         var generated: OpaquePointer?
@@ -68,13 +68,7 @@ public final class P256PublicKey: @unchecked Sendable {
         guard point.count == 65, point.first == 4 else {
             throw CryptoError(operation: "reading a P-256 public key", reason: "expected a 65-byte uncompressed point")
         }
-        let der = P256Point.subjectPublicKeyInfoPrefix + Array(point)
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        // d2i_PUBKEY checks that the point lies on the curve.
-        key = try OpenSSLCall.require(parsed, "reading a P-256 public key")
+        key = try P256Point.publicKey(point)
     }
 
     deinit {
@@ -108,7 +102,51 @@ enum P256Point {
         0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
     ]
 
+    /// The point as OpenSSL holds it: read as a parameter, without the encoder framework (whose
+    /// lookups cost more than the ECDH itself).
     static func uncompressed(of key: OpaquePointer) throws(CryptoError) -> Data {
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        if EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, &point, point.count, &length) == 1, length == 65, point[0] == 4 {
+            return Data(point)
+        }
+        _ = OpenSSLCall.lastError()
+        return try uncompressedFromDER(of: key)
+    }
+
+    /// A public key from its point as key parameters (group and point), without the decoder
+    /// framework; OpenSSL checks that the point lies on the curve.
+    static func publicKey(_ point: Data) throws(CryptoError) -> OpaquePointer {
+        let context = try OpenSSLCall.require(EVP_PKEY_CTX_new_from_name(nil, "EC", nil), "reading a P-256 public key")
+        defer { EVP_PKEY_CTX_free(context) }
+        try OpenSSLCall.check(EVP_PKEY_fromdata_init(context), "reading a P-256 public key")
+        // OSSL_PARAM keeps pointers to its key names and values: every one stays alive in these
+        // buffers until EVP_PKEY_fromdata has read them.
+        var group = Array("prime256v1".utf8CString)
+        let groupKey = Array(OSSL_PKEY_PARAM_GROUP_NAME.utf8CString), pointKey = Array(OSSL_PKEY_PARAM_PUB_KEY.utf8CString)
+        var bytes = Array(point)
+        var key: OpaquePointer?
+        let status = group.withUnsafeMutableBufferPointer { groupName in
+            bytes.withUnsafeMutableBytes { pointBytes in
+                groupKey.withUnsafeBufferPointer { groupKeyName in
+                    pointKey.withUnsafeBufferPointer { pointKeyName in
+                        var parameters = [
+                            OSSL_PARAM_construct_utf8_string(groupKeyName.baseAddress, groupName.baseAddress, 0),
+                            OSSL_PARAM_construct_octet_string(pointKeyName.baseAddress, pointBytes.baseAddress, pointBytes.count),
+                            OSSL_PARAM_construct_end(),
+                        ]
+                        // EVP_PKEY_PUBLIC_KEY, a macro Swift does not import: the parameters and the public key.
+                        let selection = Int32(OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
+                        return EVP_PKEY_fromdata(context, &key, selection, &parameters)
+                    }
+                }
+            }
+        }
+        try OpenSSLCall.check(status, "reading a P-256 public key")
+        return try OpenSSLCall.require(key, "reading a P-256 public key")
+    }
+
+    static func uncompressedFromDER(of key: OpaquePointer) throws(CryptoError) -> Data {
         var output: UnsafeMutablePointer<UInt8>?
         let length = i2d_PUBKEY(key, &output)
         guard length > 0, let output else { throw CryptoError(operation: "exporting a P-256 point", reason: OpenSSLCall.lastError()) }

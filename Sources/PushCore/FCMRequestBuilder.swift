@@ -22,8 +22,7 @@ public struct FCMRequestBuilder: Sendable {
     /// so a device's body is two copies and its escaped token.
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         // FCM wants every data value as a string; keys sorted so a payload is reproducible.
-        var data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
-        data.append(("notificationId", .string(message.notificationId)))
+        let data = message.dataMembers
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         var notification: [(String, JSONValue)] = [("body", .string(message.text))]
         if let sound = message.sound { notification.append(("sound", .string(sound))) }

@@ -48,3 +48,13 @@ public struct PushRequest: Sendable, Equatable {
     public var headers: [String: String]
     public var body: Data
 }
+
+extension PushMessage {
+    /// The message's data as JSON members of string values, keys sorted (a payload is
+    /// reproducible), `notificationId` last: what FCM, RuStore and Huawei carry as data.
+    public var dataMembers: [(String, JSONValue)] {
+        var members = data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
+        members.append(("notificationId", .string(notificationId)))
+        return members
+    }
+}

@@ -16,8 +16,7 @@ public struct RuStoreRequestBuilder: Sendable {
     /// What every device's request for `message` shares, built once per notification; the
     /// body is written around the token's place.
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
-        var data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
-        data.append(("notificationId", .string(message.notificationId)))
+        let data = message.dataMembers
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         let notification: [(String, JSONValue)] = [("body", .string(message.text))]
         let delivered = JSONValue.object([("notification", .object(notification)), ("data", .object(data))]).encoded

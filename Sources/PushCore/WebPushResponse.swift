@@ -44,8 +44,8 @@ public enum WebPushResponse {
         var members: [(String, JSONValue)] = [("notificationId", .string(message.notificationId)), ("text", .string(message.text))]
         if let badge = message.badge { members.append(("badge", .int(badge))) }
         if let sound = message.sound { members.append(("sound", .string(sound))) }
-        let data = message.data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
-        if !data.isEmpty { members.append(("data", .object(data))) }
+        let data = message.dataMembers.dropLast()
+        if !data.isEmpty { members.append(("data", .object(Array(data)))) }
         return JSONValue.object(members).encoded
     }
 }

@@ -91,6 +91,17 @@ struct EndToEnd {
     let store: NotificationStore
     var simulator: Simulator { fixture.simulator }
 
+    /// The states of notification `id` once none is QUEUED (polled for up to 30 seconds).
+    func settledStates(id: String) async throws -> [RecipientState] {
+        var states: [RecipientState] = []
+        for _ in 0..<300 {
+            states = try await store.deliveryStatus(id: id) ?? []
+            if !states.isEmpty, !states.contains(where: { $0.state == .queued }) { return states }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return states
+    }
+
     static func start() async throws -> EndToEnd {
         let fixture = try SimulatorFixture()
         let database = try await TestDatabase.isolatedDatabaseWithURL()

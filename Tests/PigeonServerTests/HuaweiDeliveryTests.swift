@@ -12,27 +12,17 @@ import Testing
 struct HuaweiDeliveryTests {
     static let token = "IQAAAACy0" + String(repeating: "kZ9_", count: 10)
 
-    func waitUntilSettled(_ store: NotificationStore, id: String) async throws -> [RecipientState] {
-        var states: [RecipientState] = []
-        for _ in 0..<300 {
-            states = try await store.deliveryStatus(id: id) ?? []
-            if !states.isEmpty, !states.contains(where: { $0.state == .queued }) { return states }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return states
-    }
-
     @Test("pushes go out with an access token; 80300007 removes the token; after the token expires a new one is fetched and the push goes")
     func delivery() async throws {
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
-        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "hw-user", deviceId: "phone", platform: .huawei, pushToken: Self.token)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "hw-gone", deviceId: "phone", platform: .huawei, pushToken: "IQAAA-gone-token")
         simulator.huawei.setFaults(FaultRules(["IQAAA-gone-token": .init(.unregistered)]))
 
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "hw-1", recipients: ["hw-user", "hw-gone"]))
-        #expect(try await waitUntilSettled(store, id: "hw-1") == [RecipientState(user: "hw-user", state: .sent),
+        #expect(try await setting.settledStates(id: "hw-1") == [RecipientState(user: "hw-user", state: .sent),
                                                                  RecipientState(user: "hw-gone", state: .invalidSubscription)])
         #expect(simulator.huawei.deliveries.map(\.token) == [Self.token])
         #expect(try await subscriptions.devices(user: "hw-gone").isEmpty)
@@ -45,7 +35,7 @@ struct HuaweiDeliveryTests {
         // An hour later Huawei refuses the cached token (80200003): one new token, the push goes.
         simulator.huawei.expireAccessTokens()
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "hw-2", recipients: ["hw-user"]))
-        #expect(try await waitUntilSettled(store, id: "hw-2") == [RecipientState(user: "hw-user", state: .sent)])
+        #expect(try await setting.settledStates(id: "hw-2") == [RecipientState(user: "hw-user", state: .sent)])
         #expect(simulator.huawei.deliveries.count == 2)
         #expect(simulator.huawei.accessTokensIssued == 2)
         let metrics = try await harness.request("GET", "/metrics")
@@ -58,11 +48,11 @@ struct HuaweiDeliveryTests {
     func trafficControl() async throws {
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
-        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "hw-busy", deviceId: "phone", platform: .huawei, pushToken: Self.token)
         simulator.huawei.setFaults(FaultRules([Self.token: .init(.serviceUnavailable, times: 1)]))
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "hw-503", recipients: ["hw-busy"], timeout: "600"))
-        #expect(try await waitUntilSettled(store, id: "hw-503") == [RecipientState(user: "hw-busy", state: .sent)])
+        #expect(try await setting.settledStates(id: "hw-503") == [RecipientState(user: "hw-busy", state: .sent)])
         #expect(simulator.huawei.deliveries.count == 1)
         let metrics = try await harness.request("GET", "/metrics")
         #expect(metrics.text.contains("pigeon_push_retries_total{app=\"default\",cause=\"unavailable\",platform=\"HUAWEI\"} 1"))

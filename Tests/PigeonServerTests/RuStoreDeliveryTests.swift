@@ -11,28 +11,18 @@ import Testing
 struct RuStoreDeliveryTests {
     static let token = "rustore-" + String(repeating: "A1b2_", count: 8)
 
-    func waitForStates(_ store: NotificationStore, id: String, until done: ([RecipientState]) -> Bool) async throws -> [RecipientState] {
-        var states: [RecipientState] = []
-        for _ in 0..<300 {
-            states = try await store.deliveryStatus(id: id) ?? []
-            if done(states) { return states }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return states
-    }
-
     @Test("the push goes out as RuStore documents it; a gone token is removed; a 429 is retried after its Retry-After")
     func delivery() async throws {
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
-        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "ru-user", deviceId: "phone", platform: .rustore, pushToken: Self.token)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "ru-gone", deviceId: "phone", platform: .rustore, pushToken: "rustore-gone-token-1")
         try await subscriptions.subscribe(bankClientId: "bank", userId: "ru-busy", deviceId: "phone", platform: .rustore, pushToken: "rustore-busy-token-1")
         simulator.rustore.setFaults(FaultRules(["rustore-gone-token-1": .init(.unregistered), "rustore-busy-token-1": .init(.tooManyRequests, times: 1)]))
 
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "ru-1", recipients: ["ru-user", "ru-gone", "ru-busy"]))
-        let states = try await waitForStates(store, id: "ru-1") { !$0.contains { $0.state == .queued } }
+        let states = try await setting.settledStates(id: "ru-1")
         #expect(states == [RecipientState(user: "ru-user", state: .sent), RecipientState(user: "ru-gone", state: .invalidSubscription),
                            RecipientState(user: "ru-busy", state: .sent)])
         #expect(Set(simulator.rustore.deliveries.map(\.token)) == [Self.token, "rustore-busy-token-1"])

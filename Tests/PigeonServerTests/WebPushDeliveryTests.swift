@@ -18,7 +18,7 @@ struct WebPushDeliveryTests {
     func delivery() async throws {
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
-        let (simulator, database, harness, subscriptions, store) = (setting.simulator, setting.database, setting.harness, setting.subscriptions, setting.store)
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
         let browser = try subscription(simulator), gone = try subscription(simulator)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "web-user", deviceId: "browser", platform: .web, pushToken: browser.storedForm)
         try await subscriptions.subscribe(bankClientId: "bank", userId: "web-gone", deviceId: "browser", platform: .web, pushToken: gone.storedForm)
@@ -26,12 +26,7 @@ struct WebPushDeliveryTests {
         simulator.webPush.setFaults(FaultRules([goneId: .init(.unregistered)]))
 
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "web-1", recipients: ["web-user", "web-gone"], timeout: "600"))
-        var states: [RecipientState] = []
-        for _ in 0..<300 {
-            states = try await store.deliveryStatus(id: "web-1") ?? []
-            if !states.isEmpty, !states.contains(where: { $0.state == .queued }) { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let states = try await setting.settledStates(id: "web-1")
         #expect(states == [RecipientState(user: "web-user", state: .sent), RecipientState(user: "web-gone", state: .invalidSubscription)])
         let delivered = try #require(simulator.webPush.deliveries.first)
         #expect(simulator.webPush.deliveries.count == 1)

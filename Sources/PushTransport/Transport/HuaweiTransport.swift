@@ -21,17 +21,10 @@ public struct HuaweiService: PushService {
     }
 
     public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
-        .success(HTTP2Client.Request(url: endpoint + prepared.path, headerLines: prepared.headerLines + ["authorization: Bearer \(credential)"],
-                                     body: prepared.body(registrationToken: token), wantHeaders: ["retry-after"]))
+        .success(prepared.request(endpoint: endpoint, token: token, bearer: credential))
     }
 
-    public func credential() async -> Result<String, CredentialUnavailable> {
-        do {
-            return .success(try await tokens.token())
-        } catch {
-            return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil)))
-        }
-    }
+    public func credential() async -> Result<String, CredentialUnavailable> { await tokens.credential() }
 
     public func replace(_ refused: String) async -> Bool {
         await tokens.invalidate(refused)

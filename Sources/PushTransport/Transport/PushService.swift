@@ -75,3 +75,23 @@ public final class ServiceTransport<Service: PushService>: Sendable {
         await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 }
+
+extension FCMPreparedMessage {
+    /// The request of one device: the prepared message to `endpoint` with its token in the body
+    /// and `Authorization: Bearer <bearer>` (FCM, RuStore, Huawei).
+    func request(endpoint: String, token: String, bearer: String) -> HTTP2Client.Request {
+        HTTP2Client.Request(url: endpoint + path, headerLines: headerLines + ["authorization: Bearer \(bearer)"],
+                            body: body(registrationToken: token), wantHeaders: ["retry-after"])
+    }
+}
+
+extension OAuthAccessTokens {
+    /// The access token as a ``PushService`` credential; without one, every push is retried.
+    func credential() async -> Result<String, CredentialUnavailable> {
+        do {
+            return .success(try await token())
+        } catch {
+            return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil)))
+        }
+    }
+}

@@ -25,8 +25,7 @@ public struct RuStoreService: PushService {
     }
 
     public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
-        .success(HTTP2Client.Request(url: endpoint + prepared.path, headerLines: prepared.headerLines + ["authorization: Bearer \(credential)"],
-                                     body: prepared.body(registrationToken: token), wantHeaders: ["retry-after"]))
+        .success(prepared.request(endpoint: endpoint, token: token, bearer: credential))
     }
 
     public func credential() async -> Result<String, CredentialUnavailable> { .success(serviceToken) }

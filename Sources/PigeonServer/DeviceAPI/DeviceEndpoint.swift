@@ -72,7 +72,7 @@ struct DeviceEndpoint: Sendable {
            sameDevice(known.identity, identity) {
             let token = newToken()
             try await registry.refresh(device: known.id, pushToken: request.pushToken, environment: identity.environment, token: token.stored)
-            logger.info("device refreshed its push token", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
+            logger.info("device refreshed its push token", metadata: Self.logged(identity, pushToken: request.pushToken))
             return subscribed(token.plain)
         }
         let bank = try requireBank()
@@ -81,7 +81,7 @@ struct DeviceEndpoint: Sendable {
         if try await bankCall({ try await bank.checkSubscriptionAuthorized(question) }) {
             let token = newToken()
             try await registry.subscribe(identity, pushToken: request.pushToken, token: token.stored, override: overrideSubscriptions)
-            logger.info("device subscribed", metadata: ["user": identity.userId, "pushToken": Redaction.token(request.pushToken)])
+            logger.info("device subscribed", metadata: Self.logged(identity, pushToken: request.pushToken))
             return subscribed(token.plain)
         }
         guard try await bankCall({ try await bank.authorizeSubscription(question) }) else {
@@ -89,7 +89,7 @@ struct DeviceEndpoint: Sendable {
         }
         let registrationId = SecretToken.generate()
         try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId))
-        logger.info("device waits for its verification code", metadata: ["user": identity.userId])
+        logger.info("device waits for its verification code", metadata: Self.logged(identity, pushToken: nil))
         return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED", "registrationId": registrationId])
     }
 
@@ -118,11 +118,19 @@ struct DeviceEndpoint: Sendable {
         }
         let token = newToken()
         try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions)
-        logger.info("device verified and subscribed", metadata: ["user": request.userId, "pushToken": Redaction.token(pending.pushToken)])
+        logger.info("device verified and subscribed", metadata: Self.logged(pending.identity, pushToken: pending.pushToken))
         return subscribed(token.plain)
     }
 
     /// Whether a bearer token's device is the one a registration names.
+    /// A registration's log fields: the user, platform and app, and the push token shortened.
+    private static func logged(_ identity: DeviceIdentity, pushToken: String?) -> [String: String] {
+        var fields = ["user": identity.userId, "platform": identity.platform.rawValue,
+                      "app": PushRoute(platform: identity.platform, appId: identity.appId).appLabel]
+        if let pushToken { fields["pushToken"] = Redaction.token(pushToken) }
+        return fields
+    }
+
     private func sameDevice(_ known: DeviceIdentity, _ claimed: DeviceIdentity) -> Bool {
         known.deviceId == claimed.deviceId && known.platform == claimed.platform && known.bankClientId == claimed.bankClientId
             && known.appId == claimed.appId && identifiers.comparable(known.userId) == identifiers.comparable(claimed.userId)

@@ -60,6 +60,7 @@ public final class Simulator: Sendable {
     public var configurationSnippet: String {
         """
         apnsEndpoint = \(baseURL)
+        apnsSandboxEndpoint = \(baseURL)
         apnsKeyPath = \(credentials.apnsKey)
         apnsKeyId = \(SimulatorCredentials.keyId)
         apnsTeamId = \(SimulatorCredentials.teamId)

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 
 /// Everything a gateway needs to talk to the simulator, made once with the openssl command line
 /// into a folder: a CA, the server certificate (127.0.0.1 and localhost), a client `.p12` for
@@ -93,21 +94,14 @@ public struct SimulatorCredentials: Sendable {
     private func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
 
     private func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
+        let outcome: ProgramRun.Outcome
         do {
-            try process.run()
+            outcome = try ProgramRun.run("/usr/bin/openssl", arguments, errorsToOutput: true)
         } catch {
-            throw GenerationError(description: "cannot run openssl (install the openssl package): \(error.localizedDescription)")
+            throw GenerationError(description: "cannot run openssl (install the openssl package): \(error)")
         }
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw GenerationError(description: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self).prefix(300))")
+        guard outcome.status == 0 else {
+            throw GenerationError(description: "openssl \(arguments.first ?? "") failed: \(String(decoding: outcome.output, as: UTF8.self).prefix(300))")
         }
     }
 }

@@ -17,21 +17,10 @@ public enum ChildProcess {
     public static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) throws -> Data {
         // A program that exits before reading all its input must not take the tests with it.
         ProcessSignals.ignoreBrokenPipes()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe(), stdin = Pipe()
-        process.standardOutput = output
-        process.standardInput = stdin
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
-        try? stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard allowFailure || process.terminationStatus == 0 else {
-            throw Failure(description: "\(executable) \(arguments.first ?? "") exited \(process.terminationStatus)")
+        let outcome = try ProgramRun.run(executable, arguments, input: input)
+        guard allowFailure || outcome.status == 0 else {
+            throw Failure(description: "\(executable) \(arguments.first ?? "") exited \(outcome.status)")
         }
-        return data
+        return outcome.output
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonCrypto
+import PigeonTestSupport
 import PushCore
 import PushTransport
 import Testing
@@ -73,11 +74,7 @@ struct WebPushProtocolTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let keyPath = folder.appendingPathComponent("vapid.pem").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath]
-        try openssl.run()
-        openssl.waitUntilExit()
+        _ = try ChildProcess.runBlocking("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath])
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let signer = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: "mailto:ops@bank.example",
                                      clock: { now })

@@ -200,7 +200,8 @@ private final class ExchangeContext: Sendable {
     let logger: Logger
     let workers: WorkerThreads
     let limit: ConcurrencyLimit
-    let diagnostics = DiagnosticsThrottle()
+    /// At most one diagnostic line a second per listener; the others are counted.
+    let diagnostics = LogThrottle(interval: 1)
 
     init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads, limit: ConcurrencyLimit) {
         self.admit = admit
@@ -326,23 +327,4 @@ private let logTrampoline: pigeon_http_logger = { rawContext, message in
     var metadata: [String: String] = [:]
     if suppressed > 0 { metadata["suppressedSinceLast"] = String(suppressed) }
     context.logger.info("libmicrohttpd: \(String(cString: message))", metadata: metadata)
-}
-
-/// At most one diagnostic line a second per listener; the others are counted.
-final class DiagnosticsThrottle: Sendable {
-    private let state = Mutex((second: -1.0, suppressed: 0))
-
-    /// Nil when this line is to be dropped, else how many were dropped since the last one.
-    func admit(now: Double) -> Int? {
-        state.withLock { state in
-            let second = now.rounded(.down)
-            guard second != state.second else {
-                state.suppressed += 1
-                return nil
-            }
-            let suppressed = state.suppressed
-            state = (second, 0)
-            return suppressed
-        }
-    }
 }

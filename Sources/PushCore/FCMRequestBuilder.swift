@@ -37,19 +37,11 @@ public struct FCMRequestBuilder: Sendable {
         guard delivered.count <= Self.maximumPayloadBytes else {
             throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
         }
-        // `{"message":{…,"token":` + token + `}}`: the object without its closing braces.
-        var prefix = Array(JSONValue.object([
-            ("message", .object([
-                ("android", .object(android)),
-                ("data", .object(data)),
-                ("notification", .object([("body", .string(message.text))])),
-            ])),
-        ]).encoded.dropLast(2))
-        prefix.append(contentsOf: Array(#","token":"#.utf8))
-        return FCMPreparedMessage(
-            path: "/v1/projects/\(projectId)/messages:send",
-            headers: ["content-type": "application/json; charset=utf-8"],
-            bodyPrefix: prefix, bodySuffix: Array("}}".utf8))
+        return FCMPreparedMessage(path: "/v1/projects/\(projectId)/messages:send", message: [
+            ("android", .object(android)),
+            ("data", .object(data)),
+            ("notification", .object([("body", .string(message.text))])),
+        ])
     }
 }
 
@@ -64,6 +56,17 @@ public struct FCMPreparedMessage: Sendable, Equatable {
     public private(set) var headerLines: [String]
     var bodyPrefix: [UInt8]
     var bodySuffix: [UInt8]
+
+    /// A JSON request of `{…before, "message": {…message, "token": <token>}}`, written around
+    /// the token's place: the token is the last member of `message`, which is the last member of
+    /// the document; with `tokenList` it is a list of that one token (Huawei).
+    init(path: String, before: [(String, JSONValue)] = [], message: [(String, JSONValue)], tokenList: Bool = false) {
+        // The document without its two closing braces, then the token's member.
+        var prefix = Array(JSONValue.object(before + [("message", .object(message))]).encoded.dropLast(2))
+        prefix.append(contentsOf: Array((tokenList ? #","token":["# : #","token":"#).utf8))
+        self.init(path: path, headers: ["content-type": "application/json; charset=utf-8"],
+                  bodyPrefix: prefix, bodySuffix: Array((tokenList ? "]}}" : "}}").utf8))
+    }
 
     init(path: String, headers: [String: String], bodyPrefix: [UInt8], bodySuffix: [UInt8]) {
         self.path = path

@@ -26,21 +26,15 @@ public struct HuaweiRequestBuilder: Sendable {
             ("ttl", .string("\(ttl)s")),
             ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
         ]
-        var prefix = Array(JSONValue.object([
-            ("validate_only", .bool(false)),
-            ("message", .object([
-                ("android", .object(android)),
-                ("data", .string(dataString)),
-                ("notification", .object([("body", .string(message.text))])),
-            ])),
-        ]).encoded.dropLast(2))
-        guard prefix.count <= Self.maximumPayloadBytes else {
-            throw .payloadTooLarge(bytes: prefix.count, limit: Self.maximumPayloadBytes)
+        let prepared = FCMPreparedMessage(path: "/v1/\(appId)/messages:send", before: [("validate_only", .bool(false))], message: [
+            ("android", .object(android)),
+            ("data", .string(dataString)),
+            ("notification", .object([("body", .string(message.text))])),
+        ], tokenList: true)
+        // Huawei's limit is for the message without its token.
+        guard prepared.bodyPrefix.count <= Self.maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: prepared.bodyPrefix.count, limit: Self.maximumPayloadBytes)
         }
-        prefix.append(contentsOf: Array(#","token":["#.utf8))
-        return FCMPreparedMessage(
-            path: "/v1/\(appId)/messages:send",
-            headers: ["content-type": "application/json; charset=utf-8"],
-            bodyPrefix: prefix, bodySuffix: Array("]}}".utf8))
+        return prepared
     }
 }

@@ -23,17 +23,10 @@ public struct RuStoreRequestBuilder: Sendable {
         guard delivered.count <= Self.maximumPayloadBytes else {
             throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
         }
-        var prefix = Array(JSONValue.object([
-            ("message", .object([
-                ("android", .object([("notification", .object(notification)), ("ttl", .string("\(ttl)s"))])),
-                ("data", .object(data)),
-                ("notification", .object(notification)),
-            ])),
-        ]).encoded.dropLast(2))
-        prefix.append(contentsOf: Array(#","token":"#.utf8))
-        return FCMPreparedMessage(
-            path: "/v1/projects/\(projectId)/messages:send",
-            headers: ["content-type": "application/json; charset=utf-8"],
-            bodyPrefix: prefix, bodySuffix: Array("}}".utf8))
+        return FCMPreparedMessage(path: "/v1/projects/\(projectId)/messages:send", message: [
+            ("android", .object([("notification", .object(notification)), ("ttl", .string("\(ttl)s"))])),
+            ("data", .object(data)),
+            ("notification", .object(notification)),
+        ])
     }
 }

@@ -93,3 +93,16 @@ struct LoggingTests {
         #expect(Redaction.token("short") == "*****")
     }
 }
+
+@Suite("Log throttle")
+struct LogThrottleTests {
+    @Test("one line per interval, with how many were held back since the last")
+    func throttle() {
+        let throttle = LogThrottle(interval: 60)
+        #expect(throttle.admit(now: 100) == 0)
+        #expect(throttle.admit(now: 101) == nil)
+        #expect(throttle.admit(now: 159.9) == nil)
+        #expect(throttle.admit(now: 160) == 2)
+        #expect(throttle.admit(now: 500) == 0)
+    }
+}

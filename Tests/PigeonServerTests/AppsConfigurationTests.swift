@@ -75,7 +75,7 @@ struct AppsConfigurationTests {
 
     @Test("registration: appId names a configured app (absent or 'default': the default app), environment only for iOS tokens")
     func registration() throws {
-        let apps: Set<String> = [PushRoute.defaultApp, "business"]
+        let apps = [PushRoute.defaultApp: WebPushHosts(patterns: ["fcm.googleapis.com"]), "business": WebPushHosts(patterns: [])]
         func body(_ extra: String, platform: String = "IOS", token: String = String(repeating: "ab", count: 32)) -> Data {
             Data(#"{"bankClientId":"b","userId":"u","deviceId":"d","platform":"\#(platform)","pushToken":"\#(token)"\#(extra)}"#.utf8)
         }
@@ -91,8 +91,7 @@ struct AppsConfigurationTests {
         func web(_ endpoint: String, p256dh: String = point) -> Data {
             Data(#"{"bankClientId":"b","userId":"u","deviceId":"d","platform":"WEB","pushToken":{"endpoint":"\#(endpoint)","keys":{"p256dh":"\#(p256dh)","auth":"BTBZMqHH6r4Tts7J_aSIgg"}}}"#.utf8)
         }
-        let hosts = [PushRoute.defaultApp: WebPushHosts(patterns: ["fcm.googleapis.com"])]
-        let browser = try RegisterRequest(web("https://fcm.googleapis.com/fcm/send/x1"), apps: apps, webPushHosts: hosts)
+        let browser = try RegisterRequest(web("https://fcm.googleapis.com/fcm/send/x1"), apps: apps)
         #expect(browser.identity.platform == .web)
         #expect(WebPushSubscription(stored: browser.pushToken)?.endpoint == "https://fcm.googleapis.com/fcm/send/x1")
         var offCurve = Array(point)
@@ -101,7 +100,7 @@ struct AppsConfigurationTests {
                                 (web("http://fcm.googleapis.com/x"), "INVALID_PUSH_TOKEN"),
                                 (web("https://fcm.googleapis.com/x", p256dh: String(offCurve)), "INVALID_PUSH_TOKEN")] {
             #expect {
-                _ = try RegisterRequest(request, apps: apps, webPushHosts: hosts)
+                _ = try RegisterRequest(request, apps: apps)
             } throws: { ($0 as? APIError)?.code == code }
         }
         #expect {

@@ -5,11 +5,15 @@ import Foundation
 /// (`keys.p256dh`, `keys.auth`, base64url). Registered as a WEB device's push token and stored
 /// as its canonical JSON.
 public struct WebPushSubscription: Sendable, Equatable {
-    public var endpoint: String
+    public let endpoint: String
     /// The subscriber's P-256 public key, base64url (65 bytes decoded).
-    public var p256dh: String
+    public let p256dh: String
     /// The subscriber's auth secret, base64url (16 bytes decoded).
-    public var auth: String
+    public let auth: String
+    /// The endpoint's host, lower-cased.
+    public let host: String
+    /// `scheme://host[:port]` of the endpoint: the audience of its VAPID token.
+    public let origin: String
 
     /// Endpoints are URLs of at most this many bytes.
     public static let maximumEndpointLength = 2048
@@ -18,6 +22,12 @@ public struct WebPushSubscription: Sendable, Equatable {
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
+        // Parsed once: the engine reads them for every push.
+        let url = URL(string: endpoint)
+        host = url?.host?.lowercased() ?? ""
+        origin = url.flatMap { url in
+            url.scheme.flatMap { scheme in url.host.map { host in url.port.map { "\(scheme)://\(host):\($0)" } ?? "\(scheme)://\(host)" } }
+        } ?? ""
     }
 
     /// A subscription from its JSON object (`{"endpoint", "keys": {"p256dh", "auth"}}`), or
@@ -51,15 +61,6 @@ public struct WebPushSubscription: Sendable, Equatable {
         let object: [String: Any] = ["endpoint": endpoint, "keys": ["auth": auth, "p256dh": p256dh]]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The endpoint's host, lower-cased.
-    public var host: String { URL(string: endpoint)?.host?.lowercased() ?? "" }
-
-    /// `scheme://host[:port]` of the endpoint: the audience of its VAPID token.
-    public var origin: String {
-        guard let url = URL(string: endpoint), let scheme = url.scheme, let host = url.host else { return "" }
-        return url.port.map { "\(scheme)://\(host):\($0)" } ?? "\(scheme)://\(host)"
     }
 
     /// The byte count of a base64url text (unpadded), or nil when it is not base64url.

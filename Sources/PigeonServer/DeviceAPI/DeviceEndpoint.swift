@@ -24,11 +24,9 @@ struct DeviceEndpoint: Sendable {
     let limits: DeviceRateLimits
     let rateLimits: RateLimitStore
     let identifiers: UserIdentifiers
-    /// The configured apps' ids (``PushRoute/defaultApp`` among them): a registration for any
-    /// other is refused.
-    let apps: Set<String>
-    /// Per app, the hosts Web Push subscriptions may name.
-    let webPushHosts: [String: WebPushHosts]
+    /// The configured apps by id (``PushRoute/defaultApp`` among them), each with the hosts its
+    /// Web Push subscriptions may name: a registration for any other app is refused.
+    let apps: [String: WebPushHosts]
     let logger: Logger
 
     /// The route template (for metrics) and the answer.
@@ -38,7 +36,7 @@ struct DeviceEndpoint: Sendable {
             switch (request.method, parts.count, parts.first, parts.last) {
             case ("POST", 2, "devices", "register"):
                 try limits.admitAddress(request.peer)
-                return ("api_register", try await register(RegisterRequest(request.body, apps: apps, webPushHosts: webPushHosts), bearer: bearerToken(request)))
+                return ("api_register", try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
             case ("POST", 2, "devices", "verify"):
                 try limits.admitAddress(request.peer)
                 return ("api_verify", try await verify(VerifyRequest(request.body)))

@@ -52,16 +52,16 @@ struct RegisterRequest {
     var identity: DeviceIdentity
     var pushToken: String
 
-    /// `apps`: the configured apps' ids; `appId` must name one of them (absent: the default app).
-    /// `webPushHosts`: per app, the hosts a Web Push subscription's endpoint may name.
-    init(_ body: Data, apps: Set<String> = [PushRoute.defaultApp], webPushHosts: [String: WebPushHosts] = [:]) throws(APIError) {
+    /// `apps`: the configured apps by id, each with the hosts its Web Push subscriptions may
+    /// name; `appId` must name one of them (absent: the default app).
+    init(_ body: Data, apps: [String: WebPushHosts] = [PushRoute.defaultApp: WebPushHosts(patterns: [])]) throws(APIError) {
         let fields = try JSONFields(body)
         let platformName = try fields.string("platform", maxLength: 16)
         guard let platform = Platform(rawValue: platformName) else {
             throw .badRequest("INVALID_PLATFORM", "'platform' must be one of \(Platform.allCases.map(\.rawValue).joined(separator: ", ")), got '\(platformName)'")
         }
         let appId = try fields.optionalString("appId", maxLength: 64).map { $0 == "default" ? PushRoute.defaultApp : $0 } ?? PushRoute.defaultApp
-        guard apps.contains(appId) else {
+        guard let webPushHosts = apps[appId] else {
             throw .badRequest("UNKNOWN_APP", "'appId' names no app this gateway serves")
         }
         let environmentName = try fields.optionalString("environment", maxLength: 16) ?? PushEnvironment.production.rawValue
@@ -74,7 +74,7 @@ struct RegisterRequest {
             // Only APNs tokens belong to an environment.
             environment: platform == .ios ? environment : .production)
         if platform == .web {
-            pushToken = try Self.webSubscription(fields.raw("pushToken"), hosts: webPushHosts[appId] ?? WebPushHosts(patterns: [])).storedForm
+            pushToken = try Self.webSubscription(fields.raw("pushToken"), hosts: webPushHosts).storedForm
             return
         }
         pushToken = try fields.string("pushToken", maxLength: PushTokenFormat.fcmLength.upperBound)

@@ -60,9 +60,9 @@ struct PushTransports {
                 endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
                 onCredentialsRefused: { reason in
                     metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
-                    if refusals.admit() {
+                    if let suppressed = refusals.admit() {
                         logger.error("RuStore refused the service token: check rustoreServiceToken; pushes are kept and retried",
-                                     metadata: ["app": label, "project": project, "reason": reason])
+                                     metadata: ["app": label, "project": project, "reason": reason, "suppressedSinceLast": String(suppressed)])
                     }
                 }))
         }

@@ -4,7 +4,7 @@ import PushCore
 
 /// FCM HTTP v1 as a ``PushService``: access tokens from ``OAuthAccessTokens``; a 401 drops the
 /// cached token and the refused pushes go once more with a new one.
-public struct FCMService: PushService {
+public struct FCMService: OAuthTokenService {
     public let endpoint: String
     public let builder: FCMRequestBuilder
     public let tokens: OAuthAccessTokens
@@ -17,18 +17,6 @@ public struct FCMService: PushService {
 
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         try builder.prepare(message, now: now)
-    }
-
-    public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
-        .success(prepared.request(endpoint: endpoint, token: token, bearer: credential))
-    }
-
-    public func credential() async -> Result<String, CredentialUnavailable> { await tokens.credential() }
-
-    public func replace(_ refused: String) async -> Bool {
-        // The next token() fetches a new access token.
-        await tokens.invalidate(refused)
-        return true
     }
 
     public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {

@@ -5,7 +5,7 @@ import PushCore
 /// Huawei Push Kit as a ``PushService``: one token per request, access tokens from
 /// ``OAuthAccessTokens`` (client credentials). An expired or refused access token (80200003,
 /// 80200001, HTTP 401) is dropped and the refused pushes go once more with a new one.
-public struct HuaweiService: PushService {
+public struct HuaweiService: OAuthTokenService {
     public let endpoint: String
     public let builder: HuaweiRequestBuilder
     public let tokens: OAuthAccessTokens
@@ -18,17 +18,6 @@ public struct HuaweiService: PushService {
 
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         try builder.prepare(message, now: now)
-    }
-
-    public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
-        .success(prepared.request(endpoint: endpoint, token: token, bearer: credential))
-    }
-
-    public func credential() async -> Result<String, CredentialUnavailable> { await tokens.credential() }
-
-    public func replace(_ refused: String) async -> Bool {
-        await tokens.invalidate(refused)
-        return true
     }
 
     public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {

@@ -76,22 +76,38 @@ public final class ServiceTransport<Service: PushService>: Sendable {
     }
 }
 
-extension FCMPreparedMessage {
-    /// The request of one device: the prepared message to `endpoint` with its token in the body
-    /// and `Authorization: Bearer <bearer>` (FCM, RuStore, Huawei).
-    func request(endpoint: String, token: String, bearer: String) -> HTTP2Client.Request {
-        HTTP2Client.Request(url: endpoint + path, headerLines: headerLines + ["authorization: Bearer \(bearer)"],
-                            body: body(registrationToken: token), wantHeaders: ["retry-after"])
+/// A service whose requests are JSON written around the device's token and carry a bearer
+/// token (FCM, RuStore, Huawei): its request is the same for all of them.
+public protocol BearerTokenService: PushService where Prepared == FCMPreparedMessage, Credential == String {
+    /// The base URL of the service's API.
+    var endpoint: String { get }
+}
+
+extension BearerTokenService {
+    public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
+        .success(HTTP2Client.Request(url: endpoint + prepared.path, headerLines: prepared.headerLines + ["authorization: Bearer \(credential)"],
+                                     body: prepared.body(registrationToken: token), wantHeaders: ["retry-after"]))
     }
 }
 
-extension OAuthAccessTokens {
-    /// The access token as a ``PushService`` credential; without one, every push is retried.
-    func credential() async -> Result<String, CredentialUnavailable> {
+/// A bearer-token service whose token is an OAuth access token (FCM, Huawei): a refused one is
+/// dropped and the refused pushes go once more with a new one.
+public protocol OAuthTokenService: BearerTokenService {
+    var tokens: OAuthAccessTokens { get }
+}
+
+extension OAuthTokenService {
+    public func credential() async -> Result<String, CredentialUnavailable> {
         do {
-            return .success(try await token())
+            return .success(try await tokens.token())
         } catch {
             return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil)))
         }
+    }
+
+    public func replace(_ refused: String) async -> Bool {
+        // The next token() fetches a new access token.
+        await tokens.invalidate(refused)
+        return true
     }
 }

@@ -6,7 +6,7 @@ import PushCore
 /// Bearer`, made in the RuStore console; nothing to refresh). A push refused for that token is
 /// retried later and its device kept; each refusal is reported through `onCredentialsRefused` so
 /// the operator hears of it.
-public struct RuStoreService: PushService {
+public struct RuStoreService: BearerTokenService {
     public let endpoint: String
     public let builder: RuStoreRequestBuilder
     private let serviceToken: String
@@ -22,10 +22,6 @@ public struct RuStoreService: PushService {
 
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         try builder.prepare(message, now: now)
-    }
-
-    public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
-        .success(prepared.request(endpoint: endpoint, token: token, bearer: credential))
     }
 
     public func credential() async -> Result<String, CredentialUnavailable> { .success(serviceToken) }

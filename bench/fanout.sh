@@ -84,7 +84,7 @@ answerer_url="https://127.0.0.1:$ANSWERER_PORT"
             echo "${prefix}rustoreEndpoint = $answerer_url/rustore"
             echo "${prefix}hmsEndpoint = $answerer_url/hms"
             echo "${prefix}hmsTokenEndpoint = $answerer_url/hms/oauth2/v3/token"
-            echo "${prefix}webPushAllowedHosts = 127.0.0.1"
+            echo "${prefix}webPushAllowedHosts = 127.0.0.1:$ANSWERER_PORT"
         done
     fi
 } > /tmp/pigeon-fanout.conf

@@ -7,7 +7,7 @@ public struct SubscriptionRequest: Sendable, Equatable {
     public var bankClientId: String
     public var userId: String
     public var deviceId: String
-    /// `IOS` or `ANDROID`.
+    /// The device's platform (`IOS`, `ANDROID`, `RUSTORE`, `HUAWEI`, `WEB`).
     public var platform: String
 
     public init(bankClientId: String, userId: String, deviceId: String, platform: String) {

@@ -77,7 +77,7 @@ public final class Simulator: Sendable {
         hmsTokenEndpoint = \(baseURL)/hms/oauth2/v3/token
         vapidPrivateKeyPath = \(credentials.vapidKey)
         vapidSubject = \(SimulatorCredentials.vapidSubject)
-        webPushAllowedHosts = 127.0.0.1
+        webPushAllowedHosts = 127.0.0.1:\(server.port)
         tlsCaFile = \(credentials.caFile)
         """
     }
@@ -105,7 +105,7 @@ public final class Simulator: Sendable {
         if request.path == "/token" { return fcm.handleToken(request) }
         switch (request.method, request.path) {
         case ("GET", "/simulator/health"):
-            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count),"huaweiPushes":\#(huawei.deliveries.count)}"#)
+            return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count),"huaweiPushes":\#(huawei.deliveries.count),"webPushes":\#(webPush.deliveries.count)}"#)
         case ("GET", "/simulator/pushes"):
             var lines = ""
             for delivery in apns.deliveries {
@@ -119,6 +119,10 @@ public final class Simulator: Sendable {
             for delivery in rustore.deliveries {
                 let message = String(decoding: delivery.message, as: UTF8.self)
                 lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
+            }
+            for delivery in webPush.deliveries {
+                let message = String(decoding: delivery.plaintext, as: UTF8.self)
+                lines += #"{"service":"webpush","subscription":"\#(delivery.subscriptionId)","message":\#(message)}"# + "\n"
             }
             for delivery in huawei.deliveries {
                 let message = String(decoding: delivery.message, as: UTF8.self)

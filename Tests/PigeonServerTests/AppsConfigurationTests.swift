@@ -62,6 +62,8 @@ struct AppsConfigurationTests {
         ("app.business.apnsKeyPath = \(readable)\napp.business.apnsTopic = t", "app.business.apnsKeyPath needs app.business.apnsKeyId"),
         ("app.business.fcmServiceAccountPath = /nonexistent/account.json", "app.business.fcmServiceAccountPath: cannot read"),
         ("rustoreProjectId = p", "rustoreProjectId and rustoreServiceToken must be set together"),
+        ("webPushAllowedHosts = 127.0.0.1:http", "each with :port when not 443"),
+        ("webPushAllowedHosts = *", "each with :port when not 443"),
         ("app.business.rustoreServiceToken = t", "app.business.rustoreProjectId and app.business.rustoreServiceToken must be set together"),
         ("app.business.rustoreProjectId = p\napp.business.rustoreServiceToken = t\napp.business.rustoreEndpoint = ftp://x", "not an http(s) URL"),
     ])

@@ -211,7 +211,7 @@ extension GatewayConfiguration {
         defaultApp.huawei.tokenEndpoint = simulator.baseURL + "/hms/oauth2/v3/token"
         defaultApp.webPush.vapidPrivateKeyPath = credentials.vapidKey
         defaultApp.webPush.vapidSubject = SimulatorCredentials.vapidSubject
-        defaultApp.webPush.allowedHosts = WebPushHosts(patterns: ["127.0.0.1"])
+        defaultApp.webPush.allowedHosts = WebPushHosts(patterns: ["127.0.0.1:\(simulator.port)"])
         tlsCaFile = credentials.caFile
     }
 }

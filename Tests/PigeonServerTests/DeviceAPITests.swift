@@ -55,6 +55,23 @@ struct DeviceAPITests {
         await flow.stop()
     }
 
+    @Test("RuStore, Huawei and Web Push devices register through the bank like the others; the bank is asked with their platform")
+    func newPlatformsThroughTheBank() async throws {
+        let flow = try await DeviceFlowHarness { $0.defaultApp.webPush.allowedHosts = WebPushHosts(patterns: ["fcm.googleapis.com"]) }
+        for (device, platform) in [("ru", "RUSTORE"), ("hw", "HUAWEI")] {
+            let answer = try await flow.call("POST", "/api/v1/devices/register",
+                                             body: DeviceFlowHarness.registration(user: "alice", device: device, platform: platform, token: "token-\(device)-0123456789abcdef"))
+            #expect(answer.status == 200, "\(platform): \(answer.body)")
+        }
+        let subscription = #"{"endpoint":"https://fcm.googleapis.com/fcm/send/abc","keys":{"p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4","auth":"BTBZMqHH6r4Tts7J_aSIgg"}}"#
+        let web = try await flow.call("POST", "/api/v1/devices/register",
+                                      body: #"{"bankClientId":"bank","userId":"bob","deviceId":"browser","platform":"WEB","pushToken":\#(subscription)}"#)
+        #expect(web.status == 200, "\(web.body)")
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice' AND platform IN ('RUSTORE', 'HUAWEI')") == 2)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'bob' AND platform = 'WEB' AND push_token LIKE '{\"endpoint\":\"https://fcm.googleapis.com/%'") == 1)
+        await flow.stop()
+    }
+
     @Test("SMS flow: 202 with a registrationId, a wrong code is refused, the right one subscribes; an unknown bank client gets 404")
     func smsVerification() async throws {
         let flow = try await DeviceFlowHarness()

@@ -30,15 +30,22 @@ struct WebPushProtocolTests {
     }
 
     @Test("allowed hosts: exact names, and *.domain for the hosts below it only")
-    func hosts() {
-        let hosts = WebPushHosts(list: "fcm.googleapis.com, *.notify.windows.com,  *.push.services.mozilla.com")
-        #expect(hosts.allows(host: "fcm.googleapis.com") && hosts.allows(host: "FCM.googleapis.com"))
-        #expect(hosts.allows(host: "wns2-db5p.notify.windows.com"))
-        #expect(!hosts.allows(host: "notify.windows.com"))
-        #expect(!hosts.allows(host: "evilnotify.windows.com"))
-        #expect(!hosts.allows(host: "fcm.googleapis.com.evil.example"))
-        #expect(!hosts.allows(host: "169.254.169.254"))
-        #expect(!WebPushHosts(patterns: []).allows(host: "fcm.googleapis.com"))
+    func hosts() throws {
+        let hosts = WebPushHosts(list: "fcm.googleapis.com, *.notify.windows.com,  *.push.services.mozilla.com, 127.0.0.1:2197")
+        #expect(hosts.allows(host: "fcm.googleapis.com", port: nil) && hosts.allows(host: "FCM.googleapis.com", port: 443))
+        #expect(hosts.allows(host: "wns2-db5p.notify.windows.com", port: nil))
+        #expect(!hosts.allows(host: "notify.windows.com", port: nil))
+        #expect(!hosts.allows(host: "evilnotify.windows.com", port: nil))
+        #expect(!hosts.allows(host: "fcm.googleapis.com.evil.example", port: nil))
+        #expect(!hosts.allows(host: "169.254.169.254", port: nil))
+        #expect(!WebPushHosts(patterns: []).allows(host: "fcm.googleapis.com", port: nil))
+        // A pattern never opens every port of its host.
+        #expect(!hosts.allows(host: "fcm.googleapis.com", port: 8443))
+        #expect(hosts.allows(host: "127.0.0.1", port: 2197))
+        #expect(!hosts.allows(host: "127.0.0.1", port: 5432) && !hosts.allows(host: "127.0.0.1", port: nil))
+        let simulator = try WebPushSubscription(json: Self.object(endpoint: "https://127.0.0.1:2197/webpush/x"))
+        let otherPort = try WebPushSubscription(json: Self.object(endpoint: "https://fcm.googleapis.com:22/x"))
+        #expect(hosts.allows(simulator) && !hosts.allows(otherPort))
     }
 
     @Test("answers: 201 accepted, 404/410 gone, 413 not retried, 429 after Retry-After, 5xx retried, 403 failed", arguments: [

@@ -12,6 +12,8 @@ public struct WebPushSubscription: Sendable, Equatable {
     public let auth: String
     /// The endpoint's host, lower-cased.
     public let host: String
+    /// The endpoint's port when it names one.
+    public let port: Int?
     /// `scheme://host[:port]` of the endpoint: the audience of its VAPID token.
     public let origin: String
 
@@ -25,6 +27,7 @@ public struct WebPushSubscription: Sendable, Equatable {
         // Parsed once: the engine reads them for every push.
         let url = URL(string: endpoint)
         host = url?.host?.lowercased() ?? ""
+        port = url?.port
         origin = url.flatMap { url in
             url.scheme.flatMap { scheme in url.host.map { host in url.port.map { "\(scheme)://\(host):\($0)" } ?? "\(scheme)://\(host)" } }
         } ?? ""
@@ -80,7 +83,9 @@ public struct WebPushSubscriptionError: Error, Sendable, CustomStringConvertible
 
 /// The hosts Web Push endpoints may name (`webPushAllowedHosts`): a subscription endpoint is
 /// chosen by whoever registers, so without this the gateway would POST wherever it is told (an
-/// SSRF). `fcm.googleapis.com` allows that host only; `*.notify.windows.com` any host below it.
+/// SSRF). `fcm.googleapis.com` allows that host only; `*.notify.windows.com` any host below it;
+/// either on HTTPS's own port (443) only. `127.0.0.1:2197` allows that host on that port (a
+/// simulator): a pattern never opens every port of a host.
 public struct WebPushHosts: Sendable, Equatable {
     public var patterns: [String]
 
@@ -93,11 +98,23 @@ public struct WebPushHosts: Sendable, Equatable {
         self.init(patterns: list.split(separator: ",").map(String.init))
     }
 
-    public func allows(host: String) -> Bool {
+    /// Whether an endpoint on `host` (and `port`, when the URL names one) may be called.
+    public func allows(host: String, port: Int?) -> Bool {
         let host = host.lowercased()
         return patterns.contains { pattern in
-            if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) && host.count > pattern.count - 1 }
-            return host == pattern
+            var name = Substring(pattern), allowedPort = 443
+            if let colon = pattern.lastIndex(of: ":"), let number = Int(pattern[pattern.index(after: colon)...]) {
+                name = pattern[..<colon]
+                allowedPort = number
+            }
+            guard (port ?? 443) == allowedPort else { return false }
+            if name.hasPrefix("*.") { return host.hasSuffix(name.dropFirst(1)) && host.count > name.count - 1 }
+            return host == name
         }
+    }
+
+    /// Whether `subscription`'s endpoint may be called.
+    public func allows(_ subscription: WebPushSubscription) -> Bool {
+        allows(host: subscription.host, port: subscription.port)
     }
 }

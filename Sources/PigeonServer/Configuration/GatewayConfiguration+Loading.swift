@@ -230,8 +230,13 @@ extension GatewayConfiguration {
         },
         "webPushAllowedHosts": { configuration, value in
             let hosts = WebPushHosts(list: value)
-            guard !hosts.patterns.isEmpty, hosts.patterns.allSatisfy({ !$0.contains("/") && !$0.contains(":") && $0 != "*" && $0 != "*." }) else {
-                throw ValueError(message: "'\(value)' must be host names or *.domain patterns, comma-separated")
+            let wellFormed = hosts.patterns.allSatisfy { pattern in
+                let parts = pattern.split(separator: ":", omittingEmptySubsequences: false)
+                guard let name = parts.first, !name.isEmpty, !name.contains("/"), name != "*", name != "*." else { return false }
+                return parts.count == 1 || (parts.count == 2 && UInt16(parts[1]) != nil)
+            }
+            guard !hosts.patterns.isEmpty, wellFormed else {
+                throw ValueError(message: "'\(value)' must be host names or *.domain patterns, each with :port when not 443, comma-separated")
             }
             configuration.webPush.allowedHosts = hosts
         },

@@ -100,8 +100,8 @@ extension RegisterRequest {
         guard let point = Base64URL.decode(subscription.p256dh), (try? P256PublicKey(point: point)) != nil else {
             throw .badRequest("INVALID_PUSH_TOKEN", "'pushToken.keys.p256dh' is not a point on P-256")
         }
-        guard hosts.allows(host: subscription.host) else {
-            throw .badRequest("WEB_PUSH_HOST_NOT_ALLOWED", "this gateway does not send Web Push to \(subscription.host)")
+        guard hosts.allows(subscription) else {
+            throw .badRequest("WEB_PUSH_HOST_NOT_ALLOWED", "this gateway does not send Web Push to \(subscription.host)\(subscription.port.map { ":\($0)" } ?? "")")
         }
         return subscription
     }

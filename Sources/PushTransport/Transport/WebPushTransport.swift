@@ -43,7 +43,7 @@ public struct WebPushService: PushService {
         guard let subscription = WebPushSubscription(stored: token) else {
             return .failure(RequestRefused(outcome: .tokenDead(reason: "not a Web Push subscription", since: nil)))
         }
-        guard allowedHosts.allows(host: subscription.host) else {
+        guard allowedHosts.allows(subscription) else {
             return .failure(RequestRefused(outcome: .failed(reason: "the subscription's host \(subscription.host) is not in webPushAllowedHosts")))
         }
         guard let publicKey = Base64URL.decode(subscription.p256dh), let auth = Base64URL.decode(subscription.auth) else {

@@ -1,3 +1,5 @@
+import PigeonCore
+
 /// The bank proxy's service (`SBIOutbound`, CONTRACT §3), described once: the gateway's client,
 /// the reference `pigeon bank-stub` and the WSDL served at
 /// `/pigeon/services/SBIOutbound?wsdl` all read this description.
@@ -14,7 +16,8 @@ public enum OutboundService {
 
     // MARK: Types
 
-    public static let platform = EnumerationType(name: "platform", values: ["IOS", "ANDROID"])
+    /// Every platform a device registers with (CONTRACT §2): the bank is asked about each.
+    public static let platform = EnumerationType(name: "platform", values: Platform.allCases.map(\.rawValue))
     public static let authorizationResult = EnumerationType(name: "authorizationResult", values: ["OK", "ERROR"])
     public static let verificationResult = EnumerationType(name: "verificationResult", values: ["OK", "VERIFICATION_FAILED"])
 

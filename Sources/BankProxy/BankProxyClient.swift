@@ -82,6 +82,15 @@ public struct BankProxyClient: Sendable {
         ]))
     }
 
+    /// Tells the bank that `deviceCount` devices did not fetch the current version of `pass`
+    /// after every update push (CONTRACT §7).
+    public func reportPassUpdateNotFetched(passTypeIdentifier: String, serialNumber: String, deviceCount: Int) async throws(BankProxyError) {
+        _ = try await call(OutboundService.reportPassUpdateNotFetched, SOAPRecord([
+            "passTypeIdentifier": [.string(passTypeIdentifier)], "serialNumber": [.string(serialNumber)],
+            "deviceCount": [.int(Int32(clamping: deviceCount))],
+        ]))
+    }
+
     private static func record(_ request: SubscriptionRequest) -> SOAPRecord {
         SOAPRecord([
             "bankClientId": [.string(request.bankClientId)], "userId": [.string(request.userId)],

@@ -54,10 +54,13 @@ public final class BankStub: Sendable {
 
     /// A report the stub received.
     public struct Report: Sendable, Equatable {
-        /// `reportNotificationExpired` or `pushIsOpened`.
+        /// `reportNotificationExpired`, `pushIsOpened` or `reportPassUpdateNotFetched`.
         public var operation: String
+        /// The notification id, or the pass as `passTypeIdentifier/serialNumber`.
         public var notificationId: String
         public var users: [String]
+        /// Devices that did not fetch a pass's update (`reportPassUpdateNotFetched`).
+        public var deviceCount: Int? = nil
     }
 
     private struct State {
@@ -218,6 +221,12 @@ public final class BankStub: Sendable {
             let report = Report(operation: operation.name, notificationId: parameters.string("notificationId") ?? "", users: parameters.strings("userId"))
             state.withLock { $0.reports.append(report) }
             logger.notice("report received", metadata: ["operation": report.operation, "notification": report.notificationId, "users": report.users.prefix(20).joined(separator: ","), "count": String(report.users.count)])
+            result = SOAPRecord()
+        case "reportPassUpdateNotFetched":
+            let pass = "\(parameters.string("passTypeIdentifier") ?? "")/\(parameters.string("serialNumber") ?? "")"
+            let report = Report(operation: operation.name, notificationId: pass, users: [], deviceCount: parameters.int("deviceCount").map(Int.init))
+            state.withLock { $0.reports.append(report) }
+            logger.notice("report received", metadata: ["operation": report.operation, "pass": pass, "devices": String(report.deviceCount ?? 0)])
             result = SOAPRecord()
         default:
             return fault(.client("unknown operation '\(operation.name)'"), version: decoded.version)

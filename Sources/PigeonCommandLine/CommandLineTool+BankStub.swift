@@ -12,7 +12,7 @@ extension CommandLineTool {
         the bank client ids it knows (default: any); --authorized lists users whose
         subscriptions are authorized without an SMS code; other users get a code, written to
         this log instead of sent (--code fixes it, default random six digits). Every report
-        (reportNotificationExpired, pushIsOpened) is logged. Admin on the same port:
+        (reportNotificationExpired, pushIsOpened, reportPassUpdateNotFetched) is logged. Admin on the same port:
         GET /stub/reports, GET /stub/codes, PUT /stub/mode {"mode": "normal|down|slow|garbage"},
         GET /stub/health. The service address is printed at start. Default listen:
         127.0.0.1:8088. Stops on SIGTERM.

@@ -40,6 +40,12 @@ public struct APNsRequestBuilder: Sendable {
         return APNsPreparedMessage(headers: headers, body: body)
     }
 
+    /// A Wallet pass update push (CONTRACT §7): an empty JSON object on the pass type's topic,
+    /// as Apple specifies for passes; Wallet then asks the web service what changed.
+    public static func passUpdate(passTypeIdentifier: String) -> APNsPreparedMessage {
+        APNsPreparedMessage(headers: ["apns-topic": passTypeIdentifier, "content-type": "application/json"], body: Data("{}".utf8))
+    }
+
     /// The JSON payload; throws when it exceeds 4 KB.
     public func payload(for message: PushMessage) throws(PushMessageError) -> Data {
         var aps: [(String, JSONValue)] = [("alert", .string(message.text))]

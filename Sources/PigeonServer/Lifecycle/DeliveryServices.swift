@@ -43,6 +43,8 @@ extension BankProxyClient: BankReporting {
             try await pushIsOpened(notificationId: id, user: user)
         case .notificationExpired(let id, let users):
             try await reportNotificationExpired(notificationId: id, users: users)
+        case .passUpdateNotFetched(let pass, let count):
+            try await reportPassUpdateNotFetched(passTypeIdentifier: pass.passTypeIdentifier, serialNumber: pass.serialNumber, deviceCount: count)
         }
     }
 }

@@ -5,7 +5,9 @@ import PigeonCore
 public struct DeadReport: Sendable, Equatable {
     public var id: Int64
     public var kind: String
+    /// The notification id, or the pass (`passTypeIdentifier/serialNumber`) a report is about.
     public var notificationId: String
+    /// The users it names, or how many devices (a pass report).
     public var users: [String]
     public var attempts: Int
     public var lastError: String?
@@ -103,11 +105,7 @@ public struct Outbox: Sendable {
                 guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
                       let report = BankReport(kind: kind, payload: payload),
                       let created = row[5].flatMap(Double.init), let died = row[6].flatMap(Double.init) else { return nil }
-                let (notification, users): (String, [String]) = switch report {
-                case .pushIsOpened(let id, let user): (id, [user])
-                case .notificationExpired(let id, let users): (id, users)
-                }
-                return DeadReport(id: id, kind: kind, notificationId: notification, users: users, attempts: row.integer(3) ?? 0,
+                return DeadReport(id: id, kind: kind, notificationId: report.subject, users: report.concerned, attempts: row.integer(3) ?? 0,
                                   lastError: row[4], createdAt: Date(timeIntervalSince1970: created), diedAt: Date(timeIntervalSince1970: died))
             }
         }
@@ -144,14 +142,22 @@ extension BankReport {
         let object: [String: Any] = switch self {
         case .pushIsOpened(let id, let user): ["notificationId": id, "users": [user]]
         case .notificationExpired(let id, let users): ["notificationId": id, "users": users]
+        case .passUpdateNotFetched(let pass, let count):
+            ["passTypeIdentifier": pass.passTypeIdentifier, "serialNumber": pass.serialNumber, "deviceCount": count]
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
     init?(kind: String, payload: String) {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any],
-              let id = object["notificationId"] as? String, let users = object["users"] as? [String] else { return nil }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any] else { return nil }
+        if kind == "reportPassUpdateNotFetched" {
+            guard let type = object["passTypeIdentifier"] as? String, let serial = object["serialNumber"] as? String,
+                  let count = (object["deviceCount"] as? NSNumber)?.intValue else { return nil }
+            self = .passUpdateNotFetched(pass: PassIdentity(passTypeIdentifier: type, serialNumber: serial), deviceCount: count)
+            return
+        }
+        guard let id = object["notificationId"] as? String, let users = object["users"] as? [String] else { return nil }
         switch kind {
         case "pushIsOpened":
             guard let user = users.first else { return nil }

@@ -104,6 +104,22 @@ public final class APNsTransport: Sendable {
     /// a whole batch.
     public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
+        await send(prepared, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
+    }
+
+    /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most
+    /// `maxInFlight` at once; one outcome per token, in order.
+    public func sendPassUpdates(passTypeIdentifier: String, tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
+        let outcomes = Mutex([PushOutcome](repeating: .retry(reason: "not sent", after: nil), count: tokens.count))
+        await send([.success(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier))],
+                   pushes: tokens.map { PushBatch.Push(message: 0, token: $0) }, maxInFlight: maxInFlight) { result in
+            outcomes.withLock { $0[result.index] = result.outcome }
+        }
+        return outcomes.withLock { $0 }
+    }
+
+    private func send(_ prepared: [Result<APNsPreparedMessage, PushMessageError>], pushes: [PushBatch.Push], maxInFlight: Int,
+                      onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let rounds = BatchRounds<String?>(
             credential: { [self] in
                 bearer().mapError { CredentialUnavailable(outcome: .failed(reason: $0.description)) }
@@ -127,7 +143,7 @@ public final class APNsTransport: Sendable {
                 guard refused != nil, case .success(let next) = bearer() else { return false }
                 return next != refused
             })
-        await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
+        await rounds.send(pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// The provider token to send with the next request, `nil` with certificate

@@ -24,6 +24,7 @@ struct SchemaEncoder {
         switch value {
         case .string(let text): text.utf8.count
         case .int, .long, .boolean: 20
+        case .bytes(let data): (data.count + 2) / 3 * 4
         case .record(let record): sizeEstimate(record)
         // <entry><key>…</key><value>…</value></entry>
         case .entries(let entries): entries.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 41 }
@@ -36,6 +37,7 @@ struct SchemaEncoder {
         case .int(let number): output += String(number)
         case .long(let number): output += String(number)
         case .boolean(let flag): output += flag ? "true" : "false"
+        case .bytes(let data): output += data.base64EncodedString()
         case .record(let record):
             if case .complex(let complex) = type {
                 encode(record, as: complex, into: output)

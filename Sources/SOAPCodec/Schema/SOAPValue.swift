@@ -1,9 +1,13 @@
+import Foundation
+
 /// A decoded (or to-be-encoded) value of an ``XSDType``.
 public enum SOAPValue: Sendable, Equatable {
     case string(String)
     case int(Int32)
     case long(Int64)
     case boolean(Bool)
+    /// The bytes of an `xs:base64Binary`.
+    case bytes(Data)
     case record(SOAPRecord)
     /// A map in JAXB's form (`entry` elements of `key` and `value`) kept as pairs: encoded exactly
     /// like the equivalent records, at a fraction of their memory (a send's answer holds one entry
@@ -52,6 +56,11 @@ public struct SOAPRecord: Sendable, Equatable {
 
     public func boolean(_ name: String) -> Bool? {
         if case .boolean(let value)? = self[name] { return value }
+        return nil
+    }
+
+    public func bytes(_ name: String) -> Data? {
+        if case .bytes(let value)? = self[name] { return value }
         return nil
     }
 

@@ -106,7 +106,7 @@ public struct WSDLGenerator: Sendable {
             for field in complex.fields {
                 schemaTypes(field.type, emitted: &emitted, into: &out)
             }
-        case .string, .int, .long, .boolean:
+        case .string, .int, .long, .boolean, .base64Binary:
             return
         }
     }

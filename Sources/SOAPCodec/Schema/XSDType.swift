@@ -10,6 +10,8 @@ public enum XSDType: Sendable {
     case long
     /// `xs:boolean` (`true`, `false`, `1`, `0`).
     case boolean
+    /// `xs:base64Binary`: bytes, refused when decoding beyond `maxBytes` (a signed Wallet pass).
+    case base64Binary(maxBytes: Int)
     /// A named `xs:simpleType` restricting `xs:string` to the given values.
     case enumeration(EnumerationType)
     /// A named `xs:complexType` with a sequence of fields.
@@ -22,6 +24,7 @@ public enum XSDType: Sendable {
         case .int: "xs:int"
         case .long: "xs:long"
         case .boolean: "xs:boolean"
+        case .base64Binary: "xs:base64Binary"
         case .enumeration(let type): "tns:\(type.name)"
         case .complex(let type): "tns:\(type.name)"
         }

@@ -1,3 +1,5 @@
+import PigeonCore
+
 /// The inbound service the bank backend calls (`SBIInboundWebService`), described once: the
 /// decoder, the encoder and the WSDL all read this description.
 public enum InboundService {
@@ -12,6 +14,11 @@ public enum InboundService {
         public static let mapValue = 4_096
         public static let mapEntries = 100
         public static let users = 10_000
+        /// Pass type identifiers and serial numbers (Apple's web service puts them in paths).
+        public static let passIdentifier = 128
+        public static let authenticationToken = 256
+        /// A signed `.pkpass` archive.
+        public static let passBytes = 10 * 1024 * 1024
     }
 
     // MARK: Types
@@ -21,6 +28,8 @@ public enum InboundService {
     public static let deliveryState = EnumerationType(
         name: "deliveryState",
         values: ["QUEUED", "SENT", "DELIVERED", "READ", "SENDING_FAILED", "INVALID_SUBSCRIPTION", "EXPIRED"])
+    public static let passDeviceState = EnumerationType(
+        name: "passDeviceState", values: PassDeliveryState.allCases.map(\.rawValue))
     public static let pushType = EnumerationType(
         name: "pushType", values: ["UNIVERSAL", "PRODUCT", "FORM", "SHOW_MAP", "URL", "PIN_CODE", "MESSAGE"])
 
@@ -34,6 +43,12 @@ public enum InboundService {
         fields: [Field("key", .string(maxLength: Limits.identifier)), Field("value", .enumeration(deliveryState))])
     static let deliveryStatusMap = ComplexType(
         name: "deliveryStatusMap", fields: [.list("entry", .complex(deliveryStatusEntry))])
+
+    static let passDeviceEntry = ComplexType(
+        name: "passDeviceEntry",
+        fields: [Field("key", .string(maxLength: Limits.passIdentifier)), Field("value", .enumeration(passDeviceState))])
+    static let passDeviceMap = ComplexType(
+        name: "passDeviceMap", fields: [.list("entry", .complex(passDeviceEntry))])
 
     static let pushContent = ComplexType(
         name: "pushContent",
@@ -87,9 +102,30 @@ public enum InboundService {
         requestFields: [.list("user", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
         returnType: result("checkSubscriptionExistsResult", [.list("exists", .boolean)]))
 
+    /// Stores a new version of a Wallet pass and queues an update push to every device
+    /// registered for it (CONTRACT §7); `version` is the stored version's number.
+    public static let updatePass = OperationDescription(
+        name: "updatePass",
+        requestFields: [
+            Field("passTypeIdentifier", .string(maxLength: Limits.passIdentifier)),
+            Field("serialNumber", .string(maxLength: Limits.passIdentifier)),
+            Field("authenticationToken", .string(maxLength: Limits.authenticationToken)),
+            Field("pass", .base64Binary(maxBytes: Limits.passBytes)),
+        ],
+        returnType: result("updatePassResult", [.optional("version", .long)]))
+    /// A pass's current version and each registered device's state, by device library identifier.
+    public static let getPassStatus = OperationDescription(
+        name: "getPassStatus",
+        requestFields: [
+            Field("passTypeIdentifier", .string(maxLength: Limits.passIdentifier)),
+            Field("serialNumber", .string(maxLength: Limits.passIdentifier)),
+        ],
+        returnType: result("passStatusResult", [.optional("version", .long), .optional("devices", .complex(passDeviceMap))]))
+
     /// The whole service.
     public static let description = ServiceDescription(
         name: "SBIInboundWebService",
         targetNamespace: namespace,
-        operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists])
+        operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists,
+                     updatePass, getPassStatus])
 }

@@ -66,10 +66,20 @@ public enum OutboundService {
         ],
         returnType: ComplexType(name: "pushIsOpenedResult", fields: []))
 
+    public static let reportPassUpdateNotFetched = OperationDescription(
+        name: "reportPassUpdateNotFetched",
+        requestFields: [
+            Field("passTypeIdentifier", .string(maxLength: Limits.identifier)),
+            Field("serialNumber", .string(maxLength: Limits.identifier)),
+            Field("deviceCount", .int),
+        ],
+        returnType: ComplexType(name: "reportPassUpdateNotFetchedResult", fields: []))
+
     /// The whole service.
     public static let description = ServiceDescription(
         name: "SBIOutbound",
         targetNamespace: namespace,
-        operations: [checkSubscriptionAuthorized, authorizeSubscription, verifySubscriptionAuthorization, reportNotificationExpired, pushIsOpened],
+        operations: [checkSubscriptionAuthorized, authorizeSubscription, verifySubscriptionAuthorization, reportNotificationExpired, pushIsOpened,
+                     reportPassUpdateNotFetched],
         faults: [bankClientNotExists])
 }

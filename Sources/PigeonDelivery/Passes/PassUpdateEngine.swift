@@ -1,0 +1,138 @@
+import Foundation
+import PigeonCore
+import PushCore
+
+/// Pushes pass updates and watches for the fetches that should follow (CONTRACT §7), until
+/// cancelled: claims due pushes and ended fetch waits under a lease (several gateways never hold
+/// the same row; a crashed one's rows come due again), pushes each pass type's tokens together,
+/// and writes what became of each claim by ``PassUpdatePolicy``. What was pushed is written down
+/// even while the engine stops, so a stop repeats no push; claims not yet pushed are handed back.
+public struct PassUpdateEngine: Sendable {
+    var queue: any PassUpdateQueueing
+    var pusher: any PassPushing
+    var policy: PassUpdatePolicy
+    var owner: String
+    var clock: any DeliveryClock
+    var random: any RandomSource
+    var batchSize = 500
+    var lease: Duration = .seconds(60)
+    var idlePoll: Duration = .milliseconds(250)
+    var metrics: MetricsRegistry
+    var logger: Logger
+
+    public init(queue: any PassUpdateQueueing, pusher: any PassPushing, policy: PassUpdatePolicy, owner: String,
+                clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
+                batchSize: Int = 500, metrics: MetricsRegistry, logger: Logger) {
+        self.queue = queue
+        self.pusher = pusher
+        self.policy = policy
+        self.owner = owner
+        self.clock = clock
+        self.random = random
+        self.batchSize = batchSize
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Metric families the engine writes.
+    public static func describe(_ metrics: MetricsRegistry) {
+        metrics.describe("pigeon_pass_pushes_total", type: "counter", help: "Pass update pushes by outcome (accepted, token_dead, retry, refresh_credentials, failed).")
+        metrics.describe("pigeon_pass_deliveries_total", type: "counter", help: "Registered devices' pass updates settled by the engine, by state (EXPIRED, SENDING_FAILED).")
+    }
+
+    /// Runs until the task is cancelled, then hands back what it holds.
+    public func run() async {
+        logger.info("pass update engine started", metadata: ["fetchTimeoutSeconds": String(policy.fetchTimeout.components.seconds),
+                                                              "fetchRetries": String(policy.fetchRetries)])
+        while !Task.isCancelled {
+            let claims: [ClaimedPassPush]
+            do {
+                claims = try await queue.claimPassPushes(owner: owner, limit: batchSize, lease: lease)
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning("cannot claim pass update pushes", metadata: ["error": "\(error)"])
+                try? await clock.sleep(for: .seconds(1))
+                continue
+            }
+            if claims.isEmpty {
+                try? await clock.sleep(for: idlePoll)
+                continue
+            }
+            let results = await process(claims)
+            await CancellationShield.run { await record(results) }
+        }
+        await CancellationShield.run {
+            do {
+                let released = try await queue.releasePassPushes(owner: owner)
+                if released > 0 { logger.notice("pass update pushes handed back", metadata: ["claims": String(released)]) }
+            } catch {
+                logger.warning("cannot hand back pass update pushes; they come due when their lease ends", metadata: ["error": "\(error)"])
+            }
+        }
+        logger.info("pass update engine stopped")
+    }
+
+    /// The results of one round of claims: expiries at once, pushes per pass type.
+    func process(_ claims: [ClaimedPassPush]) async -> [PassPushResult] {
+        var results: [PassPushResult] = []
+        var pushes: [String: [ClaimedPassPush]] = [:]
+        for claim in claims {
+            switch policy.step(for: claim) {
+            case .expire: results.append(PassPushResult(claim: claim, change: .expired))
+            case .push: pushes[claim.pass.passTypeIdentifier, default: []].append(claim)
+            }
+        }
+        let pusher = self.pusher
+        let answered = await withTaskGroup(of: [(ClaimedPassPush, PushOutcome)].self) { group in
+            for (passType, claimsOfType) in pushes {
+                group.addTask {
+                    let outcomes = await pusher.pushUpdates(passTypeIdentifier: passType, tokens: claimsOfType.map(\.pushToken))
+                    return Array(zip(claimsOfType, outcomes))
+                }
+            }
+            var all: [(ClaimedPassPush, PushOutcome)] = []
+            for await part in group { all += part }
+            return all
+        }
+        let now = clock.now()
+        var generator = RandomSourceGenerator(source: random)
+        var counts: [String: Double] = [:]
+        for (claim, outcome) in answered {
+            counts[outcome.label, default: 0] += 1
+            results.append(PassPushResult(claim: claim, change: policy.change(after: outcome, for: claim, now: now, random: &generator)))
+        }
+        for (label, count) in counts { metrics.increment("pigeon_pass_pushes_total", labels: ["outcome": label], by: count) }
+        return results
+    }
+
+    private func record(_ results: [PassPushResult]) async {
+        var settled: [String: Double] = [:]
+        for result in results {
+            switch result.change {
+            case .expired: settled["EXPIRED", default: 0] += 1
+            case .failed(let error):
+                settled["SENDING_FAILED", default: 0] += 1
+                logger.warning("pass update push failed for good", metadata: [
+                    "pass": result.claim.pass.description, "device": LogText.escaped(result.claim.deviceLibraryIdentifier, limit: 64),
+                    "error": LogText.escaped(error, limit: 200)])
+            case .tokenDead:
+                logger.info("Wallet device's push token is dead; its registrations are removed", metadata: [
+                    "device": LogText.escaped(result.claim.deviceLibraryIdentifier, limit: 64)])
+            case .sent, .retry:
+                break
+            }
+        }
+        // A failed write is tried again: the pushes were made, and an unwritten SENT would push
+        // again when the lease ends.
+        for attempt in 1...3 {
+            do {
+                try await queue.recordPassPushes(results, owner: owner)
+                break
+            } catch {
+                logger.warning("cannot record pass update pushes", metadata: ["attempt": String(attempt), "error": "\(error)"])
+                if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
+            }
+        }
+        for (state, count) in settled { metrics.increment("pigeon_pass_deliveries_total", labels: ["state": state], by: count) }
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import PigeonCore
+
+/// Wallet passes in PostgreSQL (CONTRACT §7): the bank's versions, Apple's web service
+/// (registrations, changed serials, downloads, logs) and, in ``PassStore`` + queue, the update
+/// pushes. Authentication tokens are compared as SHA-256 digests computed by the caller.
+///
+/// Every change that can settle a version — a fetch, an expiry, a failed push — first locks the
+/// pass's row, so the check "no device still waits, some did not fetch" sees the others' changes
+/// and the bank gets exactly one `reportPassUpdateNotFetched` per version.
+public struct PassStore: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Bounds on registrations (CONTRACT §7: limits on everything a phone can create).
+    public struct RegistrationLimits: Sendable, Equatable {
+        /// Passes one Wallet may register for.
+        public var perDevice: Int
+        /// Wallets one pass may be registered on.
+        public var perPass: Int
+
+        public init(perDevice: Int = 500, perPass: Int = 20) {
+            self.perDevice = perDevice
+            self.perPass = perPass
+        }
+    }
+
+    // MARK: The bank's side
+
+    /// What became of an `updatePass`.
+    public enum UpdateResult: Sendable, Equatable {
+        /// Stored as `version`; `queued` devices will be pushed.
+        case stored(version: Int64, queued: Int)
+        /// The pass exists with another authentication token, which Wallet never changes.
+        case tokenMismatch
+    }
+
+    /// Stores `content` as the pass's next version (the first when it is new) and queues an
+    /// update push for every device registered for it, in one statement. Last-Modified grows by
+    /// at least a second a version, so `If-Modified-Since` never hides a newer version.
+    public func update(_ pass: PassIdentity, authenticationDigest: Data, content: Data) async throws -> UpdateResult {
+        let parameters = [pass.passTypeIdentifier, pass.serialNumber, PostgresBytea.encode(authenticationDigest), PostgresBytea.encode(content)]
+        return try await pool.withConnection { connection in
+            let row = try connection.query("""
+                WITH stored AS (
+                    INSERT INTO passes AS p (pass_type_id, serial_number, auth_token_digest, version, content, modified_at, update_tag)
+                    VALUES ($1, $2, $3::bytea, 1, $4::bytea, date_trunc('second', now()), nextval('pass_update_tags'))
+                    ON CONFLICT (pass_type_id, serial_number) DO UPDATE
+                    SET version = p.version + 1, content = EXCLUDED.content, update_tag = EXCLUDED.update_tag,
+                        modified_at = greatest(EXCLUDED.modified_at, p.modified_at + interval '1 second')
+                    WHERE p.auth_token_digest = EXCLUDED.auth_token_digest
+                    RETURNING p.version
+                ), queued AS (
+                    UPDATE pass_registrations r
+                    SET state = 'QUEUED', version = stored.version, pushes = 0, failures = 0, next_attempt_at = now(),
+                        lease_owner = NULL, listed_at = NULL, last_error = NULL, state_changed_at = now()
+                    FROM stored
+                    WHERE r.pass_type_id = $1 AND r.serial_number = $2
+                    RETURNING 1
+                )
+                SELECT (SELECT version FROM stored), (SELECT count(*) FROM queued)
+                """, parameters).rows.first
+            guard let version = row?.text(0).flatMap(Int64.init) else { return .tokenMismatch }
+            return .stored(version: version, queued: row?.integer(1) ?? 0)
+        }
+    }
+
+    /// A pass's current version and every registered device's state, by device library id;
+    /// nil for an unknown pass.
+    public func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])? {
+        try await pool.withConnection(idempotent: true) { connection in
+            guard let version = try connection.query(
+                "SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
+                [pass.passTypeIdentifier, pass.serialNumber]).scalar.flatMap(Int64.init) else { return nil }
+            let devices = try connection.query("""
+                SELECT device_library_id, state FROM pass_registrations
+                WHERE pass_type_id = $1 AND serial_number = $2 ORDER BY device_library_id
+                """, [pass.passTypeIdentifier, pass.serialNumber]).rows.compactMap { row -> (String, PassDeliveryState)? in
+                guard let device = row.text(0), let state = row.text(1).flatMap(PassDeliveryState.init(rawValue:)) else { return nil }
+                return (device, state)
+            }
+            return (version, devices)
+        }
+    }
+
+    // MARK: Apple's web service
+
+    /// What became of a registration.
+    public enum RegistrationResult: Sendable, Equatable {
+        case created
+        case alreadyRegistered
+        /// No such pass, or not its authentication token.
+        case unauthorized
+        /// `RegistrationLimits` reached; the message says which.
+        case limitReached(String)
+    }
+
+    /// Registers `device` (with its current push token) for `pass`.
+    public func register(device: String, pushToken: String, for pass: PassIdentity, authenticationDigest: Data,
+                         limits: RegistrationLimits) async throws -> RegistrationResult {
+        let digest = PostgresBytea.encode(authenticationDigest)
+        return try await pool.transaction { connection in
+            guard let version = try Self.lockPass(pass, digest: digest, connection) else { return .unauthorized }
+            // One device's registrations are counted one at a time.
+            _ = try connection.query("SELECT pg_advisory_xact_lock(hashtext('pigeon.pass_device'), hashtext($1))", [device])
+            let key = [pass.passTypeIdentifier, pass.serialNumber, device]
+            if !(try connection.query("""
+                SELECT 1 FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
+                """, key).isEmpty) {
+                _ = try connection.query("UPDATE pass_devices SET push_token = $2, updated_at = now() WHERE device_library_id = $1", [device, pushToken])
+                return .alreadyRegistered
+            }
+            let counts = try connection.query("""
+                SELECT (SELECT count(*) FROM pass_registrations WHERE device_library_id = $3),
+                       (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2)
+                """, key).rows.first
+            if (counts?.integer(0) ?? 0) >= limits.perDevice {
+                return .limitReached("this device has registered for \(limits.perDevice) passes, the most one device may")
+            }
+            if (counts?.integer(1) ?? 0) >= limits.perPass {
+                return .limitReached("this pass is registered on \(limits.perPass) devices, the most one pass may")
+            }
+            _ = try connection.query("""
+                INSERT INTO pass_devices (device_library_id, push_token) VALUES ($1, $2)
+                ON CONFLICT (device_library_id) DO UPDATE SET push_token = EXCLUDED.push_token, updated_at = now()
+                """, [device, pushToken])
+            _ = try connection.query("""
+                INSERT INTO pass_registrations (pass_type_id, serial_number, device_library_id, version) VALUES ($1, $2, $3, $4)
+                """, key + [String(version)])
+            return .created
+        }
+    }
+
+    /// Removes `device`'s registration for `pass` (and the device, when it was its last);
+    /// false when the pass or its token is not right. Removing what is not registered is fine.
+    public func unregister(device: String, from pass: PassIdentity, authenticationDigest: Data) async throws -> Bool {
+        let digest = PostgresBytea.encode(authenticationDigest)
+        return try await pool.transaction { connection in
+            guard try Self.lockPass(pass, digest: digest, connection) != nil else { return false }
+            _ = try connection.query("""
+                DELETE FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
+                """, [pass.passTypeIdentifier, pass.serialNumber, device])
+            _ = try connection.query("""
+                DELETE FROM pass_devices d WHERE device_library_id = $1
+                  AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
+                """, [device])
+            // The device may have been the last one the version waited for.
+            try Self.reportIfSettled(pass, connection)
+            return true
+        }
+    }
+
+    /// The serial numbers of `device`'s passes of `passType` changed after `tag` (all of them
+    /// without a tag), plus those whose current version it has not fetched yet — a tag handed
+    /// out while another update was still being written never hides that update — and the
+    /// newest tag of its passes. Each listed registration is marked: its fetch comes next.
+    /// nil when the device has no pass of that type.
+    public func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)? {
+        try await pool.withConnection { connection in
+            let row = try connection.query("""
+                WITH mine AS (
+                    SELECT r.serial_number, p.update_tag, r.state
+                    FROM pass_registrations r JOIN passes p USING (pass_type_id, serial_number)
+                    WHERE r.device_library_id = $1 AND r.pass_type_id = $2
+                ), listed AS (
+                    UPDATE pass_registrations r SET listed_at = clock_timestamp()
+                    FROM mine
+                    WHERE r.device_library_id = $1 AND r.pass_type_id = $2 AND r.serial_number = mine.serial_number
+                      AND ($3::bigint IS NULL OR mine.update_tag > $3::bigint
+                           OR mine.state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED'))
+                    RETURNING r.serial_number
+                )
+                SELECT (SELECT max(update_tag) FROM mine), (SELECT array_agg(serial_number ORDER BY serial_number) FROM listed)
+                """, [device, passType, tag.map(String.init)]).rows.first
+            guard let lastUpdated = row?.text(0).flatMap(Int64.init) else { return nil }
+            let serials = row?.text(1).map { PostgresArray.decode($0).compactMap { $0 } } ?? []
+            return (serials, lastUpdated)
+        }
+    }
+
+    /// What a download of a pass came to.
+    public enum FetchResult: Sendable, Equatable {
+        case unauthorized
+        /// The device has this version already (`If-Modified-Since` at or after Last-Modified).
+        case notModified(modifiedAt: Date)
+        case pass(content: Data, modifiedAt: Date, version: Int64)
+    }
+
+    /// The latest version of `pass`, or 304 for a device that has it. Either way one device that
+    /// waited for this version is `FETCHED`: Apple's download request names no device, so it is
+    /// the one that asked first for the changed serials and has not fetched, else the one
+    /// waiting longest (a Wallet refreshed by hand), else a device that registered without
+    /// fetching.
+    public func fetch(_ pass: PassIdentity, authenticationDigest: Data, ifModifiedSince: Date?) async throws -> FetchResult {
+        let digest = PostgresBytea.encode(authenticationDigest)
+        return try await pool.transaction { connection in
+            guard let row = try connection.query("""
+                SELECT version, extract(epoch FROM modified_at)::double precision FROM passes
+                WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
+                """, [pass.passTypeIdentifier, pass.serialNumber, digest]).rows.first,
+                  let version = row.text(0).flatMap(Int64.init), let modified = row.text(1).flatMap(Double.init)
+            else { return .unauthorized }
+            _ = try connection.query("""
+                UPDATE pass_registrations r
+                SET state = 'FETCHED', next_attempt_at = NULL, lease_owner = NULL, last_error = NULL, state_changed_at = now()
+                FROM (SELECT device_library_id FROM pass_registrations
+                      WHERE pass_type_id = $1 AND serial_number = $2 AND version = $3
+                        AND state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED', 'REGISTERED')
+                      ORDER BY listed_at IS NULL, state = 'REGISTERED', listed_at, state_changed_at
+                      LIMIT 1) AS fetcher
+                WHERE r.pass_type_id = $1 AND r.serial_number = $2 AND r.device_library_id = fetcher.device_library_id
+                """, [pass.passTypeIdentifier, pass.serialNumber, String(version)])
+            try Self.reportIfSettled(pass, connection)
+            let modifiedAt = Date(timeIntervalSince1970: modified)
+            if let ifModifiedSince, ifModifiedSince >= modifiedAt { return .notModified(modifiedAt: modifiedAt) }
+            guard let text = try connection.query(
+                "SELECT content FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
+                [pass.passTypeIdentifier, pass.serialNumber]).scalar,
+                  let content = PostgresBytea.decode(text) else { return .unauthorized }
+            return .pass(content: content, modifiedAt: modifiedAt, version: version)
+        }
+    }
+
+    /// Keeps what a device posted to `/v1/log`; messages already bounded by the caller.
+    public func log(_ messages: [String], peer: String) async throws {
+        guard !messages.isEmpty else { return }
+        _ = try await pool.withConnection { connection in
+            try connection.query("INSERT INTO pass_logs (peer, message) SELECT $1, unnest($2::text[])", [peer, PostgresArray.encode(messages)])
+        }
+    }
+
+    /// Deletes device logs older than `days`; returns how many.
+    public func dropLogs(olderThan days: Int, limit: Int = 10_000) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                DELETE FROM pass_logs WHERE id IN (
+                    SELECT id FROM pass_logs WHERE received_at < now() - make_interval(days => $1::integer) LIMIT \(max(1, limit)))
+                """, [String(days)]).affected
+        }
+    }
+
+    // MARK: Shared steps
+
+    /// Locks the pass's row when `digest` is its token's; returns its version, or nil.
+    static func lockPass(_ pass: PassIdentity, digest: String, _ connection: PostgresConnection) throws -> Int64? {
+        try connection.query("""
+            SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
+            """, [pass.passTypeIdentifier, pass.serialNumber, digest]).scalar.flatMap(Int64.init)
+    }
+
+    /// Writes the bank's report for the pass's current version when no device still waits for
+    /// it and some did not fetch it, once a version. The caller holds the pass's row lock.
+    static func reportIfSettled(_ pass: PassIdentity, _ connection: PostgresConnection) throws {
+        _ = try connection.query("""
+            WITH counts AS (
+                SELECT p.version,
+                       count(*) FILTER (WHERE r.state IN ('QUEUED', 'SENT')) AS waiting,
+                       count(*) FILTER (WHERE r.state IN ('EXPIRED', 'SENDING_FAILED')) AS missed
+                FROM passes p
+                JOIN pass_registrations r ON r.pass_type_id = p.pass_type_id AND r.serial_number = p.serial_number
+                                         AND r.version = p.version
+                WHERE p.pass_type_id = $1 AND p.serial_number = $2 AND p.reported_version < p.version
+                GROUP BY p.version
+            ), marked AS (
+                UPDATE passes p SET reported_version = counts.version
+                FROM counts
+                WHERE p.pass_type_id = $1 AND p.serial_number = $2 AND counts.waiting = 0 AND counts.missed > 0
+                RETURNING counts.missed
+            )
+            INSERT INTO outbox (kind, payload)
+            SELECT 'reportPassUpdateNotFetched',
+                   jsonb_build_object('passTypeIdentifier', $1::text, 'serialNumber', $2::text, 'deviceCount', missed)
+            FROM marked
+            """, [pass.passTypeIdentifier, pass.serialNumber])
+    }
+}

@@ -45,6 +45,9 @@ extension GatewayConfiguration {
         if key.hasPrefix("app.") {
             return try applyAppKey(key, value: value, location: location)
         }
+        if key.hasPrefix("passType.") {
+            return try applyPassTypeKey(key, value: value, location: location)
+        }
         guard let setter = Self.keys[key] else {
             throw ConfigurationError(location: location, message: "unknown key '\(key)'")
         }
@@ -174,6 +177,7 @@ extension GatewayConfiguration {
             }
         }
         try validateApps(location: location)
+        try validatePasses(location: location)
     }
 
     /// Why `url` may not carry the bank channel: `http://` to anything but a loopback address
@@ -308,6 +312,12 @@ extension GatewayConfiguration {
         "deliveryWorkers": { $0.delivery.workers = try integer($1, in: 1...64) },
         "pushConnections": { $0.delivery.connections = try integer($1, in: 1...64) },
         "shutdownGraceSeconds": { $0.delivery.shutdownGraceSeconds = try integer($1, in: 0...600) },
+        "passWebServicePath": { $0.passes.webServicePath = try passWebServicePath($1) },
+        "passFetchTimeoutSeconds": { $0.passes.fetchTimeoutSeconds = try integer($1, in: 1...604_800) },
+        "passFetchRetries": { $0.passes.fetchRetries = try integer($1, in: 0...100) },
+        "passRegistrationsPerDevice": { $0.passes.registrationsPerDevice = try integer($1, in: 1...100_000) },
+        "passRegistrationsPerPass": { $0.passes.registrationsPerPass = try integer($1, in: 1...100_000) },
+        "passRequestsPerAddressPerMinute": { $0.passes.requestsPerAddressPerMinute = try integer($1, in: 0...1_000_000) },
         "logLevel": { configuration, value in
             guard let level = Logger.Level(name: value) else {
                 throw ValueError(message: "'\(value)' is not one of \(Logger.Level.allCases.map { "\($0)" }.joined(separator: ", "))")

@@ -6,8 +6,8 @@ import PigeonStore
 /// Maps requests to endpoints for one listener, enforces authentication and body limits, and
 /// records request metrics by route template.
 ///
-/// A listener serves one or both surfaces (CONTRACT §5): `devices` (the device API and `/health`,
-/// facing phones) and `bank` (the SOAP service, both WSDLs, `/metrics`, `/ready`, `/health`,
+/// A listener serves one or both surfaces (CONTRACT §5): `devices` (the device API, the PassKit
+/// web service and `/health`, facing phones) and `bank` (the SOAP service, both WSDLs, `/metrics`, `/ready`, `/health`,
 /// facing the bank and operators). A path of the other surface is answered 404, exactly as an
 /// unknown one.
 struct Router: Sendable {
@@ -21,6 +21,7 @@ struct Router: Sendable {
     let surfaces: Surfaces
     let inbound: InboundEndpoint
     let devices: DeviceEndpoint
+    let passKit: PassKitEndpoint
     let outboundWSDL: OutboundWSDL
     let health: HealthEndpoint
     let metrics: MetricsRegistry
@@ -45,6 +46,9 @@ struct Router: Sendable {
         if surfaces.contains(.devices), head.path.hasPrefix(DeviceEndpoint.prefix) {
             return .accept(maxBytes: JSONFields.maximumBodyBytes)
         }
+        if surfaces.contains(.devices), passKit.serves(head.path) {
+            return .accept(maxBytes: passKit.maximumBody(head))
+        }
         return .accept(maxBytes: 0)
     }
 
@@ -67,6 +71,9 @@ struct Router: Sendable {
                 return ("api", APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(JSONFields.maximumBodyBytes) bytes").response)
             }
             return await devices.handle(request)
+        }
+        if surfaces.contains(.devices), passKit.serves(request.path) {
+            return await passKit.handle(request)
         }
         if request.path == "/health" {
             if request.bodyTooLarge { return ("health", HTTPResponse.text(413, "this resource takes no request body\n")) }

@@ -33,6 +33,7 @@ extension DeliveryEngine.Configuration {
 
 
 extension Outbox: ReportQueue {}
+extension PassStore: PassUpdateQueueing {}
 extension Sweeps: SweepJobs {}
 extension Retention: HistoryKeeping {}
 

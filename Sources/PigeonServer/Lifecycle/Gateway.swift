@@ -59,6 +59,7 @@ public final class Gateway: Sendable {
         let inbound = InboundEndpoint(
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
+            passes: PassStore(pool: pool),
             maxRequestBytes: configuration.http.maxRequestBytes,
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
@@ -79,6 +80,7 @@ public final class Gateway: Sendable {
         }
         let http = configuration.http
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
+        let passAddressLimit = PassAddressLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         // Phones and the bank do not share database connections when the bank has its own
         // listener: the device API gets a pool of its own, so a flood of acknowledgements never
         // stands in front of a sendNotification.
@@ -107,6 +109,10 @@ public final class Gateway: Sendable {
                     limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
                     apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
                     logger: logger.withLabel("pigeon.devices")),
+                passKit: PassKitEndpoint(
+                    prefix: configuration.passes.webServicePath, store: PassStore(pool: devicePool),
+                    limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
+                    addressLimit: passAddressLimit, metrics: metrics, logger: logger.withLabel("pigeon.passkit")),
                 outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
                 health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
                 metrics: metrics,
@@ -131,7 +137,8 @@ public final class Gateway: Sendable {
         var servers = [publicServer]
         logger.notice("listening", metadata: [
             "address": "\(publicTLS == nil ? "http" : "https")://\(http.host):\(publicServer.port)",
-            "serves": http.bank == nil ? "device API, SOAP, metrics" : "device API"])
+            "serves": http.bank == nil ? "device API, PassKit web service, SOAP, metrics" : "device API, PassKit web service",
+            "passWebServicePath": configuration.passes.webServicePath])
         if let bankListener = http.bank {
             let bankTLS: HTTPServer.TLS?
             let bankServer: HTTPServer
@@ -169,13 +176,20 @@ public final class Gateway: Sendable {
         HTTPMetrics.collect(servers: servers.count > 1 ? [("public", publicServer), ("bank", servers[1])] : [("public", publicServer)], into: metrics)
 
         let transports: PushTransports
+        let passPushers: PassPushers
         do {
             transports = try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
+            do {
+                passPushers = try PassPushers(configuration: configuration, logger: logger.withLabel("pigeon.passes"), metrics: metrics)
+            } catch {
+                transports.clients.forEach { $0.client.shutdown(abandonRunning: true) }
+                throw error
+            }
         } catch {
             servers.forEach { $0.stop() }
             throw error
         }
-        pushClients = transports.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
+        pushClients = transports.clients.map(\.client) + passPushers.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
         let queue = DeliveryQueue(pool: pool)
         let deliveryEngine: DeliveryEngine?
         if transports.senders.isEmpty {
@@ -188,7 +202,17 @@ public final class Gateway: Sendable {
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
         engineOwner = deliveryEngine?.owner
-        MetricsSampler.collect(transports.clients, into: metrics)
+        if !passPushers.isConfigured {
+            logger.warning("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
+        }
+        let passStore = PassStore(pool: pool)
+        let passEngine = PassUpdateEngine(
+            queue: passStore, pusher: passPushers,
+            policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
+            owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-passes-\(UUID().uuidString.prefix(8))",
+            metrics: metrics, logger: logger.withLabel("pigeon.passes"))
+        let passLogs = PassLogHygiene(store: passStore, logger: logger.withLabel("pigeon.passes"))
+        MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
             sweeps: Sweeps(pool: pool), interval: .seconds(configuration.expirySweepIntervalSeconds),
@@ -208,6 +232,8 @@ public final class Gateway: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 if let deliveryEngine { group.addTask { await deliveryEngine.run(workers: workers) } }
                 group.addTask { await metricsSampler.run() }
+                group.addTask { await passEngine.run() }
+                group.addTask { await passLogs.run() }
                 group.addTask { await sweeps.run() }
                 if let sender { group.addTask { await sender.run() } }
             }
@@ -327,6 +353,10 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_apns_provider_token_throttled_total", type: "counter", help: "TooManyProviderTokenUpdates answers that paused token signing.")
         metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
         metrics.describe("pigeon_push_credentials_refused_total", type: "counter", help: "Pushes a service refused for our static credentials (RuStore's service token), by service and app.")
+        metrics.describe("pigeon_pass_updates_total", type: "counter", help: "Pass versions stored by updatePass.")
+        metrics.describe("pigeon_pass_registrations_total", type: "counter", help: "Wallet registrations by result (created, known, unauthorized, limit).")
+        metrics.describe("pigeon_pass_fetches_total", type: "counter", help: "Pass downloads by result (pass, not_modified).")
+        PassUpdateEngine.describe(metrics)
         metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
         MetricsSampler.describe(metrics)
         HTTPMetrics.describe(metrics)

@@ -14,14 +14,17 @@ struct InboundEndpoint: Sendable {
     let wsdl = WSDLGenerator(service: InboundService.description)
     let notifications: NotificationStore
     let subscriptions: SubscriptionStore
+    let passes: PassStore
     let logger: Logger
     let metrics: MetricsRegistry
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
-    init(notifications: NotificationStore, subscriptions: SubscriptionStore, maxRequestBytes: Int, logger: Logger, metrics: MetricsRegistry) {
+    init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, maxRequestBytes: Int, logger: Logger,
+         metrics: MetricsRegistry) {
         self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
         self.notifications = notifications
         self.subscriptions = subscriptions
+        self.passes = passes
         self.logger = logger
         self.metrics = metrics
     }
@@ -115,6 +118,10 @@ struct InboundEndpoint: Sendable {
             let users = parameters.strings("user")
             for user in users { try SOAPFault.refuseControlCharacters(user, in: "user") }
             return InboundResult(status: .ok).with(exists: try await subscriptions.exist(users: users))
+        case InboundService.updatePass.name:
+            return try await updatePass(parameters)
+        case InboundService.getPassStatus.name:
+            return try await getPassStatus(parameters)
         default:
             throw SOAPFault.client("unknown operation '\(request.operation.name)'")
         }

@@ -151,6 +151,13 @@ public struct InboundResult: Sendable {
         return copy
     }
 
+    /// Adds an operation's own field (`version`, `devices` of the pass operations).
+    public func with(_ name: String, _ value: SOAPValue) -> InboundResult {
+        var copy = self
+        copy.record[name] = value
+        return copy
+    }
+
     /// Adds one `exists` per user.
     public func with(exists: [Bool]) -> InboundResult {
         var copy = self

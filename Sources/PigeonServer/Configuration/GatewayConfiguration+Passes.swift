@@ -1,0 +1,80 @@
+import Foundation
+import PigeonCore
+
+extension GatewayConfiguration {
+    /// Wallet passes (CONTRACT §7).
+    public struct Passes: Sendable {
+        /// `passWebServicePath`: where Apple's web service is served on `listen`; the pass's
+        /// `webServiceURL` is `https://<public host><this path>`. Default `/passkit`.
+        public var webServicePath = "/passkit"
+        /// `passFetchTimeoutSeconds`: how long a device has to fetch after an update push. Default 600.
+        public var fetchTimeoutSeconds = 600
+        /// `passFetchRetries`: pushes after the first when no fetch comes. Default 3.
+        public var fetchRetries = 3
+        /// `passRegistrationsPerDevice`: passes one Wallet may register for. Default 500.
+        public var registrationsPerDevice = 500
+        /// `passRegistrationsPerPass`: Wallets one pass may be registered on. Default 20.
+        public var registrationsPerPass = 20
+        /// `passRequestsPerAddressPerMinute`: web-service calls per client address. Default 600.
+        public var requestsPerAddressPerMinute = 600
+        /// `passType.<passTypeIdentifier>.certificatePath` / `.password`: the Pass Type ID
+        /// certificate (`.p12`) each pass type's update pushes are signed with.
+        public var certificates: [String: PassTypeCertificate] = [:]
+    }
+
+    /// A Pass Type ID certificate for APNs (a `.p12` and its password).
+    public struct PassTypeCertificate: Sendable {
+        public var path: String?
+        public var password: String?
+    }
+
+    /// `passType.<passTypeIdentifier>.<key> = value`.
+    mutating func applyPassTypeKey(_ key: String, value: String, location: String) throws(ConfigurationError) {
+        // The identifier itself has dots (pass.com.example.card): the key is the last part.
+        guard let lastDot = key.lastIndex(of: "."), key.hasPrefix("passType.") else {
+            throw ConfigurationError(location: location, message: "'\(key)' must be passType.<passTypeIdentifier>.certificatePath or .password")
+        }
+        let identifier = String(key[key.index(key.startIndex, offsetBy: "passType.".count)..<lastDot])
+        let name = String(key[key.index(after: lastDot)...])
+        if let problem = PassFields.identifierProblem(identifier, name: "the pass type identifier") {
+            throw ConfigurationError(location: location, message: "'\(key)': \(problem)")
+        }
+        guard !value.isEmpty else { throw ConfigurationError(location: location, message: "\(key): must not be empty") }
+        var certificate = passes.certificates[identifier] ?? PassTypeCertificate()
+        switch name {
+        case "certificatePath": certificate.path = value
+        case "password": certificate.password = value
+        default:
+            throw ConfigurationError(location: location, message: "unknown key '\(name)' for pass type '\(identifier)'; a pass type takes certificatePath and password")
+        }
+        passes.certificates[identifier] = certificate
+    }
+
+    /// The pass types' certificates readable and complete; a web-service path that can be a URL's.
+    func validatePasses(location: String) throws(ConfigurationError) {
+        func fail(_ message: String) -> ConfigurationError { ConfigurationError(location: location, message: message) }
+        for (identifier, certificate) in passes.certificates.sorted(by: { $0.key < $1.key }) {
+            guard let path = certificate.path else {
+                throw fail("passType.\(identifier).password is set but passType.\(identifier).certificatePath is not")
+            }
+            if !FileManager.default.isReadableFile(atPath: path) {
+                throw fail("passType.\(identifier).certificatePath: cannot read '\(path)'")
+            }
+        }
+    }
+
+    static func passWebServicePath(_ value: String) throws(ValueError) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.")
+        var path = value
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        guard path.hasPrefix("/"), path.count > 1, path.count <= 100, path.allSatisfy(allowed.contains), !path.contains("//"),
+              !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
+        else {
+            throw ValueError(message: "'\(value)' must be a path like /passkit (letters, digits, - _ . /)")
+        }
+        guard !path.hasPrefix("/api/"), path != "/api", path != "/health" else {
+            throw ValueError(message: "'\(value)' is taken by the device API or /health")
+        }
+        return path
+    }
+}

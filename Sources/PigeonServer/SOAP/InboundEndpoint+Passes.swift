@@ -1,0 +1,44 @@
+import Foundation
+import PigeonCore
+import PigeonCrypto
+import PigeonStore
+import SOAPCodec
+
+/// The bank's Wallet operations (CONTRACT §1, §7): `updatePass` stores a new version of a signed
+/// pass and queues an update push to every device registered for it; `getPassStatus` tells where
+/// each device stands. Bad values are SOAP faults naming the field, and nothing is stored.
+extension InboundEndpoint {
+    func updatePass(_ parameters: SOAPRecord) async throws -> InboundResult {
+        let pass = try Self.passIdentity(parameters)
+        let token = parameters.string("authenticationToken") ?? ""
+        if let problem = PassFields.authenticationTokenProblem(token) { throw SOAPFault.client("element 'authenticationToken': \(problem)") }
+        guard let content = parameters.bytes("pass"), !content.isEmpty else { throw SOAPFault.client("element 'pass' is empty") }
+        if let problem = PassArchive.problem(content) { throw SOAPFault.client("element 'pass' is not a signed .pkpass: \(problem)") }
+        switch try await passes.update(pass, authenticationDigest: SecretToken.digest(token), content: content) {
+        case .stored(let version, let queued):
+            logger.info("pass stored", metadata: ["pass": pass.description, "version": String(version), "devices": String(queued),
+                                                  "bytes": String(content.count)])
+            metrics.increment("pigeon_pass_updates_total")
+            return InboundResult(status: .ok).with("version", .long(version))
+        case .tokenMismatch:
+            throw SOAPFault.client("element 'authenticationToken' differs from the token pass \(pass) was first stored with; Wallet never changes a pass's token")
+        }
+    }
+
+    func getPassStatus(_ parameters: SOAPRecord) async throws -> InboundResult {
+        let pass = try Self.passIdentity(parameters)
+        guard let status = try await passes.status(pass) else {
+            return InboundResult(status: .entityNotFound, errorMessage: "no pass \(pass)")
+        }
+        return InboundResult(status: .ok)
+            .with("version", .long(status.version))
+            .with("devices", .entries(status.devices.map { MapEntry(key: $0.device, value: $0.state.rawValue) }))
+    }
+
+    private static func passIdentity(_ parameters: SOAPRecord) throws(SOAPFault) -> PassIdentity {
+        let type = parameters.string("passTypeIdentifier") ?? "", serial = parameters.string("serialNumber") ?? ""
+        if let problem = PassFields.identifierProblem(type, name: "element 'passTypeIdentifier'") { throw .client(problem) }
+        if let problem = PassFields.identifierProblem(serial, name: "element 'serialNumber'") { throw .client(problem) }
+        return PassIdentity(passTypeIdentifier: type, serialNumber: serial)
+    }
+}

@@ -80,8 +80,9 @@ let package = Package(
         .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
         .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
-        // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs.
-        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore"]),
+        // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
+        // Wallet devices calling the gateway's PassKit web service (over OutboundHTTP).
+        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "OutboundHTTP"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]

@@ -134,7 +134,7 @@ long pigeon_h2_client_connections_opened(pigeon_h2_client *client) {
     return client->connections_opened;
 }
 
-pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *headers,
+pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, const char *const *headers,
                                            size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
                                            long timeout_ms, int fresh_connection, void *context, char *error,
@@ -170,9 +170,15 @@ pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *h
     SET(CURLOPT_PRIVATE, transfer);
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_PIPEWAIT, 1L);
-    SET(CURLOPT_POST, 1L);
-    SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
-    SET(CURLOPT_COPYPOSTFIELDS, (const char *)body);
+    if (method != NULL && strcmp(method, "GET") == 0) {
+        SET(CURLOPT_HTTPGET, 1L);
+    } else {
+        SET(CURLOPT_POST, 1L);
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+        SET(CURLOPT_COPYPOSTFIELDS, (const char *)body);
+        /* DELETE, PUT: a body sent like a POST's under another method. */
+        if (method != NULL && strcmp(method, "POST") != 0) SET(CURLOPT_CUSTOMREQUEST, method);
+    }
     SET(CURLOPT_HTTPHEADER, transfer->headers);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, transfer);

@@ -77,8 +77,12 @@ public final class HTTP2Client: Sendable {
         public var body: Data
         /// Response headers to return, by name.
         public var wantHeaders: [String]
+        /// `POST` (the push services, the bank), `GET` (the body is not sent) or another method
+        /// sending the body like a POST (`DELETE`).
+        public var method: String
 
-        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = []) {
+        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = [], method: String = "POST") {
+            self.method = method
             self.url = url
             self.headerLines = headerLines
             self.body = body
@@ -221,8 +225,10 @@ public final class HTTP2Client: Sendable {
     /// A request that is not `idempotent` (the server acts on it: a bank sending an SMS) is sent at
     /// most once: on a connection of its own, never started again after a connection failure;
     /// the caller gets the error and decides.
-    public func send(url: String, headers: [String: String], body: Data, wantHeaders: [String] = [], idempotent: Bool = true) async throws -> Response {
-        let request = Request(url: url, headerLines: headers.map { "\($0.key): \($0.value)" }, body: body, wantHeaders: wantHeaders)
+    public func send(url: String, method: String = "POST", headers: [String: String], body: Data, wantHeaders: [String] = [],
+                     idempotent: Bool = true) async throws -> Response {
+        let request = Request(url: url, headerLines: headers.map { "\($0.key): \($0.value)" }, body: body, wantHeaders: wantHeaders,
+                              method: method)
         return try await withCheckedThrowingContinuation { continuation in
             let pending = Pending(request: request, idempotent: idempotent, completion: .single(continuation))
             if !submit({ $0.submitted.append(pending) }) {
@@ -355,7 +361,7 @@ public final class HTTP2Client: Sendable {
             CStrings.with(request.headerLines) { headerPointers in
                 request.body.withUnsafeBytes { body in
                     pigeon_h2_transfer_new(
-                        request.url, headerPointers, request.headerLines.count,
+                        request.method, request.url, headerPointers, request.headerLines.count,
                         body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
                         timeoutMilliseconds, pending.idempotent ? 0 : 1, context.toOpaque(), &error, error.count)
                 }

@@ -42,6 +42,8 @@ public final class APNsSimulator: Sendable {
         var verifiedTokens: [String: (keyId: String, issuedAt: Double)] = [:]
         /// Tokens refused as expired whatever their age (``expireProviderTokens()``).
         var expiredTokens: Set<String> = []
+        /// Told of every accepted push (the Wallet simulator).
+        var listeners: [@Sendable (Delivery) -> Void] = []
     }
 
     public static let maximumPayloadBytes = 4096
@@ -63,6 +65,11 @@ public final class APNsSimulator: Sendable {
             state.expiredTokens.formUnion(state.verifiedTokens.keys)
             state.expiredTokens.formUnion(state.lastToken.values.map(\.token))
         }
+    }
+
+    /// Calls `listener` with every push accepted from now on (on the server's thread: it must be quick).
+    public func onAccepted(_ listener: @escaping @Sendable (Delivery) -> Void) {
+        state.withLock { $0.listeners.append(listener) }
     }
 
     /// Replaces the fault rules.
@@ -135,7 +142,11 @@ public final class APNsSimulator: Sendable {
             deviceToken: token, apnsId: apnsId, topic: request.headers["apns-topic"],
             priority: request.headers["apns-priority"], collapseId: request.headers["apns-collapse-id"],
             expiration: request.headers["apns-expiration"], payload: request.body)
-        state.withLock { $0.delivered.append(delivery) }
+        let listeners = state.withLock { state in
+            state.delivered.append(delivery)
+            return state.listeners
+        }
+        for listener in listeners { listener(delivery) }
     }
 
     /// Checks a provider token's header, signature and issuer; remembers it when valid.

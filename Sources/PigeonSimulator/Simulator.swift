@@ -6,6 +6,8 @@ import PigeonCrypto
 /// what it receives (under `/webpush`), on one HTTP/2-over-TLS port, with fault injection and a
 /// record of every accepted push. Admin calls on the same port:
 /// `POST /simulator/webpush/subscriptions` (a browser's subscription to register),
+/// `POST /simulator/wallet/devices`, `POST /simulator/wallet/refresh`, `GET /simulator/wallet/fetches`
+/// (Wallet devices: see ``WalletSimulator``),
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
@@ -15,6 +17,7 @@ public final class Simulator: Sendable {
     public let rustore: RuStoreSimulator
     public let huawei: HuaweiSimulator
     public let webPush: WebPushSimulator
+    public let wallet: WalletSimulator
     public let credentials: SimulatorCredentials
     private let server: H2Server
 
@@ -25,8 +28,9 @@ public final class Simulator: Sendable {
 
     /// Makes or reuses credentials in `folder` and starts listening on `host:port`.
     /// `clock`: the APNs simulator's time, against which provider tokens' ages are checked.
+    /// `walletCAFile`: the CA the simulated Wallets check a gateway's HTTPS listener against.
     public init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false,
-                clock: @escaping @Sendable () -> Date = Date.init) throws {
+                walletCAFile: String? = nil, clock: @escaping @Sendable () -> Date = Date.init) throws {
         let credentials = try SimulatorCredentials(folder: folder, tokenURL: "https://127.0.0.1:\(port)/token")
         let apnsKey = try PrivateKey(pem: try String(contentsOfFile: credentials.apnsKey, encoding: .utf8)).publicKey()
         let account = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: credentials.serviceAccount))) as? [String: Any]
@@ -36,24 +40,29 @@ public final class Simulator: Sendable {
         let rustore = RuStoreSimulator(projectId: SimulatorCredentials.rustoreProjectId, serviceToken: SimulatorCredentials.rustoreServiceToken)
         let huawei = HuaweiSimulator(appId: SimulatorCredentials.hmsAppId, clientSecret: SimulatorCredentials.hmsClientSecret, clock: clock)
         let webPush = WebPushSimulator(clock: clock)
+        let wallet = try WalletSimulator(caFile: walletCAFile)
+        apns.onAccepted { wallet.pushAccepted(token: $0.deviceToken, topic: $0.topic) }
         let origin = "https://127.0.0.1:\(port)"
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
         configuration.host = host
         configuration.port = port
         configuration.enforceRapidResetLimit = enforceRapidResetLimit
         server = try H2Server(configuration: configuration) { request in
-            Simulator.route(request, services: Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush, origin: origin))
+            Simulator.route(request, services: Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush,
+                                                        wallet: wallet, origin: origin))
         }
         self.apns = apns
         self.fcm = fcm
         self.rustore = rustore
         self.huawei = huawei
         self.webPush = webPush
+        self.wallet = wallet
         self.credentials = credentials
     }
 
     public func stop() {
         server.stop()
+        wallet.stop()
     }
 
     /// The `server.conf` lines that point a gateway at this simulator.
@@ -89,6 +98,7 @@ public final class Simulator: Sendable {
         var rustore: RuStoreSimulator
         var huawei: HuaweiSimulator
         var webPush: WebPushSimulator
+        var wallet: WalletSimulator
         /// `https://127.0.0.1:<port>`.
         var origin: String
     }
@@ -132,6 +142,8 @@ public final class Simulator: Sendable {
         case ("POST", "/simulator/webpush/subscriptions"):
             guard let subscription = try? webPush.subscribe(baseURL: services.origin) else { return .json(500, #"{"error":"cannot make a subscription"}"#) }
             return H2Server.Response(status: 201, headers: ["content-type": "application/json"], body: subscription)
+        case ("POST", "/simulator/wallet/devices"), ("POST", "/simulator/wallet/refresh"), ("GET", "/simulator/wallet/fetches"):
+            return services.wallet.handleAdmin(request)
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
                 return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|delay\", \"times\": N, \"milliseconds\": N}}"}"#)

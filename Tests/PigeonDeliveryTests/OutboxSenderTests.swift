@@ -64,10 +64,7 @@ final class FakeBank: BankReporting {
     }
 
     func send(_ report: BankReport) async throws {
-        switch report {
-        case .pushIsOpened(let id, _), .notificationExpired(let id, _):
-            if refused.contains(id) { throw BankRefusal() }
-        }
+        if refused.contains(report.subject) { throw BankRefusal() }
         received.withLock { $0.append(report) }
     }
 }

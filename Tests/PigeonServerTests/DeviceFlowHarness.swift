@@ -41,6 +41,8 @@ final class DeviceFlowHarness: Sendable {
         var body: String
         /// Response headers by lower-cased name (only from ``callWithHeaders``).
         var headers: [String: String] = [:]
+        /// The body's bytes (only from the Wallet harness's calls).
+        var bytes = Data()
         var json: [String: String] {
             ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any])?.compactMapValues { $0 as? String } ?? [:]
         }

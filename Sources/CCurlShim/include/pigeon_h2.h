@@ -42,7 +42,7 @@ long pigeon_h2_client_connections_opened(pigeon_h2_client *client);
  * fresh_connection the request gets a connection of its own, never reused, so that libcurl never
  * re-sends it (for requests that must not be repeated). Returns NULL and writes a reason into
  * error on failure. */
-pigeon_h2_transfer *pigeon_h2_transfer_new(const char *url, const char *const *headers,
+pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, const char *const *headers,
                                            size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
                                            long timeout_ms, int fresh_connection, void *context, char *error,

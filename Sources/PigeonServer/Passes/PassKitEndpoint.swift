@@ -46,7 +46,6 @@ struct PassKitEndpoint: Sendable {
             response.headers.append(("Retry-After", String(retryAfter)))
             return (route, response)
         }
-        if request.bodyTooLarge { return (route, .text(413, "request body too large\n")) }
         do {
             switch (request.method, parts.count, parts.first, parts.count > 1 ? parts[1] : nil, parts.count > 3 ? parts[3] : nil) {
             case ("POST", 6, "v1", "devices", "registrations"):
@@ -79,6 +78,7 @@ struct PassKitEndpoint: Sendable {
     // MARK: Calls
 
     private func register(device: String, pass: PassIdentity, _ request: HTTPRequest) async throws -> HTTPResponse {
+        if request.bodyTooLarge { throw Refusal(413, "a registration's body is at most \(Self.maximumRegistrationBytes) bytes") }
         try Self.checkIdentifier(device, "deviceLibraryIdentifier")
         let digest = try authentication(request)
         guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any],
@@ -143,6 +143,7 @@ struct PassKitEndpoint: Sendable {
     }
 
     private func log(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if request.bodyTooLarge { throw Refusal(413, "a log's body is at most \(Self.maximumLogBytes) bytes") }
         guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any],
               let logs = object["logs"] as? [Any] else {
             throw Refusal(400, "the body must be a JSON object with logs, a list of strings")

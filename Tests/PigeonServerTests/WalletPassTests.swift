@@ -1,0 +1,241 @@
+import Foundation
+import PigeonBankStub
+import PigeonCore
+import PigeonSimulator
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// Wallet passes end to end (CONTRACT §7): Apple's web service with its status codes, the bank's
+/// updatePass/getPassStatus, update pushes on the pass type's topic, the simulated Wallets'
+/// fetches, re-pushes, expiry and the bank's report.
+@Suite("Wallet passes", .serialized)
+struct WalletPassTests {
+    typealias Harness = WalletPassHarness
+
+    @Test("every web-service call answers with Apple's status codes; a wrong or missing ApplePass token changes nothing")
+    func webService() async throws {
+        let wallet = try await Harness()
+        let pushToken = String(repeating: "c0", count: 32)
+        let path = "/v1/devices/device-1/registrations/\(Harness.passType)/card-1"
+
+        // Before the bank stored the pass, nothing can register for it.
+        #expect(try await wallet.call("POST", path, body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 401)
+        let stored = try await wallet.updatePass(serial: "card-1")
+        #expect(stored.status == 200 && stored.text.contains("<status>OK</status>") && stored.text.contains("<version>1</version>"), "\(stored.text)")
+
+        #expect(try await wallet.call("POST", path, body: Harness.registration(pushToken: pushToken)).status == 401)
+        #expect(try await wallet.call("POST", path, body: Harness.registration(pushToken: pushToken), headers: Harness.applePass("wrong-token-0123456789")).status == 401)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 0)
+        #expect(try await wallet.call("POST", path, body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 201)
+        #expect(try await wallet.call("POST", path, body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 200)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations WHERE state = 'REGISTERED'") == 1)
+
+        // The changed serials: all without a tag, none since the tag handed out.
+        let all = try await wallet.call("GET", "/v1/devices/device-1/registrations/\(Harness.passType)")
+        #expect(all.status == 200)
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(all.body.utf8)) as? [String: Any])
+        #expect(listed["serialNumbers"] as? [String] == ["card-1"])
+        let tag = try #require(listed["lastUpdated"] as? String)
+        #expect(try await wallet.call("GET", "/v1/devices/device-1/registrations/\(Harness.passType)?passesUpdatedSince=\(tag)").status == 204)
+        #expect(try await wallet.call("GET", "/v1/devices/unknown-device/registrations/\(Harness.passType)").status == 204)
+
+        // The pass: 401 without its token, the archive with Last-Modified, then 304.
+        #expect(try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-1").status == 401)
+        #expect(try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-1", headers: Harness.applePass("wrong-token-0123456789")).status == 401)
+        let pass = try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-1", headers: Harness.applePass())
+        #expect(pass.status == 200)
+        #expect(pass.headers["content-type"] == "application/vnd.apple.pkpass")
+        #expect(pass.bytes == Harness.pkpass(serial: "card-1"))
+        let lastModified = try #require(pass.headers["last-modified"])
+        #expect(HTTPDate.parse(lastModified) != nil, "\(lastModified)")
+        let notModified = try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-1",
+                                                headers: Harness.applePass().merging(["If-Modified-Since": lastModified]) { a, _ in a })
+        #expect(notModified.status == 304)
+        #expect(notModified.headers["last-modified"] == lastModified)
+        #expect(try await wallet.passStatus(serial: "card-1").devices == ["device-1": "FETCHED"])
+
+        // A new version is newer than the device's copy, by at least a second.
+        _ = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "balance 90"))
+        let newer = try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-1",
+                                          headers: Harness.applePass().merging(["If-Modified-Since": lastModified]) { a, _ in a })
+        #expect(newer.status == 200)
+        #expect(newer.bytes == Harness.pkpass(serial: "card-1", text: "balance 90"))
+        let newerModified = try #require(newer.headers["last-modified"].flatMap(HTTPDate.parse))
+        #expect(newerModified > (HTTPDate.parse(lastModified) ?? .distantFuture))
+
+        // Logs are kept, bounded.
+        let logs = Data(#"{"logs":["Web service error for pass.com.example.bank.card (https://x/passkit): Response to 'What changed?' request included 1 serial numbers but the lastUpdated tag (5) remained the same.\r\nforged line"]}"#.utf8)
+        #expect(try await wallet.call("POST", "/v1/log", body: logs).status == 200)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_logs WHERE message NOT LIKE '%' || chr(10) || '%'") == 1)
+
+        // Unregistering needs the token too.
+        #expect(try await wallet.call("DELETE", path, headers: Harness.applePass("wrong-token-0123456789")).status == 401)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 1)
+        #expect(try await wallet.call("DELETE", path, headers: Harness.applePass()).status == 200)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 0)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_devices") == 0)
+        await wallet.stop()
+    }
+
+    @Test("hostile web-service input gets a clear 4xx and stores nothing")
+    func hostileInput() async throws {
+        let wallet = try await Harness { $0.passes.registrationsPerPass = 2 }
+        _ = try await wallet.updatePass(serial: "card-1")
+        let pushToken = String(repeating: "c0", count: 32)
+        let base = "/v1/devices/device-1/registrations/\(Harness.passType)"
+        let cases: [(String, String, Data?, Int)] = [
+            ("bad device id", "/v1/devices/dev%0Aice/registrations/\(Harness.passType)/card-1", Harness.registration(pushToken: pushToken), 400),
+            ("device id too long", "/v1/devices/\(String(repeating: "d", count: 200))/registrations/\(Harness.passType)/card-1", Harness.registration(pushToken: pushToken), 400),
+            ("push token not hex", base + "/card-1", Harness.registration(pushToken: "not-a-token"), 400),
+            ("body not JSON", base + "/card-1", Data("pushToken=1".utf8), 400),
+            ("body a list", base + "/card-1", Data("[1,2]".utf8), 400),
+            ("body too large", base + "/card-1", Data(("{\"pushToken\":\"" + String(repeating: "a", count: 10_000) + "\"}").utf8), 413),
+            ("unknown call", "/v1/devices/device-1", nil, 404),
+        ]
+        for (name, path, body, status) in cases {
+            let answer = try await wallet.call("POST", path, body: body, headers: Harness.applePass())
+            #expect(answer.status == status, "\(name): \(answer.status) \(answer.body)")
+        }
+        #expect(try await wallet.call("PUT", base + "/card-1", body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 405)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") + (try await wallet.flow.count("SELECT count(*) FROM pass_devices")) == 0)
+
+        // Registrations per pass are bounded.
+        for index in 1...2 {
+            #expect(try await wallet.call("POST", "/v1/devices/device-\(index)/registrations/\(Harness.passType)/card-1",
+                                          body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 201)
+        }
+        #expect(try await wallet.call("POST", "/v1/devices/device-3/registrations/\(Harness.passType)/card-1",
+                                      body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 403)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 2)
+        await wallet.stop()
+    }
+
+    @Test("updatePass refuses what is not a pass, a changed token or a bad identifier with a fault naming it; nothing is stored")
+    func updatePassFaults() async throws {
+        let wallet = try await Harness()
+        let cases: [(String, () async throws -> GatewayHarness.Reply, String)] = [
+            ("not base64", { try await wallet.gateway.soap("<inb:updatePass><passTypeIdentifier>\(Harness.passType)</passTypeIdentifier><serialNumber>c</serialNumber><authenticationToken>\(Harness.token)</authenticationToken><pass>@@@</pass></inb:updatePass>") }, "base64Binary"),
+            ("not a ZIP", { try await wallet.updatePass(serial: "c", pass: Data("hello, this is not a pass".utf8)) }, "not a ZIP archive"),
+            ("no signature", {
+                var zip = ZIPWriter()
+                zip.add("pass.json", Data("{}".utf8))
+                zip.add("manifest.json", Data("{}".utf8))
+                return try await wallet.updatePass(serial: "c", pass: zip.finish())
+            }, "has no signature"),
+            ("serial with a slash", { try await wallet.updatePass(serial: "a/b") }, "serialNumber"),
+            ("short token", { try await wallet.updatePass(serial: "c", token: "short") }, "at least 16"),
+            ("missing pass", { try await wallet.gateway.soap("<inb:updatePass><passTypeIdentifier>\(Harness.passType)</passTypeIdentifier><serialNumber>c</serialNumber><authenticationToken>\(Harness.token)</authenticationToken></inb:updatePass>") }, "'pass'"),
+        ]
+        for (name, call, fragment) in cases {
+            let reply = try await call()
+            #expect(reply.status == 500 && reply.text.contains("Fault") && reply.text.contains(fragment), "\(name): \(reply.text)")
+        }
+        #expect(try await wallet.flow.count("SELECT count(*) FROM passes") == 0)
+        _ = try await wallet.updatePass(serial: "c")
+        let changed = try await wallet.updatePass(serial: "c", token: "another-token-0123456789")
+        #expect(changed.status == 500 && changed.text.contains("differs"), "\(changed.text)")
+        #expect(try await wallet.passStatus(serial: "c").version == 1)
+        let unknown = try await wallet.passStatus(serial: "nothing")
+        #expect(unknown.version == nil)
+        await wallet.stop()
+    }
+
+    @Test("updatePass for a pass on three devices: three pushes of {} on the pass type's topic (its certificate), the Wallets fetch, FETCHED")
+    func threeDevicesFetch() async throws {
+        let wallet = try await Harness { configuration in
+            // Pushed with the pass type's own certificate (the simulator's client certificate).
+            configuration.passes.certificates[Harness.passType] = .init(path: configuration.tlsCaFile.map {
+                URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("client.p12").path
+            }, password: SimulatorCredentials.p12Password)
+        }
+        _ = try await wallet.updatePass(serial: "card-1")
+        let card = WalletSimulator.Card(pass: PassIdentity(passTypeIdentifier: Harness.passType, serialNumber: "card-1"), authenticationToken: Harness.token)
+        let tokens = (1...3).map { String(repeating: String(format: "%02x", $0), count: 32) }
+        for (index, token) in tokens.enumerated() {
+            let statuses = await wallet.simulator.wallet.addDevice(id: "device-\(index + 1)", pushToken: token, webServiceURL: wallet.webServiceURL, cards: [card])
+            #expect(statuses == [201])
+        }
+        #expect(try await wallet.passStatus(serial: "card-1").devices.values.allSatisfy { $0 == "REGISTERED" })
+
+        let reply = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "balance 42"))
+        #expect(reply.text.contains("<version>2</version>"))
+        #expect(try await wallet.flow.waitUntil(seconds: 30) {
+            try await wallet.passStatus(serial: "card-1").devices == ["device-1": "FETCHED", "device-2": "FETCHED", "device-3": "FETCHED"]
+        })
+        let pushes = wallet.simulator.apns.deliveries.filter { $0.topic == Harness.passType }
+        #expect(pushes.count == 3)
+        #expect(Set(pushes.map(\.deviceToken)) == Set(tokens))
+        #expect(pushes.allSatisfy { String(decoding: $0.payload, as: UTF8.self) == "{}" })
+        let fetches = wallet.simulator.wallet.fetches
+        #expect(fetches.count == 3 && fetches.allSatisfy { $0.status == 200 && $0.bytes == Harness.pkpass(serial: "card-1", text: "balance 42").count })
+        #expect(wallet.flow.stub.reports.isEmpty)
+        await wallet.stop()
+    }
+
+    @Test("a Wallet that never fetches is pushed 1 + passFetchRetries times, then EXPIRED with exactly one report; a late fetch is served and FETCHED")
+    func neverFetches() async throws {
+        let wallet = try await Harness {
+            $0.passes.fetchTimeoutSeconds = 1
+            $0.passes.fetchRetries = 2
+        }
+        _ = try await wallet.updatePass(serial: "card-1")
+        let card = WalletSimulator.Card(pass: PassIdentity(passTypeIdentifier: Harness.passType, serialNumber: "card-1"), authenticationToken: Harness.token)
+        let silent = String(repeating: "5a", count: 32), eager = String(repeating: "e0", count: 32)
+        await wallet.simulator.wallet.addDevice(id: "silent", pushToken: silent, webServiceURL: wallet.webServiceURL, cards: [card], behaviour: .never)
+        await wallet.simulator.wallet.addDevice(id: "eager", pushToken: eager, webServiceURL: wallet.webServiceURL, cards: [card])
+        _ = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "v2"))
+
+        #expect(try await wallet.flow.waitUntil(seconds: 60) { try await wallet.passStatus(serial: "card-1").devices["silent"] == "EXPIRED" })
+        #expect(try await wallet.passStatus(serial: "card-1").devices["eager"] == "FETCHED")
+        #expect(wallet.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 3)
+        #expect(wallet.simulator.apns.deliveries.filter { $0.deviceToken == eager }.count == 1)
+        #expect(try await wallet.flow.waitUntil(seconds: 30) { wallet.flow.stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
+        let reports = wallet.flow.stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }
+        #expect(reports.count == 1)
+        #expect(reports.first?.notificationId == "\(Harness.passType)/card-1" && reports.first?.deviceCount == 1)
+        // The version is marked reported and the outbox is empty: no second report can follow.
+        #expect(try await wallet.flow.count("SELECT count(*) FROM passes WHERE reported_version = version") == 1)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM outbox") == 0)
+
+        // The device comes back late: served, FETCHED, no new push, no new report.
+        await wallet.simulator.wallet.refresh(pushToken: silent, passType: Harness.passType)
+        #expect(try await wallet.passStatus(serial: "card-1").devices == ["silent": "FETCHED", "eager": "FETCHED"])
+        #expect(wallet.simulator.wallet.fetches.last?.device == "silent" && wallet.simulator.wallet.fetches.last?.status == 200)
+        #expect(wallet.flow.stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }.count == 1)
+        await wallet.stop()
+    }
+
+    @Test("tags give only the serials changed since; a dead token removes the Wallet's registrations")
+    func tagsAndDeadTokens() async throws {
+        let wallet = try await Harness()
+        for serial in ["card-1", "card-2"] { _ = try await wallet.updatePass(serial: serial) }
+        let pushToken = String(repeating: "d1", count: 32)
+        for serial in ["card-1", "card-2"] {
+            #expect(try await wallet.call("POST", "/v1/devices/device-1/registrations/\(Harness.passType)/\(serial)",
+                                          body: Harness.registration(pushToken: pushToken), headers: Harness.applePass()).status == 201)
+        }
+        let first = try await wallet.call("GET", "/v1/devices/device-1/registrations/\(Harness.passType)")
+        let firstObject = try #require(try JSONSerialization.jsonObject(with: Data(first.body.utf8)) as? [String: Any])
+        #expect(firstObject["serialNumbers"] as? [String] == ["card-1", "card-2"])
+        let tag = try #require(firstObject["lastUpdated"] as? String)
+
+        // Only card-2 changes; the push fails for now (the device is away), so the device asks later.
+        wallet.simulator.apns.setFaults(FaultRules([pushToken: .init(.serviceUnavailable)]))
+        _ = try await wallet.updatePass(serial: "card-2", pass: Harness.pkpass(serial: "card-2", text: "changed"))
+        let since = try await wallet.call("GET", "/v1/devices/device-1/registrations/\(Harness.passType)?passesUpdatedSince=\(tag)")
+        let sinceObject = try #require(try JSONSerialization.jsonObject(with: Data(since.body.utf8)) as? [String: Any])
+        #expect(sinceObject["serialNumbers"] as? [String] == ["card-2"])
+        let newTag = try #require(sinceObject["lastUpdated"] as? String)
+        #expect(newTag != tag)
+        #expect(try await wallet.call("GET", "/v1/passes/\(Harness.passType)/card-2", headers: Harness.applePass()).status == 200)
+        #expect(try await wallet.call("GET", "/v1/devices/device-1/registrations/\(Harness.passType)?passesUpdatedSince=\(newTag)").status == 204)
+
+        // APNs says the token is dead: the Wallet and its registrations go.
+        wallet.simulator.apns.setFaults(FaultRules([pushToken: .init(.unregistered)]))
+        _ = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "changed"))
+        #expect(try await wallet.flow.waitUntil(seconds: 30) { try await wallet.flow.count("SELECT count(*) FROM pass_devices") == 0 })
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 0)
+        await wallet.stop()
+    }
+}

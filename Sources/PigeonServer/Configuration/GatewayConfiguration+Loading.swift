@@ -314,6 +314,7 @@ extension GatewayConfiguration {
         "shutdownGraceSeconds": { $0.delivery.shutdownGraceSeconds = try integer($1, in: 0...600) },
         "passWebServicePath": { $0.passes.webServicePath = try passWebServicePath($1) },
         "passFetchTimeoutSeconds": { $0.passes.fetchTimeoutSeconds = try integer($1, in: 1...604_800) },
+        "passWwdrCertificatePath": { $0.passes.wwdrCertificatePath = try nonEmpty($1) },
         "passFetchRetries": { $0.passes.fetchRetries = try integer($1, in: 0...100) },
         "passRegistrationsPerDevice": { $0.passes.registrationsPerDevice = try integer($1, in: 1...100_000) },
         "passRegistrationsPerPass": { $0.passes.registrationsPerPass = try integer($1, in: 1...100_000) },

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonCrypto
 
 extension GatewayConfiguration {
     /// Wallet passes (CONTRACT §7).
@@ -20,6 +21,25 @@ extension GatewayConfiguration {
         /// `passType.<passTypeIdentifier>.certificatePath` / `.password`: the Pass Type ID
         /// certificate (`.p12`) each pass type's update pushes are signed with.
         public var certificates: [String: PassTypeCertificate] = [:]
+        /// `passWwdrCertificatePath`: Apple's WWDR intermediate (PEM), included in the
+        /// signatures of passes the gateway signs (unless the `.p12` carries it).
+        public var wwdrCertificatePath: String?
+
+        /// A signer per pass type with a certificate (passes sent as `passJson` are signed).
+        public func signers() throws -> [String: PassSigner] {
+            let wwdr = try wwdrCertificatePath.map { try String(contentsOfFile: $0, encoding: .utf8) }
+            var signers: [String: PassSigner] = [:]
+            for (identifier, certificate) in certificates {
+                guard let path = certificate.path else { continue }
+                do {
+                    signers[identifier] = try PassSigner(p12: try Data(contentsOf: URL(fileURLWithPath: path)), password: certificate.password,
+                                                         intermediatesPEM: wwdr)
+                } catch {
+                    throw ConfigurationError(location: "passType.\(identifier).certificatePath", message: "\(error)")
+                }
+            }
+            return signers
+        }
     }
 
     /// A Pass Type ID certificate for APNs (a `.p12` and its password).
@@ -60,6 +80,9 @@ extension GatewayConfiguration {
             if !FileManager.default.isReadableFile(atPath: path) {
                 throw fail("passType.\(identifier).certificatePath: cannot read '\(path)'")
             }
+        }
+        if let path = passes.wwdrCertificatePath, !FileManager.default.isReadableFile(atPath: path) {
+            throw fail("passWwdrCertificatePath: cannot read '\(path)'")
         }
     }
 

@@ -60,6 +60,7 @@ public final class Gateway: Sendable {
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             passes: PassStore(pool: pool),
+            passSigners: try configuration.passes.signers(),
             maxRequestBytes: configuration.http.maxRequestBytes,
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)

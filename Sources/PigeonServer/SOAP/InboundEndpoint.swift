@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonCrypto
 import PigeonHTTP
 import PigeonStore
 import SOAPCodec
@@ -15,16 +16,19 @@ struct InboundEndpoint: Sendable {
     let notifications: NotificationStore
     let subscriptions: SubscriptionStore
     let passes: PassStore
+    /// Signers of the pass types with a certificate, for passes sent unsigned.
+    let passSigners: [String: PassSigner]
     let logger: Logger
     let metrics: MetricsRegistry
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
-    init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, maxRequestBytes: Int, logger: Logger,
-         metrics: MetricsRegistry) {
+    init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
+         maxRequestBytes: Int, logger: Logger, metrics: MetricsRegistry) {
         self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
         self.notifications = notifications
         self.subscriptions = subscriptions
         self.passes = passes
+        self.passSigners = passSigners
         self.logger = logger
         self.metrics = metrics
     }

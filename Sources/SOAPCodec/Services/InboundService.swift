@@ -17,8 +17,13 @@ public enum InboundService {
         /// Pass type identifiers and serial numbers (Apple's web service puts them in paths).
         public static let passIdentifier = 128
         public static let authenticationToken = 256
-        /// A signed `.pkpass` archive.
+        /// A signed `.pkpass` archive, and the files of one to be signed, together.
         public static let passBytes = 10 * 1024 * 1024
+        /// `pass.json` sent to be signed.
+        public static let passJson = 256 * 1024
+        /// Files (images, localisations) sent with `passJson`.
+        public static let passFiles = 100
+        public static let passFileName = 256
     }
 
     // MARK: Types
@@ -49,6 +54,10 @@ public enum InboundService {
         fields: [Field("key", .string(maxLength: Limits.passIdentifier)), Field("value", .enumeration(passDeviceState))])
     static let passDeviceMap = ComplexType(
         name: "passDeviceMap", fields: [.list("entry", .complex(passDeviceEntry))])
+
+    static let passFile = ComplexType(
+        name: "passFile",
+        fields: [Field("name", .string(maxLength: Limits.passFileName)), Field("content", .base64Binary(maxBytes: Limits.passBytes))])
 
     static let pushContent = ComplexType(
         name: "pushContent",
@@ -103,14 +112,17 @@ public enum InboundService {
         returnType: result("checkSubscriptionExistsResult", [.list("exists", .boolean)]))
 
     /// Stores a new version of a Wallet pass and queues an update push to every device
-    /// registered for it (CONTRACT §7); `version` is the stored version's number.
+    /// registered for it (CONTRACT §7); `version` is the stored version's number. The pass comes
+    /// signed (`pass`, a `.pkpass`), or as `passJson` and its `files` for the gateway to sign.
     public static let updatePass = OperationDescription(
         name: "updatePass",
         requestFields: [
             Field("passTypeIdentifier", .string(maxLength: Limits.passIdentifier)),
             Field("serialNumber", .string(maxLength: Limits.passIdentifier)),
             Field("authenticationToken", .string(maxLength: Limits.authenticationToken)),
-            Field("pass", .base64Binary(maxBytes: Limits.passBytes)),
+            .optional("pass", .base64Binary(maxBytes: Limits.passBytes)),
+            .optional("passJson", .string(maxLength: Limits.passJson)),
+            .list("files", .complex(passFile), maxOccurs: Limits.passFiles),
         ],
         returnType: result("updatePassResult", [.optional("version", .long)]))
     /// A pass's current version and each registered device's state, by device library identifier.

@@ -20,17 +20,17 @@ public final class GatewayProcess: @unchecked Sendable {
         public var description: String
     }
 
-    /// Starts `pigeon serve` with `configuration` (server.conf text without `listen`) on a free
-    /// port and waits until it accepts connections.
-    public init(configuration: String) throws {
+    /// Starts `pigeon serve` with `configuration` (server.conf text without `listen`) on `port`
+    /// (a free one when nil) and waits until it accepts connections.
+    public init(configuration: String, port fixedPort: Int? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
             throw StartFailure(description: "\(Self.executable.path) is missing: run swift build --build-tests first")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         logFile = folder.appendingPathComponent("pigeon.log")
-        for _ in 0..<5 {
-            guard let candidate = LoopbackPort.free() else { continue }
+        for _ in 0..<(fixedPort == nil ? 5 : 1) {
+            guard let candidate = fixedPort ?? LoopbackPort.free() else { continue }
             let configFile = folder.appendingPathComponent("server.conf")
             try Data("listen = 127.0.0.1:\(candidate)\n\(configuration)\n".utf8).write(to: configFile)
             _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)

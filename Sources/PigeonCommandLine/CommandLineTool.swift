@@ -54,7 +54,7 @@ public struct CommandLineTool: Sendable {
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
                 let apps: [String]
                 do {
-                    apps = try configuration.checkPushApps()
+                    apps = try configuration.checkPushApps() + configuration.checkPasses()
                 } catch {
                     printError("pigeon: \(error)")
                     return 1
@@ -79,7 +79,7 @@ public struct CommandLineTool: Sendable {
     }
 
     static let simulateHelp = """
-        pigeon simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
+        pigeon simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit] [--wallet-ca FILE]
 
         Serves APNs (/3/device/<token>), FCM HTTP v1 (/v1/projects/<p>/messages:send) and the
         OAuth token endpoint (/token) over HTTP/2 and TLS, validating like Apple and Google.
@@ -88,12 +88,17 @@ public struct CommandLineTool: Sendable {
         that point a gateway here are printed at start. Admin: GET /simulator/pushes,
         PUT /simulator/faults, GET /simulator/health. --rapid-reset-limit enforces nghttp2's
         stream-reset limit as Debian ships it. Default listen: 127.0.0.1:2197. Stops on SIGTERM.
+        Wallet devices: POST /simulator/wallet/devices registers a device's passes with a
+        gateway's PassKit web service, and the device fetches when APNs gets a push on a pass
+        type's topic for it; POST /simulator/wallet/refresh, GET /simulator/wallet/fetches.
+        --wallet-ca FILE: the CA the simulated devices check an HTTPS gateway against.
         """
 
     private func simulate(_ options: [String]) async -> Int32 {
         var listen = "127.0.0.1:2197"
         var state = FileManager.default.currentDirectoryPath + "/.local/pigeon-simulator"
         var enforceLimit = false
+        var walletCA: String?
         var index = 0
         while index < options.count {
             switch options[index] {
@@ -103,12 +108,16 @@ public struct CommandLineTool: Sendable {
             case "--rapid-reset-limit":
                 enforceLimit = true
                 index += 1
-            case "--listen", "--state":
+            case "--listen", "--state", "--wallet-ca":
                 guard index + 1 < options.count else {
                     printError("pigeon simulate: \(options[index]) needs a value")
                     return 2
                 }
-                if options[index] == "--listen" { listen = options[index + 1] } else { state = options[index + 1] }
+                switch options[index] {
+                case "--listen": listen = options[index + 1]
+                case "--state": state = options[index + 1]
+                default: walletCA = options[index + 1]
+                }
                 index += 2
             default:
                 printError("pigeon simulate: unknown option '\(options[index])'; run 'pigeon simulate --help'")
@@ -122,7 +131,8 @@ public struct CommandLineTool: Sendable {
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
         let simulator: Simulator
         do {
-            simulator = try Simulator(folder: URL(fileURLWithPath: state), host: String(listen[..<colon]), port: port, enforceRapidResetLimit: enforceLimit)
+            simulator = try Simulator(folder: URL(fileURLWithPath: state), host: String(listen[..<colon]), port: port, enforceRapidResetLimit: enforceLimit,
+                                  walletCAFile: walletCA)
         } catch {
             printError("pigeon simulate: \(error)")
             return 1

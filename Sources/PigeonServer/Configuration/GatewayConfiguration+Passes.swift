@@ -48,6 +48,25 @@ extension GatewayConfiguration {
         public var password: String?
     }
 
+    /// Opens every pass type's certificate (and the WWDR certificate) as signing will, and
+    /// describes the Wallet set-up in lines for `pigeon check-config`.
+    public func checkPasses() throws(ConfigurationError) -> [String] {
+        let signers: [String: PassSigner]
+        do {
+            signers = try passes.signers()
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(location: "passWwdrCertificatePath", message: "cannot read: \(error)")
+        }
+        var lines = ["wallet passes: web service at \(passes.webServicePath) on listen, fetch wait \(passes.fetchTimeoutSeconds) s, \(passes.fetchRetries) re-pushes; "
+                     + (apns.keyPath != nil ? "pass types without a certificate are pushed with the .p8 key \(apns.keyId ?? "")" : "pass types without a certificate cannot be pushed (no apnsKeyPath)")]
+        for identifier in signers.keys.sorted() {
+            lines.append("pass type \(identifier): certificate \(passes.certificates[identifier]?.path ?? "") (pushes, signs passes sent as passJson\(passes.wwdrCertificatePath == nil ? "; no passWwdrCertificatePath: the .p12 must carry the WWDR certificate" : ""))")
+        }
+        return lines
+    }
+
     /// `passType.<passTypeIdentifier>.<key> = value`.
     mutating func applyPassTypeKey(_ key: String, value: String, location: String) throws(ConfigurationError) {
         // The identifier itself has dots (pass.com.example.card): the key is the last part.

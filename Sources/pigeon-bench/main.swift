@@ -40,6 +40,42 @@ if let command = arguments.first, ["webpush-encrypt", "vapid", "webpush-cost"].c
         exit(1)
     }
 }
+if arguments.first == "passes", arguments.count >= 2 {
+    // pigeon-bench passes update|fetch|fetch304 --port P --clients C --count N [--pass FILE]
+    // (FILE: a .pkpass in base64). Prints: requests seconds per_second errors.
+    let phase = arguments[arguments.index(after: arguments.startIndex)]
+    arguments = arguments.dropFirst(2)
+    while let key = arguments.first, key.hasPrefix("--"), arguments.count >= 2 {
+        options[String(key.dropFirst(2))] = arguments[arguments.index(after: arguments.startIndex)]
+        arguments = arguments.dropFirst(2)
+    }
+    let bench = PassBenchmark(host: "127.0.0.1", port: UInt16(options["port"] ?? "") ?? 8080, clients: Int(options["clients"] ?? "") ?? 16,
+                              count: Int(options["count"] ?? "") ?? 1000)
+    do {
+        let result: IngestBenchmark.Result
+        switch phase {
+        case "update":
+            result = try bench.update(passBase64: try String(contentsOfFile: options["pass"] ?? "", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        case "fetch":
+            result = try bench.fetch(ifModifiedSince: nil)
+        case "fetch304":
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            result = try bench.fetch(ifModifiedSince: formatter.string(from: Date().addingTimeInterval(3600)))
+        default:
+            FileHandle.standardError.write(Data("pigeon-bench: passes update|fetch|fetch304\n".utf8))
+            exit(2)
+        }
+        print(String(format: "%d %.2f %.0f %d", result.requests, result.elapsed, result.throughput, result.errors))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("pigeon-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 if arguments.first == "claim" {
     // pigeon-bench claim --db URL --batch N --rounds R: prints median_ms p99_ms claimed.
     arguments = arguments.dropFirst()

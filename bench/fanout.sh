@@ -155,18 +155,12 @@ accepted=$(date +%s.%N)
 grep -q '<status>OK</status>' /tmp/pigeon-fanout-reply.xml || { log "send failed: $(head -c 300 /tmp/pigeon-fanout-reply.xml)"; exit 1; }
 rss_after_ingest=$(rss)
 rss_min=999999 rss_max=0
-# CPU seconds (user + system) of a process and of PostgreSQL's processes, for where time goes.
-cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
-postgres_cpu() {
-    local master; master=$(head -1 /tmp/pigeon-pg/bench/data/postmaster.pid)
-    for pid in "$master" $(pgrep -P "$master"); do cpu_of "$pid" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'
-}
 gateway_cpu_before=$(cpu_of "$gateway")
 if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
     sql "SELECT pg_stat_statements_reset()" >/dev/null
 fi
-postgres_cpu_before=$(postgres_cpu)
+postgres_cpu_before=$(postgres_cpu bench)
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
 profiler=""
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
@@ -184,7 +178,7 @@ while :; do
 done
 finished=$(date +%s.%N)
 gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
-postgres_cpu_used=$(awk -v a="$(postgres_cpu)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
+postgres_cpu_used=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 if [ -n "$profiler" ]; then
     kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
     perf report -i /tmp/pigeon-fanout.perf --no-children --sort dso,symbol --stdio 2>/dev/null \

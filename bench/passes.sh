@@ -83,17 +83,23 @@ sql "INSERT INTO passes (pass_type_id, serial_number, auth_token_digest, version
 
 log "updatePass × $passes from $CLIENTS connections, the engine pushing meanwhile"
 started=$(date +%s.%N)
+cpu_before=$(cpu_of "$gateway") postgres_before=$(postgres_cpu bench)
 read -r updates update_seconds update_rate update_errors < <(.build/release/pigeon-bench passes update --port "$HTTP_PORT" --clients "$CLIENTS" --count "$passes" --pass /tmp/pigeon-passes.b64)
 while [ "$(sql "SELECT count(*) FROM pass_registrations WHERE state = 'SENT'")" -lt "$passes" ]; do
     [ "$(sql "SELECT count(*) FROM pass_registrations WHERE state IN ('SENDING_FAILED', 'EXPIRED')")" -eq 0 ] || { log "pushes failed: $(sql "SELECT state, last_error, count(*) FROM pass_registrations GROUP BY 1, 2")"; exit 1; }
     sleep 0.2
 done
 pushed=$(date +%s.%N)
+update_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$cpu_before" 'BEGIN {printf "%.1f", a - b}')
+update_postgres=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_before" 'BEGIN {printf "%.1f", a - b}')
 push_rate=$(awk -v n="$passes" -v s="$started" -v f="$pushed" 'BEGIN {printf "%.0f", n / (f - s)}')
 pushes_answered=$(answered)
 
 log "the Wallets fetch (changed serials, then the pass)"
+cpu_before=$(cpu_of "$gateway") postgres_before=$(postgres_cpu bench)
 read -r fetches fetch_seconds fetch_rate fetch_errors < <(.build/release/pigeon-bench passes fetch --port "$HTTP_PORT" --clients "$CLIENTS" --count "$passes")
+fetch_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$cpu_before" 'BEGIN {printf "%.1f", a - b}')
+fetch_postgres=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_before" 'BEGIN {printf "%.1f", a - b}')
 fetched=$(sql "SELECT count(*) FROM pass_registrations WHERE state = 'FETCHED'")
 log "the Wallets fetch again with If-Modified-Since (304)"
 read -r conditional conditional_seconds conditional_rate conditional_errors < <(.build/release/pigeon-bench passes fetch304 --port "$HTTP_PORT" --clients "$CLIENTS" --count "$passes")
@@ -103,9 +109,11 @@ gateway=""
 log "ceiling: the notification fan-out of $passes recipients (bench/fanout.sh), same machine and PostgreSQL"
 fanout=$(bench/fanout.sh "$passes" 2>/dev/null | awk -F'|' '/^\| [0-9]/ {gsub(/ /, "", $5); print $5; exit}')
 awk -v n="$passes" -v u="$update_rate" -v ue="$update_errors" -v p="$push_rate" -v pa="$pushes_answered" -v f="$fetch_rate" -v fe="$fetch_errors" \
-    -v fetched="$fetched" -v c="$conditional_rate" -v ce="$conditional_errors" -v fan="$fanout" 'BEGIN {
+    -v fetched="$fetched" -v c="$conditional_rate" -v ce="$conditional_errors" -v fan="$fanout" \
+    -v uc="$update_cpu" -v up="$update_postgres" -v us="$started" -v uf="$pushed" -v fc="$fetch_cpu" -v fp="$fetch_postgres" -v fs="$fetch_seconds" 'BEGIN {
     printf "\n| passes | updates accepted/s | pushes/s | fetches/s (200) | fetches/s (304) | notification fan-out pushes/s | pushes / fan-out |\n"
     printf "|---:|---:|---:|---:|---:|---:|---:|\n"
     printf "| %d | %d | %d | %d | %d | %d | %.0f%% |\n", n, u, p, f, c, fan, 100 * p / fan
     printf "\nErrors: updates %d, fetches %d, conditional %d. APNs answered %d pushes; %d Wallets FETCHED.\n", ue, fe, ce, pa, fetched
+    printf "CPU: updates and pushes: gateway %s s, PostgreSQL %s s of %.1f s wall; fetches: gateway %s s, PostgreSQL %s s of %s s wall.\n", uc, up, uf - us, fc, fp, fs
 }'

@@ -19,6 +19,8 @@ CREATE TABLE passes (
     created_at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (pass_type_id, serial_number)
 );
+-- A .pkpass is a ZIP of PNGs: compressing it again only costs the attempt.
+ALTER TABLE passes ALTER COLUMN content SET STORAGE EXTERNAL;
 
 -- A Wallet on one phone or watch, by the identifier Wallet gives it, and its APNs token.
 CREATE TABLE pass_devices (

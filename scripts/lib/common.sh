@@ -115,3 +115,12 @@ start_simulator() {
     log "pigeon simulate did not start; see $output"
     exit 1
 }
+
+# CPU seconds (user + system) of a process, and of a private cluster's PostgreSQL processes:
+# where a benchmark's time goes.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# postgres_cpu NAME
+postgres_cpu() {
+    local master; master=$(head -1 "/tmp/pigeon-pg/$1/data/postmaster.pid")
+    for pid in "$master" $(pgrep -P "$master"); do cpu_of "$pid" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'
+}

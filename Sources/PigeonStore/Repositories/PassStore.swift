@@ -196,30 +196,36 @@ public struct PassStore: Sendable {
     /// fetching.
     public func fetch(_ pass: PassIdentity, authenticationDigest: Data, ifModifiedSince: Date?) async throws -> FetchResult {
         let digest = PostgresBytea.encode(authenticationDigest)
+        let since = ifModifiedSince.map { String($0.timeIntervalSince1970) }
         return try await pool.transaction { connection in
+            // The content only when it is to be sent (not for a 304).
             guard let row = try connection.query("""
-                SELECT version, extract(epoch FROM modified_at)::double precision FROM passes
+                SELECT version, extract(epoch FROM modified_at)::double precision,
+                       CASE WHEN $4::double precision IS NULL OR modified_at > to_timestamp($4::double precision) THEN content END
+                FROM passes
                 WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
-                """, [pass.passTypeIdentifier, pass.serialNumber, digest]).rows.first,
+                """, [pass.passTypeIdentifier, pass.serialNumber, digest, since]).rows.first,
                   let version = row.text(0).flatMap(Int64.init), let modified = row.text(1).flatMap(Double.init)
             else { return .unauthorized }
-            _ = try connection.query("""
+            // Read after the lock: a concurrent download of the same pass is attributed first.
+            let before = try connection.query("""
                 UPDATE pass_registrations r
                 SET state = 'FETCHED', next_attempt_at = NULL, lease_owner = NULL, last_error = NULL, state_changed_at = now()
-                FROM (SELECT device_library_id FROM pass_registrations
+                FROM (SELECT device_library_id, state FROM pass_registrations
                       WHERE pass_type_id = $1 AND serial_number = $2 AND version = $3
                         AND state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED', 'REGISTERED')
                       ORDER BY listed_at IS NULL, state = 'REGISTERED', listed_at, state_changed_at
                       LIMIT 1) AS fetcher
                 WHERE r.pass_type_id = $1 AND r.serial_number = $2 AND r.device_library_id = fetcher.device_library_id
-                """, [pass.passTypeIdentifier, pass.serialNumber, String(version)])
-            try Self.reportIfSettled(pass, connection)
+                RETURNING fetcher.state
+                """, [pass.passTypeIdentifier, pass.serialNumber, String(version)]).scalar
+            // Only a device that was still waiting can be the last one its version waited for.
+            if before == PassDeliveryState.queued.rawValue || before == PassDeliveryState.sent.rawValue {
+                try Self.reportIfSettled(pass, connection)
+            }
             let modifiedAt = Date(timeIntervalSince1970: modified)
-            if let ifModifiedSince, ifModifiedSince >= modifiedAt { return .notModified(modifiedAt: modifiedAt) }
-            guard let text = try connection.query(
-                "SELECT content FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
-                [pass.passTypeIdentifier, pass.serialNumber]).scalar,
-                  let content = PostgresBytea.decode(text) else { return .unauthorized }
+            guard let text = row.text(2) else { return .notModified(modifiedAt: modifiedAt) }
+            guard let content = PostgresBytea.decode(text) else { return .unauthorized }
             return .pass(content: content, modifiedAt: modifiedAt, version: version)
         }
     }

@@ -84,12 +84,24 @@ sql "INSERT INTO passes (pass_type_id, serial_number, auth_token_digest, version
 log "updatePass × $passes from $CLIENTS connections, the engine pushing meanwhile"
 started=$(date +%s.%N)
 cpu_before=$(cpu_of "$gateway") postgres_before=$(postgres_cpu bench)
+# PIGEON_BENCH_PERF=1: the gateway's profile during the updates and pushes (perf, 99 Hz).
+profiler=""
+if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
+    perf record -F 99 -g -o /tmp/pigeon-passes.perf -p "$gateway" > /dev/null 2>&1 &
+    profiler=$!
+fi
 read -r updates update_seconds update_rate update_errors < <(.build/release/pigeon-bench passes update --port "$HTTP_PORT" --clients "$CLIENTS" --count "$passes" --pass /tmp/pigeon-passes.b64)
 while [ "$(sql "SELECT count(*) FROM pass_registrations WHERE state = 'SENT'")" -lt "$passes" ]; do
     [ "$(sql "SELECT count(*) FROM pass_registrations WHERE state IN ('SENDING_FAILED', 'EXPIRED')")" -eq 0 ] || { log "pushes failed: $(sql "SELECT state, last_error, count(*) FROM pass_registrations GROUP BY 1, 2")"; exit 1; }
     sleep 0.2
 done
 pushed=$(date +%s.%N)
+if [ -n "$profiler" ]; then
+    kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
+    perf report -i /tmp/pigeon-passes.perf --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | awk '/^ +[0-9]/ && n++ < 30' > /tmp/pigeon-passes-profile.txt
+    log "profile (self time, top 30): /tmp/pigeon-passes-profile.txt"
+fi
 update_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$cpu_before" 'BEGIN {printf "%.1f", a - b}')
 update_postgres=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_before" 'BEGIN {printf "%.1f", a - b}')
 push_rate=$(awk -v n="$passes" -v s="$started" -v f="$pushed" 'BEGIN {printf "%.0f", n / (f - s)}')

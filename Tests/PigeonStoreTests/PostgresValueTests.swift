@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PigeonStore
 
@@ -10,6 +11,17 @@ struct PostgresValueTests {
         #expect(decoded == values.map(Optional.some))
         #expect(PostgresArray.decode("{a,NULL,\"b c\"}") == ["a", nil, "b c"])
         #expect(PostgresArray.decode("{}") == [])
+    }
+
+    @Test("bytea in text form round-trips every byte; anything else is refused")
+    func bytea() {
+        let bytes = Data((0..<512).map { UInt8($0 % 256) })
+        let text = PostgresBytea.encode(bytes)
+        #expect(text.hasPrefix("\\x00010203") && text.count == 2 + 1024)
+        #expect(PostgresBytea.decode(text) == bytes)
+        #expect(PostgresBytea.decode("\\xABcd") == Data([0xAB, 0xCD]))
+        #expect(PostgresBytea.decode("\\x") == Data())
+        for bad in ["abcd", "\\xabc", "\\xzz", ""] { #expect(PostgresBytea.decode(bad) == nil, "\(bad)") }
     }
 
     @Test("the JDBC form becomes a libpq URI")

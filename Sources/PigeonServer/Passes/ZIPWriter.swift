@@ -55,7 +55,9 @@ enum CRC32 {
 
     static func checksum(_ data: Data) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
-        for byte in data { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        data.withUnsafeBytes { bytes in
+            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        }
         return crc ^ 0xFFFF_FFFF
     }
 }

@@ -11,10 +11,12 @@ public enum PostgresBytea {
         bytes[0] = UInt8(ascii: "\\")
         bytes[1] = UInt8(ascii: "x")
         var position = 2
-        for byte in data {
-            bytes[position] = digits[Int(byte >> 4)]
-            bytes[position + 1] = digits[Int(byte & 0x0F)]
-            position += 2
+        data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+            for byte in input {
+                bytes[position] = digits[Int(byte >> 4)]
+                bytes[position + 1] = digits[Int(byte & 0x0F)]
+                position += 2
+            }
         }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -116,10 +116,14 @@ struct SchemaDecoder {
     /// `xs:base64Binary`: the canonical alphabet with padding; whitespace (line breaks of MIME
     /// encoders) is allowed anywhere, anything else is refused rather than skipped.
     private func decodeBase64(_ text: String, maxBytes: Int, path: String) throws(SOAPFault) -> Data {
-        var compact = [UInt8]()
-        compact.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 where byte != 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
-            compact.append(byte)
+        var text = text
+        let compact = text.withUTF8 { bytes -> [UInt8] in
+            var compact = [UInt8]()
+            compact.reserveCapacity(bytes.count)
+            for byte in bytes where byte != 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
+                compact.append(byte)
+            }
+            return compact
         }
         guard compact.count / 4 * 3 <= maxBytes + 2 else {
             throw .client("element '\(path)' is larger than \(maxBytes) bytes")

@@ -57,9 +57,24 @@ final class DeviceFlowHarness: Sendable {
         var arguments = ["-s", "-S", "-i", "-X", method, "--max-time", "30", "-H", "Content-Type: application/json"]
         if body != nil { arguments += ["--data-binary", "@-"] }
         arguments.append(gateway.baseURL + path)
-        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", arguments, input: body.map { Data($0.utf8) }), as: UTF8.self)
-        guard let split = output.range(of: "\r\n\r\n", options: .backwards) else { return Answer(status: 0, body: output) }
-        let lines = output[..<split.lowerBound].components(separatedBy: "\r\n")
+        return try await Self.curlWithHeaders(arguments, input: body.map { Data($0.utf8) })
+    }
+
+    /// Runs curl with `-i` among `arguments` and splits its output into status, headers and body
+    /// (bytes kept as they came: a pass is binary).
+    static func curlWithHeaders(_ arguments: [String], input: Data?) async throws -> Answer {
+        let output = try await ChildProcess.run("/usr/bin/curl", arguments, input: input)
+        let separator = Data("\r\n\r\n".utf8)
+        var head = output, rest = Data()
+        // The last header block ends the headers (a 100 Continue may precede).
+        var searchStart = output.startIndex
+        while let range = output.range(of: separator, in: searchStart..<output.endIndex) {
+            head = output[output.startIndex..<range.lowerBound]
+            rest = output[range.upperBound...]
+            searchStart = range.upperBound
+            if !output[range.upperBound...].starts(with: Data("HTTP/".utf8)) { break }
+        }
+        let lines = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")
         let statusLine = lines.last { $0.hasPrefix("HTTP/") } ?? ""
         var headers: [String: String] = [:]
         for line in lines where line.contains(":") && !line.hasPrefix("HTTP/") {
@@ -67,7 +82,7 @@ final class DeviceFlowHarness: Sendable {
             headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
         }
         let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return Answer(status: status, body: String(output[split.upperBound...]), headers: headers)
+        return Answer(status: status, body: String(decoding: rest, as: UTF8.self), headers: headers, bytes: Data(rest))
     }
 
     /// A device-API call to any gateway.
@@ -112,6 +127,11 @@ final class DeviceFlowHarness: Sendable {
 
     /// Polls `condition` every 50 ms; true once it holds, false after `seconds`.
     func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
+        try await Self.waitUntil(seconds: seconds, condition)
+    }
+
+    /// Polls `condition` every 50 ms; true once it holds, false after `seconds`.
+    static func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
             if try await condition() { return true }

@@ -58,26 +58,7 @@ struct WalletPassHarness {
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
         arguments.append(webServiceURL + path)
-        let output = try await ChildProcess.run("/usr/bin/curl", arguments, input: body)
-        let separator = Data("\r\n\r\n".utf8)
-        var head = output, rest = Data()
-        // The last header block ends the headers (a 100 Continue may precede).
-        var searchStart = output.startIndex
-        while let range = output.range(of: separator, in: searchStart..<output.endIndex) {
-            head = output[output.startIndex..<range.lowerBound]
-            rest = output[range.upperBound...]
-            searchStart = range.upperBound
-            if !output[range.upperBound...].starts(with: Data("HTTP/".utf8)) { break }
-        }
-        let lines = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")
-        let statusLine = lines.last { $0.hasPrefix("HTTP/") } ?? ""
-        var replyHeaders: [String: String] = [:]
-        for line in lines where line.contains(":") && !line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            replyHeaders[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
-        }
-        let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return DeviceFlowHarness.Answer(status: status, body: String(decoding: rest, as: UTF8.self), headers: replyHeaders, bytes: Data(rest))
+        return try await DeviceFlowHarness.curlWithHeaders(arguments, input: body)
     }
 
     static func applePass(_ token: String = Self.token) -> [String: String] { ["Authorization": "ApplePass \(token)"] }

@@ -42,14 +42,6 @@ struct WalletPassResilienceTests {
                 })
             }
         }
-        func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while ContinuousClock.now < deadline {
-                if try await condition() { return true }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            return false
-        }
 
         let first = try GatewayProcess(configuration: configuration)
         #expect(try await update(first.baseURL, "v1").contains("<status>OK</status>"))
@@ -57,7 +49,7 @@ struct WalletPassResilienceTests {
         #expect(await wallet.addDevice(id: "late", pushToken: late, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
         #expect(try await update(first.baseURL, "v2").contains("<version>2</version>"))
         // Both pushed, both waiting for their fetch: then the process dies without a word.
-        #expect(try await waitUntil(seconds: 30) { try await states() == ["silent": "SENT", "late": "SENT"] })
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 30) { try await states() == ["silent": "SENT", "late": "SENT"] })
         first.signal(SIGKILL)
         #expect(await first.waitForExit() == SIGKILL)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 1)
@@ -67,11 +59,11 @@ struct WalletPassResilienceTests {
         let port = try #require(LoopbackPort.free())
         await wallet.addDevice(id: "late", pushToken: late, webServiceURL: "http://127.0.0.1:\(port)/passkit", cards: [card])
         let successor = try GatewayProcess(configuration: configuration, port: port)
-        #expect(try await waitUntil(seconds: 60) { try await states() == ["silent": "EXPIRED", "late": "FETCHED"] }, "\(successor.log.suffix(2000))")
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 60) { try await states() == ["silent": "EXPIRED", "late": "FETCHED"] }, "\(successor.log.suffix(2000))")
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 2)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == late }.count == 2)
         #expect(wallet.fetches.contains { $0.device == "late" && $0.status == 200 })
-        #expect(try await waitUntil(seconds: 30) { stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 30) { stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
         let reports = stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }
         #expect(reports.count == 1 && reports.first?.deviceCount == 1)
         successor.signal(SIGTERM)

@@ -71,15 +71,17 @@ struct PassUpdateTests {
         let engine = PassUpdateEngine(queue: queue, pusher: pusher, policy: PassUpdatePolicy(fetchTimeout: .seconds(600), fetchRetries: 2),
                                       owner: "test", clock: clock, random: CountingRandom(), metrics: MetricsRegistry(), logger: .silent)
         let running = Task { await engine.run() }
-        #expect(await eventually { pusher.pushes(to: "eager-token") == 1 && queue.state(of: "eager") == .sent })
+        #expect(await eventually { queue.recordedPushes(of: "eager") == 1 && queue.state(of: "eager") == .sent })
         queue.fetched("eager")
+        // Each round waits for the push to be recorded (not only made): the next wait is
+        // measured from the clock reading of that record.
         for round in 1...2 {
-            #expect(await eventually { pusher.pushes(to: "silent-token") == round && queue.state(of: "silent") == .sent })
+            #expect(await eventually { queue.recordedPushes(of: "silent") == round && queue.state(of: "silent") == .sent })
             // Nothing happens before the wait ends.
             #expect(queue.dueCount == 0)
             clock.advance(by: 601)
         }
-        #expect(await eventually { pusher.pushes(to: "silent-token") == 3 && queue.state(of: "silent") == .sent })
+        #expect(await eventually { queue.recordedPushes(of: "silent") == 3 && queue.state(of: "silent") == .sent })
         clock.advance(by: 601)
         #expect(await eventually { queue.state(of: "silent") == .expired })
         #expect(pusher.pushes(to: "silent-token") == 3)
@@ -100,8 +102,9 @@ struct PassUpdateTests {
         let engine = PassUpdateEngine(queue: queue, pusher: pusher, policy: PassUpdatePolicy(), owner: "test", clock: clock,
                                       random: CountingRandom(), metrics: MetricsRegistry(), logger: .silent)
         let running = Task { await engine.run() }
-        #expect(await eventually { queue.state(of: "dead") == nil && pusher.pushes(to: "busy-token") == 1 })
-        #expect(queue.state(of: "busy") == .queued && queue.failures(of: "busy") == 1)
+        // Waits for the refusal to be recorded: its retry time is read from the clock then.
+        #expect(await eventually { queue.state(of: "dead") == nil && queue.failures(of: "busy") == 1 && queue.recordedPushes(of: "busy") == 0 })
+        #expect(queue.state(of: "busy") == .queued && pusher.pushes(to: "busy-token") == 1)
         clock.advance(by: 10)
         #expect(await eventually { queue.state(of: "busy") == .sent })
         #expect(pusher.pushes(to: "busy-token") == 2)
@@ -131,6 +134,10 @@ final class FakePassQueue: PassUpdateQueueing {
 
     func state(of device: String) -> PassDeliveryState? { rows.withLock { $0[device]?.claim.state } }
     func failures(of device: String) -> Int? { rows.withLock { $0[device]?.claim.failures } }
+    /// Pushes recorded as accepted, once the engine no longer holds the row.
+    func recordedPushes(of device: String) -> Int? {
+        rows.withLock { rows in rows[device].flatMap { $0.owner == nil ? $0.claim.pushes : nil } }
+    }
     var released: Bool { releasedFlag.withLock { $0 } }
 
     var dueCount: Int {

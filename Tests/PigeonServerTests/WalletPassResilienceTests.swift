@@ -19,7 +19,7 @@ struct WalletPassResilienceTests {
             migrationsPath = \(TestDatabase.migrationsDirectory.path)
             sbiOutboundWebServiceURL = \(stub.serviceURL)
             bankProxyTimeoutSeconds = 2
-            passFetchTimeoutSeconds = 3
+            passFetchTimeoutSeconds = 5
             passFetchRetries = 1
             logLevel = info
             \(simulator.simulator.configurationSnippet)

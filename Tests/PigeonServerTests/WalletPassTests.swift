@@ -178,7 +178,7 @@ struct WalletPassTests {
         let wallet = try await Harness {
             // The eager Wallet fetches within this however loaded the machine; the silent one
             // takes three of them.
-            $0.passes.fetchTimeoutSeconds = 2
+            $0.passes.fetchTimeoutSeconds = 3
             $0.passes.fetchRetries = 2
         }
         _ = try await wallet.updatePass(serial: "card-1")

@@ -204,7 +204,7 @@ public final class Gateway: Sendable {
         }
         engineOwner = deliveryEngine?.owner
         if !passPushers.isConfigured {
-            logger.warning("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
+            logger.notice("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
         }
         let passStore = PassStore(pool: pool)
         let passEngine = PassUpdateEngine(

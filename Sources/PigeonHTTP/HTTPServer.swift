@@ -225,7 +225,7 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 
 /// The headers handlers may read; others are not copied out of the connection.
 private let copiedHeaders = ["content-type", "content-length", "authorization", "host", "soapaction",
-                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since"]
+                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since", "cookie"]
 
 private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
     let method = String(cString: pigeon_http_method(exchange))

@@ -155,6 +155,17 @@ public final class MetricsRegistry: Sendable {
         return shards.reduce(0) { total, shard in total + shard.state.withLock { $0.counters[series] ?? 0 } }
     }
 
+    /// Every series of the counter `name`, by its labels (summed over the shards).
+    public func counters(named name: String) -> [(labels: [String: String], value: Double)] {
+        snapshot().counters.filter { $0.key.name == name }.map { ($0.key.labelDictionary, $0.value) }
+    }
+
+    /// The current value of a gauge, if it was ever set.
+    public func gauge(_ name: String, labels: [String: String] = [:]) -> Double? {
+        let series = Series(name: name, labels: labels)
+        return shards.first?.state.withLock { $0.gauges[series] }
+    }
+
     /// All shards added together.
     private func snapshot() -> State {
         var merged = State()

@@ -136,6 +136,9 @@ extension GatewayConfiguration {
         if (http.tlsCertificatePath == nil) != (http.tlsKeyPath == nil) {
             throw fail("tlsCertificatePath and tlsKeyPath must be set together")
         }
+        if (console.username == nil) != (console.password == nil) {
+            throw fail("consoleUsername and consolePassword must be set together")
+        }
         if (http.soapUsername == nil) != (http.soapPassword == nil) {
             throw fail("soapUsername and soapPassword must be set together")
         }
@@ -273,6 +276,11 @@ extension GatewayConfiguration {
             }
         },
         "soapUsername": { $0.http.soapUsername = try nonEmpty($1) },
+        "consoleUsername": { $0.console.username = try nonEmpty($1) },
+        "consolePassword": { configuration, value in
+            guard value.count >= 12 else { throw ValueError(message: "must be at least 12 characters") }
+            configuration.console.password = value
+        },
         "soapPassword": { $0.http.soapPassword = try nonEmpty($1) },
         "maxRequestBytes": { $0.http.maxRequestBytes = try integer($1, in: 1024...(1 << 30)) },
         "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...1_000_000) },

@@ -251,6 +251,8 @@ public struct GatewayConfiguration: Sendable {
     public var deviceLimits = DeviceLimits()
     /// Wallet passes: the web service's path, the fetch wait and the pass types' certificates.
     public var passes = Passes()
+    /// The operator console's credentials.
+    public var console = Console()
     /// `reportMaxAgeHours`: a report the bank still refuses this long after it was written is
     /// dead-lettered. Default 72.
     public var reportMaxAgeHours = 72

@@ -8,7 +8,7 @@ import PigeonStore
 ///
 /// A listener serves one or both surfaces (CONTRACT §5): `devices` (the device API, the PassKit
 /// web service and `/health`, facing phones) and `bank` (the SOAP service, both WSDLs, `/metrics`, `/ready`, `/health`,
-/// facing the bank and operators). A path of the other surface is answered 404, exactly as an
+/// facing the bank and operators; the console too when configured). A path of the other surface is answered 404, exactly as an
 /// unknown one.
 struct Router: Sendable {
     /// What a listener serves.
@@ -22,6 +22,8 @@ struct Router: Sendable {
     let inbound: InboundEndpoint
     let devices: DeviceEndpoint
     let passKit: PassKitEndpoint
+    /// The operator console, on the bank surface when configured.
+    let console: ConsoleEndpoint?
     let outboundWSDL: OutboundWSDL
     let health: HealthEndpoint
     let metrics: MetricsRegistry
@@ -45,6 +47,9 @@ struct Router: Sendable {
         }
         if surfaces.contains(.devices), head.path.hasPrefix(DeviceEndpoint.prefix) {
             return .accept(maxBytes: JSONFields.maximumBodyBytes)
+        }
+        if surfaces.contains(.bank), let console, console.serves(head.path) {
+            return .accept(maxBytes: head.method == "POST" ? ConsoleEndpoint.maximumBodyBytes : 0)
         }
         if surfaces.contains(.devices), passKit.serves(head.path) {
             return .accept(maxBytes: passKit.maximumBody(head))
@@ -84,6 +89,7 @@ struct Router: Sendable {
 
     /// The bank surface's routes; nil for a path it does not serve.
     private func bankRoute(_ request: HTTPRequest) async -> (String, HTTPResponse)? {
+        if let console, console.serves(request.path) { return await console.handle(request) }
         switch request.path {
         case InboundEndpoint.path, InboundEndpoint.path + "/":
             let route = "soap_inbound"

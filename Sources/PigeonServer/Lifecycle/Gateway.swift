@@ -82,6 +82,20 @@ public final class Gateway: Sendable {
         let http = configuration.http
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
         let passAddressLimit = PassAddressLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
+        let pushActivity = PushActivity(metrics: metrics)
+        let pushClientList = PushClientList()
+        let console = configuration.consoleIsServed ? ConsoleEndpoint(
+            credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
+            sessions: ConsoleSessions(), signInLimit: PassAddressLimit(perMinute: 10),
+            secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
+            data: ConsoleData(
+                store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: inbound.notifications, outbox: Outbox(pool: pool),
+                queue: DeliveryQueue(pool: pool), pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
+                settings: configuration.effectiveSettings()),
+            logger: logger.withLabel("pigeon.console")) : nil
+        if configuration.console.isConfigured && console == nil {
+            logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
+        }
         // Phones and the bank do not share database connections when the bank has its own
         // listener: the device API gets a pool of its own, so a flood of acknowledgements never
         // stands in front of a sendNotification.
@@ -114,6 +128,7 @@ public final class Gateway: Sendable {
                     prefix: configuration.passes.webServicePath, store: PassStore(pool: devicePool),
                     limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
                     addressLimit: passAddressLimit, metrics: metrics, logger: logger.withLabel("pigeon.passkit")),
+                console: surfaces.contains(.bank) ? console : nil,
                 outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
                 health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
                 metrics: metrics,
@@ -161,7 +176,7 @@ public final class Gateway: Sendable {
             servers.append(bankServer)
             logger.notice("listening", metadata: [
                 "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
-                "serves": "SOAP, WSDLs, metrics, ready", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
+                "serves": console == nil ? "SOAP, WSDLs, metrics, ready" : "SOAP, WSDLs, metrics, ready, console", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
         }
         if http.soapIsUnauthenticated && !GatewayConfiguration.isLoopback(http.soapHost) {
             logger.warning("the SOAP service accepts unauthenticated calls (soapAuthentication = none)", metadata: ["address": http.soapHost])
@@ -214,6 +229,7 @@ public final class Gateway: Sendable {
             metrics: metrics, logger: logger.withLabel("pigeon.passes"))
         let passLogs = PassLogHygiene(store: passStore, logger: logger.withLabel("pigeon.passes"))
         MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
+        pushClientList.set(transports.clients + passPushers.clients)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
             sweeps: Sweeps(pool: pool), interval: .seconds(configuration.expirySweepIntervalSeconds),
@@ -235,6 +251,7 @@ public final class Gateway: Sendable {
                 group.addTask { await metricsSampler.run() }
                 group.addTask { await passEngine.run() }
                 group.addTask { await passLogs.run() }
+                if console != nil { group.addTask { await pushActivity.run() } }
                 group.addTask { await sweeps.run() }
                 if let sender { group.addTask { await sender.run() } }
             }

@@ -1,0 +1,62 @@
+import Foundation
+import PigeonCore
+
+extension GatewayConfiguration {
+    /// The operator console (CONTRACT §5): `consoleUsername`/`consolePassword`, served on
+    /// `bankListen` (or on a loopback `listen` when there is no `bankListen`).
+    public struct Console: Sendable {
+        public var username: String?
+        public var password: String?
+        public var isConfigured: Bool { username != nil && password != nil }
+    }
+
+    /// Whether the console can be served: configured, and on a listener that does not face
+    /// phones (`bankListen`, or a loopback `listen` carrying everything).
+    var consoleIsServed: Bool {
+        console.isConfigured && (http.bank != nil || Self.isLoopback(http.host))
+    }
+
+    /// The effective settings as the console shows them: every value that is a secret (passwords,
+    /// tokens, client secrets, the database URL's password) redacted.
+    public func effectiveSettings() -> [(key: String, value: String)] {
+        let secret = Redaction.secret
+        func shown(_ value: String?) -> String { value ?? "—" }
+        func hidden(_ value: String?) -> String { value == nil ? "—" : secret }
+        var settings: [(key: String, value: String)] = [
+            ("listen", "\(http.host):\(http.port)"),
+            ("bankListen", http.bank.map { "\($0.host):\($0.port)" } ?? "— (everything on listen)"),
+            ("tlsCertificatePath", shown(http.tlsCertificatePath)), ("bankTlsCertificatePath", shown(http.bankTlsCertificatePath)),
+            ("bankClientCaFile", shown(http.bankClientCaFile)),
+            ("soapUsername", shown(http.soapUsername)), ("soapPassword", hidden(http.soapPassword)),
+            ("consoleUsername", shown(console.username)), ("consolePassword", hidden(console.password)),
+            ("maxRequestBytes", String(http.maxRequestBytes)), ("perAddressConnectionLimit", String(http.perAddressConnectionLimit)),
+            ("requestDeadlineSeconds", String(http.requestDeadlineSeconds)),
+            ("dbUrl", database.url.map(DatabaseURLRedaction.redacted) ?? "—"), ("dbUsername", shown(database.username)),
+            ("dbPassword", hidden(database.password)), ("dbPoolSize", String(database.poolSize)),
+            ("sbiOutboundWebServiceURL", shown(bankProxyURL)), ("sbiOutboundUsername", shown(bankChannel.username)),
+            ("sbiOutboundPassword", hidden(bankChannel.password)), ("sbiOutboundClientCertificatePath", shown(bankChannel.clientCertificatePath)),
+            ("tlsCaFile", shown(tlsCaFile)),
+            ("deliveryConcurrency", String(delivery.concurrency)), ("deliveryWorkers", String(delivery.workers)),
+            ("retentionDays", String(retentionDays)), ("reportMaxAgeHours", String(reportMaxAgeHours)),
+            ("overrideSubscriptions", String(overrideSubscriptions)), ("caseInsensitiveIds", String(caseInsensitiveIds)),
+            ("passWebServicePath", passes.webServicePath), ("passFetchTimeoutSeconds", String(passes.fetchTimeoutSeconds)),
+            ("passFetchRetries", String(passes.fetchRetries)),
+        ]
+        for (id, app) in pushApps {
+            let prefix = id.isEmpty ? "" : "app.\(id)."
+            settings += [
+                ("\(prefix)apnsTopic", shown(app.apns.topic)), ("\(prefix)apnsEndpoint", app.apns.isConfigured ? app.apns.resolvedEndpoint : "—"),
+                ("\(prefix)apnsKeyPath", shown(app.apns.keyPath)), ("\(prefix)apnsKeyId", shown(app.apns.keyId)),
+                ("\(prefix)apnsCertificatePath", shown(app.apns.certificatePath)), ("\(prefix)apnsPassword", hidden(app.apns.password)),
+                ("\(prefix)fcmServiceAccountPath", shown(app.fcm.serviceAccountPath)),
+                ("\(prefix)rustoreProjectId", shown(app.rustore.projectId)), ("\(prefix)rustoreServiceToken", hidden(app.rustore.serviceToken)),
+                ("\(prefix)hmsAppId", shown(app.huawei.appId)), ("\(prefix)hmsClientSecret", hidden(app.huawei.clientSecret)),
+                ("\(prefix)vapidPrivateKeyPath", shown(app.webPush.vapidPrivateKeyPath)),
+            ]
+        }
+        for (identifier, certificate) in passes.certificates.sorted(by: { $0.key < $1.key }) {
+            settings += [("passType.\(identifier).certificatePath", shown(certificate.path)), ("passType.\(identifier).password", hidden(certificate.password))]
+        }
+        return settings
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import OutboundHTTP
+import PigeonCore
+import PigeonStore
+import Synchronization
+
+/// What the console's pages show, read from the stores, the metrics and the push clients.
+struct ConsoleData: Sendable {
+    let store: ConsoleStore
+    let notifications: NotificationStore
+    let outbox: Outbox
+    let queue: DeliveryQueue
+    let pool: PostgresPool
+    let migrator: Migrator
+    let activity: PushActivity
+    /// The push services' clients, known once the transports are made (after the listeners).
+    let pushClients: PushClientList
+    /// The effective configuration, secrets redacted.
+    let settings: [(key: String, value: String)]
+
+    struct Overview: Sendable {
+        var database: String
+        var databaseUp: Bool
+        var queueDepth: Int?
+        var oldestDueSeconds: Double?
+        var outbox: OutboxStatistics?
+        var connections: [(service: String, app: String, opened: Int, restarted: Int)]
+        var minutes: [PushActivity.Minute]
+    }
+
+    /// The overview; a database that does not answer is shown as such, not as an error page.
+    func overview() async throws -> Overview {
+        var overview = Overview(database: "", databaseUp: false, queueDepth: nil, oldestDueSeconds: nil, outbox: nil,
+                                connections: pushClients.clients.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
+                                minutes: activity.lastHour())
+        do {
+            let pending = try await migrator.pending(pool)
+            overview.databaseUp = true
+            overview.database = pending.isEmpty
+                ? "reachable; schema current (migration \(migrator.migrations.last?.version ?? 0))"
+                : "reachable; migrations pending: \(pending.map(String.init).joined(separator: ", "))"
+            overview.queueDepth = try await queue.depth()
+            overview.oldestDueSeconds = try await queue.oldestDueAge()
+            overview.outbox = try await outbox.statistics()
+        } catch {
+            overview.database = overview.databaseUp ? "reachable, but a query failed: \(error)" : "unreachable: \(error)"
+        }
+        return overview
+    }
+
+    struct NotificationView: Sendable {
+        var notification: PushNotification
+        var total: Int
+        var recipients: [ConsoleStore.Recipient]
+    }
+
+    static let pageSize = 50
+
+    func notification(_ id: String, page: Int) async throws -> NotificationView? {
+        guard let notification = try await notifications.notification(id: id, recipients: false),
+              let recipients = try await store.recipients(notificationId: id, offset: (max(1, page) - 1) * Self.pageSize, limit: Self.pageSize)
+        else { return nil }
+        return NotificationView(notification: notification, total: recipients.total, recipients: recipients.page)
+    }
+
+    struct UserView: Sendable {
+        var devices: [ConsoleStore.DeviceSummary]
+        var pending: [ConsoleStore.PendingRegistration]
+    }
+
+    func user(_ user: String) async throws -> UserView? {
+        guard !user.isEmpty else { return nil }
+        return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user))
+    }
+
+    struct OutboxView: Sendable {
+        var page: Int
+        var total: Int
+        var waiting: [ConsoleStore.WaitingReport]
+        var dead: [DeadReport]
+    }
+
+    func outbox(page: Int) async throws -> OutboxView {
+        let page = max(1, page)
+        let waiting = try await store.waitingReports(offset: (page - 1) * Self.pageSize, limit: Self.pageSize)
+        return OutboxView(page: page, total: waiting.total, waiting: waiting.page, dead: try await outbox.deadLetters(limit: 100))
+    }
+}
+
+/// The push clients of a gateway, set once they are made.
+final class PushClientList: Sendable {
+    private let list = Mutex<[(service: String, app: String, client: HTTP2Client)]>([])
+
+    var clients: [(service: String, app: String, client: HTTP2Client)] { list.withLock { $0 } }
+
+    func set(_ clients: [(service: String, app: String, client: HTTP2Client)]) {
+        list.withLock { $0 = clients }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+/// The console's HTML: plain forms and tables, no script, one stylesheet. Every value from the
+/// database, a phone or the bank goes through ``HTML/escape(_:)``.
+enum ConsolePages {
+    struct Context {
+        var session: ConsoleSessions.Session
+        var operatorName: String
+    }
+
+    static func layout(title: String, session: ConsoleSessions.Session?, body: String) -> String {
+        var navigation = ""
+        if let session {
+            navigation = """
+                <nav aria-label="Console"><a href="/console">Overview</a> <a href="/console/notification">Notification</a> \
+                <a href="/console/user">User</a> <a href="/console/outbox">Outbox</a> <a href="/console/config">Configuration</a>
+                <form method="post" action="/console/logout" class="inline">\(csrf(session))<button type="submit">Sign out \(HTML.escape(session.username))</button></form></nav>
+                """
+        }
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(HTML.escape(title)) · Pigeon console</title><link rel="stylesheet" href="/console/style.css"></head>
+            <body><header><strong>Pigeon</strong> console</header>\(navigation)<main><h1>\(HTML.escape(title))</h1>
+            \(body)</main></body></html>
+            """
+    }
+
+    static func csrf(_ session: ConsoleSessions.Session) -> String {
+        "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(session.csrfToken))\">"
+    }
+
+    static func signIn(message: String?) -> String {
+        layout(title: "Sign in", session: nil, body: """
+            \(message.map { "<p class=\"error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? "")
+            <form method="post" action="/console/login">
+            <p><label for="username">Username</label><br><input id="username" name="username" autocomplete="username" required autofocus></p>
+            <p><label for="password">Password</label><br><input id="password" name="password" type="password" autocomplete="current-password" required></p>
+            <p><button type="submit">Sign in</button></p></form>
+            """)
+    }
+
+    // MARK: Overview
+
+    static func overview(_ overview: ConsoleData.Overview, _ context: Context) -> String {
+        let oldest = overview.oldestDueSeconds.map { $0 < 1 ? "none waiting" : String(format: "%.0f s", $0) } ?? "—"
+        var body = """
+            <section><h2>Now</h2><table><tbody>
+            <tr><th scope="row">Database</th><td class="\(overview.databaseUp ? "ok" : "bad")">\(HTML.escape(overview.database))</td></tr>
+            <tr><th scope="row">Deliveries queued</th><td>\(overview.queueDepth.map(String.init) ?? "—")</td></tr>
+            <tr><th scope="row">Oldest due delivery waiting</th><td>\(oldest)</td></tr>
+            <tr><th scope="row">Reports waiting for the bank</th><td>\(overview.outbox.map { "\($0.depth) (oldest \(String(format: "%.0f", $0.oldestAgeSeconds)) s)" } ?? "—")</td></tr>
+            <tr><th scope="row">Dead reports</th><td>\(overview.outbox.map { "<a href=\"/console/outbox\">\($0.dead)</a>" } ?? "—")</td></tr>
+            </tbody></table></section>
+            """
+        body += "<section><h2>Push services</h2><table><thead><tr><th scope=\"col\">Service</th><th scope=\"col\">App</th><th scope=\"col\">Connections opened</th><th scope=\"col\">Pushes sent again after a reset</th></tr></thead><tbody>"
+        for connection in overview.connections {
+            body += "<tr><td>\(HTML.escape(connection.service))</td><td>\(HTML.escape(connection.app))</td><td>\(connection.opened)</td><td>\(connection.restarted)</td></tr>"
+        }
+        if overview.connections.isEmpty { body += "<tr><td colspan=\"4\">No push service is configured.</td></tr>" }
+        body += "</tbody></table></section>"
+        body += activity(overview.minutes)
+        return layout(title: "Overview", session: context.session, body: body)
+    }
+
+    /// Pushes a minute over the last hour as bars (SVG, no script), and the hour's pushes by
+    /// service and app and by outcome.
+    static func activity(_ minutes: [PushActivity.Minute]) -> String {
+        let peak = max(1, minutes.map(\.total).max() ?? 1)
+        let width = 600, height = 120
+        let barWidth = Double(width) / Double(PushActivity.keptMinutes + 1)
+        var bars = ""
+        for (index, minute) in minutes.enumerated() {
+            let barHeight = Double(height - 20) * minute.total / peak
+            let x = Double(width) - Double(minutes.count - index) * barWidth
+            bars += "<rect x=\"\(String(format: "%.1f", x))\" y=\"\(String(format: "%.1f", Double(height - 15) - barHeight))\" width=\"\(String(format: "%.1f", barWidth - 1))\" height=\"\(String(format: "%.1f", barHeight))\" fill=\"#3b6ea5\"><title>\(HTML.date(minute.start)): \(Int(minute.total)) pushes</title></rect>"
+        }
+        var byRoute: [String: Double] = [:], byOutcome: [String: Double] = [:]
+        for minute in minutes {
+            byRoute.merge(minute.byRoute, uniquingKeysWith: +)
+            byOutcome.merge(minute.byOutcome, uniquingKeysWith: +)
+        }
+        let total = Int(minutes.reduce(0) { $0 + $1.total })
+        var section = """
+            <section><h2>Pushes in the last hour</h2>
+            <svg role="img" aria-label="Pushes per minute over the last hour, \(total) in all" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">
+            <line x1="0" y1="\(height - 15)" x2="\(width)" y2="\(height - 15)" stroke="#888"/>\(bars)
+            <text x="0" y="\(height - 2)" font-size="10">−60 min</text><text x="\(width - 30)" y="\(height - 2)" font-size="10">now</text>
+            <text x="0" y="10" font-size="10">peak \(Int(peak))/min</text></svg>
+            <table><thead><tr><th scope="col">Service / app</th><th scope="col">Pushes</th></tr></thead><tbody>
+            """
+        for (route, count) in byRoute.sorted(by: { $0.key < $1.key }) { section += "<tr><td>\(HTML.escape(route))</td><td>\(Int(count))</td></tr>" }
+        if byRoute.isEmpty { section += "<tr><td colspan=\"2\">No pushes in the last hour.</td></tr>" }
+        section += "</tbody></table><table><thead><tr><th scope=\"col\">Outcome</th><th scope=\"col\">Pushes</th></tr></thead><tbody>"
+        for (outcome, count) in byOutcome.sorted(by: { $0.key < $1.key }) { section += "<tr><td>\(HTML.escape(outcome))</td><td>\(Int(count))</td></tr>" }
+        return section + "</tbody></table></section>"
+    }
+
+    // MARK: Notification
+
+    static func notificationSearch(_ context: Context, message: String? = nil) -> String {
+        layout(title: "Notification", session: context.session, body: """
+            \(message.map { "<p class=\"error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? "")
+            <form method="get" action="/console/notification"><p><label for="id">Notification id</label><br>
+            <input id="id" name="id" required> <button type="submit">Find</button></p></form>
+            """)
+    }
+
+    static func notification(_ id: String, _ view: ConsoleData.NotificationView?, page: Int, reveal: Bool, _ context: Context) -> String {
+        guard let view else { return notificationSearch(context, message: "No notification with id \(id).") }
+        let notification = view.notification
+        let content = notification.pushContent
+        let text = reveal ? content.text : mask(content.text)
+        var details = ""
+        for detail in content.details {
+            let value = reveal || content.type != .pinCode ? detail.value : mask(detail.value, everything: true)
+            details += "<tr><th scope=\"row\">\(HTML.escape(detail.key))</th><td>\(HTML.escape(value))</td></tr>"
+        }
+        var body = """
+            <table><tbody>
+            <tr><th scope="row">Id</th><td>\(HTML.escape(notification.id))</td></tr>
+            <tr><th scope="row">Type</th><td>\(HTML.escape(content.type.rawValue))</td></tr>
+            <tr><th scope="row">Text</th><td>\(HTML.escape(text))</td></tr>\(details)
+            <tr><th scope="row">Timeout</th><td>\(notification.timeoutSeconds) s</td></tr>
+            <tr><th scope="row">Priority, perishable</th><td>\(notification.priority.map(String.init) ?? "—"), \(notification.perishable.map { $0 ? "yes" : "no" } ?? "—")</td></tr>
+            </tbody></table>
+            """
+        if !reveal {
+            body += """
+                <form method="post" action="/console/notification/reveal">\(csrf(context.session))<input type="hidden" name="id" value="\(HTML.escape(id))">\
+                <input type="hidden" name="page" value="\(page)"><button type="submit">Reveal the content (logged)</button></form>
+                """
+        }
+        body += "<h2>Recipients (\(view.total))</h2><table><thead><tr><th scope=\"col\">User</th><th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Last error</th><th scope=\"col\">Updated</th></tr></thead><tbody>"
+        for recipient in view.recipients {
+            body += "<tr><td><a href=\"/console/user?user=\(HTML.query(recipient.user))\">\(HTML.escape(recipient.user))</a></td><td class=\"state\">\(HTML.escape(recipient.state))</td><td>\(recipient.attempts)</td><td>\(HTML.escape(recipient.lastError ?? ""))</td><td>\(HTML.date(recipient.updatedAt))</td></tr>"
+        }
+        body += "</tbody></table>" + pager("/console/notification?id=\(HTML.query(id))", page: page, total: view.total)
+        return layout(title: "Notification \(id)", session: context.session, body: body)
+    }
+
+    /// Hides what could be a one-time code: every run of four or more digits (or the whole value).
+    static func mask(_ text: String, everything: Bool = false) -> String {
+        if everything { return String(repeating: "•", count: min(8, max(4, text.count))) }
+        var masked = "", digits = ""
+        for character in text {
+            if character.isNumber {
+                digits.append(character)
+                continue
+            }
+            masked += digits.count >= 4 ? String(repeating: "•", count: digits.count) : digits
+            digits = ""
+            masked.append(character)
+        }
+        return masked + (digits.count >= 4 ? String(repeating: "•", count: digits.count) : digits)
+    }
+
+    // MARK: User
+
+    static func user(_ user: String, _ view: ConsoleData.UserView?, message: String?, _ context: Context) -> String {
+        var body = """
+            \(message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? "")
+            <form method="get" action="/console/user"><p><label for="user">User id</label><br>
+            <input id="user" name="user" value="\(HTML.escape(user))" required> <button type="submit">Find</button></p></form>
+            """
+        guard let view else { return layout(title: "User", session: context.session, body: body) }
+        body += "<h2>Devices (\(view.devices.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Registered</th><th scope=\"col\">Last success</th><th scope=\"col\">Revoke</th></tr></thead><tbody>"
+        for device in view.devices {
+            body += """
+                <tr><td>\(HTML.escape(device.deviceId)) (\(HTML.escape(device.bankClientId)))</td><td>\(HTML.escape(device.platform))\(device.environment == "sandbox" ? " (sandbox)" : "")</td>\
+                <td>\(HTML.escape(device.appId.isEmpty ? "default" : device.appId))</td><td class="token">\(HTML.escape(Redaction.token(device.pushToken)))</td>\
+                <td>\(HTML.date(device.registeredAt))</td><td>\(HTML.date(device.reachedAt))</td>\
+                <td><form method="post" action="/console/device/revoke">\(csrf(context.session))<input type="hidden" name="device" value="\(device.id)">\
+                <input type="hidden" name="user" value="\(HTML.escape(user))"><label for="reason-\(device.id)">Reason</label> \
+                <input id="reason-\(device.id)" name="reason" maxlength="200" required> <button type="submit">Revoke</button></form></td></tr>
+                """
+        }
+        if view.devices.isEmpty { body += "<tr><td colspan=\"7\">No subscribed device.</td></tr>" }
+        body += "</tbody></table><h2>Waiting for an SMS code (\(view.pending.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">Since</th></tr></thead><tbody>"
+        for pending in view.pending {
+            body += "<tr><td>\(HTML.escape(pending.deviceId)) (\(HTML.escape(pending.bankClientId)))</td><td>\(HTML.escape(pending.platform))</td><td>\(HTML.date(pending.createdAt))</td></tr>"
+        }
+        return layout(title: "User \(user)", session: context.session, body: body + "</tbody></table>")
+    }
+
+    // MARK: Outbox
+
+    static func outbox(_ view: ConsoleData.OutboxView, message: String?, _ context: Context) -> String {
+        var body = message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
+        body += "<h2>Waiting (\(view.total))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Next attempt</th><th scope=\"col\">Last error</th></tr></thead><tbody>"
+        for report in view.waiting {
+            body += "<tr><td>\(report.id)</td><td>\(HTML.escape(report.kind))</td><td>\(HTML.escape(report.subject)) — \(HTML.escape(report.concerned.prefix(5).joined(separator: ", ")))</td><td>\(report.attempts)</td><td>\(HTML.date(report.nextAttemptAt))</td><td>\(HTML.escape(report.lastError ?? ""))</td></tr>"
+        }
+        body += "</tbody></table>" + pager("/console/outbox?x=1", page: view.page, total: view.total)
+        body += "<h2>Dead letters (\(view.dead.count))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Died</th><th scope=\"col\">Last error</th><th scope=\"col\">Send again</th></tr></thead><tbody>"
+        for report in view.dead {
+            body += """
+                <tr><td>\(report.id)</td><td>\(HTML.escape(report.kind))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
+                <td>\(report.attempts)</td><td>\(HTML.date(report.diedAt))</td><td>\(HTML.escape(report.lastError ?? ""))</td>\
+                <td><form method="post" action="/console/outbox/requeue">\(csrf(context.session))<input type="hidden" name="id" value="\(report.id)">\
+                <button type="submit" aria-label="Send report \(report.id) again">Re-queue</button></form></td></tr>
+                """
+        }
+        return layout(title: "Outbox", session: context.session, body: body + "</tbody></table>")
+    }
+
+    // MARK: Configuration
+
+    static func configuration(_ settings: [(key: String, value: String)], _ context: Context) -> String {
+        var body = "<p>The configuration this process runs with; secrets are shown as <code>\(HTML.escape(Redaction.secret))</code>.</p><table><tbody>"
+        for (key, value) in settings { body += "<tr><th scope=\"row\">\(HTML.escape(key))</th><td>\(HTML.escape(value))</td></tr>" }
+        return layout(title: "Configuration", session: context.session, body: body + "</tbody></table>")
+    }
+
+    static func pager(_ base: String, page: Int, total: Int) -> String {
+        let pages = max(1, (total + ConsoleData.pageSize - 1) / ConsoleData.pageSize)
+        guard pages > 1 else { return "" }
+        var links = "<nav aria-label=\"Pages\" class=\"pager\">Page \(page) of \(pages)"
+        if page > 1 { links += " <a href=\"\(base)&amp;page=\(page - 1)\">previous</a>" }
+        if page < pages { links += " <a href=\"\(base)&amp;page=\(page + 1)\">next</a>" }
+        return links + "</nav>"
+    }
+
+    static let style = """
+        body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+        header{background:#22313f;color:#fff;padding:.6em 1em}
+        nav{padding:.5em 1em;background:#e8edf2}nav a{margin-right:1em}
+        main{padding:0 1em 2em;max-width:1200px}
+        table{border-collapse:collapse;margin:.5em 0 1em;background:#fff}
+        th,td{border:1px solid #ccd;padding:.3em .6em;text-align:left;vertical-align:top}
+        th{background:#f0f3f6}
+        .inline{display:inline;margin-left:1em}
+        .error{color:#a00}.notice{color:#064}.ok{color:#064}.bad{color:#a00}
+        .token{font-family:monospace}
+        a:focus,button:focus,input:focus{outline:3px solid #f0a000}
+        """
+}

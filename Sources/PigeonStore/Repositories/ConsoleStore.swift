@@ -1,0 +1,148 @@
+import Foundation
+import PigeonCore
+
+/// What the operator console reads and changes (CONTRACT §5, issue 11): a notification's
+/// recipients, a user's devices and waiting registrations, revoking a device, the reports waiting
+/// for the bank. Every read is bounded and goes through an index: notifications by id, deliveries
+/// by their key, devices and waiting registrations by user, the outbox by id.
+public struct ConsoleStore: Sendable {
+    private let pool: PostgresPool
+    private let identifiers: UserIdentifiers
+
+    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+        self.pool = pool
+        self.identifiers = identifiers
+    }
+
+    /// One recipient of a notification.
+    public struct Recipient: Sendable, Equatable {
+        public var user: String
+        public var state: String
+        public var attempts: Int
+        public var lastError: String?
+        public var updatedAt: Date
+    }
+
+    /// A page of a notification's recipients, in the order they were sent, and how many there are.
+    public func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, page: [Recipient])? {
+        let limit = max(1, min(limit, 500)), offset = max(0, offset)
+        return try await pool.withConnection(idempotent: true) { connection in
+            guard let row = try connection.query("SELECT key, recipient_count FROM notifications WHERE id = $1 ORDER BY key DESC LIMIT 1",
+                                                 [notificationId]).rows.first,
+                  let key = row.text(0), let total = row.integer(1) else { return nil }
+            let page = try connection.query("""
+                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision
+                FROM deliveries WHERE notification_key = $1::bigint
+                ORDER BY position LIMIT \(limit) OFFSET \(offset)
+                """, [key]).rows.compactMap { row -> Recipient? in
+                guard let user = row.text(0), let state = row.text(1), let updated = row.text(4).flatMap(Double.init) else { return nil }
+                return Recipient(user: user, state: state, attempts: row.integer(2) ?? 0, lastError: row.text(3),
+                                 updatedAt: Date(timeIntervalSince1970: updated))
+            }
+            return (total, page)
+        }
+    }
+
+    /// A subscribed device as the console shows it (the push token is for masking, never shown).
+    public struct DeviceSummary: Sendable, Equatable {
+        public var id: Int64
+        public var bankClientId: String
+        public var deviceId: String
+        public var platform: String
+        public var appId: String
+        public var environment: String
+        public var pushToken: String
+        public var registeredAt: Date
+        public var reachedAt: Date?
+    }
+
+    /// The user's subscribed devices (at most 100).
+    public func devices(user: String) async throws -> [DeviceSummary] {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
+                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM r.reached_at)::double precision
+                FROM devices d LEFT JOIN device_reach r ON r.device_id = d.id
+                WHERE d.\(identifiers.userColumn) = $1 ORDER BY d.id LIMIT 100
+                """, [identifiers.comparable(user)]).rows.compactMap(Self.device)
+        }
+    }
+
+    /// A registration waiting for its SMS code.
+    public struct PendingRegistration: Sendable, Equatable {
+        public var bankClientId: String
+        public var deviceId: String
+        public var platform: String
+        public var createdAt: Date
+    }
+
+    /// The user's registrations waiting for their SMS code (at most 100).
+    public func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision
+                FROM pending_registrations WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1) ORDER BY id LIMIT 100
+                """, [user, identifiers.caseInsensitive ? "true" : "false"]).rows.compactMap { row in
+                guard let bank = row.text(0), let device = row.text(1), let platform = row.text(2),
+                      let created = row.text(3).flatMap(Double.init) else { return nil }
+                return PendingRegistration(bankClientId: bank, deviceId: device, platform: platform, createdAt: Date(timeIntervalSince1970: created))
+            }
+        }
+    }
+
+    /// Deletes a device, and with it its bearer token and push token; the device as it was, or
+    /// nil when there is no such device.
+    public func revoke(deviceId: Int64) async throws -> (user: String, device: DeviceSummary)? {
+        try await pool.withConnection { connection in
+            guard let row = try connection.query("""
+                WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *)
+                SELECT g.id, g.bank_client_id, g.device_id, g.platform, g.app_id, g.environment, g.push_token,
+                       extract(epoch FROM g.created_at)::double precision, NULL::double precision, g.user_id
+                FROM gone g
+                """, [String(deviceId)]).rows.first, let device = Self.device(row), let user = row.text(9) else { return nil }
+            return (user, device)
+        }
+    }
+
+    /// A report waiting for the bank.
+    public struct WaitingReport: Sendable, Equatable {
+        public var id: Int64
+        public var kind: String
+        public var subject: String
+        public var concerned: [String]
+        public var attempts: Int
+        public var nextAttemptAt: Date
+        public var lastError: String?
+        public var createdAt: Date
+    }
+
+    /// A page of the reports waiting for the bank, oldest first, and how many wait.
+    public func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {
+        let limit = max(1, min(limit, 500)), offset = max(0, offset)
+        return try await pool.withConnection(idempotent: true) { connection in
+            let total = try connection.query("SELECT count(*) FROM outbox").scalar.flatMap(Int.init) ?? 0
+            let page = try connection.query("""
+                SELECT id, kind, payload::text, attempts, extract(epoch FROM next_attempt_at)::double precision, last_error,
+                       extract(epoch FROM created_at)::double precision
+                FROM outbox ORDER BY id LIMIT \(limit) OFFSET \(offset)
+                """).rows.compactMap { row -> WaitingReport? in
+                guard let id = row.text(0).flatMap(Int64.init), let kind = row.text(1), let payload = row.text(2),
+                      let report = BankReport(kind: kind, payload: payload), let next = row.text(4).flatMap(Double.init),
+                      let created = row.text(6).flatMap(Double.init) else { return nil }
+                return WaitingReport(id: id, kind: kind, subject: report.subject, concerned: report.concerned, attempts: row.integer(3) ?? 0,
+                                     nextAttemptAt: Date(timeIntervalSince1970: next), lastError: row.text(5),
+                                     createdAt: Date(timeIntervalSince1970: created))
+            }
+            return (total, page)
+        }
+    }
+
+    private static func device(_ row: [String?]) -> DeviceSummary? {
+        guard let id = row.text(0).flatMap(Int64.init), let bank = row.text(1), let device = row.text(2), let platform = row.text(3),
+              let app = row.text(4), let environment = row.text(5), let token = row.text(6),
+              let created = row.text(7).flatMap(Double.init) else { return nil }
+        return DeviceSummary(id: id, bankClientId: bank, deviceId: device, platform: platform, appId: app, environment: environment,
+                             pushToken: token, registeredAt: Date(timeIntervalSince1970: created),
+                             reachedAt: row.text(8).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)))
+    }
+}

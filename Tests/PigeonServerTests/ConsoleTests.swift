@@ -1,0 +1,154 @@
+import Foundation
+import PigeonCore
+import PigeonSimulator
+import PigeonTestSupport
+import Synchronization
+import Testing
+@testable import PigeonServer
+
+/// The operator console (issue 11) over HTTP: only on the bank-facing listener, behind its own
+/// sign-in, a CSRF token on every action, a strict Content-Security-Policy, and no secret or full
+/// push token on any page.
+@Suite("Operator console", .serialized)
+struct ConsoleTests {
+    static let password = "console-password-0123"
+
+    /// A signed-in operator's requests (curl, cookies by hand).
+    struct Operator {
+        let base: String
+        var cookie: String?
+
+        func call(_ method: String, _ path: String, form: [String: String]? = nil) async throws -> DeviceFlowHarness.Answer {
+            var arguments = ["-s", "-S", "-i", "-X", method, "--max-time", "30"]
+            if let cookie { arguments += ["-H", "Cookie: \(ConsoleEndpoint.cookie)=\(cookie)"] }
+            var body: Data?
+            if let form {
+                arguments += ["-H", "Content-Type: application/x-www-form-urlencoded", "--data-binary", "@-"]
+                body = Data(form.map { "\($0.key)=\(HTML.query($0.value))" }.joined(separator: "&").utf8)
+            }
+            arguments.append(base + path)
+            return try await DeviceFlowHarness.curlWithHeaders(arguments, input: body)
+        }
+
+        /// The CSRF token in a page's forms.
+        static func csrf(_ page: String) -> String? {
+            WalletPassHarness.firstMatch(#"name="csrf" value="([^"]+)""#, in: page)?.first
+        }
+    }
+
+    static func harness() async throws -> DeviceFlowHarness {
+        try await DeviceFlowHarness { configuration in
+            configuration.http.bankAddress = ("127.0.0.1", 0)
+            configuration.console.username = "operator"
+            configuration.console.password = Self.password
+            configuration.bankChannel.username = "pigeon"
+            configuration.bankChannel.password = "to-bank-secret-0123"
+        }
+    }
+
+    @Test("sign-in, the overview, a notification (PIN masked until revealed, the reveal logged), a user and a revoked device (401 after), the outbox's re-queue, the configuration — no secret anywhere")
+    func operatorQuestions() async throws {
+        let flow = try await Self.harness()
+        let bank = flow.gateway.bankBaseURL
+        var pages: [String] = []
+
+        // Not on the phones' listener; on the bank's, a sign-in first.
+        #expect(try await Operator(base: flow.gateway.baseURL).call("GET", "/console").status == 404)
+        let anonymous = try await Operator(base: bank).call("GET", "/console")
+        #expect(anonymous.status == 303 && anonymous.headers["location"] == "/console/login")
+        #expect(try await Operator(base: bank).call("POST", "/console/login", form: ["username": "operator", "password": "wrong-password-000"]).status == 401)
+        let signedIn = try await Operator(base: bank).call("POST", "/console/login", form: ["username": "operator", "password": Self.password])
+        #expect(signedIn.status == 303)
+        let setCookie = try #require(signedIn.headers["set-cookie"])
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Path=/console"))
+        let cookie = try #require(WalletPassHarness.firstMatch("pigeon_console=([^;]+)", in: setCookie)?.first)
+        let console = Operator(base: bank, cookie: cookie)
+
+        let overview = try await console.call("GET", "/console")
+        #expect(overview.status == 200 && overview.body.contains("Deliveries queued") && overview.body.contains("schema current"), "\(overview.body)")
+        let policy = try #require(overview.headers["content-security-policy"])
+        #expect(policy.contains("default-src 'none'") && !policy.contains("unsafe") && !overview.body.contains("<script"))
+        pages.append(overview.body)
+
+        // "Did alice get the payment code?"
+        let aliceToken = try await flow.register(user: "alice")
+        let sent = try await flow.gateway.soap("""
+            <inb:sendNotification><notification><id>pin-1</id><pushContent><text>Payment code 482913</text><type>PIN_CODE</type>\
+            <details><entry><key>target</key><value>482913</value></entry></details></pushContent>\
+            <recipients>alice</recipients><recipients>bob</recipients><timeout>600</timeout></notification></inb:sendNotification>
+            """)
+        #expect(sent.text.contains("<status>OK</status>"))
+        #expect(try await flow.waitUntil(seconds: 30) {
+            try await console.call("GET", "/console/notification?id=pin-1").body.contains(#"<td class="state">SENT</td>"#)
+        })
+        let masked = try await console.call("GET", "/console/notification?id=pin-1")
+        #expect(masked.body.contains("alice") && masked.body.contains("INVALID_SUBSCRIPTION") && !masked.body.contains("482913"), "\(masked.body)")
+        #expect(masked.body.contains("Payment code ••••••"))
+        pages.append(masked.body)
+        let csrf = try #require(Operator.csrf(masked.body))
+        let revealed = try await console.call("POST", "/console/notification/reveal", form: ["csrf": csrf, "id": "pin-1"])
+        #expect(revealed.status == 200 && revealed.body.contains("Payment code 482913"))
+        #expect(flow.gateway.logs.records.contains { $0.message.contains("revealed") && $0.metadata["operator"] == "operator" })
+
+        // "Which devices does alice have? Revoke the stolen phone."
+        let user = try await console.call("GET", "/console/user?user=alice")
+        #expect(user.body.contains("phone-1") && user.body.contains(Redaction.token(String(repeating: "ab", count: 32))))
+        pages.append(user.body)
+        let deviceId = try #require(WalletPassHarness.firstMatch(#"name="device" value="(\d+)""#, in: user.body)?.first)
+        let forged = try await console.call("POST", "/console/device/revoke", form: ["device": deviceId, "user": "alice", "reason": "stolen"])
+        #expect(forged.status == 403)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 1)
+        let revoked = try await console.call("POST", "/console/device/revoke", form: ["csrf": csrf, "device": deviceId, "user": "alice", "reason": "phone stolen"])
+        #expect(revoked.status == 303)
+        #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0)
+        #expect(try await flow.call("GET", "/api/v1/notifications/pin-1/details", bearer: aliceToken).status == 401)
+        #expect(flow.gateway.logs.records.contains { $0.message.contains("device revoked") && $0.metadata["reason"] == "phone stolen" })
+
+        // "What is the bank proxy refusing?" A dead report, sent again.
+        _ = try await flow.database.pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
+                VALUES (9001, 'pushIsOpened', '{"notificationId": "old-1", "users": ["carol"]}', 40, 'HTTP 503', now() - interval '3 days')
+                """)
+        }
+        let outbox = try await console.call("GET", "/console/outbox")
+        #expect(outbox.body.contains("9001") && outbox.body.contains("HTTP 503"))
+        pages.append(outbox.body)
+        #expect(try await console.call("POST", "/console/outbox/requeue", form: ["id": "9001"]).status == 403)
+        #expect(try await console.call("POST", "/console/outbox/requeue", form: ["csrf": csrf, "id": "9001"]).status == 303)
+        #expect(try await flow.count("SELECT count(*) FROM outbox_dead WHERE id = 9001") == 0)
+
+        let configuration = try await console.call("GET", "/console/config")
+        #expect(configuration.body.contains("consolePassword") && configuration.body.contains("rustoreServiceToken"))
+        pages.append(configuration.body)
+        for page in pages {
+            for secret in [Self.password, "to-bank-secret-0123", SimulatorCredentials.rustoreServiceToken, SimulatorCredentials.hmsClientSecret,
+                           String(repeating: "ab", count: 32)] {
+                #expect(!page.contains(secret), "a page shows \(secret)")
+            }
+        }
+
+        // Signed out, the cookie is worth nothing.
+        #expect(try await console.call("POST", "/console/logout", form: ["csrf": csrf]).status == 303)
+        #expect(try await console.call("GET", "/console").status == 303)
+        await flow.stop()
+    }
+
+    @Test("pins and codes are masked; form fields decode; sessions end when idle")
+    func pieces() {
+        #expect(ConsolePages.mask("Code 482913, card *1234, 12 items") == "Code ••••••, card *••••, 12 items")
+        #expect(ConsolePages.mask("4242", everything: true) == "••••")
+        #expect(FormFields.parse(Data("a=1&b=x+y%26z&a=2".utf8)) == ["a": "1", "b": "x y&z"])
+        #expect(HTML.escape("<script>\"&'") == "&lt;script&gt;&quot;&amp;&#39;")
+        let now = Mutex(0.0)
+        let sessions = ConsoleSessions(idleSeconds: 60, absoluteSeconds: 600, capacity: 2, clock: { now.withLock { $0 } })
+        let (first, _) = sessions.start(username: "a")
+        #expect(sessions.session(id: first)?.username == "a")
+        now.withLock { $0 = 61 }
+        #expect(sessions.session(id: first) == nil)
+        let (second, _) = sessions.start(username: "b")
+        _ = sessions.start(username: "c")
+        _ = sessions.start(username: "d")
+        #expect(sessions.session(id: second) == nil, "the oldest of a full table goes first")
+    }
+}

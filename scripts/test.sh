@@ -11,9 +11,9 @@ PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
 install_packages "${TEST_APT_PACKAGES[@]}"
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=600
-gateway="" simulator="" stub=""
+gateway="" simulator="" stub="" console=""
 cleanup() {
-    stop_processes "$gateway" "$stub" "$simulator"
+    stop_processes "$console" "$gateway" "$stub" "$simulator"
     pg_stop test
 }
 trap cleanup EXIT
@@ -41,7 +41,7 @@ log "third-party client tests (zeep) against release builds of the gateway and t
 swift build -c release --product pigeon
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests http_ece==1.2.1 PyJWT==2.9.0 cryptography==43.0.3
+"$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests http_ece==1.2.1 PyJWT==2.9.0 cryptography==43.0.3 selenium==4.51.0
 # pigeon-bench encrypts and signs Web Push messages for the independent checks in tests/python.
 swift build --product pigeon-bench
 pg_recreate_database "$PORT" pigeon_zeep
@@ -63,6 +63,18 @@ wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-te
 .build/release/pigeon serve --config /tmp/pigeon-zeep.conf &
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
+# A second gateway on the same database with the bank's own listener and the operator console,
+# for the browser tests (tests/python/test_console.py).
+sed -e 's/^listen = .*/listen = 127.0.0.1:18082/' /tmp/pigeon-zeep.conf > /tmp/pigeon-console.conf
+{
+    echo "bankListen = 127.0.0.1:18083"
+    echo "consoleUsername = operator"
+    echo "consolePassword = console-password-0123"
+} >> /tmp/pigeon-console.conf
+.build/release/pigeon serve --config /tmp/pigeon-console.conf &
+console=$!
+wait_for_http http://127.0.0.1:18083/ready 60 || { log "console gateway did not become ready"; exit 1; }
 PIGEON_BENCH_BIN="$PIGEON_ROOT/.build/debug/pigeon-bench" PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
+    PIGEON_CONSOLE_URL=http://127.0.0.1:18083 PIGEON_CONSOLE_PUBLIC_URL=http://127.0.0.1:18082 PIGEON_CONSOLE_PASSWORD=console-password-0123 \
     PIGEON_STUB_URL=http://127.0.0.1:18088 PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
     timeout 600 "$VENV/bin/python" -m pytest -q tests/python

@@ -93,6 +93,7 @@ struct ConsoleTests {
         // "Which devices does alice have? Revoke the stolen phone."
         let user = try await console.call("GET", "/console/user?user=alice")
         #expect(user.body.contains("phone-1") && user.body.contains(Redaction.token(String(repeating: "ab", count: 32))))
+        #expect(user.body.contains("/console/notification?id=pin-1"), "the user's recent notifications list pin-1")
         pages.append(user.body)
         let deviceId = try #require(WalletPassHarness.firstMatch(#"name="device" value="(\d+)""#, in: user.body)?.first)
         let forged = try await console.call("POST", "/console/device/revoke", form: ["device": deviceId, "user": "alice", "reason": "stolen"])
@@ -147,8 +148,11 @@ struct ConsoleTests {
         now.withLock { $0 = 61 }
         #expect(sessions.session(id: first) == nil)
         let (second, _) = sessions.start(username: "b")
-        _ = sessions.start(username: "c")
+        now.withLock { $0 = 62 }
+        let (third, _) = sessions.start(username: "c")
+        now.withLock { $0 = 63 }
         _ = sessions.start(username: "d")
         #expect(sessions.session(id: second) == nil, "the oldest of a full table goes first")
+        #expect(sessions.session(id: third)?.username == "c")
     }
 }

@@ -66,11 +66,13 @@ struct ConsoleData: Sendable {
     struct UserView: Sendable {
         var devices: [ConsoleStore.DeviceSummary]
         var pending: [ConsoleStore.PendingRegistration]
+        var recent: [ConsoleStore.UserNotification]
     }
 
     func user(_ user: String) async throws -> UserView? {
         guard !user.isEmpty else { return nil }
-        return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user))
+        return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user),
+                        recent: try await store.recentNotifications(user: user))
     }
 
     struct OutboxView: Sendable {

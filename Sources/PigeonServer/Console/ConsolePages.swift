@@ -182,6 +182,11 @@ enum ConsolePages {
         for pending in view.pending {
             body += "<tr><td>\(HTML.escape(pending.deviceId)) (\(HTML.escape(pending.bankClientId)))</td><td>\(HTML.escape(pending.platform))</td><td>\(HTML.date(pending.createdAt))</td></tr>"
         }
+        body += "</tbody></table><h2>Recent notifications</h2><table><thead><tr><th scope=\"col\">Notification</th><th scope=\"col\">Sent</th><th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Updated</th></tr></thead><tbody>"
+        for notification in view.recent {
+            body += "<tr><td><a href=\"/console/notification?id=\(HTML.query(notification.notificationId))\">\(HTML.escape(notification.notificationId))</a></td><td>\(HTML.date(notification.sentAt))</td><td>\(HTML.escape(notification.state))</td><td>\(notification.attempts)</td><td>\(HTML.date(notification.updatedAt))</td></tr>"
+        }
+        if view.recent.isEmpty { body += "<tr><td colspan=\"5\">None kept (notifications are kept retentionDays).</td></tr>" }
         return layout(title: "User \(user)", session: context.session, body: body + "</tbody></table>")
     }
 

@@ -68,6 +68,37 @@ public struct ConsoleStore: Sendable {
         }
     }
 
+    /// One of a user's notifications, as that user's delivery stands.
+    public struct UserNotification: Sendable, Equatable {
+        public var notificationId: String
+        public var state: String
+        public var attempts: Int
+        public var sentAt: Date
+        public var updatedAt: Date
+    }
+
+    /// The user's most recent notifications (at most `limit`, newest first), through the
+    /// deliveries' index by user: each day's partition is read from the user's newest entry down.
+    public func recentNotifications(user: String, limit: Int = 20) async throws -> [UserNotification] {
+        let limit = max(1, min(limit, 100))
+        return try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT n.id, d.state, d.attempts, extract(epoch FROM n.created_at)::double precision,
+                       extract(epoch FROM d.updated_at)::double precision
+                FROM (SELECT notification_key, state, attempts, updated_at FROM deliveries
+                      WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1)
+                      ORDER BY notification_key DESC LIMIT \(limit)) AS d
+                JOIN notifications n ON n.key = d.notification_key
+                ORDER BY d.notification_key DESC
+                """, [user, identifiers.caseInsensitive ? "true" : "false"]).rows.compactMap { row in
+                guard let id = row.text(0), let state = row.text(1), let sent = row.text(3).flatMap(Double.init),
+                      let updated = row.text(4).flatMap(Double.init) else { return nil }
+                return UserNotification(notificationId: id, state: state, attempts: row.integer(2) ?? 0,
+                                        sentAt: Date(timeIntervalSince1970: sent), updatedAt: Date(timeIntervalSince1970: updated))
+            }
+        }
+    }
+
     /// A registration waiting for its SMS code.
     public struct PendingRegistration: Sendable, Equatable {
         public var bankClientId: String

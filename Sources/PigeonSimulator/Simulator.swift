@@ -40,7 +40,7 @@ public final class Simulator: Sendable {
         let rustore = RuStoreSimulator(projectId: SimulatorCredentials.rustoreProjectId, serviceToken: SimulatorCredentials.rustoreServiceToken)
         let huawei = HuaweiSimulator(appId: SimulatorCredentials.hmsAppId, clientSecret: SimulatorCredentials.hmsClientSecret, clock: clock)
         let webPush = WebPushSimulator(clock: clock)
-        let wallet = try WalletSimulator(caFile: walletCAFile)
+        let wallet = WalletSimulator(caFile: walletCAFile)
         apns.onAccepted { wallet.pushAccepted(token: $0.deviceToken, topic: $0.topic) }
         let origin = "https://127.0.0.1:\(port)"
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)

@@ -60,15 +60,29 @@ public final class WalletSimulator: Sendable {
         /// Reactions to pushes under way, cancelled by ``stop()``.
         var running: [UUID: Task<Void, Never>] = [:]
         var stopped = false
+        /// Made when the first device is added: most simulators never play a Wallet, and each
+        /// client has a thread.
+        var client: HTTP2Client?
     }
 
     private let state = Mutex(State())
-    private let http: HTTP2Client
+    private let caFile: String?
 
     /// `caFile`: the CA a gateway's HTTPS listener is checked against (nil for plain HTTP).
-    public init(caFile: String? = nil) throws {
-        http = try HTTP2Client(configuration: .init(maxConnections: 4, maxStreamsPerConnection: 100, timeout: .seconds(30),
-                                                    caFile: caFile, threadName: "sim-wallet"))
+    public init(caFile: String? = nil) {
+        self.caFile = caFile
+    }
+
+    /// The HTTP client Wallets call the gateway with; nil once stopped.
+    private var http: HTTP2Client? {
+        state.withLock { state in
+            guard !state.stopped else { return nil }
+            if state.client == nil {
+                state.client = try? HTTP2Client(configuration: .init(maxConnections: 4, maxStreamsPerConnection: 100, timeout: .seconds(30),
+                                                                     caFile: caFile, threadName: "sim-wallet"))
+            }
+            return state.client
+        }
     }
 
     /// Downloads made so far, oldest first.
@@ -85,7 +99,7 @@ public final class WalletSimulator: Sendable {
         for card in cards {
             let url = "\(base)/v1/devices/\(id)/registrations/\(card.pass.passTypeIdentifier)/\(card.pass.serialNumber)"
             let body = Data(#"{"pushToken":"\#(pushToken)"}"#.utf8)
-            let response = try? await http.send(url: url, headers: ["authorization": "ApplePass \(card.authenticationToken)",
+            let response = try? await http?.send(url: url, headers: ["authorization": "ApplePass \(card.authenticationToken)",
                                                                     "content-type": "application/json"], body: body)
             statuses.append(response?.status ?? 0)
         }
@@ -130,7 +144,7 @@ public final class WalletSimulator: Sendable {
         guard let device = state.withLock({ $0.devices[pushToken] }) else { return }
         var url = "\(device.webServiceURL)/v1/devices/\(device.id)/registrations/\(passType)"
         if let tag = device.tags[passType] { url += "?passesUpdatedSince=\(tag)" }
-        guard let response = try? await http.send(url: url, method: "GET", headers: [:], body: Data()), response.status == 200,
+        guard let response = try? await http?.send(url: url, method: "GET", headers: [:], body: Data()), response.status == 200,
               let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any],
               let serials = object["serialNumbers"] as? [String] else { return }
         if let tag = object["lastUpdated"] as? String {
@@ -147,7 +161,7 @@ public final class WalletSimulator: Sendable {
         var headers = ["authorization": "ApplePass \(card.authenticationToken)"]
         if let modified = state.withLock({ $0.devices[device.pushToken]?.lastModified[card.pass] }) { headers["if-modified-since"] = modified }
         let url = "\(device.webServiceURL)/v1/passes/\(card.pass.passTypeIdentifier)/\(card.pass.serialNumber)"
-        let response = try? await http.send(url: url, method: "GET", headers: headers, body: Data(), wantHeaders: ["last-modified"])
+        let response = try? await http?.send(url: url, method: "GET", headers: headers, body: Data(), wantHeaders: ["last-modified"])
         let lastModified = response?.headers["last-modified"]
         state.withLock { state in
             if response?.status == 200, let lastModified { state.devices[device.pushToken]?.lastModified[card.pass] = lastModified }
@@ -158,12 +172,13 @@ public final class WalletSimulator: Sendable {
 
     /// Cancels reactions under way and closes the client.
     public func stop() {
-        let running = state.withLock { state -> [Task<Void, Never>] in
+        let (running, client) = state.withLock { state -> ([Task<Void, Never>], HTTP2Client?) in
             state.stopped = true
-            return Array(state.running.values)
+            defer { state.client = nil }
+            return (Array(state.running.values), state.client)
         }
         running.forEach { $0.cancel() }
-        http.shutdown(abandonRunning: true)
+        client?.shutdown(abandonRunning: true)
     }
 }
 

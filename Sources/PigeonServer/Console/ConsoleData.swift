@@ -9,7 +9,9 @@ struct ConsoleData: Sendable {
     let store: ConsoleStore
     let notifications: NotificationStore
     let outbox: Outbox
-    let queue: DeliveryQueue
+    /// The queue's and the outbox's gauges, sampled every 5 s by ``MetricsSampler``: the
+    /// overview shows what `/metrics` shows, without querying them again.
+    let metrics: MetricsRegistry
     let pool: PostgresPool
     let migrator: Migrator
     let activity: PushActivity
@@ -21,29 +23,31 @@ struct ConsoleData: Sendable {
     struct Overview: Sendable {
         var database: String
         var databaseUp: Bool
-        var queueDepth: Int?
+        var queueDepth: Double?
         var oldestDueSeconds: Double?
-        var outbox: OutboxStatistics?
+        var outboxDepth: Double?
+        var outboxOldestSeconds: Double?
+        var deadReports: Double?
         var connections: [(service: String, app: String, opened: Int, restarted: Int)]
         var minutes: [PushActivity.Minute]
     }
 
     /// The overview; a database that does not answer is shown as such, not as an error page.
     func overview() async throws -> Overview {
-        var overview = Overview(database: "", databaseUp: false, queueDepth: nil, oldestDueSeconds: nil, outbox: nil,
-                                connections: pushClients.clients.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
-                                minutes: activity.lastHour())
+        var overview = Overview(
+            database: "", databaseUp: false, queueDepth: metrics.gauge("pigeon_delivery_queue_depth"),
+            oldestDueSeconds: metrics.gauge("pigeon_delivery_oldest_due_seconds"), outboxDepth: metrics.gauge("pigeon_outbox_depth"),
+            outboxOldestSeconds: metrics.gauge("pigeon_outbox_oldest_age_seconds"), deadReports: metrics.gauge("pigeon_outbox_dead_letters"),
+            connections: pushClients.clients.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
+            minutes: activity.lastHour())
         do {
             let pending = try await migrator.pending(pool)
             overview.databaseUp = true
             overview.database = pending.isEmpty
                 ? "reachable; schema current (migration \(migrator.migrations.last?.version ?? 0))"
                 : "reachable; migrations pending: \(pending.map(String.init).joined(separator: ", "))"
-            overview.queueDepth = try await queue.depth()
-            overview.oldestDueSeconds = try await queue.oldestDueAge()
-            overview.outbox = try await outbox.statistics()
         } catch {
-            overview.database = overview.databaseUp ? "reachable, but a query failed: \(error)" : "unreachable: \(error)"
+            overview.database = "unreachable: \(error)"
         }
         return overview
     }

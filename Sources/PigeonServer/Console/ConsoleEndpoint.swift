@@ -23,7 +23,7 @@ struct ConsoleEndpoint: Sendable {
 
     let credentials: BasicAuthentication
     let sessions: ConsoleSessions
-    let signInLimit: PassAddressLimit
+    let signInLimit: AddressRateLimit
     let secureCookie: Bool
     let data: ConsoleData
     let logger: Logger

@@ -46,14 +46,16 @@ enum ConsolePages {
 
     static func overview(_ overview: ConsoleData.Overview, _ context: Context) -> String {
         let oldest = overview.oldestDueSeconds.map { $0 < 1 ? "none waiting" : String(format: "%.0f s", $0) } ?? "—"
+        let whole = { (value: Double?) in value.map { String(Int($0)) } ?? "—" }
+        let outbox = overview.outboxDepth.map { "\(Int($0)) (oldest \(String(format: "%.0f", overview.outboxOldestSeconds ?? 0)) s)" } ?? "—"
         var body = """
             <section><h2>Now</h2><table><tbody>
             <tr><th scope="row">Database</th><td class="\(overview.databaseUp ? "ok" : "bad")">\(HTML.escape(overview.database))</td></tr>
-            <tr><th scope="row">Deliveries queued</th><td>\(overview.queueDepth.map(String.init) ?? "—")</td></tr>
+            <tr><th scope="row">Deliveries queued</th><td>\(whole(overview.queueDepth))</td></tr>
             <tr><th scope="row">Oldest due delivery waiting</th><td>\(oldest)</td></tr>
-            <tr><th scope="row">Reports waiting for the bank</th><td>\(overview.outbox.map { "\($0.depth) (oldest \(String(format: "%.0f", $0.oldestAgeSeconds)) s)" } ?? "—")</td></tr>
-            <tr><th scope="row">Dead reports</th><td>\(overview.outbox.map { "<a href=\"/console/outbox\">\($0.dead)</a>" } ?? "—")</td></tr>
-            </tbody></table></section>
+            <tr><th scope="row">Reports waiting for the bank</th><td>\(outbox)</td></tr>
+            <tr><th scope="row">Dead reports</th><td><a href="/console/outbox">\(whole(overview.deadReports))</a></td></tr>
+            </tbody></table><p class="note">Sampled every 5 seconds, as in <code>/metrics</code>.</p></section>
             """
         body += "<section><h2>Push services</h2><table><thead><tr><th scope=\"col\">Service</th><th scope=\"col\">App</th><th scope=\"col\">Connections opened</th><th scope=\"col\">Pushes sent again after a reset</th></tr></thead><tbody>"
         for connection in overview.connections {

@@ -9,20 +9,16 @@ import Synchronization
 /// share one count.
 final class DeviceRateLimits: Sendable {
     let settings: GatewayConfiguration.DeviceLimits
-    private let addresses: Mutex<FixedWindowCounter>
-    private let clock: @Sendable () -> Double
+    private let addresses: AddressRateLimit
 
     init(_ settings: GatewayConfiguration.DeviceLimits, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.settings = settings
-        self.clock = clock
-        addresses = Mutex(FixedWindowCounter(limit: settings.registrationsPerAddressPerMinute, windowSeconds: 60))
+        addresses = AddressRateLimit(perMinute: settings.registrationsPerAddressPerMinute, clock: clock)
     }
 
     /// Counts a register or verify call from `address`; throws 429 beyond the limit.
     func admitAddress(_ address: String) throws(APIError) {
-        let now = clock()
-        let key = Self.clientKey(address)
-        if let retryAfter = addresses.withLock({ $0.take(key, now: now) }) {
+        if let retryAfter = addresses.take(address) {
             throw .rateLimited(retryAfter: retryAfter, "too many registrations from this address; try again later")
         }
     }

@@ -14,6 +14,10 @@ struct PushTransports {
     var senders: [PushRoute: any PushSending] = [:]
     /// Each client with the service (`apns`, `fcm`) and app it serves, for metrics and shutdown.
     var clients: [(service: String, app: String, client: HTTP2Client)] = []
+    /// The default app's APNs transport when it signs with a `.p8` key: Wallet pass pushes of
+    /// pass types without a certificate of their own go through it (``PassPushers``), on its
+    /// connections and with its provider token — one token per key, as Apple counts them.
+    var defaultAppKeyTransport: APNsTransport?
 
     init(configuration: GatewayConfiguration, logger: Logger, metrics: MetricsRegistry) throws {
         var configured = false
@@ -46,6 +50,7 @@ struct PushTransports {
             apns = APNsTransport(client: try client("apns"), endpoint: settings.resolvedEndpoint, topic: settings.topic,
                                  authentication: .token(credentials),
                                  onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
+            if appId == PushRoute.defaultApp { defaultAppKeyTransport = apns }
         } else if let certificate = settings.certificatePath {
             apns = APNsTransport(client: try client("apns", certificate: .init(path: certificate, password: settings.password)),
                                  endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)

@@ -7,8 +7,9 @@ import PigeonStore
 /// records request metrics by route template.
 ///
 /// A listener serves one or both surfaces (CONTRACT §5): `devices` (the device API, the PassKit
-/// web service and `/health`, facing phones) and `bank` (the SOAP service, both WSDLs, `/metrics`, `/ready`, `/health`,
-/// facing the bank and operators; the console too when configured). A path of the other surface is answered 404, exactly as an
+/// web service and `/health`, facing phones) and `bank` (the SOAP service, both WSDLs,
+/// `/metrics`, `/ready`, `/health` and, when configured, the console, facing the bank and
+/// operators). A path of the other surface is answered 404, exactly as an
 /// unknown one.
 struct Router: Sendable {
     /// What a listener serves.

@@ -81,16 +81,16 @@ public final class Gateway: Sendable {
         }
         let http = configuration.http
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
-        let passAddressLimit = PassAddressLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
+        let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         let pushActivity = PushActivity(metrics: metrics)
         let pushClientList = PushClientList()
         let console = configuration.consoleIsServed ? ConsoleEndpoint(
             credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
-            sessions: ConsoleSessions(), signInLimit: PassAddressLimit(perMinute: 10),
+            sessions: ConsoleSessions(), signInLimit: AddressRateLimit(perMinute: 10),
             secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
             data: ConsoleData(
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: inbound.notifications, outbox: Outbox(pool: pool),
-                queue: DeliveryQueue(pool: pool), pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
+                metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
                 settings: configuration.effectiveSettings()),
             logger: logger.withLabel("pigeon.console")) : nil
         if configuration.console.isConfigured && console == nil {
@@ -196,7 +196,7 @@ public final class Gateway: Sendable {
         do {
             transports = try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
             do {
-                passPushers = try PassPushers(configuration: configuration, logger: logger.withLabel("pigeon.passes"), metrics: metrics)
+                passPushers = try PassPushers(configuration: configuration, keyTransport: transports.defaultAppKeyTransport)
             } catch {
                 transports.clients.forEach { $0.client.shutdown(abandonRunning: true) }
                 throw error
@@ -227,7 +227,6 @@ public final class Gateway: Sendable {
             policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
             owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-passes-\(UUID().uuidString.prefix(8))",
             metrics: metrics, logger: logger.withLabel("pigeon.passes"))
-        let passLogs = PassLogHygiene(store: passStore, logger: logger.withLabel("pigeon.passes"))
         MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
         pushClientList.set(transports.clients + passPushers.clients)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
@@ -250,7 +249,6 @@ public final class Gateway: Sendable {
                 if let deliveryEngine { group.addTask { await deliveryEngine.run(workers: workers) } }
                 group.addTask { await metricsSampler.run() }
                 group.addTask { await passEngine.run() }
-                group.addTask { await passLogs.run() }
                 if console != nil { group.addTask { await pushActivity.run() } }
                 group.addTask { await sweeps.run() }
                 if let sender { group.addTask { await sender.run() } }

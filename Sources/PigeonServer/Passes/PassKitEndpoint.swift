@@ -3,7 +3,6 @@ import PigeonCore
 import PigeonCrypto
 import PigeonHTTP
 import PigeonStore
-import Synchronization
 
 /// Apple's PassKit web service (CONTRACT §7) under `passWebServicePath` on the public listener:
 /// Wallet registers and unregisters passes, asks which of its passes changed, downloads them
@@ -22,7 +21,7 @@ struct PassKitEndpoint: Sendable {
     let prefix: String
     let store: PassStore
     let limits: PassStore.RegistrationLimits
-    let addressLimit: PassAddressLimit
+    let addressLimit: AddressRateLimit
     let metrics: MetricsRegistry
     let logger: Logger
 
@@ -40,7 +39,7 @@ struct PassKitEndpoint: Sendable {
     /// The route template (for metrics) and the answer.
     func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         let parts = request.path.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        let route = Self.route(request.method, parts)
+        let route = Self.route(parts)
         if let retryAfter = addressLimit.take(request.peer) {
             var response = HTTPResponse.text(429, "too many requests from this address\n")
             response.headers.append(("Retry-After", String(retryAfter)))
@@ -179,7 +178,7 @@ struct PassKitEndpoint: Sendable {
     }
 
     /// A bounded route label for metrics.
-    private static func route(_ method: String, _ parts: [String]) -> String {
+    private static func route(_ parts: [String]) -> String {
         switch (parts.count, parts.first, parts.count > 1 ? parts[1] : nil) {
         case (6, "v1", "devices"): "passkit_registration"
         case (5, "v1", "devices"): "passkit_serials"
@@ -217,24 +216,5 @@ struct PassKitEndpoint: Sendable {
         static let unauthorized = Refusal(401, "missing or wrong ApplePass authentication token")
 
         var response: HTTPResponse { .text(status, message + "\n") }
-    }
-}
-
-/// Web-service calls per client address and minute (`passRequestsPerAddressPerMinute`), in this
-/// process's memory: the first line, before the database is asked anything.
-final class PassAddressLimit: Sendable {
-    private let counter: Mutex<FixedWindowCounter>
-    private let clock: @Sendable () -> Double
-
-    init(perMinute: Int, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
-        counter = Mutex(FixedWindowCounter(limit: perMinute, windowSeconds: 60))
-        self.clock = clock
-    }
-
-    /// nil when the call is allowed, else the seconds until the address may call again.
-    func take(_ address: String) -> Int? {
-        let now = clock()
-        let key = DeviceRateLimits.clientKey(address)
-        return counter.withLock { $0.take(key, now: now) }
     }
 }

@@ -238,16 +238,6 @@ public struct PassStore: Sendable {
         }
     }
 
-    /// Deletes device logs older than `days`; returns how many.
-    public func dropLogs(olderThan days: Int, limit: Int = 10_000) async throws -> Int {
-        try await pool.withConnection { connection in
-            try connection.query("""
-                DELETE FROM pass_logs WHERE id IN (
-                    SELECT id FROM pass_logs WHERE received_at < now() - make_interval(days => $1::integer) LIMIT \(max(1, limit)))
-                """, [String(days)]).affected
-        }
-    }
-
     // MARK: Shared steps
 
     /// Locks the pass's row when `digest` is its token's; returns its version, or nil.

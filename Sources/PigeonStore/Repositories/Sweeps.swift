@@ -72,7 +72,8 @@ public struct Sweeps: Sendable {
 
     /// Deletes up to `limit` subscriptions with no successful delivery (or, never reached, no
     /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
-    /// day, and up to `limit` rate-limit windows that ended.
+    /// day, up to `limit` rate-limit windows that ended, and up to `limit` Wallet log messages
+    /// older than a week.
     public func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))
@@ -97,7 +98,13 @@ public struct Sweeps: Sendable {
                     SELECT bucket FROM rate_limits WHERE window_ends_at < now()
                     ORDER BY window_ends_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """).affected
-            return SweepStep(rows: deleted + abandoned, reports: 0, ran: true, more: deleted == limit || abandoned == limit || windows == limit)
+            let walletLogs = try connection.query("""
+                DELETE FROM pass_logs WHERE id IN (
+                    SELECT id FROM pass_logs WHERE received_at < now() - interval '7 days'
+                    ORDER BY received_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                """).affected
+            return SweepStep(rows: deleted + abandoned, reports: 0, ran: true,
+                             more: deleted == limit || abandoned == limit || windows == limit || walletLogs == limit)
         }
     }
 }

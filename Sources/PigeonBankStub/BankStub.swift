@@ -248,7 +248,11 @@ public final class BankStub: Sendable {
     }
 
     private func reportsJSON() -> String {
-        Self.jsonLines(reports.map { ["operation": $0.operation, "notificationId": $0.notificationId, "users": $0.users] })
+        Self.jsonLines(reports.map { report in
+            var object: [String: Any] = ["operation": report.operation, "notificationId": report.notificationId, "users": report.users]
+            if let count = report.deviceCount { object["deviceCount"] = count }
+            return object
+        })
     }
 
     /// One JSON object per line.

@@ -14,16 +14,20 @@ struct WalletPassResilienceTests {
         let simulator = try SimulatorFixture()
         let stub = try BankStub(configuration: .init(bankClients: ["bank"], authorizedUsers: []), port: 0, logger: .silent)
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let configuration = """
+        // The first process waits an hour for each fetch, so nothing is pushed again before it
+        // dies, however slow the machine; its successor waits 5 s.
+        func configuration(fetchTimeout: Int) -> String {
+            """
             dbUrl = \(database.url)
             migrationsPath = \(TestDatabase.migrationsDirectory.path)
             sbiOutboundWebServiceURL = \(stub.serviceURL)
             bankProxyTimeoutSeconds = 2
-            passFetchTimeoutSeconds = 5
+            passFetchTimeoutSeconds = \(fetchTimeout)
             passFetchRetries = 1
             logLevel = info
             \(simulator.simulator.configurationSnippet)
             """
+        }
         let wallet = simulator.simulator.wallet
         let card = WalletSimulator.Card(pass: PassIdentity(passTypeIdentifier: WalletPassHarness.passType, serialNumber: "card-1"),
                                         authenticationToken: WalletPassHarness.token)
@@ -43,7 +47,7 @@ struct WalletPassResilienceTests {
             }
         }
 
-        let first = try GatewayProcess(configuration: configuration)
+        let first = try GatewayProcess(configuration: configuration(fetchTimeout: 3_600))
         #expect(try await update(first.baseURL, "v1").contains("<status>OK</status>"))
         #expect(await wallet.addDevice(id: "silent", pushToken: silent, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
         #expect(await wallet.addDevice(id: "late", pushToken: late, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
@@ -53,12 +57,14 @@ struct WalletPassResilienceTests {
         first.signal(SIGKILL)
         #expect(await first.waitForExit() == SIGKILL)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 1)
+        // While no gateway ran, the Wallets' wait for their fetch ended.
+        _ = try await database.pool.withConnection { try $0.query("UPDATE pass_registrations SET next_attempt_at = now() WHERE state = 'SENT'") }
 
         // The late Wallet answers pushes from now on, at the next process's address (its
         // registration call finds nobody there yet; the registration is in the database).
         let port = try #require(LoopbackPort.free())
         await wallet.addDevice(id: "late", pushToken: late, webServiceURL: "http://127.0.0.1:\(port)/passkit", cards: [card])
-        let successor = try GatewayProcess(configuration: configuration, port: port)
+        let successor = try GatewayProcess(configuration: configuration(fetchTimeout: 5), port: port)
         #expect(try await DeviceFlowHarness.waitUntil(seconds: 60) { try await states() == ["silent": "EXPIRED", "late": "FETCHED"] }, "\(successor.log.suffix(2000))")
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 2)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == late }.count == 2)

@@ -57,6 +57,18 @@ public enum TestDatabase {
         })
     }
 
+    /// Runs a bulk script that fills a table for a test (hundreds of thousands of rows) without the
+    /// pool's `statement_timeout`: on a loaded CI machine such a load outlasted the 30 s a
+    /// gateway's own statements get. The connection's timeout is restored afterwards.
+    public static func load(_ pool: PostgresPool, script: String) async throws {
+        _ = try await pool.withConnection { connection in
+            let timeout = try connection.query("SELECT current_setting('statement_timeout')").scalar ?? "0"
+            try connection.query("SELECT set_config('statement_timeout', '0', false)")
+            defer { _ = try? connection.query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }
+            try connection.execute(script: script)
+        }
+    }
+
     /// An id no other test uses: `prefix-<random>`.
     public static func unique(_ prefix: String) -> String {
         "\(prefix)-\(UUID().uuidString.prefix(12).lowercased())"

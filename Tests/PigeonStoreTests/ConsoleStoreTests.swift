@@ -19,8 +19,7 @@ struct ConsoleStoreTests {
             _ = try await notifications.send(PushNotification(id: "code-\(index)", recipients: ["client-1001"], timeoutSeconds: 600,
                                                               pushContent: PushContent(text: "t", type: .pinCode)))
         }
-        _ = try await pool.withConnection { connection in
-            try connection.execute(script: """
+        try await TestDatabase.load(pool, script: """
                 INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at)
                     VALUES (pigeon_notification_key(now()), 'campaign', 100000, 7200, 't', 'PRODUCT', now(), now() + interval '2 hours');
                 INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, expires_at, next_attempt_at)
@@ -28,7 +27,6 @@ struct ConsoleStoreTests {
                     FROM generate_series(1, 100000) AS n;
                 ANALYZE deliveries; ANALYZE notifications;
                 """)
-        }
         let recent = try await ConsoleStore(pool: pool, identifiers: identifiers).recentNotifications(user: "CLIENT-1001", limit: 2)
         #expect(recent.map(\.notificationId) == ["code-3", "code-2"])
         #expect(recent.allSatisfy { $0.state == "QUEUED" })

@@ -26,8 +26,7 @@ struct HistoryTests {
     func migrationKeepsRows() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL(migratedThrough: 4)
         let pool = database.pool
-        _ = try await pool.withConnection { connection in
-            try connection.execute(script: """
+        try await TestDatabase.load(pool, script: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                     VALUES ('bank', 'U1', 'u1', 'd', 'IOS', 'ab');
                 INSERT INTO notifications (id, recipients, timeout_seconds, push_text, push_type, created_at, expires_at, priority)
@@ -39,7 +38,6 @@ struct HistoryTests {
                            ('old', 3, 'U3', 'u3', 'SENDING_FAILED', 7, now(), now() - interval '3 days', 3, now(), NULL),
                            ('new', 1, 'U1', 'u1', 'QUEUED', 0, now() + interval '600 seconds', now(), 2, now() - interval '1 second', 'worker');
                 """)
-        }
         let migrations = try Migration.load(from: TestDatabase.migrationsDirectory)
         let report = try await Migrator(migrations: migrations).migrate(pool, logger: .silent)
         #expect(report.applied.contains(5))
@@ -111,8 +109,7 @@ struct HistoryTests {
         _ = try await store.send(notification("due", to: ["due-1", "due-2"], priority: 1))
         let empty = try await claimBlocks(pool)
         // An outage: 300,000 priority-10 deliveries wait for their retry, an hour away.
-        _ = try await pool.withConnection { connection in
-            try connection.execute(script: """
+        try await TestDatabase.load(pool, script: """
                 INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at, priority)
                     VALUES (pigeon_notification_key(now()), 'outage', 300000, 7200, 't', 'UNIVERSAL', now(), now() + interval '2 hours', 10);
                 INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority, expires_at, next_attempt_at)
@@ -121,7 +118,6 @@ struct HistoryTests {
                     FROM generate_series(1, 300000) AS n;
                 ANALYZE deliveries;
                 """)
-        }
         let backlog = try await claimBlocks(pool)
         // Walking the backlog would read its ~800 index pages at least.
         #expect(backlog <= empty + 60, "claim read \(backlog) blocks with the backlog, \(empty) without")

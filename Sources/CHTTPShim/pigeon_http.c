@@ -17,6 +17,8 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "tls_identity.h"
+
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
 static const char tls_priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
 /* A refused body the client sends without waiting (no "Expect: 100-continue") is read and
@@ -31,6 +33,7 @@ static const char client_certificate_required[] =
 /* One open connection: what the deadline reaper needs. */
 typedef struct connection_record {
     struct connection_record *previous, *next;
+    struct pigeon_http_server *server;
     int fd;
     /* Milliseconds (monotonic) since the server began waiting for the next request; 0 while a
      * request is being handled or answered. */
@@ -83,6 +86,9 @@ struct pigeon_http_server {
     void *context;
     int require_client_certificate;
     uint64_t deadline_ms;
+    /* HTTPS: the certificate chain and key handshakes present (replaceable while serving). */
+    int has_identity;
+    tls_identity_slot identities;
 
     pthread_mutex_t connections_lock; /* records, connection_count */
     connection_record *records;
@@ -135,6 +141,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
         const union MHD_ConnectionInfo *info =
             MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         record->fd = info ? info->connect_fd : -1;
+        record->server = server;
         atomic_store(&record->waiting_since_ms, now_ms());
         pthread_mutex_lock(&server->connections_lock);
         record->next = server->records;
@@ -455,6 +462,23 @@ void pigeon_http_complete_owned(pigeon_http_exchange *exchange, unsigned int sta
     release(exchange);
 }
 
+/* GnuTLS asks for the certificate at each handshake. libmicrohttpd gives the callback no
+ * context of its own, but it makes the connection the session's pointer, and the connection's
+ * socket context is our record (set before any handshake), which names the server. */
+static int present_identity(gnutls_session_t session, const gnutls_datum_t *requested_cas,
+                            int requested_count, const gnutls_pk_algorithm_t *algorithms,
+                            int algorithm_count, gnutls_pcert_st **chain,
+                            unsigned int *chain_length, gnutls_privkey_t *key) {
+    (void)requested_cas; (void)requested_count; (void)algorithms; (void)algorithm_count;
+    struct MHD_Connection *connection = gnutls_session_get_ptr(session);
+    if (connection == NULL) return -1;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    connection_record *record = info ? info->socket_context : NULL;
+    if (record == NULL || record->server == NULL || !record->server->has_identity) return -1;
+    return tls_identity_slot_select(&record->server->identities, chain, chain_length, key);
+}
+
 /* MARK: the server */
 
 int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out, char *error,
@@ -487,10 +511,22 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         return -1;
     }
 
+    tls_identity *identity = NULL;
+    if (config->tls_certificate_pem != NULL) {
+        identity = tls_identity_load(config->tls_certificate_pem,
+                                     config->tls_key_pem ? config->tls_key_pem : "", error,
+                                     error_capacity);
+        if (identity == NULL) return -1;
+    }
     struct pigeon_http_server *server = calloc(1, sizeof *server);
     if (server == NULL) {
+        tls_identity_free(identity);
         snprintf(error, error_capacity, "out of memory");
         return -1;
+    }
+    if (identity != NULL) {
+        server->has_identity = 1;
+        tls_identity_slot_init(&server->identities, identity);
     }
     server->admit = config->admit;
     server->handler = config->handler;
@@ -528,10 +564,6 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
      * and it is what an idle keep-alive connection costs: 8 KiB, as nginx's header buffers. */
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 8 * 1024, NULL};
     if (config->tls_certificate_pem != NULL) {
-        options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-                                                   (void *)config->tls_certificate_pem};
-        options[count++] =
-            (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem};
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
                                                    (void *)tls_priorities};
         if (config->tls_client_ca_pem != NULL) {
@@ -541,12 +573,21 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
-    server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server,
-                                      MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    /* The certificate comes from present_identity at each handshake (so it can be replaced);
+     * passed outside the array, whose field for this option's pointer varies between versions. */
+    if (server->has_identity) {
+        server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server,
+                                          MHD_OPTION_ARRAY, options, MHD_OPTION_HTTPS_CERT_CALLBACK,
+                                          present_identity, MHD_OPTION_END);
+    } else {
+        server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server,
+                                          MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    }
     if (server->daemon == NULL) {
         snprintf(error, error_capacity,
                  "cannot listen on %s port %u (address in use, bad TLS material or no permission)",
                  config->address, (unsigned)config->port);
+        if (server->has_identity) tls_identity_slot_destroy(&server->identities);
         pthread_mutex_destroy(&server->connections_lock);
         pthread_mutex_destroy(&server->flight_lock);
         free(server);
@@ -619,9 +660,26 @@ void pigeon_http_stop(pigeon_http_server *server) {
     }
     pthread_mutex_unlock(&server->flight_lock);
     MHD_stop_daemon(server->daemon);
+    if (server->has_identity) tls_identity_slot_destroy(&server->identities);
     pthread_mutex_destroy(&server->connections_lock);
     pthread_mutex_destroy(&server->flight_lock);
     free(server);
+}
+
+int pigeon_http_replace_certificate(pigeon_http_server *server, const char *certificate_pem,
+                                    const char *key_pem, char *error, size_t error_capacity) {
+    if (!server->has_identity) {
+        snprintf(error, error_capacity, "the listener does not serve HTTPS");
+        return -1;
+    }
+    tls_identity *identity = tls_identity_load(certificate_pem, key_pem, error, error_capacity);
+    if (identity == NULL) return -1;
+    tls_identity_slot_replace(&server->identities, identity);
+    return 0;
+}
+
+int64_t pigeon_http_certificate_not_after(pigeon_http_server *server) {
+    return server->has_identity ? tls_identity_slot_not_after(&server->identities) : 0;
 }
 
 const char *pigeon_http_method(const pigeon_http_exchange *exchange) { return exchange->method; }

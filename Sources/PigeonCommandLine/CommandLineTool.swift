@@ -192,11 +192,15 @@ public struct CommandLineTool: Sendable {
             return 1
         }
         var received = await signals.wait()
-        // SIGHUP (systemctl reload) must not end the gateway. Logs go to standard error (the
-        // journal), so there is no file to reopen, and no setting is reloaded in place yet: a
-        // changed server.conf takes effect at the next start.
+        // SIGHUP (systemctl reload): the HTTPS listeners' certificate and key files are read
+        // again (a renewed certificate needs no restart). Logs go to standard error (the
+        // journal), so there is no file to reopen; other server.conf changes apply at the next
+        // start.
         while received == SIGHUP {
-            logger.notice("SIGHUP received: logs go to standard error, nothing to reopen; server.conf changes apply at the next start")
+            let reloads = gateway.reloadCertificates()
+            logger.notice("SIGHUP received", metadata: [
+                "certificates": reloads.isEmpty ? "none (no HTTPS listener)" : reloads.map { "\($0.listener): \($0.error == nil ? "reloaded" : "kept")" }.joined(separator: ", "),
+                "note": "other server.conf changes apply at the next start"])
             received = await signals.wait()
         }
         logger.notice("received signal \(received)")

@@ -168,6 +168,31 @@ public final class HTTPServer: Sendable {
         server.withLock { server in server.map { Int(pigeon_http_deadline_closures($0)) } ?? 0 }
     }
 
+    /// Why a certificate could not replace the one in use (which then stays).
+    public struct CertificateError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// HTTPS: new connections present this certificate chain (PEM, leaf first) and key from now
+    /// on; connections already open keep theirs. The pair is checked first (parsable, the key
+    /// belongs to the leaf); on error the certificate in use stays.
+    public func replaceCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) {
+        var errorText = [CChar](repeating: 0, count: 256)
+        let status: Int32? = server.withLock { server in
+            server.map { pigeon_http_replace_certificate($0, certificatePEM, keyPEM, &errorText, errorText.count) }
+        }
+        guard let status else { throw CertificateError(description: "the listener has stopped") }
+        guard status == 0 else {
+            throw CertificateError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+    }
+
+    /// HTTPS: when the certificate presented now expires; nil for plain HTTP.
+    public var certificateExpiry: Date? {
+        let seconds = server.withLock { server in server.map { pigeon_http_certificate_not_after($0) } ?? 0 }
+        return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
+    }
+
     /// Waits (on this thread; never call it from a task) up to `seconds` for the handlers in
     /// progress to answer, then answers any still running with 503, closes every connection and
     /// releases the socket.

@@ -47,14 +47,22 @@ struct LifecycleTests {
         #expect(Self.threads(named: thread) == 0)
     }
 
-    @Test("SIGHUP (systemctl reload) does not end the gateway: it is logged; SIGTERM then stops it cleanly")
+    @Test("SIGHUP (systemctl reload) does not end the gateway: it reads the HTTPS certificate files again and says so; SIGTERM then stops it cleanly")
     func sighupKeepsServing() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("sighup"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let certificate = folder.appendingPathComponent("server.crt").path, key = folder.appendingPathComponent("server.key").path
+        _ = try await ChildProcess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                                                      "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
         let gateway = try GatewayProcess(configuration: """
             dbUrl = \(database.url)
             dbPoolSize = 2
             migrationsPath = \(TestDatabase.migrationsDirectory.path)
             logLevel = info
+            tlsCertificatePath = \(certificate)
+            tlsKeyPath = \(key)
             """)
         gateway.signal(SIGHUP)
         var logged = false
@@ -63,6 +71,8 @@ struct LifecycleTests {
             logged = gateway.log.contains("SIGHUP received")
         }
         #expect(logged, "\(gateway.log.suffix(2000))")
+        #expect(gateway.log.contains("TLS certificate reloaded"), "\(gateway.log.suffix(2000))")
+        #expect(gateway.log.contains("public: reloaded"), "\(gateway.log.suffix(2000))")
         #expect(gateway.isRunning)
         #expect(LoopbackPort.isAccepting(gateway.port))
         gateway.signal(SIGTERM)

@@ -27,6 +27,65 @@ struct TLSTests {
         #expect(plain?.contains("UP") != true)
     }
 
+    @Test("a reload presents renewed certificate files to new connections; a mismatched key or a missing file keeps the one in use")
+    func certificateReload() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("tls-reload"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func file(_ name: String) -> String { folder.appendingPathComponent(name).path }
+        for (name, days) in [("old", "1"), ("new", "30")] {
+            try await run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out", file("\(name).crt"),
+                                         "-days", days, "-subj", "/CN=pigeon-\(name)", "-addext", "subjectAltName=IP:127.0.0.1"])
+        }
+        func install(certificate: String, key: String) throws {
+            for (source, target) in [(certificate, "server.crt"), (key, "server.key")] {
+                try? FileManager.default.removeItem(atPath: file(target))
+                try FileManager.default.copyItem(atPath: file(source), toPath: file(target))
+            }
+        }
+        try install(certificate: "old.crt", key: "old.key")
+        let harness = try await GatewayHarness {
+            $0.http.tlsCertificatePath = file("server.crt")
+            $0.http.tlsKeyPath = file("server.key")
+        }
+        let port = harness.gateway.port
+        func presented() async throws -> String {
+            let output = try await ChildProcess.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)"], input: Data(), allowFailure: true)
+            let text = String(decoding: output, as: UTF8.self)
+            return ["pigeon-old", "pigeon-new"].first { text.contains("CN = \($0)") || text.contains("CN=\($0)") } ?? "none: \(text.prefix(300))"
+        }
+        func expiry() -> Double? {
+            _ = harness.gateway.metrics.render()
+            return harness.gateway.metrics.gauge("pigeon_tls_certificate_expiry_timestamp_seconds", labels: ["listener": "public"])
+        }
+        #expect(try await presented() == "pigeon-old")
+        let oldExpiry = try #require(expiry())
+
+        try install(certificate: "new.crt", key: "new.key")
+        let reloaded = harness.gateway.reloadCertificates()
+        #expect(reloaded.map(\.listener) == ["public"])
+        #expect(reloaded.first?.error == nil)
+        #expect(try await presented() == "pigeon-new")
+        let health = try await run("/usr/bin/curl", ["-sS", "--cacert", file("new.crt"), harness.baseURL + "/health"])
+        #expect(health.contains("UP"))
+        // One certificate valid for a day, the other for thirty: the gauge follows the one presented.
+        let newExpiry = try #require(expiry())
+        #expect(newExpiry - oldExpiry > 28 * 86_400)
+        #expect(harness.gateway.metrics.render().contains("pigeon_tls_certificate_expiry_timestamp_seconds{listener=\"public\"}"))
+
+        // The renewed certificate with the old key, then no key file at all: refused, and the
+        // listener goes on presenting the renewed certificate.
+        try install(certificate: "new.crt", key: "old.key")
+        let mismatched = harness.gateway.reloadCertificates()
+        #expect(mismatched.first?.error?.contains("does not belong") == true, "\(mismatched)")
+        try FileManager.default.removeItem(atPath: file("server.key"))
+        let missing = harness.gateway.reloadCertificates()
+        #expect(missing.first?.error?.contains("server.key") == true, "\(missing)")
+        #expect(try await presented() == "pigeon-new")
+        #expect(expiry() == newExpiry)
+        #expect(harness.logs.records.filter { $0.message.contains("TLS certificate not reloaded") && $0.level == .error }.count == 2)
+    }
+
     @discardableResult
     func run(_ executable: String, _ arguments: [String]) async throws -> String {
         String(decoding: try await ChildProcess.run(executable, arguments), as: UTF8.self)

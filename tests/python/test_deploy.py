@@ -28,7 +28,7 @@ def test_alert_rules_pass_promtool():
         pytest.skip("promtool is not installed (Debian package prometheus)")
     result = subprocess.run(["promtool", "check", "rules", RULES], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 10 rules found" in result.stdout
+    assert "SUCCESS: 11 rules found" in result.stdout
 
 
 def test_dashboard_is_grafana_json():

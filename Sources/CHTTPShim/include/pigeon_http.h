@@ -60,6 +60,12 @@ unsigned int pigeon_http_in_flight(pigeon_http_server *server);
 unsigned int pigeon_http_connections(pigeon_http_server *server);
 /* Connections closed because a request did not arrive within the deadline, so far. */
 unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
+/* HTTPS: new connections present this certificate chain (PEM, leaf first) and key from now on;
+ * open ones keep theirs. Returns 0, or -1 with a reason in error (the old certificate stays). */
+int pigeon_http_replace_certificate(pigeon_http_server *server, const char *certificate_pem,
+                                    const char *key_pem, char *error, size_t error_capacity);
+/* HTTPS: the presented leaf certificate's notAfter (seconds since 1970); 0 for plain HTTP. */
+int64_t pigeon_http_certificate_not_after(pigeon_http_server *server);
 /* Answers every request still in its handler with 503 (their later completions are dropped),
  * closes every connection and frees the server. */
 void pigeon_http_stop(pigeon_http_server *server);

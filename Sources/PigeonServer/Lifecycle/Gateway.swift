@@ -26,7 +26,9 @@ public final class Gateway: Sendable {
     /// The device API's own pool when `bankListen` is set; `pool` otherwise.
     private let devicePool: PostgresPool
     private let servers: [HTTPServer]
-    private let logger: Logger
+    /// The HTTPS listeners, with the files ``reloadCertificates()`` reads again.
+    let listenerCertificates: [ListenerCertificate]
+    let logger: Logger
     private let pushClients: [HTTP2Client]
     /// The lease owner name of this process's delivery engine, when it runs one.
     private let engineOwner: String?
@@ -151,6 +153,10 @@ public final class Gateway: Sendable {
             logger: logger.withLabel("pigeon.http"),
             admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) })
         var servers = [publicServer]
+        var listenerCertificates: [ListenerCertificate] = []
+        if publicTLS != nil, let certificate = http.tlsCertificatePath, let key = http.tlsKeyPath {
+            listenerCertificates.append(.init(listener: "public", server: publicServer, certificatePath: certificate, keyPath: key))
+        }
         logger.notice("listening", metadata: [
             "address": "\(publicTLS == nil ? "http" : "https")://\(http.host):\(publicServer.port)",
             "serves": http.bank == nil ? "device API, PassKit web service, SOAP, metrics" : "device API, PassKit web service",
@@ -174,6 +180,9 @@ public final class Gateway: Sendable {
                 throw error
             }
             servers.append(bankServer)
+            if bankTLS != nil, let certificate = bankListener.tlsCertificatePath, let key = bankListener.tlsKeyPath {
+                listenerCertificates.append(.init(listener: "bank", server: bankServer, certificatePath: certificate, keyPath: key))
+            }
             logger.notice("listening", metadata: [
                 "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
                 "serves": console == nil ? "SOAP, WSDLs, metrics, ready" : "SOAP, WSDLs, metrics, ready, console", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
@@ -186,6 +195,7 @@ public final class Gateway: Sendable {
         self.pool = pool
         self.devicePool = devicePool
         self.servers = servers
+        self.listenerCertificates = listenerCertificates
         self.port = publicServer.port
         self.bankPort = servers.last?.port ?? publicServer.port
         self.logger = logger

@@ -7,6 +7,7 @@ enum HTTPMetrics {
         metrics.describe("pigeon_http_connections", type: "gauge", help: "Open connections per listener.")
         metrics.describe("pigeon_http_requests_in_flight", type: "gauge", help: "Requests whose handler is running, per listener.")
         metrics.describe("pigeon_http_deadline_closures", type: "gauge", help: "Connections closed because a whole request did not arrive within requestDeadlineSeconds, since start.")
+        metrics.describe("pigeon_tls_certificate_expiry_timestamp_seconds", type: "gauge", help: "When the certificate an HTTPS listener presents expires (Unix time), per listener.")
     }
 
     static func collect(servers: [(listener: String, server: HTTPServer)], into metrics: MetricsRegistry) {
@@ -15,6 +16,9 @@ enum HTTPMetrics {
                 metrics.set("pigeon_http_connections", labels: ["listener": listener], to: Double(server.openConnections))
                 metrics.set("pigeon_http_requests_in_flight", labels: ["listener": listener], to: Double(server.requestsInFlight))
                 metrics.set("pigeon_http_deadline_closures", labels: ["listener": listener], to: Double(server.deadlineClosures))
+                if let expiry = server.certificateExpiry {
+                    metrics.set("pigeon_tls_certificate_expiry_timestamp_seconds", labels: ["listener": listener], to: expiry.timeIntervalSince1970.rounded())
+                }
             }
         }
     }

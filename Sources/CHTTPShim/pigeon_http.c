@@ -678,6 +678,15 @@ int pigeon_http_replace_certificate(pigeon_http_server *server, const char *cert
     return 0;
 }
 
+int pigeon_http_check_certificate(const char *certificate_pem, const char *key_pem,
+                                  int64_t *not_after, char *error, size_t error_capacity) {
+    tls_identity *identity = tls_identity_load(certificate_pem, key_pem, error, error_capacity);
+    if (identity == NULL) return -1;
+    *not_after = tls_identity_not_after(identity);
+    tls_identity_free(identity);
+    return 0;
+}
+
 int64_t pigeon_http_certificate_not_after(pigeon_http_server *server) {
     return server->has_identity ? tls_identity_slot_not_after(&server->identities) : 0;
 }

@@ -54,7 +54,7 @@ public struct CommandLineTool: Sendable {
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
                 let apps: [String]
                 do {
-                    apps = try configuration.checkPushApps() + configuration.checkPasses()
+                    apps = try configuration.checkListenerCertificates() + configuration.checkPushApps() + configuration.checkPasses()
                 } catch {
                     printError("pigeon: \(error)")
                     return 1

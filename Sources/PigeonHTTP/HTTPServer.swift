@@ -187,6 +187,17 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Checks a certificate chain and key as ``replaceCertificate(certificatePEM:keyPEM:)`` would
+    /// (for `check-config`, before a reload); returns when the leaf expires.
+    public static func checkCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) -> Date {
+        var errorText = [CChar](repeating: 0, count: 256)
+        var notAfter: Int64 = 0
+        guard pigeon_http_check_certificate(certificatePEM, keyPEM, &notAfter, &errorText, errorText.count) == 0 else {
+            throw CertificateError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return Date(timeIntervalSince1970: TimeInterval(notAfter))
+    }
+
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.
     public var certificateExpiry: Date? {
         let seconds = server.withLock { server in server.map { pigeon_http_certificate_not_after($0) } ?? 0 }

@@ -86,6 +86,40 @@ struct TLSTests {
         #expect(harness.logs.records.filter { $0.message.contains("TLS certificate not reloaded") && $0.level == .error }.count == 2)
     }
 
+    @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused")
+    func checkConfigReadsCertificates() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("tls-check"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func file(_ name: String) -> String { folder.appendingPathComponent(name).path }
+        for name in ["public", "bank"] {
+            try await run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out", file("\(name).crt"),
+                                         "-days", "10", "-subj", "/CN=\(name)"])
+        }
+        var configuration = GatewayConfiguration()
+        configuration.http.tlsCertificatePath = file("public.crt")
+        configuration.http.tlsKeyPath = file("public.key")
+        configuration.http.bankAddress = (host: "127.0.0.1", port: 0)
+        configuration.http.bankTlsCertificatePath = file("bank.crt")
+        configuration.http.bankTlsKeyPath = file("bank.key")
+        let lines = try configuration.checkListenerCertificates()
+        #expect(lines.count == 2)
+        #expect(lines[0].hasPrefix("listen: HTTPS, certificate \(file("public.crt")) valid until"), "\(lines)")
+        #expect(lines[1].hasPrefix("bankListen: HTTPS"), "\(lines)")
+        #expect(lines.allSatisfy { $0.contains("(9 days)") || $0.contains("(10 days)") }, "\(lines)")
+        // Ten days on, the same certificate is reported expired.
+        let later = try configuration.checkListenerCertificates(now: Date().addingTimeInterval(11 * 86_400))
+        #expect(later.allSatisfy { $0.contains("EXPIRED") }, "\(later)")
+
+        configuration.http.bankTlsKeyPath = file("public.key")
+        #expect {
+            try configuration.checkListenerCertificates()
+        } throws: { error in
+            let error = error as? ConfigurationError
+            return error?.location == "bankTlsCertificatePath" && error?.message.contains("does not belong") == true
+        }
+    }
+
     @discardableResult
     func run(_ executable: String, _ arguments: [String]) async throws -> String {
         String(decoding: try await ChildProcess.run(executable, arguments), as: UTF8.self)

@@ -64,6 +64,10 @@ unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
  * open ones keep theirs. Returns 0, or -1 with a reason in error (the old certificate stays). */
 int pigeon_http_replace_certificate(pigeon_http_server *server, const char *certificate_pem,
                                     const char *key_pem, char *error, size_t error_capacity);
+/* Checks a certificate chain and key as pigeon_http_replace_certificate would, without a server:
+ * 0 and the leaf's notAfter, or -1 with a reason in error. */
+int pigeon_http_check_certificate(const char *certificate_pem, const char *key_pem,
+                                  int64_t *not_after, char *error, size_t error_capacity);
 /* HTTPS: the presented leaf certificate's notAfter (seconds since 1970); 0 for plain HTTP. */
 int64_t pigeon_http_certificate_not_after(pigeon_http_server *server);
 /* Answers every request still in its handler with 503 (their later completions are dropped),

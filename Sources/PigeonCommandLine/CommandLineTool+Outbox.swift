@@ -50,7 +50,7 @@ extension CommandLineTool {
             printError("pigeon outbox list: takes only --config")
             return 2
         }
-        return await withConfiguration("outbox \(action)", rest, help: Self.outboxHelp) { configuration, logger in
+        return await withConfiguration("outbox \(action)", rest, help: Self.outboxHelp) { configuration, logger, _ in
             do {
                 let pool = try Gateway.openPool(configuration, size: 1, logger: logger)
                 defer { pool.close() }

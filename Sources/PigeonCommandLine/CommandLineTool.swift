@@ -42,15 +42,15 @@ public struct CommandLineTool: Sendable {
             print(Self.usage)
             return 0
         case "serve":
-            return await withConfiguration(command, options, help: "pigeon serve --config FILE\n\nApplies pending migrations, then serves HTTP until SIGTERM or SIGINT.") { configuration, logger in
-                await serve(configuration, logger: logger)
+            return await withConfiguration(command, options, help: "pigeon serve --config FILE\n\nApplies pending migrations, then serves HTTP until SIGTERM or SIGINT; SIGHUP reloads what can be reloaded (see the README).") { configuration, logger, path in
+                await serve(configuration, path: path, logger: logger)
             }
         case "migrate":
-            return await withConfiguration(command, options, help: "pigeon migrate --config FILE\n\nApplies pending SQL migrations from migrations/ and exits.") { configuration, logger in
+            return await withConfiguration(command, options, help: "pigeon migrate --config FILE\n\nApplies pending SQL migrations from migrations/ and exits.") { configuration, logger, _ in
                 await migrate(configuration, logger: logger)
             }
         case "check-config":
-            return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _ in
+            return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _, _ in
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
                 let apps: [String]
                 do {
@@ -145,7 +145,7 @@ public struct CommandLineTool: Sendable {
 
     func withConfiguration(
         _ command: String, _ options: [String], help: String,
-        _ body: (GatewayConfiguration, Logger) async -> Int32
+        _ body: (GatewayConfiguration, Logger, _ path: String) async -> Int32
     ) async -> Int32 {
         var path: String?
         var index = 0
@@ -178,10 +178,10 @@ public struct CommandLineTool: Sendable {
             return 1
         }
         let logger = Logger(label: "pigeon", level: configuration.logLevel, handler: StreamLogHandler())
-        return await body(configuration, logger)
+        return await body(configuration, logger, path)
     }
 
-    private func serve(_ configuration: GatewayConfiguration, logger: Logger) async -> Int32 {
+    private func serve(_ configuration: GatewayConfiguration, path: String, logger: Logger) async -> Int32 {
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT, SIGHUP])
         FileDescriptorLimit.raise(for: configuration.http, logger: logger)
         let gateway: Gateway
@@ -192,15 +192,12 @@ public struct CommandLineTool: Sendable {
             return 1
         }
         var received = await signals.wait()
-        // SIGHUP (systemctl reload): the HTTPS listeners' certificate and key files are read
-        // again (a renewed certificate needs no restart). Logs go to standard error (the
-        // journal), so there is no file to reopen; other server.conf changes apply at the next
-        // start.
+        // SIGHUP (systemctl reload): the HTTPS certificate files are read again and a changed
+        // logLevel applies at once; other server.conf changes are named and wait for the next
+        // start. Logs go to standard error (the journal): there is no file to reopen.
         while received == SIGHUP {
-            let reloads = gateway.reloadCertificates()
-            logger.notice("SIGHUP received", metadata: [
-                "certificates": reloads.isEmpty ? "none (no HTTPS listener)" : reloads.map { "\($0.listener): \($0.error == nil ? "reloaded" : "kept")" }.joined(separator: ", "),
-                "note": "other server.conf changes apply at the next start"])
+            logger.notice("SIGHUP received: reloading")
+            gateway.reload(rereading: Result { () throws(ConfigurationError) in try GatewayConfiguration.load(path: path) })
             received = await signals.wait()
         }
         logger.notice("received signal \(received)")

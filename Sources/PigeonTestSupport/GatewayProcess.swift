@@ -7,6 +7,8 @@ public final class GatewayProcess: @unchecked Sendable {
     // thread-safe for those calls.
     public let port: Int
     public let logFile: URL
+    /// The server.conf it was started with (a test may rewrite it before a SIGHUP).
+    public let configurationFile: URL
     private let process: Process
 
     /// The debug build of `pigeon` (`swift build --build-tests` makes it).
@@ -44,6 +46,7 @@ public final class GatewayProcess: @unchecked Sendable {
             if LoopbackPort.waitUntilAccepting(candidate, timeout: .seconds(60), stillStarting: { process.isRunning }) {
                 self.process = process
                 self.port = candidate
+                self.configurationFile = configFile
                 return
             }
             process.terminate()

@@ -86,6 +86,25 @@ struct LoggingTests {
         #expect(line.hasSuffix("WARNING test: shown a=\"has space\" b=2 request=r1"))
     }
 
+    @Test("changeLevel reaches every logger made with withLabel, wherever copied; setting level changes one copy only")
+    func sharedLevel() {
+        let memory = InMemoryLogHandler()
+        let root = Logger(label: "pigeon", level: .info, handler: memory)
+        let component = root.withLabel("pigeon.delivery")
+        var alone = root.withLabel("pigeon.alone")
+        alone.level = .error
+        component.debug("hidden at info")
+        root.changeLevel(to: .debug)
+        component.debug("shown at debug")
+        #expect(component.level == .debug && root.level == .debug)
+        alone.warning("hidden: its own level")
+        component.changeLevel(to: .warning)
+        root.info("hidden again")
+        root.warning("shown at warning")
+        #expect(memory.records.map(\.message) == ["shown at debug", "shown at warning"])
+        #expect(memory.records.map(\.label) == ["pigeon.delivery", "pigeon"])
+    }
+
     @Test("tokens are shortened, never logged whole")
     func redaction() {
         let token = "0123456789abcdef0123456789abcdef"

@@ -80,6 +80,19 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("a re-read names the keys set, changed or removed since (environment overrides included), never their values")
+    func keysChanged() throws {
+        let running = try GatewayConfiguration.parse(
+            text: "dbPoolSize = 2\nsoapUsername = bank\nsoapPassword = secret-one\nretentionDays = 30\nlogLevel = info", name: "server.conf")
+        let newer = try GatewayConfiguration.parse(
+            text: "dbPoolSize = 2\nsoapUsername = bank\nsoapPassword = secret-two\nlogLevel = debug\nexpirySweepIntervalSeconds = 10",
+            name: "server.conf", environment: ["PIGEON_DBPOOLSIZE": "4"])
+        let changed = running.keysChanged(in: newer)
+        #expect(changed == ["dbPoolSize", "expirySweepIntervalSeconds", "logLevel", "retentionDays", "soapPassword"])
+        #expect(!changed.joined().contains("secret"))
+        #expect(running.keysChanged(in: running).isEmpty)
+    }
+
     @Test("passwords never appear in the printed database URL")
     func redaction() {
         #expect(DatabaseURLRedaction.redacted("postgresql://u:secret@h/d") == "postgresql://u:<redacted>@h/d")

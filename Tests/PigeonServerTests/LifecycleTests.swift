@@ -47,7 +47,7 @@ struct LifecycleTests {
         #expect(Self.threads(named: thread) == 0)
     }
 
-    @Test("SIGHUP (systemctl reload) does not end the gateway: it reads the HTTPS certificate files again and says so; SIGTERM then stops it cleanly")
+    @Test("SIGHUP (systemctl reload) does not end the gateway: it reads the HTTPS certificate files again, applies a changed logLevel, names the keys that wait for a restart, and keeps everything when server.conf no longer parses")
     func sighupKeepsServing() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("sighup"))
@@ -64,15 +64,29 @@ struct LifecycleTests {
             tlsCertificatePath = \(certificate)
             tlsKeyPath = \(key)
             """)
+        let original = try String(contentsOf: gateway.configurationFile, encoding: .utf8)
+        // logLevel to warning and a key only a restart applies.
+        try Data(original.replacingOccurrences(of: "logLevel = info", with: "logLevel = warning").appending("retentionDays = 20\n").utf8)
+            .write(to: gateway.configurationFile)
         gateway.signal(SIGHUP)
-        var logged = false
-        for _ in 0..<600 where !logged {
+        for _ in 0..<600 where !gateway.log.contains("log level changed") {
             try await Task.sleep(for: .milliseconds(100))
-            logged = gateway.log.contains("SIGHUP received")
         }
-        #expect(logged, "\(gateway.log.suffix(2000))")
-        #expect(gateway.log.contains("TLS certificate reloaded"), "\(gateway.log.suffix(2000))")
-        #expect(gateway.log.contains("public: reloaded"), "\(gateway.log.suffix(2000))")
+        var log = gateway.log
+        #expect(log.contains("SIGHUP received"), "\(log.suffix(2000))")
+        #expect(log.contains("TLS certificate reloaded"), "\(log.suffix(2000))")
+        #expect(log.contains("public: reloaded"), "\(log.suffix(2000))")
+        #expect(log.contains("log level changed from=info to=warning"), "\(log.suffix(2000))")
+        #expect(log.contains("keys=retentionDays"), "\(log.suffix(2000))")
+        // At warning, the notices of the next reload are not written; the error below is.
+        try Data("logLevel = loud\n".utf8).write(to: gateway.configurationFile)
+        gateway.signal(SIGHUP)
+        for _ in 0..<600 where !gateway.log.contains("server.conf not re-read") {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        log = gateway.log
+        #expect(log.contains("server.conf not re-read"), "\(log.suffix(2000))")
+        #expect(log.components(separatedBy: "TLS certificate reloaded").count - 1 == 1, "\(log.suffix(2000))")
         #expect(gateway.isRunning)
         #expect(LoopbackPort.isAccepting(gateway.port))
         gateway.signal(SIGTERM)

@@ -21,22 +21,37 @@ public struct Logger: Sendable {
 
     public typealias Metadata = [String: String]
 
-    public let label: String
-    public var level: Level
+    public private(set) var label: String
     public var metadata: Metadata
     private let handler: any LogHandler
+    /// Shared with every logger made from this one by ``withLabel(_:)``.
+    private var threshold: LogThreshold
 
     public init(label: String, level: Level = .info, handler: any LogHandler) {
         self.label = label
-        self.level = level
         self.metadata = [:]
         self.handler = handler
+        self.threshold = LogThreshold(level)
     }
 
-    /// The same logger writing under another label.
+    /// The least severe level written. Setting it affects this logger alone (a value, as
+    /// before); ``changeLevel(to:)`` changes it for the whole family.
+    public var level: Level {
+        get { threshold.level }
+        set { threshold = LogThreshold(newValue) }
+    }
+
+    /// Changes the level of this logger and of every logger made from it with
+    /// ``withLabel(_:)``, at once, wherever they were copied to (SIGHUP applies a changed
+    /// `logLevel` this way).
+    public func changeLevel(to level: Level) {
+        threshold.set(level)
+    }
+
+    /// The same logger writing under another label (sharing its level: see ``changeLevel(to:)``).
     public func withLabel(_ label: String) -> Logger {
-        var copy = Logger(label: label, level: level, handler: handler)
-        copy.metadata = metadata
+        var copy = self
+        copy.label = label
         return copy
     }
 
@@ -47,7 +62,7 @@ public struct Logger: Sendable {
         _ level: Level, _ message: @autoclosure () -> String, metadata extra: @autoclosure () -> Metadata = [:],
         file: String = #fileID, line: UInt = #line
     ) {
-        guard level >= self.level else { return }
+        guard level >= threshold.level else { return }
         let extra = extra()
         let merged = extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }
         handler.write(

@@ -20,17 +20,24 @@ extension GatewayConfiguration {
         let file = try ConfigurationFile(text: text, name: name)
         for entry in file.entries {
             try configuration.apply(key: entry.key, value: entry.value, location: entry.location)
+            configuration.readValues[entry.key] = entry.value
         }
         for key in Self.keys.keys.sorted() {
             for variable in ["PIGEON_\(key)", "PIGEON_\(key.uppercased())"] {
                 if let value = environment[variable] {
                     try configuration.apply(key: key, value: value, location: "environment variable \(variable)")
+                    configuration.readValues[key] = value
                     break
                 }
             }
         }
         try configuration.validate(location: name)
         return configuration
+    }
+
+    /// The keys whose value differs in `newer` (set, changed or removed), by name only.
+    public func keysChanged(in newer: GatewayConfiguration) -> [String] {
+        Set(readValues.keys).union(newer.readValues.keys).filter { readValues[$0] != newer.readValues[$0] }.sorted()
     }
 
     /// Every key `server.conf` accepts.

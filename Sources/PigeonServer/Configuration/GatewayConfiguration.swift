@@ -274,6 +274,9 @@ public struct GatewayConfiguration: Sendable {
     public var expirySweepIntervalSeconds = 30
     /// `logLevel`: trace, debug, info, notice, warning, error or critical. Default info.
     public var logLevel = Logger.Level.info
+    /// Every key as it was read (the file, then environment overrides), for telling which keys a
+    /// re-read changed (``keysChanged(in:)``); never shown, since values include secrets.
+    var readValues: [String: String] = [:]
 
     public init() {}
 

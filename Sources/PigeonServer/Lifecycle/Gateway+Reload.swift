@@ -1,0 +1,47 @@
+import Foundation
+import PigeonCore
+
+extension Gateway {
+    /// What a reload (SIGHUP) did.
+    public struct Reload: Sendable {
+        /// Each HTTPS listener's certificate: reloaded, or kept and why.
+        public var certificates: [CertificateReload]
+        /// The log level now in force when the re-read `server.conf` changed it.
+        public var logLevel: Logger.Level?
+        /// Keys changed in `server.conf` since start that apply only at the next start.
+        public var keysForNextStart: [String]
+        /// Why `server.conf` could not be re-read (the running settings stay).
+        public var configurationError: String?
+    }
+
+    /// What SIGHUP (`systemctl reload`) does: reads the HTTPS certificate files again (see
+    /// ``reloadCertificates()``), applies a changed `logLevel` from the re-read `server.conf` to
+    /// every logger of the gateway at once, and logs the keys changed since start that only a
+    /// restart applies (by name; values may be secrets). A `server.conf` that no longer parses
+    /// changes nothing and is logged with its reason.
+    @discardableResult
+    public func reload(rereading reread: Result<GatewayConfiguration, ConfigurationError>) -> Reload {
+        var outcome = Reload(certificates: reloadCertificates(), logLevel: nil, keysForNextStart: [], configurationError: nil)
+        switch reread {
+        case .failure(let error):
+            outcome.configurationError = error.description
+            logger.error("server.conf not re-read; the running settings stay", metadata: ["reason": error.description])
+        case .success(let newer):
+            // Certificate files are read again whatever changed; their paths are not.
+            outcome.keysForNextStart = configuration.keysChanged(in: newer).filter { $0 != "logLevel" }
+            if !outcome.keysForNextStart.isEmpty {
+                logger.warning("server.conf changed keys that apply at the next start", metadata: ["keys": outcome.keysForNextStart.joined(separator: ", ")])
+            }
+            if newer.logLevel != logger.level { outcome.logLevel = newer.logLevel }
+        }
+        logger.notice("reload done", metadata: [
+            "certificates": outcome.certificates.isEmpty ? "none (no HTTPS listener)" : outcome.certificates.map { "\($0.listener): \($0.error == nil ? "reloaded" : "kept")" }.joined(separator: ", "),
+            "server.conf": outcome.configurationError != nil ? "not re-read" : outcome.keysForNextStart.isEmpty ? "re-read" : "re-read; \(outcome.keysForNextStart.count) keys wait for the next start"])
+        // Last, so that the lines above are written at the level they were asked under.
+        if let level = outcome.logLevel {
+            logger.notice("log level changed", metadata: ["from": "\(logger.level)", "to": "\(level)"])
+            logger.changeLevel(to: level)
+        }
+        return outcome
+    }
+}

@@ -36,7 +36,7 @@ extension Gateway {
         }
         logger.notice("reload done", metadata: [
             "certificates": outcome.certificates.isEmpty ? "none (no HTTPS listener)" : outcome.certificates.map { "\($0.listener): \($0.error == nil ? "reloaded" : "kept")" }.joined(separator: ", "),
-            "server.conf": outcome.configurationError != nil ? "not re-read" : outcome.keysForNextStart.isEmpty ? "re-read" : "re-read; \(outcome.keysForNextStart.count) keys wait for the next start"])
+            "server.conf": outcome.configurationError != nil ? "not re-read" : outcome.keysForNextStart.isEmpty ? "re-read" : "re-read; \(outcome.keysForNextStart.count == 1 ? "1 key waits" : "\(outcome.keysForNextStart.count) keys wait") for the next start"])
         // Last, so that the lines above are written at the level they were asked under.
         if let level = outcome.logLevel {
             logger.notice("log level changed", metadata: ["from": "\(logger.level)", "to": "\(level)"])

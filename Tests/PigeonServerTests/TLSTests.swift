@@ -29,14 +29,9 @@ struct TLSTests {
 
     @Test("a reload presents renewed certificate files to new connections; a mismatched key or a missing file keeps the one in use")
     func certificateReload() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("tls-reload"))
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try await selfSignedCertificates([("old", 1), ("new", 30)])
         defer { try? FileManager.default.removeItem(at: folder) }
         func file(_ name: String) -> String { folder.appendingPathComponent(name).path }
-        for (name, days) in [("old", "1"), ("new", "30")] {
-            try await run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out", file("\(name).crt"),
-                                         "-days", days, "-subj", "/CN=pigeon-\(name)", "-addext", "subjectAltName=IP:127.0.0.1"])
-        }
         func install(certificate: String, key: String) throws {
             for (source, target) in [(certificate, "server.crt"), (key, "server.key")] {
                 try? FileManager.default.removeItem(atPath: file(target))
@@ -88,14 +83,9 @@ struct TLSTests {
 
     @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused")
     func checkConfigReadsCertificates() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("tls-check"))
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try await selfSignedCertificates([("public", 10), ("bank", 10)])
         defer { try? FileManager.default.removeItem(at: folder) }
         func file(_ name: String) -> String { folder.appendingPathComponent(name).path }
-        for name in ["public", "bank"] {
-            try await run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out", file("\(name).crt"),
-                                         "-days", "10", "-subj", "/CN=\(name)"])
-        }
         var configuration = GatewayConfiguration()
         configuration.http.tlsCertificatePath = file("public.crt")
         configuration.http.tlsKeyPath = file("public.key")
@@ -118,6 +108,19 @@ struct TLSTests {
             let error = error as? ConfigurationError
             return error?.location == "bankTlsCertificatePath" && error?.message.contains("does not belong") == true
         }
+    }
+
+    /// A new folder with a self-signed certificate and key for 127.0.0.1 per name (`name.crt`,
+    /// `name.key`, subject `CN=pigeon-name`), valid for the days given.
+    func selfSignedCertificates(_ validity: [(name: String, days: Int)]) async throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("tls"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, days) in validity {
+            let base = folder.appendingPathComponent(name).path
+            try await run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", base + ".key", "-out", base + ".crt",
+                                         "-days", String(days), "-subj", "/CN=pigeon-\(name)", "-addext", "subjectAltName=IP:127.0.0.1"])
+        }
+        return folder
     }
 
     @discardableResult

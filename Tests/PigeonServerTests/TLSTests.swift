@@ -81,7 +81,7 @@ struct TLSTests {
         #expect(harness.logs.records.filter { $0.message.contains("TLS certificate not reloaded") && $0.level == .error }.count == 2)
     }
 
-    @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused")
+    @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused; serve refuses the same pair at start")
     func checkConfigReadsCertificates() async throws {
         let folder = try await selfSignedCertificates([("public", 10), ("bank", 10)])
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -107,6 +107,15 @@ struct TLSTests {
         } throws: { error in
             let error = error as? ConfigurationError
             return error?.location == "bankTlsCertificatePath" && error?.message.contains("does not belong") == true
+        }
+        // The same pair at start: refused before listening, naming the files.
+        await #expect {
+            _ = try await GatewayHarness {
+                $0.http.tlsCertificatePath = file("bank.crt")
+                $0.http.tlsKeyPath = file("public.key")
+            }
+        } throws: { error in
+            "\(error)".contains("does not belong") && "\(error)".contains(file("bank.crt"))
         }
     }
 

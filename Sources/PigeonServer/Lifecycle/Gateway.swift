@@ -356,14 +356,21 @@ public final class Gateway: Sendable {
 
     private static func loadTLS(certificate: String?, key: String?, clientCA: String?) throws -> HTTPServer.TLS? {
         guard let certificate, let key else { return nil }
+        let tls: HTTPServer.TLS
         do {
-            return HTTPServer.TLS(
+            tls = HTTPServer.TLS(
                 certificatePEM: try String(contentsOfFile: certificate, encoding: .utf8),
                 keyPEM: try String(contentsOfFile: key, encoding: .utf8),
                 clientCAPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) })
         } catch {
             throw StartError(description: "cannot read TLS certificate, key or client CA: \(error.localizedDescription)")
         }
+        do {
+            _ = try HTTPServer.checkCertificate(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
+        } catch {
+            throw StartError(description: "TLS certificate \(certificate) with key \(key): \(error)")
+        }
+        return tls
     }
 
     private static func describeMetrics(_ metrics: MetricsRegistry) {

@@ -17,9 +17,11 @@ struct ConsoleTests {
     struct Operator {
         let base: String
         var cookie: String?
+        /// More curl options (`--cacert` for a console served over HTTPS).
+        var curlOptions: [String] = []
 
         func call(_ method: String, _ path: String, form: [String: String]? = nil) async throws -> DeviceFlowHarness.Answer {
-            var arguments = ["-s", "-S", "-i", "-X", method, "--max-time", "30"]
+            var arguments = ["-s", "-S", "-i", "-X", method, "--max-time", "30"] + curlOptions
             if let cookie { arguments += ["-H", "Cookie: \(ConsoleEndpoint.cookie)=\(cookie)"] }
             var body: Data?
             if let form {
@@ -133,6 +135,15 @@ struct ConsoleTests {
         #expect(try await console.call("POST", "/console/logout", form: ["csrf": csrf]).status == 303)
         #expect(try await console.call("GET", "/console").status == 303)
         await flow.stop()
+    }
+
+    @Test("a listener's certificate on the overview: days left, marked under 14, expired")
+    func certificateRows() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let rows = ConsolePages.certificateRows([("public", now.addingTimeInterval(40 * 86_400 + 60)), ("bank", now.addingTimeInterval(3 * 86_400 + 60))], now: now)
+        #expect(rows.contains("TLS certificate (listen)</th><td class=\"ok\">valid until") && rows.contains("(40 days)"), "\(rows)")
+        #expect(rows.contains("TLS certificate (bankListen)</th><td class=\"bad\">valid until") && rows.contains("(3 days)"), "\(rows)")
+        #expect(ConsolePages.certificateRows([("public", now.addingTimeInterval(-60))], now: now).contains("class=\"bad\">expired"))
     }
 
     @Test("pins and codes are masked; form fields decode; sessions end when idle")

@@ -42,6 +42,9 @@ struct TLSTests {
         let harness = try await GatewayHarness {
             $0.http.tlsCertificatePath = file("server.crt")
             $0.http.tlsKeyPath = file("server.key")
+            // The console, on this loopback listen, shows the certificate's expiry.
+            $0.console.username = "operator"
+            $0.console.password = ConsoleTests.password
         }
         let port = harness.gateway.port
         func presented() async throws -> String {
@@ -67,6 +70,11 @@ struct TLSTests {
         let newExpiry = try #require(expiry())
         #expect(newExpiry - oldExpiry > 28 * 86_400)
         #expect(harness.gateway.metrics.render().contains("pigeon_tls_certificate_expiry_timestamp_seconds{listener=\"public\"}"))
+        var console = ConsoleTests.Operator(base: harness.baseURL, curlOptions: ["--cacert", file("new.crt")])
+        let signedIn = try await console.call("POST", "/console/login", form: ["username": "operator", "password": ConsoleTests.password])
+        console.cookie = WalletPassHarness.firstMatch("pigeon_console=([^;]+)", in: signedIn.headers["set-cookie"] ?? "")?.first
+        let overview = try await console.call("GET", "/console")
+        #expect(overview.body.contains("TLS certificate (listen)") && overview.body.contains("(29 days)"), "\(overview.status) \(overview.body.suffix(3000))")
 
         // The renewed certificate with the old key, then no key file at all: refused, and the
         // listener goes on presenting the renewed certificate.

@@ -16,7 +16,9 @@ struct ConsoleData: Sendable {
     let migrator: Migrator
     let activity: PushActivity
     /// The push services' clients, known once the transports are made (after the listeners).
-    let pushClients: PushClientList
+    let pushClients: LateList<(service: String, app: String, client: HTTP2Client)>
+    /// The HTTPS listeners, for their certificates' expiry.
+    let listenerCertificates: LateList<ListenerCertificate>
     /// The effective configuration, secrets redacted.
     let settings: [(key: String, value: String)]
 
@@ -29,6 +31,8 @@ struct ConsoleData: Sendable {
         var outboxOldestSeconds: Double?
         var deadReports: Double?
         var connections: [(service: String, app: String, opened: Int, restarted: Int)]
+        /// Each HTTPS listener and when the certificate it presents expires.
+        var certificates: [(listener: String, expiry: Date?)]
         var minutes: [PushActivity.Minute]
     }
 
@@ -38,7 +42,8 @@ struct ConsoleData: Sendable {
             database: "", databaseUp: false, queueDepth: metrics.gauge("pigeon_delivery_queue_depth"),
             oldestDueSeconds: metrics.gauge("pigeon_delivery_oldest_due_seconds"), outboxDepth: metrics.gauge("pigeon_outbox_depth"),
             outboxOldestSeconds: metrics.gauge("pigeon_outbox_oldest_age_seconds"), deadReports: metrics.gauge("pigeon_outbox_dead_letters"),
-            connections: pushClients.clients.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
+            connections: pushClients.elements.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
+            certificates: listenerCertificates.elements.map { ($0.listener, $0.server.certificateExpiry) },
             minutes: activity.lastHour())
         do {
             let pending = try await migrator.pending(pool)
@@ -93,13 +98,14 @@ struct ConsoleData: Sendable {
     }
 }
 
-/// The push clients of a gateway, set once they are made.
-final class PushClientList: Sendable {
-    private let list = Mutex<[(service: String, app: String, client: HTTP2Client)]>([])
+/// Parts of a gateway the console shows that are made after it (the push clients, the
+/// listeners), set once they exist.
+final class LateList<Element: Sendable>: Sendable {
+    private let list = Mutex<[Element]>([])
 
-    var clients: [(service: String, app: String, client: HTTP2Client)] { list.withLock { $0 } }
+    var elements: [Element] { list.withLock { $0 } }
 
-    func set(_ clients: [(service: String, app: String, client: HTTP2Client)]) {
-        list.withLock { $0 = clients }
+    func set(_ elements: [Element]) {
+        list.withLock { $0 = elements }
     }
 }

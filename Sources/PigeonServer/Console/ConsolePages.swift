@@ -55,7 +55,7 @@ enum ConsolePages {
             <tr><th scope="row">Oldest due delivery waiting</th><td>\(oldest)</td></tr>
             <tr><th scope="row">Reports waiting for the bank</th><td>\(outbox)</td></tr>
             <tr><th scope="row">Dead reports</th><td><a href="/console/outbox">\(whole(overview.deadReports))</a></td></tr>
-            </tbody></table><p class="note">Sampled every 5 seconds, as in <code>/metrics</code>.</p></section>
+            \(certificateRows(overview.certificates, now: Date()))</tbody></table><p class="note">Sampled every 5 seconds, as in <code>/metrics</code>.</p></section>
             """
         body += "<section><h2>Push services</h2><table><thead><tr><th scope=\"col\">Service</th><th scope=\"col\">App</th><th scope=\"col\">Connections opened</th><th scope=\"col\">Pushes sent again after a reset</th></tr></thead><tbody>"
         for connection in overview.connections {
@@ -65,6 +65,20 @@ enum ConsolePages {
         body += "</tbody></table></section>"
         body += activity(overview.minutes)
         return layout(title: "Overview", session: context.session, body: body)
+    }
+
+    /// A row per HTTPS listener: when its certificate expires, marked under 14 days (as the
+    /// PigeonCertificateExpiring alert).
+    static func certificateRows(_ certificates: [(listener: String, expiry: Date?)], now: Date) -> String {
+        certificates.map { certificate in
+            let name = certificate.listener == "bank" ? "bankListen" : "listen"
+            guard let expiry = certificate.expiry else {
+                return "<tr><th scope=\"row\">TLS certificate (\(name))</th><td class=\"bad\">unknown expiry</td></tr>"
+            }
+            let days = Int(expiry.timeIntervalSince(now) / 86_400)
+            let text = expiry < now ? "expired \(HTML.date(expiry))" : "valid until \(HTML.date(expiry)) (\(days) days)"
+            return "<tr><th scope=\"row\">TLS certificate (\(name))</th><td class=\"\(days < 14 ? "bad" : "ok")\">\(HTML.escape(text))</td></tr>"
+        }.joined()
     }
 
     /// Pushes a minute over the last hour as bars (SVG, no script), and the hour's pushes by

@@ -85,7 +85,8 @@ public final class Gateway: Sendable {
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
         let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         let pushActivity = PushActivity(metrics: metrics)
-        let pushClientList = PushClientList()
+        let pushClientList = LateList<(service: String, app: String, client: HTTP2Client)>()
+        let certificateList = LateList<ListenerCertificate>()
         let console = configuration.consoleIsServed ? ConsoleEndpoint(
             credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
             sessions: ConsoleSessions(), signInLimit: AddressRateLimit(perMinute: 10),
@@ -93,6 +94,7 @@ public final class Gateway: Sendable {
             data: ConsoleData(
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: inbound.notifications, outbox: Outbox(pool: pool),
                 metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
+                listenerCertificates: certificateList,
                 settings: configuration.effectiveSettings()),
             logger: logger.withLabel("pigeon.console")) : nil
         if configuration.console.isConfigured && console == nil {
@@ -196,6 +198,7 @@ public final class Gateway: Sendable {
         self.devicePool = devicePool
         self.servers = servers
         self.listenerCertificates = listenerCertificates
+        certificateList.set(listenerCertificates)
         self.port = publicServer.port
         self.bankPort = servers.last?.port ?? publicServer.port
         self.logger = logger

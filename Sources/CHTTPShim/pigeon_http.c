@@ -585,7 +585,7 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     }
     if (server->daemon == NULL) {
         snprintf(error, error_capacity,
-                 "cannot listen on %s port %u (address in use, bad TLS material or no permission)",
+                 "cannot listen on %s port %u (address in use, a client CA file that is no PEM, or no permission)",
                  config->address, (unsigned)config->port);
         if (server->has_identity) tls_identity_slot_destroy(&server->identities);
         pthread_mutex_destroy(&server->connections_lock);

@@ -138,7 +138,7 @@ public final class HTTPServer: Sendable {
         guard status == 0, let started else {
             context.release()
             workers.stop()
-            throw StartError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw StartError(description: Self.text(errorText))
         }
         self.context = context
         self.workers = workers
@@ -183,7 +183,7 @@ public final class HTTPServer: Sendable {
         }
         guard let status else { throw CertificateError(description: "the listener has stopped") }
         guard status == 0 else {
-            throw CertificateError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw CertificateError(description: Self.text(errorText))
         }
     }
 
@@ -193,9 +193,14 @@ public final class HTTPServer: Sendable {
         var errorText = [CChar](repeating: 0, count: 256)
         var notAfter: Int64 = 0
         guard pigeon_http_check_certificate(certificatePEM, keyPEM, &notAfter, &errorText, errorText.count) == 0 else {
-            throw CertificateError(description: String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw CertificateError(description: Self.text(errorText))
         }
         return Date(timeIntervalSince1970: TimeInterval(notAfter))
+    }
+
+    /// The reason the C shim wrote into a buffer (NUL-terminated).
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.

@@ -62,10 +62,7 @@ public enum TestDatabase {
     /// gateway's own statements get. The connection's timeout is restored afterwards.
     public static func load(_ pool: PostgresPool, script: String) async throws {
         _ = try await pool.withConnection { connection in
-            let timeout = try connection.query("SELECT current_setting('statement_timeout')").scalar ?? "0"
-            try connection.query("SELECT set_config('statement_timeout', '0', false)")
-            defer { _ = try? connection.query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }
-            try connection.execute(script: script)
+            try connection.withoutStatementTimeout { try connection.execute(script: script) }
         }
     }
 

@@ -140,10 +140,10 @@ struct ConsoleTests {
     @Test("a listener's certificate on the overview: days left, marked under 14, expired")
     func certificateRows() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let rows = ConsolePages.certificateRows([("public", now.addingTimeInterval(40 * 86_400 + 60)), ("bank", now.addingTimeInterval(3 * 86_400 + 60))], now: now)
+        let rows = ConsolePages.certificateRows([("listen", now.addingTimeInterval(40 * 86_400 + 60)), ("bankListen", now.addingTimeInterval(3 * 86_400 + 60))], now: now)
         #expect(rows.contains("TLS certificate (listen)</th><td class=\"ok\">valid until") && rows.contains("(40 days)"), "\(rows)")
         #expect(rows.contains("TLS certificate (bankListen)</th><td class=\"bad\">valid until") && rows.contains("(3 days)"), "\(rows)")
-        #expect(ConsolePages.certificateRows([("public", now.addingTimeInterval(-60))], now: now).contains("class=\"bad\">expired"))
+        #expect(ConsolePages.certificateRows([("listen", now.addingTimeInterval(-60))], now: now).contains("class=\"bad\">expired"))
     }
 
     @Test("pins and codes are masked; form fields decode; sessions end when idle")

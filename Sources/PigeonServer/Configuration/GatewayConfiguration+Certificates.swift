@@ -1,31 +1,57 @@
 import Foundation
 import PigeonHTTP
 
+/// An HTTPS listener's certificate and key files as configured: what the listener reads at
+/// start, a SIGHUP reload reads again and `check-config` checks.
+public struct ListenerTLSFiles: Sendable {
+    /// `public` or `bank`: the metrics' `listener` label.
+    public let listener: String
+    /// The key of the listener's address as operators know it: `listen` or `bankListen`.
+    public let addressKey: String
+    /// The key naming the certificate file, for errors.
+    public let certificateKey: String
+    public let certificatePath: String
+    public let keyPath: String
+
+    /// Both files' PEM text; the error names the key and the file.
+    public func read() throws(ConfigurationError) -> (certificatePEM: String, keyPEM: String) {
+        do {
+            return (try String(contentsOfFile: certificatePath, encoding: .utf8), try String(contentsOfFile: keyPath, encoding: .utf8))
+        } catch {
+            throw ConfigurationError(location: certificateKey, message: "cannot read \(certificatePath) or its key \(keyPath): \(error.localizedDescription)")
+        }
+    }
+}
+
 extension GatewayConfiguration {
+    /// The listeners served over HTTPS, with their files.
+    public var tlsListeners: [ListenerTLSFiles] {
+        var listeners: [ListenerTLSFiles] = []
+        if let certificate = http.tlsCertificatePath, let key = http.tlsKeyPath {
+            listeners.append(.init(listener: "public", addressKey: "listen", certificateKey: "tlsCertificatePath", certificatePath: certificate, keyPath: key))
+        }
+        if http.bank != nil, let certificate = http.bankTlsCertificatePath, let key = http.bankTlsKeyPath {
+            listeners.append(.init(listener: "bank", addressKey: "bankListen", certificateKey: "bankTlsCertificatePath", certificatePath: certificate, keyPath: key))
+        }
+        return listeners
+    }
+
     /// Reads each HTTPS listener's certificate and key as the listener (and a SIGHUP reload)
     /// will, and describes them in lines for `pigeon check-config`: run before `systemctl
     /// reload`, it catches a renewed pair that would be refused.
     public func checkListenerCertificates(now: Date = Date()) throws(ConfigurationError) -> [String] {
-        var listeners = [("listen", "tlsCertificatePath", http.tlsCertificatePath, http.tlsKeyPath)]
-        if let bank = http.bank {
-            listeners.append(("bankListen", "bankTlsCertificatePath", bank.tlsCertificatePath, bank.tlsKeyPath))
-        }
-        var lines: [String] = []
-        for (listener, key, certificatePath, keyPath) in listeners {
-            guard let certificatePath, let keyPath else { continue }
+        try tlsListeners.map { files throws(ConfigurationError) in
+            let pair = try files.read()
             let expiry: Date
             do {
-                let certificate = try String(contentsOfFile: certificatePath, encoding: .utf8)
-                let privateKey = try String(contentsOfFile: keyPath, encoding: .utf8)
-                expiry = try HTTPServer.checkCertificate(certificatePEM: certificate, keyPEM: privateKey)
+                expiry = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
             } catch {
-                throw ConfigurationError(location: key, message: "\(certificatePath) with its key \(keyPath): \(error)")
+                throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath) with its key \(files.keyPath): \(error)")
             }
             let days = Int(expiry.timeIntervalSince(now) / 86_400)
             let when = ISO8601DateFormatter().string(from: expiry)
-            lines.append("\(listener): HTTPS, certificate \(certificatePath) "
-                         + (expiry < now ? "EXPIRED at \(when)" : "valid until \(when) (\(days) days)"))
+            return "\(files.addressKey): HTTPS, certificate \(files.certificatePath) "
+                + (expiry < now ? "EXPIRED at \(when)" : "valid until \(when) (\(days) days)")
         }
-        return lines
     }
 }

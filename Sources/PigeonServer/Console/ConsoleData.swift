@@ -31,7 +31,7 @@ struct ConsoleData: Sendable {
         var outboxOldestSeconds: Double?
         var deadReports: Double?
         var connections: [(service: String, app: String, opened: Int, restarted: Int)]
-        /// Each HTTPS listener and when the certificate it presents expires.
+        /// Each HTTPS listener (`listen`, `bankListen`) and when the certificate it presents expires.
         var certificates: [(listener: String, expiry: Date?)]
         var minutes: [PushActivity.Minute]
     }
@@ -43,7 +43,7 @@ struct ConsoleData: Sendable {
             oldestDueSeconds: metrics.gauge("pigeon_delivery_oldest_due_seconds"), outboxDepth: metrics.gauge("pigeon_outbox_depth"),
             outboxOldestSeconds: metrics.gauge("pigeon_outbox_oldest_age_seconds"), deadReports: metrics.gauge("pigeon_outbox_dead_letters"),
             connections: pushClients.elements.map { ($0.service, $0.app, $0.client.connectionsOpened, $0.client.transfersRestarted) },
-            certificates: listenerCertificates.elements.map { ($0.listener, $0.server.certificateExpiry) },
+            certificates: listenerCertificates.elements.map { ($0.files.addressKey, $0.server.certificateExpiry) },
             minutes: activity.lastHour())
         do {
             let pending = try await migrator.pending(pool)

@@ -71,7 +71,7 @@ enum ConsolePages {
     /// PigeonCertificateExpiring alert).
     static func certificateRows(_ certificates: [(listener: String, expiry: Date?)], now: Date) -> String {
         certificates.map { certificate in
-            let name = certificate.listener == "bank" ? "bankListen" : "listen"
+            let name = HTML.escape(certificate.listener)
             guard let expiry = certificate.expiry else {
                 return "<tr><th scope=\"row\">TLS certificate (\(name))</th><td class=\"bad\">unknown expiry</td></tr>"
             }

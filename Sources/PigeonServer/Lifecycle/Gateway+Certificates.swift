@@ -4,11 +4,8 @@ import PigeonHTTP
 
 /// An HTTPS listener and the files its certificate is read from, for reloading them in place.
 struct ListenerCertificate: Sendable {
-    /// `public` (`listen`) or `bank` (`bankListen`), as in the metrics' `listener` label.
-    let listener: String
+    let files: ListenerTLSFiles
     let server: HTTPServer
-    let certificatePath: String
-    let keyPath: String
 }
 
 extension Gateway {
@@ -32,28 +29,20 @@ extension Gateway {
     @discardableResult
     public func reloadCertificates() -> [CertificateReload] {
         listenerCertificates.map { source in
+            let files = source.files
             do {
-                let certificate = try Self.readFile(source.certificatePath)
-                let key = try Self.readFile(source.keyPath)
-                try source.server.replaceCertificate(certificatePEM: certificate, keyPEM: key)
+                let pair = try files.read()
+                try source.server.replaceCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
                 let expiry = source.server.certificateExpiry
                 logger.notice("TLS certificate reloaded", metadata: [
-                    "listener": source.listener, "certificate": source.certificatePath,
+                    "listener": files.listener, "certificate": files.certificatePath,
                     "expires": expiry.map { ISO8601DateFormatter().string(from: $0) } ?? "unknown"])
-                return CertificateReload(listener: source.listener, expiry: expiry, error: nil)
+                return CertificateReload(listener: files.listener, expiry: expiry, error: nil)
             } catch {
                 logger.error("TLS certificate not reloaded; the listener keeps the one it has", metadata: [
-                    "listener": source.listener, "certificate": source.certificatePath, "reason": "\(error)"])
-                return CertificateReload(listener: source.listener, expiry: nil, error: "\(error)")
+                    "listener": files.listener, "certificate": files.certificatePath, "reason": "\(error)"])
+                return CertificateReload(listener: files.listener, expiry: nil, error: "\(error)")
             }
-        }
-    }
-
-    private static func readFile(_ path: String) throws -> String {
-        do {
-            return try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw StartError(description: "cannot read \(path): \(error.localizedDescription)")
         }
     }
 }

@@ -143,9 +143,11 @@ public final class Gateway: Sendable {
                 maxRequestBytes: http.maxRequestBytes,
                 logger: logger.withLabel("pigeon.http"))
         }
-        let publicTLS = try Self.loadTLS(certificate: http.tlsCertificatePath, key: http.tlsKeyPath, clientCA: nil)
+        let tlsListeners = configuration.tlsListeners
+        let publicFiles = tlsListeners.first { $0.listener == "public" }
+        let publicTLS = try Self.loadTLS(publicFiles, clientCA: nil)
         let publicRouter = router(http.bank == nil ? [.devices, .bank] : [.devices], tls: publicTLS)
-        let publicServer = try HTTPServer(
+        let publicServer = try Self.listening(publicFiles) { try HTTPServer(
             configuration: .init(
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
                 perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
@@ -153,38 +155,34 @@ public final class Gateway: Sendable {
                 // A flood of device calls waits here, connections suspended, not in its pool's queue.
                 concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
-            admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) })
+            admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) }) }
         var servers = [publicServer]
-        var listenerCertificates: [ListenerCertificate] = []
-        if publicTLS != nil, let certificate = http.tlsCertificatePath, let key = http.tlsKeyPath {
-            listenerCertificates.append(.init(listener: "public", server: publicServer, certificatePath: certificate, keyPath: key))
-        }
+        var listenerCertificates = publicFiles.map { [ListenerCertificate(files: $0, server: publicServer)] } ?? []
         logger.notice("listening", metadata: [
             "address": "\(publicTLS == nil ? "http" : "https")://\(http.host):\(publicServer.port)",
             "serves": http.bank == nil ? "device API, PassKit web service, SOAP, metrics" : "device API, PassKit web service",
             "passWebServicePath": configuration.passes.webServicePath])
         if let bankListener = http.bank {
+            let bankFiles = tlsListeners.first { $0.listener == "bank" }
             let bankTLS: HTTPServer.TLS?
             let bankServer: HTTPServer
             do {
-                bankTLS = try Self.loadTLS(certificate: bankListener.tlsCertificatePath, key: bankListener.tlsKeyPath, clientCA: bankListener.clientCaFile)
+                bankTLS = try Self.loadTLS(bankFiles, clientCA: bankListener.clientCaFile)
                 let bankRouter = router([.bank], tls: bankTLS)
-                bankServer = try HTTPServer(
+                bankServer = try Self.listening(bankFiles) { try HTTPServer(
                     configuration: .init(
                         host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
                         perAddressConnectionLimit: 0, idleTimeoutSeconds: http.idleTimeoutSeconds,
                         requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
                         concurrentHandlers: 256, tls: bankTLS),
                     logger: logger.withLabel("pigeon.http.bank"),
-                    admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) })
+                    admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) }
             } catch {
                 publicServer.stop()
                 throw error
             }
             servers.append(bankServer)
-            if bankTLS != nil, let certificate = bankListener.tlsCertificatePath, let key = bankListener.tlsKeyPath {
-                listenerCertificates.append(.init(listener: "bank", server: bankServer, certificatePath: certificate, keyPath: key))
-            }
+            if let bankFiles { listenerCertificates.append(ListenerCertificate(files: bankFiles, server: bankServer)) }
             logger.notice("listening", metadata: [
                 "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
                 "serves": console == nil ? "SOAP, WSDLs, metrics, ready" : "SOAP, WSDLs, metrics, ready, console", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
@@ -357,23 +355,26 @@ public final class Gateway: Sendable {
         return Migrator(migrations: migrations)
     }
 
-    private static func loadTLS(certificate: String?, key: String?, clientCA: String?) throws -> HTTPServer.TLS? {
-        guard let certificate, let key else { return nil }
-        let tls: HTTPServer.TLS
+    private static func loadTLS(_ files: ListenerTLSFiles?, clientCA: String?) throws -> HTTPServer.TLS? {
+        guard let files else { return nil }
+        let pair = try files.read()
         do {
-            tls = HTTPServer.TLS(
-                certificatePEM: try String(contentsOfFile: certificate, encoding: .utf8),
-                keyPEM: try String(contentsOfFile: key, encoding: .utf8),
-                clientCAPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) })
+            return HTTPServer.TLS(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM,
+                                  clientCAPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) })
         } catch {
-            throw StartError(description: "cannot read TLS certificate, key or client CA: \(error.localizedDescription)")
+            throw StartError(description: "cannot read bankClientCaFile \(clientCA ?? ""): \(error.localizedDescription)")
         }
+    }
+
+    /// Starts a listener. The listener checks its certificate and key itself (parsable, the key
+    /// the leaf's); a failure names the files, since a refused pair is one of the reasons.
+    private static func listening(_ files: ListenerTLSFiles?, _ start: () throws -> HTTPServer) throws -> HTTPServer {
         do {
-            _ = try HTTPServer.checkCertificate(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
+            return try start()
         } catch {
-            throw StartError(description: "TLS certificate \(certificate) with key \(key): \(error)")
+            guard let files else { throw error }
+            throw StartError(description: "\(files.addressKey) with certificate \(files.certificatePath) and key \(files.keyPath): \(error)")
         }
-        return tls
     }
 
     private static func describeMetrics(_ metrics: MetricsRegistry) {

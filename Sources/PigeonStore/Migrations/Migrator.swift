@@ -30,34 +30,33 @@ public struct Migrator: Sendable {
     public func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
         let migrations = self.migrations
         let report = try await pool.withConnection { connection in
-            // The session (a pooled connection) gets its statement timeout back afterwards.
-            let statementTimeout = try connection.query("SELECT current_setting('statement_timeout')").scalar ?? "0"
-            try connection.query("SELECT set_config('statement_timeout', '0', false)")
-            defer { _ = try? connection.query("SELECT set_config('statement_timeout', $1, false)", [statementTimeout]) }
-            // Another process migrating may take long: wait for it without a limit.
-            try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
-            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
-            try Self.ensureTable(connection)
-            let applied = try Self.appliedChecksums(connection)
-            try Self.verify(migrations, against: applied, connection: connection)
-            var newlyApplied: [Int] = []
-            for migration in migrations where applied[migration.version] == nil {
-                do {
-                    try connection.transaction { connection in
-                        try connection.setTransactionLockTimeout(lockTimeout)
-                        try connection.execute(script: migration.sql)
-                        try connection.query(
-                            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
-                            [String(migration.version), migration.name, migration.sql])
+            // Another process migrating may take long, and so may an index on a big table: no
+            // statement limit here (the pooled session gets its own back afterwards).
+            try connection.withoutStatementTimeout {
+                try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
+                defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
+                try Self.ensureTable(connection)
+                let applied = try Self.appliedChecksums(connection)
+                try Self.verify(migrations, against: applied, connection: connection)
+                var newlyApplied: [Int] = []
+                for migration in migrations where applied[migration.version] == nil {
+                    do {
+                        try connection.transaction { connection in
+                            try connection.setTransactionLockTimeout(lockTimeout)
+                            try connection.execute(script: migration.sql)
+                            try connection.query(
+                                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
+                                [String(migration.version), migration.name, migration.sql])
+                        }
+                    } catch let error as PostgresError {
+                        throw PostgresError(
+                            .migrationFailed, "migration \(migration.version)_\(migration.name) failed: \(error.message)",
+                            sqlState: error.sqlState)
                     }
-                } catch let error as PostgresError {
-                    throw PostgresError(
-                        .migrationFailed, "migration \(migration.version)_\(migration.name) failed: \(error.message)",
-                        sqlState: error.sqlState)
+                    newlyApplied.append(migration.version)
                 }
-                newlyApplied.append(migration.version)
+                return Report(applied: newlyApplied, alreadyApplied: applied.count)
             }
-            return Report(applied: newlyApplied, alreadyApplied: applied.count)
         }
         for version in report.applied {
             logger.notice("applied migration", metadata: ["version": String(version)])

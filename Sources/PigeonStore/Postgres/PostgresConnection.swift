@@ -148,4 +148,14 @@ extension PostgresConnection {
         let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         try query("SELECT set_config('lock_timeout', $1, true)", ["\(max(1, milliseconds))ms"])
     }
+
+    /// Runs `body` with no `statement_timeout` on this session (a migration building an index on
+    /// a big table, a test's bulk load), then puts the session's own back: the connection returns
+    /// to a pool whose statements keep their limit.
+    public func withoutStatementTimeout<T>(_ body: () throws -> T) throws -> T {
+        let timeout = try query("SELECT current_setting('statement_timeout')").scalar ?? "0"
+        try query("SELECT set_config('statement_timeout', '0', false)")
+        defer { _ = try? query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }
+        return try body()
+    }
 }

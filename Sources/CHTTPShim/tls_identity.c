@@ -50,8 +50,16 @@ tls_identity *tls_identity_load(const char *certificate_pem, const char *key_pem
     gnutls_datum_t certificate = {(unsigned char *)certificate_pem,
                                   (unsigned int)strlen(certificate_pem)};
     unsigned int length = max_chain;
-    int status = gnutls_pcert_list_import_x509_raw(identity->chain, &length, &certificate,
-                                                   GNUTLS_X509_FMT_PEM, 0);
+    /* The leaf comes first; intermediates after it are put in order. A longer chain than we
+     * hold is refused rather than cut short. */
+    int status = gnutls_pcert_list_import_x509_raw(
+        identity->chain, &length, &certificate, GNUTLS_X509_FMT_PEM,
+        GNUTLS_X509_CRT_LIST_SORT | GNUTLS_X509_CRT_LIST_IMPORT_FAIL_IF_EXCEED);
+    if (status == GNUTLS_E_SHORT_MEMORY_BUFFER) {
+        snprintf(error, error_capacity, "the certificate file holds more than %d certificates", max_chain);
+        free(identity);
+        return NULL;
+    }
     if (status < 0 || length == 0) {
         snprintf(error, error_capacity, "the certificate file holds no usable PEM certificate chain (%s)",
                  status < 0 ? gnutls_strerror(status) : "empty");

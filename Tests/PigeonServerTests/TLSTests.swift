@@ -87,6 +87,17 @@ struct TLSTests {
         #expect(try await presented() == "pigeon-new")
         #expect(expiry() == newExpiry)
         #expect(harness.logs.records.filter { $0.message.contains("TLS certificate not reloaded") && $0.level == .error }.count == 2)
+
+        // A DER (binary) certificate, and a file of 17 certificates: each refused with its reason.
+        try await run("/usr/bin/openssl", ["x509", "-in", file("new.crt"), "-outform", "DER", "-out", file("new.der")])
+        try install(certificate: "new.der", key: "new.key")
+        let binary = harness.gateway.reloadCertificates()
+        #expect(binary.first?.error?.contains("is not PEM text") == true, "\(binary)")
+        let pem = try String(contentsOfFile: file("new.crt"), encoding: .utf8)
+        try String(repeating: pem, count: 17).write(toFile: file("server.crt"), atomically: true, encoding: .utf8)
+        let long = harness.gateway.reloadCertificates()
+        #expect(long.first?.error?.contains("more than 16 certificates") == true, "\(long)")
+        #expect(try await presented() == "pigeon-new")
     }
 
     @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused; serve refuses the same pair at start")

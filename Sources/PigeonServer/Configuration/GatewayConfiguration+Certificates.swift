@@ -15,11 +15,21 @@ public struct ListenerTLSFiles: Sendable {
 
     /// Both files' PEM text; the error names the key and the file.
     public func read() throws(ConfigurationError) -> (certificatePEM: String, keyPEM: String) {
+        (try text(certificatePath), try text(keyPath))
+    }
+
+    private func text(_ path: String) throws(ConfigurationError) -> String {
+        let data: Data
         do {
-            return (try String(contentsOfFile: certificatePath, encoding: .utf8), try String(contentsOfFile: keyPath, encoding: .utf8))
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ConfigurationError(location: certificateKey, message: "cannot read \(certificatePath) or its key \(keyPath): \(error.localizedDescription)")
+            throw ConfigurationError(location: certificateKey, message: "cannot read \(path): \(error.localizedDescription)")
         }
+        // PEM is ASCII text; a DER file (binary) or anything else is named as such.
+        guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {
+            throw ConfigurationError(location: certificateKey, message: "\(path) is not PEM text (a binary DER file? convert it with openssl x509 -inform DER / openssl pkey -inform DER)")
+        }
+        return text
     }
 }
 

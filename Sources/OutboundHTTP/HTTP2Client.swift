@@ -80,15 +80,29 @@ public final class HTTP2Client: Sendable {
         /// `POST` (the push services, the bank), `GET` (the body is not sent) or another method
         /// sending the body like a POST (`DELETE`).
         public var method: String
+        /// When set, the request is not sent at or after this time: the moment the driving
+        /// thread would hand it to a connection it is answered ``expiredCode`` instead, so a
+        /// message whose time ran out while it waited for a stream never goes on the wire.
+        public var notAfter: Date?
 
-        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = [], method: String = "POST") {
+        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = [], method: String = "POST",
+                    notAfter: Date? = nil) {
             self.method = method
             self.url = url
             self.headerLines = headerLines
             self.body = body
             self.wantHeaders = wantHeaders
+            self.notAfter = notAfter
         }
+
+        /// True when the request must not be sent at `now`.
+        func hasExpired(at now: Date) -> Bool { notAfter.map { $0 <= now } ?? false }
     }
+
+    /// The ``TransportError/code`` of a request answered without being sent because its
+    /// ``Request/notAfter`` had passed.
+    public static let expiredCode = -2
+    static let expired = TransportError(code: expiredCode, message: "not sent: its time ran out while it waited for a stream")
 
     /// Where a finished transfer's result goes: one waiting caller, or one entry of a batch.
     private enum Completion {
@@ -141,13 +155,19 @@ public final class HTTP2Client: Sendable {
             self.continuation = continuation
         }
 
-        /// The requests to start now, within the batch's window.
-        func startable() -> [Pending] {
+        /// The requests to start now, within the batch's window and at most `room` of them.
+        /// Requests whose time ran out are answered ``HTTP2Client/expired`` here, unsent.
+        func startable(room: Int, now: Date) -> [Pending] {
             var pending: [Pending] = []
-            while inFlight < maxInFlight && next < requests.count {
-                pending.append(Pending(request: requests[next], idempotent: true, completion: .batch(self, index: next)))
+            while inFlight < maxInFlight && next < requests.count && pending.count < room {
+                let index = next
                 next += 1
                 inFlight += 1
+                if requests[index].hasExpired(at: now) {
+                    complete(index, .failure(HTTP2Client.expired))
+                    continue
+                }
+                pending.append(Pending(request: requests[index], idempotent: true, completion: .batch(self, index: index)))
             }
             return pending
         }
@@ -301,6 +321,7 @@ public final class HTTP2Client: Sendable {
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
         var batches: [Batch] = []
+        let capacity = max(1, configuration.maxConnections * configuration.maxStreamsPerConnection)
         while true {
             let (submitted, newBatches, stopping, abandon) = state.withLock { state in
                 let taken = (state.submitted, state.submittedBatches)
@@ -312,8 +333,15 @@ public final class HTTP2Client: Sendable {
             // Stopping: what a batch has not started yet is answered as shut down, like a
             // request submitted after shutdown.
             if stopping { batches.forEach { $0.failUnstarted(Self.shutDown) } }
+            // Batches start no more than the connections can carry at once: a request waits in
+            // its batch (where its expiry is checked as it starts), not in libcurl's queue.
             var startable = submitted
-            for batch in batches { startable += batch.startable() }
+            let now = Date()
+            for batch in batches {
+                let room = capacity - running.count - startable.count
+                if room <= 0 { break }
+                startable += batch.startable(room: room, now: now)
+            }
             for pending in startable {
                 if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
             }
@@ -337,7 +365,12 @@ public final class HTTP2Client: Sendable {
             }
             if !restarts.isEmpty {
                 state.withLock { $0.restarted += restarts.count }
+                let now = Date()
                 for pending in restarts {
+                    if pending.request.hasExpired(at: now) {
+                        pending.complete(.failure(Self.expired))
+                        continue
+                    }
                     if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
                 }
             }

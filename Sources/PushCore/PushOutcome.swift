@@ -13,8 +13,14 @@ public enum PushOutcome: Sendable, Equatable {
     case refreshCredentials(reason: String)
     /// A problem retrying cannot fix: the message, the topic, or our configuration.
     case failed(reason: String)
+    /// Not sent: the message's time ran out before it could be handed to a connection. Nothing
+    /// went on the wire; the delivery takes the expiry path, never a late push.
+    case expired
 
-    /// A short label for metrics (`accepted`, `token_dead`, `retry`, `refresh_credentials`, `failed`).
+    /// The reason an `expired` outcome gives in logs and the delivery's last error.
+    public static let expiredReason = "expired before it could be pushed"
+
+    /// A short label for metrics (`accepted`, `token_dead`, `retry`, `refresh_credentials`, `failed`, `expired`).
     public var label: String {
         switch self {
         case .accepted: "accepted"
@@ -22,6 +28,7 @@ public enum PushOutcome: Sendable, Equatable {
         case .retry: "retry"
         case .refreshCredentials: "refresh_credentials"
         case .failed: "failed"
+        case .expired: "expired"
         }
     }
 }

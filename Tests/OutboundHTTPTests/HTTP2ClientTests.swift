@@ -120,6 +120,30 @@ struct HTTP2ClientTests {
         #expect(late.all.allSatisfy { if case .failure = $0.result { true } else { false } })
     }
 
+    @Test("a request whose notAfter has passed is answered 'expired' without being sent; the others of its batch go out")
+    func expiredRequestsStayUnsent() async throws {
+        let server = try ReferenceServer()
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 4, caFile: server.caFile))
+        defer { client.shutdown() }
+        let past = Date().addingTimeInterval(-1)
+        let future = Date().addingTimeInterval(3600)
+        let requests = (0..<40).map { index in
+            HTTP2Client.Request(url: server.base + "/answer", headerLines: [], body: Data(), notAfter: index % 2 == 0 ? past : future)
+        }
+        let answers = Answers()
+        await client.send(requests, maxInFlight: 40) { index, result in answers.add(index, result) }
+        let collected = answers.all
+        #expect(collected.count == 40)
+        for (index, result) in collected {
+            switch result {
+            case .success(let response):
+                #expect(index % 2 == 1 && response.status == 200)
+            case .failure(let error):
+                #expect(index % 2 == 0 && error.code == HTTP2Client.expiredCode)
+            }
+        }
+    }
+
     /// Results collected from the client's thread.
     final class Answers: Sendable {
         private let entries = Mutex<[(index: Int, result: Result<HTTP2Client.Response, HTTP2Client.TransportError>)]>([])

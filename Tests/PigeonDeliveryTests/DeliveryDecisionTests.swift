@@ -25,6 +25,17 @@ struct DeliveryDecisionTests {
         #expect(decision.nextAttemptAt == nil)
     }
 
+    @Test("a push not sent because its time ran out: QUEUED without a next attempt, for the expiry sweep; another device's acceptance still makes it SENT")
+    func expiredBeforeSending() {
+        let expired = decide([(1, .expired), (2, .tokenDead(reason: "Unregistered", since: nil))], expiresIn: -1)
+        #expect(expired == DeliveryDecision(state: .queued, deadDevices: [2], error: PushOutcome.expiredReason))
+        let accepted = decide([(1, .expired), (2, .accepted(id: "x"))], expiresIn: -1)
+        #expect(accepted == DeliveryDecision(state: .sent, deadDevices: []))
+        // A device to retry cannot be retried once the time is up: the expiry path all the same.
+        let retry = decide([(1, .expired), (2, .retry(reason: "ServiceUnavailable", after: nil))], expiresIn: -1)
+        #expect(retry.state == .queued && retry.nextAttemptAt == nil && retry.error == PushOutcome.expiredReason)
+    }
+
     @Test("one device accepted and one to retry: SENT, and the other device is pushed again at its time")
     func sentWithADeviceToRetry() {
         let decision = decide([(1, .accepted(id: "x")), (2, .retry(reason: "ServiceUnavailable", after: .seconds(20))), (3, .failed(reason: "x"))])

@@ -15,6 +15,14 @@ final class ManualClock: DeliveryClock {
     func sleep(for duration: Duration) async throws { try await Task.sleep(for: min(duration, .milliseconds(20))) }
 }
 
+/// A clock the test moves whose waits last as long as asked (real time): a loop waiting an hour
+/// for its next poll does not poll again within a test.
+final class PatientClock: DeliveryClock {
+    private let manual = ManualClock()
+    func now() -> Date { manual.now() }
+    func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+}
+
 final class CountingRandom: RandomSource {
     private let state = Mutex<UInt64>(1)
     func next() -> UInt64 {
@@ -39,7 +47,7 @@ final class FakeQueue: DeliveryQueueing {
         var error: String?
     }
 
-    private let clock: ManualClock
+    private let clock: any DeliveryClock
     private let rows: Mutex<[Row]>
     /// How many writes still fail (a database away).
     let failingWrites = Mutex(0)
@@ -47,20 +55,35 @@ final class FakeQueue: DeliveryQueueing {
     /// The size of every group written.
     let writtenGroups = Mutex<[Int]>([])
 
-    init(clock: ManualClock, deliveries: [ClaimedDelivery]) {
+    init(clock: any DeliveryClock, deliveries: [ClaimedDelivery]) {
         self.clock = clock
         rows = Mutex(deliveries.map { Row(delivery: $0, dueAt: clock.now()) })
     }
 
     var snapshot: [Row] { rows.withLock { $0 } }
+    /// The most deliveries leased at once, seen after each claim.
+    let mostLeased = Mutex(0)
+
+    /// Stores more deliveries, due now (a send arriving while the engine runs).
+    func add(_ deliveries: [ClaimedDelivery]) {
+        let now = clock.now()
+        rows.withLock { $0 += deliveries.map { Row(delivery: $0, dueAt: now) } }
+    }
     func row(_ user: String) -> Row? { snapshot.first { $0.delivery.userId == user } }
 
-    func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+    /// The largest `limit` any claim asked for.
+    let largestClaim = Mutex(0)
+
+    func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand) async throws -> [ClaimedDelivery] {
         let now = clock.now()
+        largestClaim.withLock { $0 = max($0, limit) }
         return rows.withLock { rows in
             var claimed: [ClaimedDelivery] = []
-            for index in rows.indices where claimed.count < limit {
-                guard let due = rows[index].dueAt, due <= now,
+            // Highest priority first, then in the order stored, as the queue index reads them.
+            let order = rows.indices.sorted { (rows[$0].delivery.priority, -$0) > (rows[$1].delivery.priority, -$1) }
+            for index in order where claimed.count < limit {
+                guard let due = rows[index].dueAt, due <= now, rows[index].delivery.expiresAt > now,
+                      band.contains(rows[index].delivery.priority),
                       rows[index].leaseEnds.map({ $0 <= now }) ?? true else { continue }
                 rows[index].attempts += 1
                 rows[index].leaseOwner = owner
@@ -71,6 +94,8 @@ final class FakeQueue: DeliveryQueueing {
                 delivery.alreadySent = rows[index].state == .sent
                 claimed.append(delivery)
             }
+            let leased = rows.filter { $0.leaseOwner != nil && $0.dueAt != nil }.count
+            mostLeased.withLock { $0 = max($0, leased) }
             return claimed
         }
     }
@@ -129,11 +154,16 @@ final class FakeDevices: DeviceDirectory {
     let removed = Mutex<[Int64]>([])
     let reached = Mutex<[Int64]>([])
 
-    init(_ devices: [Device]) {
+    /// Runs at each look-up, before it answers (a test moving the clock while a batch is in hand).
+    private let onLookup: @Sendable () -> Void
+
+    init(_ devices: [Device], onLookup: @escaping @Sendable () -> Void = {}) {
         self.devices = Mutex(Dictionary(grouping: devices) { $0.userId.lowercased() })
+        self.onLookup = onLookup
     }
 
     func devices(users: [String]) async throws -> [String: [Device]] {
+        onLookup()
         let keys = Set(users.map(key(for:)))
         return devices.withLock { $0.filter { keys.contains($0.key) } }
     }

@@ -102,11 +102,14 @@ struct EndToEnd {
         return states
     }
 
-    static func start() async throws -> EndToEnd {
+    static func start(_ adjust: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> EndToEnd {
         let fixture = try SimulatorFixture()
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let simulator = fixture.simulator
-        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        let harness = try await GatewayHarness {
+            $0.point(at: simulator, database: database.url)
+            adjust(&$0)
+        }
         let identifiers = UserIdentifiers(caseInsensitive: false)
         return EndToEnd(fixture: fixture, database: database, harness: harness,
                         subscriptions: SubscriptionStore(pool: database.pool, identifiers: identifiers),

@@ -75,6 +75,23 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("a band claims only its priorities: the urgent lane's codes, the other lane's blast; each claim carries its priority")
+    func priorityBands() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "blast", count: 5)
+        try await enqueue(pool, id: "code", count: 1, priority: 10)
+        try await enqueue(pool, id: "alert", count: 1, priority: 20)
+        let queue = DeliveryQueue(pool: pool)
+        let urgent = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60), band: .atLeast(10))
+        #expect(try await ids(pool, urgent) == ["alert", "code"])
+        #expect(urgent.map(\.priority) == [20, 10])
+        let bulk = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60), band: .below(10))
+        #expect(try await ids(pool, bulk) == Array(repeating: "blast", count: 5))
+        #expect(bulk.allSatisfy { $0.priority == 0 })
+        #expect(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60), band: .atLeast(10)).isEmpty)
+        await drop()
+    }
+
     @Test("a dead worker's lease runs out and the rows are claimed again, attempt counted")
     func leaseExpiry() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -16,9 +16,12 @@ public struct ClaimedDelivery: Sendable, Equatable {
     /// True when a device already accepted the push (the delivery is SENT and in the queue
     /// only for its other devices).
     public var alreadySent: Bool
+    /// The notification's priority (higher first; at or above the urgent priority: the urgent lane).
+    public var priority: Int
 
     public init(notificationKey: Int64, userId: String, userFolded: String, position: Int, attempt: Int, expiresAt: Date,
-                pendingDevices: [Int64]? = nil, alreadySent: Bool = false) {
+                pendingDevices: [Int64]? = nil, alreadySent: Bool = false, priority: Int = 0) {
+        self.priority = priority
         self.notificationKey = notificationKey
         self.userId = userId
         self.userFolded = userFolded
@@ -48,5 +51,28 @@ public struct DeliveryResult: Sendable, Equatable {
         self.nextAttemptAt = nextAttemptAt
         self.pendingDevices = pendingDevices
         self.error = error
+    }
+}
+
+/// The priorities one claim takes: the urgent lane's (at or above a threshold), the others, or all.
+public enum PriorityBand: Sendable, Hashable, CustomStringConvertible {
+    case all
+    case atLeast(Int)
+    case below(Int)
+
+    public func contains(_ priority: Int) -> Bool {
+        switch self {
+        case .all: true
+        case .atLeast(let lowest): priority >= lowest
+        case .below(let bound): priority < bound
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .all: "all"
+        case .atLeast(let lowest): "priority >= \(lowest)"
+        case .below(let bound): "priority < \(bound)"
+        }
     }
 }

@@ -11,8 +11,9 @@ import PushCore
 ///   when another device accepted (the delivery stays in the queue as SENT for them) — unless
 ///   the notification is perishable, the attempts are used up or its time is up.
 /// - No device accepted: every token dead (or no device at all) → `INVALID_SUBSCRIPTION`; some
-///   to retry → `QUEUED`; otherwise `SENDING_FAILED` (never `EXPIRED`: the expiry sweep does
-///   that and reports it).
+///   to retry → `QUEUED`; a push not sent because the notification's time ran out → `QUEUED`
+///   with no next attempt, for the expiry sweep to make `EXPIRED` and report (never `EXPIRED`
+///   here: the sweep does that, once); otherwise `SENDING_FAILED`.
 /// Devices whose tokens are dead are always reported for removal.
 public struct DeliveryDecision: Equatable, Sendable {
     public var state: DeliveryState
@@ -68,6 +69,10 @@ public struct DeliveryDecision: Equatable, Sendable {
         if dead.count == outcomes.count {
             return DeliveryDecision(state: .invalidSubscription, deadDevices: dead, error: reason(outcomes.first?.outcome))
         }
+        let expired = outcomes.contains { $0.outcome == .expired }
+        if expired && next == nil {
+            return DeliveryDecision(state: .queued, deadDevices: dead, error: PushOutcome.expiredReason)
+        }
         if !temporary.isEmpty {
             if let next {
                 return DeliveryDecision(state: .queued, nextAttemptAt: next, pendingDevices: pending, deadDevices: dead,
@@ -83,6 +88,8 @@ public struct DeliveryDecision: Equatable, Sendable {
         switch outcome {
         case .tokenDead(let reason, _)?, .retry(let reason, _)?, .refreshCredentials(let reason)?, .failed(let reason)?:
             reason
+        case .expired?:
+            PushOutcome.expiredReason
         case .accepted?, nil:
             nil
         }

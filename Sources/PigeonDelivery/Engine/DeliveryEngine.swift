@@ -9,6 +9,13 @@ import PushCore
 /// small group commits. Runs until its task is cancelled; a cancelled engine finishes the
 /// pushes in hand and writes their outcomes, so nothing is left claimed longer than needed.
 ///
+/// Two lanes: urgent deliveries (priority at or above `urgentPriority`: one-time codes, payment
+/// alerts) are claimed by loops of their own, woken at once by a send (``QueueWake``), and pushed
+/// through senders of their own (their own connections), so a blast already in flight never
+/// stands in front of a code. Each lane holds at most what it can have in flight plus one batch
+/// (``ClaimAllowance``), and a delivery whose time ran out while it waited is never pushed: it
+/// takes the expiry path.
+///
 /// Everything the engine touches comes in through small protocols (``DeliveryQueueing``,
 /// ``NotificationSource``, ``DeviceDirectory``, ``PushSending``, ``DeliveryClock``,
 /// ``RandomSource``), so each of its behaviours is tested with in-memory fakes.
@@ -21,8 +28,14 @@ public final class DeliveryEngine: Sendable {
         public var idlePoll: Duration = .milliseconds(200)
         /// The wait before claiming again after a claim failed (the database away).
         public var claimRetryDelay: Duration = .seconds(1)
-        /// Pushes in flight per worker.
+        /// Pushes in flight in the lane of other deliveries, shared by its workers.
         public var maxConcurrentPushes = 256
+        /// Deliveries of this priority or higher take the urgent lane; `nil`: one lane for all.
+        public var urgentPriority: Int? = 10
+        /// The urgent lane: claim loops, deliveries per claim, pushes in flight.
+        public var urgentWorkers = 2
+        public var urgentBatchSize = 50
+        public var urgentMaxConcurrentPushes = 64
         public var schedule = RetrySchedule()
         /// A group of outcomes is written when this many are waiting ...
         public var commitSize = 200
@@ -40,27 +53,36 @@ public final class DeliveryEngine: Sendable {
         /// The push service of each route (platform, app, environment); a device whose route
         /// has none fails.
         public var senders: [PushRoute: any PushSending]
+        /// The urgent lane's sender of each route (connections a blast cannot occupy); a route
+        /// missing here uses its sender of ``senders``.
+        public var urgentSenders: [PushRoute: any PushSending]
+        /// Wakes the urgent lane when a send is stored.
+        public var wake: QueueWake?
         public var clock: any DeliveryClock
         public var random: any RandomSource
 
         public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
-                    senders: [PushRoute: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
-                    random: any RandomSource = SystemRandomSource()) {
+                    senders: [PushRoute: any PushSending], urgentSenders: [PushRoute: any PushSending] = [:], wake: QueueWake? = nil,
+                    clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource()) {
             self.queue = queue
             self.notifications = notifications
             self.devices = devices
             self.senders = senders
+            self.urgentSenders = urgentSenders
+            self.wake = wake
             self.clock = clock
             self.random = random
         }
 
         /// One sender per platform, for the default app's production devices.
         public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
-                    senders: [Platform: any PushSending], clock: any DeliveryClock = SystemDeliveryClock(),
-                    random: any RandomSource = SystemRandomSource()) {
-            self.init(queue: queue, notifications: notifications, devices: devices,
-                      senders: Dictionary(uniqueKeysWithValues: senders.map { (PushRoute(platform: $0.key), $0.value) }),
-                      clock: clock, random: random)
+                    senders: [Platform: any PushSending], urgentSenders: [Platform: any PushSending] = [:], wake: QueueWake? = nil,
+                    clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource()) {
+            func routes(_ senders: [Platform: any PushSending]) -> [PushRoute: any PushSending] {
+                Dictionary(uniqueKeysWithValues: senders.map { (PushRoute(platform: $0.key), $0.value) })
+            }
+            self.init(queue: queue, notifications: notifications, devices: devices, senders: routes(senders),
+                      urgentSenders: routes(urgentSenders), wake: wake, clock: clock, random: random)
         }
     }
 
@@ -84,15 +106,53 @@ public final class DeliveryEngine: Sendable {
             logger: logger)
     }
 
-    /// Runs `workers` claim-and-send loops and the outcome writer until cancelled: while one
-    /// batch's pushes are in flight, another is being claimed. Once cancelled, every outcome of
-    /// the pushes that were in flight is written before this returns.
+    /// One lane's claims and pushes.
+    struct Lane: Sendable {
+        var name: String
+        var band: PriorityBand
+        var batchSize: Int
+        var window: Int
+        var workers: Int
+        var senders: [PushRoute: any PushSending]
+        var allowance: ClaimAllowance
+        /// Ends the lane's idle waits early; `nil`: it polls.
+        var wake: WakeSignal?
+    }
+
+    /// The lanes of this engine: urgent and the others, or one for all.
+    func lanes(workers: Int) -> [Lane] {
+        let bulkWorkers = max(1, workers)
+        guard let urgent = configuration.urgentPriority else {
+            return [Lane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
+                         workers: bulkWorkers, senders: services.senders,
+                         allowance: ClaimAllowance(inFlight: configuration.maxConcurrentPushes, batchSize: configuration.batchSize), wake: nil)]
+        }
+        let urgentSenders = services.senders.merging(services.urgentSenders) { _, urgent in urgent }
+        return [
+            Lane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
+                 window: configuration.urgentMaxConcurrentPushes, workers: max(1, configuration.urgentWorkers), senders: urgentSenders,
+                 allowance: ClaimAllowance(inFlight: configuration.urgentMaxConcurrentPushes, batchSize: configuration.urgentBatchSize),
+                 wake: services.wake?.urgent),
+            Lane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
+                 workers: bulkWorkers, senders: services.senders,
+                 allowance: ClaimAllowance(inFlight: configuration.maxConcurrentPushes, batchSize: configuration.batchSize), wake: nil),
+        ]
+    }
+
+    /// Runs the lanes' claim-and-send loops (`workers` for the lane of other deliveries) and the
+    /// outcome writer until cancelled: while one batch's pushes are in flight, another is being
+    /// claimed. Once cancelled, every outcome of the pushes that were in flight is written
+    /// before this returns.
     public func run(workers: Int) async {
-        logger.info("delivery engine started", metadata: ["owner": owner, "workers": String(workers)])
+        let lanes = lanes(workers: workers)
+        logger.info("delivery engine started", metadata: [
+            "owner": owner, "lanes": lanes.map { "\($0.name) (\($0.band), \($0.workers) workers)" }.joined(separator: ", ")])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.recorder.run() }
-            for _ in 0..<max(1, workers) {
-                group.addTask { await self.work() }
+            for lane in lanes {
+                for _ in 0..<lane.workers {
+                    group.addTask { await self.work(lane) }
+                }
             }
         }
         let recorder = self.recorder
@@ -100,35 +160,47 @@ public final class DeliveryEngine: Sendable {
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 
-    /// One claim-and-send loop, until cancelled.
-    private func work() async {
+    /// One claim-and-send loop of `lane`, until cancelled.
+    private func work(_ lane: Lane) async {
         var cache: [Int64: PushNotification] = [:]
         while !Task.isCancelled {
+            let reserved = await lane.allowance.reserve()
+            guard !Task.isCancelled else {
+                lane.allowance.release(reserved)
+                break
+            }
             let claims: [ClaimedDelivery]
             do {
-                claims = try await services.queue.claim(owner: owner, limit: configuration.batchSize, lease: configuration.lease)
+                claims = try await services.queue.claim(owner: owner, limit: reserved, lease: configuration.lease, band: lane.band)
             } catch {
-                logger.warning("cannot claim deliveries", metadata: ["error": "\(error)"])
+                lane.allowance.release(reserved)
+                logger.warning("cannot claim deliveries", metadata: ["lane": lane.name, "error": "\(error)"])
                 try? await services.clock.sleep(for: configuration.claimRetryDelay)
                 continue
             }
+            lane.allowance.release(reserved - claims.count)
             guard !claims.isEmpty else {
-                try? await services.clock.sleep(for: configuration.idlePoll)
+                if let wake = lane.wake {
+                    await wake.wait(upTo: configuration.idlePoll, clock: services.clock)
+                } else {
+                    try? await services.clock.sleep(for: configuration.idlePoll)
+                }
                 continue
             }
             if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
-            await process(claims, cache: &cache)
+            await process(claims, lane: lane, cache: &cache)
         }
     }
 
     /// Pushes one claimed batch; each delivery is decided and handed to the recorder when its
-    /// last push is done.
-    private func process(_ claims: [ClaimedDelivery], cache: inout [Int64: PushNotification]) async {
+    /// last push is done. A delivery whose time ran out is decided without a push.
+    private func process(_ claims: [ClaimedDelivery], lane: Lane, cache: inout [Int64: PushNotification]) async {
         for key in Set(claims.map(\.notificationKey)) where cache[key] == nil {
             do {
                 if let notification = try await services.notifications.notification(key: key) { cache[key] = notification }
             } catch {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
+                lane.allowance.release(claims.count)
                 logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])
                 return
             }
@@ -137,23 +209,29 @@ public final class DeliveryEngine: Sendable {
         do {
             devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
         } catch {
+            lane.allowance.release(claims.count)
             logger.warning("cannot load devices; the batch will be claimed again", metadata: ["error": "\(error)"])
             return
         }
         let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
-        for index in plan.claimsWithoutPushes { finish(plan, index, outcomes: []) }
+        for index in plan.claimsWithoutPushes { finish(plan, index, lane: lane, outcomes: []) }
         var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
         // Counted for the batch and handed to the registry once, not per push.
         var tally: [PushTally: Double] = [:]
         var durations: [PushRoute: [Double]] = [:]
         defer { report(tally, durations: durations) }
+        // What waited in memory past its time is never handed to a sender.
+        let now = services.clock.now()
+        for (index, push) in plan.pushes.enumerated() where plan.claims[push.claim].expiresAt <= now {
+            take(index, PushBatchResult(index: index, outcome: .expired, duration: nil))
+        }
         // Each platform's pushes go to its sender as one batch; results come back through one
         // channel as they arrive, with no task per push.
         let results = ResultChannel<(push: Int, result: PushBatchResult)>()
-        let batches = plan.batches()
-        let senders = services.senders
-        let window = configuration.maxConcurrentPushes
-        let total = plan.pushes.count
+        let batches = plan.batches { plan.claims[plan.pushes[$0].claim].expiresAt > now }
+        let senders = lane.senders
+        let window = lane.window
+        let total = batches.reduce(0) { $0 + $1.pushes.count }
         async let sending: Void = withTaskGroup(of: Void.self) { group in
             for (route, batch, pushes) in batches {
                 guard let sender = senders[route] else {
@@ -183,12 +261,13 @@ public final class DeliveryEngine: Sendable {
             tally[PushTally(route: route, outcome: result.outcome.label, retryCause: result.outcome.retryCause), default: 0] += 1
             if let duration = result.duration { durations[route, default: []].append(Self.seconds(duration)) }
             outcomes[push.claim].append((push.device, result.outcome))
-            if outcomes[push.claim].count == plan.pushCounts[push.claim] { finish(plan, push.claim, outcomes: outcomes[push.claim]) }
+            if outcomes[push.claim].count == plan.pushCounts[push.claim] { finish(plan, push.claim, lane: lane, outcomes: outcomes[push.claim]) }
         }
     }
 
     /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over.
-    private func finish(_ plan: PushPlan, _ index: Int, outcomes: [(device: Device, outcome: PushOutcome)]) {
+    private func finish(_ plan: PushPlan, _ index: Int, lane: Lane, outcomes: [(device: Device, outcome: PushOutcome)]) {
+        lane.allowance.release(1)
         let claim = plan.claims[index]
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")

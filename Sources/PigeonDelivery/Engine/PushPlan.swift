@@ -52,11 +52,11 @@ struct PushPlan {
         }
     }
 
-    /// The batch of each route's pushes (platform, app, environment); `pushes` maps a batch's
-    /// push back to ``pushes``.
-    func batches() -> [(route: PushRoute, batch: PushBatch, pushes: [Int])] {
+    /// The batch of each route's pushes (platform, app, environment) among those `included`;
+    /// `pushes` maps a batch's push back to ``pushes``.
+    func batches(of included: (Int) -> Bool = { _ in true }) -> [(route: PushRoute, batch: PushBatch, pushes: [Int])] {
         var byRoute: [PushRoute: [Int]] = [:]
-        for (index, push) in pushes.enumerated() { byRoute[push.device.route, default: []].append(index) }
+        for (index, push) in pushes.enumerated() where included(index) { byRoute[push.device.route, default: []].append(index) }
         return byRoute.sorted { $0.key.description < $1.key.description }.map { route, indices in
             let batch = PushBatch(messages: messages, pushes: indices.map {
                 PushBatch.Push(message: pushes[$0].message, token: pushes[$0].device.pushToken)

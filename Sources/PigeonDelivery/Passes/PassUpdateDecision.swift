@@ -45,6 +45,9 @@ public struct PassUpdatePolicy: Sendable, Equatable {
             return .tokenDead(error: reason)
         case .failed(let reason):
             return .failed(error: reason)
+        case .expired:
+            // Pass update pushes carry no expiry; should one ever come, it is tried again.
+            return retry(claim, reason: PushOutcome.expiredReason, serviceDelay: nil, now: now, random: &random)
         case .retry(let reason, let after):
             return retry(claim, reason: reason, serviceDelay: after, now: now, random: &random)
         case .refreshCredentials(let reason):

@@ -5,8 +5,9 @@ import PushCore
 /// The durable queue of deliveries: leased claims, outcomes written by the lease holder.
 /// PostgreSQL's `DeliveryQueue` in the gateway; an in-memory queue in tests.
 public protocol DeliveryQueueing: Sendable {
-    /// Up to `limit` due deliveries, leased to `owner` for `lease`, highest priority first.
-    func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery]
+    /// Up to `limit` due deliveries whose priority is in `band` and whose time has not run out,
+    /// leased to `owner` for `lease`, highest priority first.
+    func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand) async throws -> [ClaimedDelivery]
     /// Writes outcomes of deliveries `owner` still holds; returns how many rows changed.
     @discardableResult
     func record(_ results: [DeliveryResult], owner: String) async throws -> Int

@@ -219,6 +219,10 @@ public struct GatewayConfiguration: Sendable {
         public var workers = 4
         /// `pushConnections`: HTTP/2 connections per push service. Default 2.
         public var connections = 2
+        /// `urgentPriority`: sends of this priority or higher (one-time codes, payment alerts)
+        /// take the urgent lane: claimed the moment they are stored, pushed on connections of
+        /// their own that a blast cannot fill. Default 10.
+        public var urgentPriority = 10
         /// `shutdownGraceSeconds`: on SIGTERM, how long in-flight sends may take before their
         /// deliveries are handed back to the queue. Default 20.
         public var shutdownGraceSeconds = 20

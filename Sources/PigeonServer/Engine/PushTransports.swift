@@ -12,6 +12,10 @@ import PushTransport
 struct PushTransports {
     /// The sender of each route.
     var senders: [PushRoute: any PushSending] = [:]
+    /// The urgent lane's sender of each route: the same service and credentials over a client
+    /// of its own (its own connection), so a blast filling every stream of the other client
+    /// never holds up a one-time code.
+    var urgentSenders: [PushRoute: any PushSending] = [:]
     /// Each client with the service (`apns`, `fcm`) and app it serves, for metrics and shutdown.
     var clients: [(service: String, app: String, client: HTTP2Client)] = []
     /// The default app's APNs transport when it signs with a `.p8` key: Wallet pass pushes of
@@ -39,29 +43,48 @@ struct PushTransports {
         func client(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> HTTP2Client {
             let http = try HTTP2Client(configuration: .init(
                 maxConnections: configuration.delivery.connections, maxStreamsPerConnection: streams,
-                caFile: configuration.tlsCaFile, clientCertificate: certificate))
+                caFile: configuration.tlsCaFile, clientCertificate: certificate, threadName: "\(service)-\(label)"))
             clients.append((service, label, http))
+            return http
+        }
+        // The urgent lane's client of a service: one connection with room for the lane's window.
+        func urgentClient(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> HTTP2Client {
+            let http = try HTTP2Client(configuration: .init(
+                maxConnections: 1, maxStreamsPerConnection: 100,
+                caFile: configuration.tlsCaFile, clientCertificate: certificate, threadName: "\(service)-urgent"))
+            clients.append(("\(service)-urgent", label, http))
             return http
         }
         let settings = app.apns
         var apns: APNsTransport?
+        var urgentAPNs: APNsTransport?
         if let keyPath = settings.keyPath, let keyId = settings.keyId, let teamId = settings.teamId {
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
-            apns = APNsTransport(client: try client("apns"), endpoint: settings.resolvedEndpoint, topic: settings.topic,
-                                 authentication: .token(credentials),
-                                 onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
+            let transport = APNsTransport(client: try client("apns"), endpoint: settings.resolvedEndpoint, topic: settings.topic,
+                                          authentication: .token(credentials),
+                                          onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
+            apns = transport
+            urgentAPNs = transport.using(try urgentClient("apns"))
             if appId == PushRoute.defaultApp { defaultAppKeyTransport = apns }
         } else if let certificate = settings.certificatePath {
-            apns = APNsTransport(client: try client("apns", certificate: .init(path: certificate, password: settings.password)),
-                                 endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)
+            let identity = HTTP2Client.ClientCertificate(path: certificate, password: settings.password)
+            let transport = APNsTransport(client: try client("apns", certificate: identity),
+                                          endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)
+            apns = transport
+            urgentAPNs = transport.using(try urgentClient("apns", certificate: identity))
         }
-        if let apns {
-            senders[PushRoute(platform: .ios, appId: appId, environment: .production)] = apns
-            senders[PushRoute(platform: .ios, appId: appId, environment: .sandbox)] = apns.sending(to: settings.resolvedSandboxEndpoint)
+        if let apns, let urgentAPNs {
+            let production = PushRoute(platform: .ios, appId: appId, environment: .production)
+            let sandbox = PushRoute(platform: .ios, appId: appId, environment: .sandbox)
+            senders[production] = apns
+            senders[sandbox] = apns.sending(to: settings.resolvedSandboxEndpoint)
+            urgentSenders[production] = urgentAPNs
+            urgentSenders[sandbox] = urgentAPNs.sending(to: settings.resolvedSandboxEndpoint)
         }
         if let project = app.rustore.projectId, let serviceToken = app.rustore.serviceToken {
             let refusals = LogThrottle(interval: 60)
-            senders[PushRoute(platform: .rustore, appId: appId)] = RuStoreTransport(client: try client("rustore"), service: RuStoreService(
+            let route = PushRoute(platform: .rustore, appId: appId)
+            let transport = RuStoreTransport(client: try client("rustore"), service: RuStoreService(
                 endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
                 onCredentialsRefused: { reason in
                     metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
@@ -70,24 +93,32 @@ struct PushTransports {
                                      metadata: ["app": label, "project": project, "reason": reason, "suppressedSinceLast": String(suppressed)])
                     }
                 }))
+            senders[route] = transport
+            urgentSenders[route] = transport.using(try urgentClient("rustore"))
         }
         if let hmsAppId = app.huawei.appId, let secret = app.huawei.clientSecret {
             let http = try client("huawei")
             let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http)
-            senders[PushRoute(platform: .huawei, appId: appId)] = HuaweiTransport(
+            let transport = HuaweiTransport(
                 client: http, service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens))
+            senders[PushRoute(platform: .huawei, appId: appId)] = transport
+            urgentSenders[PushRoute(platform: .huawei, appId: appId)] = transport.using(try urgentClient("huawei"))
         }
         if let keyPath = app.webPush.vapidPrivateKeyPath, let subject = app.webPush.vapidSubject {
             let vapid = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: subject)
-            senders[PushRoute(platform: .web, appId: appId)] = WebPushTransport(
+            let transport = WebPushTransport(
                 client: try client("webpush"), service: WebPushService(vapid: vapid, allowedHosts: app.webPush.allowedHosts))
+            senders[PushRoute(platform: .web, appId: appId)] = transport
+            urgentSenders[PushRoute(platform: .web, appId: appId)] = transport.using(try urgentClient("webpush"))
         }
         if let accountPath = app.fcm.serviceAccountPath {
             let http = try client("fcm")
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))
             let tokens = FCMAccessTokens(account: account, tokenURL: app.fcm.tokenEndpoint, client: http)
-            senders[PushRoute(platform: .android, appId: appId)] = FCMTransport(
+            let transport = FCMTransport(
                 client: http, endpoint: app.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
+            senders[PushRoute(platform: .android, appId: appId)] = transport
+            urgentSenders[PushRoute(platform: .android, appId: appId)] = transport.using(try urgentClient("fcm"))
         }
     }
 

@@ -27,7 +27,9 @@ extension DeliveryEngine.Configuration {
         self.init()
         batchSize = delivery.batchSize
         lease = .seconds(delivery.leaseSeconds)
-        maxConcurrentPushes = max(1, delivery.concurrency / delivery.workers)
+        // The lane's workers share its pushes in flight.
+        maxConcurrentPushes = delivery.concurrency
+        urgentPriority = delivery.urgentPriority
     }
 }
 

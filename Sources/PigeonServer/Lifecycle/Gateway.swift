@@ -25,6 +25,8 @@ public final class Gateway: Sendable {
     private let pool: PostgresPool
     /// The device API's own pool when `bankListen` is set; `pool` otherwise.
     private let devicePool: PostgresPool
+    /// The delivery engine's and the background work's pool.
+    private let enginePool: PostgresPool
     private let servers: [HTTPServer]
     /// The HTTPS listeners, with the files ``reloadCertificates()`` reads again.
     let listenerCertificates: [ListenerCertificate]
@@ -58,12 +60,15 @@ public final class Gateway: Sendable {
         let metrics = MetricsRegistry()
         Self.describeMetrics(metrics)
         let identifiers = configuration.identifiers
+        // A stored urgent send wakes the engine's urgent lane at once.
+        let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
         let inbound = InboundEndpoint(
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             passes: PassStore(pool: pool),
             passSigners: try configuration.passes.signers(),
             maxRequestBytes: configuration.http.maxRequestBytes,
+            onStored: { wake.stored(priority: $0.priority ?? 0) },
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
@@ -107,12 +112,23 @@ public final class Gateway: Sendable {
         let devicePool = try http.bank.map { _ in
             try Self.openPool(configuration, size: devicePoolSize, label: "pigeon.db.devices", logger: logger)
         } ?? pool
+        // The engine and the background work (sweeps, outbox, Wallet pushes, metrics sampling)
+        // have connections of their own: the bank's and the phones' calls never wait for a
+        // connection the engine holds.
+        let enginePool: PostgresPool
+        do {
+            enginePool = try Self.openPool(configuration, size: max(2, configuration.database.poolSize / 2), label: "pigeon.db.engine", logger: logger)
+        } catch {
+            if devicePool !== pool { devicePool.close() }
+            throw error
+        }
         var started = false
         defer {
-            // A start that fails below must leave no thread behind: neither the device pool's
-            // nor the bank client's.
+            // A start that fails below must leave no thread behind: neither the device pool's,
+            // the engine pool's nor the bank client's.
             if !started {
                 if devicePool !== pool { devicePool.close() }
+                enginePool.close()
                 bankHTTP?.shutdown(abandonRunning: true)
             }
         }
@@ -194,6 +210,7 @@ public final class Gateway: Sendable {
         self.metrics = metrics
         self.pool = pool
         self.devicePool = devicePool
+        self.enginePool = enginePool
         self.servers = servers
         self.listenerCertificates = listenerCertificates
         certificateList.set(listenerCertificates)
@@ -217,7 +234,7 @@ public final class Gateway: Sendable {
             throw error
         }
         pushClients = transports.clients.map(\.client) + passPushers.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
-        let queue = DeliveryQueue(pool: pool)
+        let queue = DeliveryQueue(pool: enginePool)
         let deliveryEngine: DeliveryEngine?
         if transports.senders.isEmpty {
             logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
@@ -225,14 +242,16 @@ public final class Gateway: Sendable {
         } else {
             deliveryEngine = DeliveryEngine(
                 configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
-                services: .init(queue: queue, notifications: inbound.notifications, devices: inbound.subscriptions, senders: transports.senders),
+                services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
+                                devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
+                                senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
         engineOwner = deliveryEngine?.owner
         if !passPushers.isConfigured {
             logger.notice("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
         }
-        let passStore = PassStore(pool: pool)
+        let passStore = PassStore(pool: enginePool)
         let passEngine = PassUpdateEngine(
             queue: passStore, pusher: passPushers,
             policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
@@ -240,14 +259,14 @@ public final class Gateway: Sendable {
             metrics: metrics, logger: logger.withLabel("pigeon.passes"))
         MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
         pushClientList.set(transports.clients + passPushers.clients)
-        let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: pool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
+        let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: enginePool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
-            sweeps: Sweeps(pool: pool), interval: .seconds(configuration.expirySweepIntervalSeconds),
+            sweeps: Sweeps(pool: enginePool), interval: .seconds(configuration.expirySweepIntervalSeconds),
             deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis),
-            retention: Retention(pool: pool), retentionDays: configuration.retentionDays,
+            retention: Retention(pool: enginePool), retentionDays: configuration.retentionDays,
             metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {
-            OutboxSender(outbox: Outbox(pool: pool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
+            OutboxSender(outbox: Outbox(pool: enginePool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
                          maxAge: .seconds(3600 * configuration.reportMaxAgeHours),
                          metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
         }
@@ -298,7 +317,7 @@ public final class Gateway: Sendable {
         if let engineOwner {
             // Whatever this process still holds goes back to the queue for another process (or
             // the next start); a late outcome of an abandoned push then changes nothing.
-            let queue = DeliveryQueue(pool: pool)
+            let queue = DeliveryQueue(pool: enginePool)
             let released = Self.wait(seconds: max(1, remaining(keeping: reserve / 2))) { try await queue.release(owner: engineOwner) }
             if let released, released > 0 {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
@@ -308,6 +327,7 @@ public final class Gateway: Sendable {
         servers.forEach { $0.stop(waitingUpTo: min(5, remaining(keeping: 1))) }
         pushClients.forEach { $0.shutdown(abandonRunning: !finished) }
         if devicePool !== pool { devicePool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining(keeping: 0.5))))) }
+        enginePool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining(keeping: 0.5)))))
         pool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining()))))
         logger.notice("stopped")
     }

@@ -18,12 +18,15 @@ struct InboundEndpoint: Sendable {
     let passes: PassStore
     /// Signers of the pass types with a certificate, for passes sent unsigned.
     let passSigners: [String: PassSigner]
+    /// Told of every notification stored (not of a duplicate): wakes the delivery engine.
+    let onStored: @Sendable (PushNotification) -> Void
     let logger: Logger
     let metrics: MetricsRegistry
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
     init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
-         maxRequestBytes: Int, logger: Logger, metrics: MetricsRegistry) {
+         maxRequestBytes: Int, onStored: @escaping @Sendable (PushNotification) -> Void = { _ in }, logger: Logger, metrics: MetricsRegistry) {
+        self.onStored = onStored
         self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
         self.notifications = notifications
         self.subscriptions = subscriptions
@@ -87,8 +90,10 @@ struct InboundEndpoint: Sendable {
         switch request.operation.name {
         case InboundService.sendNotification.name:
             let message = try NotificationMessage(sendNotification: request)
-            switch try await notifications.send(PushNotification(message)) {
+            let notification = PushNotification(message)
+            switch try await notifications.send(notification) {
             case .stored(let states):
+                onStored(notification)
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
                 return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))
             case .duplicate(let states):

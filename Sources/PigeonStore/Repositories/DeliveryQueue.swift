@@ -9,11 +9,14 @@ import PigeonCore
 public struct DeliveryQueue: Sendable {
     private let pool: PostgresPool
     private let liveDays = LiveDays()
-    /// One claim at a time from this process. Claims run side by side walk over each other's
-    /// locked rows (`SKIP LOCKED` skips them one by one): with four workers each claim stepped
-    /// over the 1,500 rows the others held. Taken in turns, a claim starts where the last one
-    /// ended; claims from other processes still skip each other.
+    /// One claim at a time from this process per band of priorities. Claims run side by side
+    /// walk over each other's locked rows (`SKIP LOCKED` skips them one by one): with four
+    /// workers each claim stepped over the 1,500 rows the others held. Taken in turns, a claim
+    /// starts where the last one ended; claims from other processes still skip each other. The
+    /// urgent lane's claims take turns of their own: they never wait behind a blast's claim.
+    /// The turn is taken before a pooled connection, so no connection waits for a turn.
     private let claimTurns = Turns()
+    private let urgentClaimTurns = Turns()
 
     public init(pool: PostgresPool) {
         self.pool = pool
@@ -28,20 +31,25 @@ public struct DeliveryQueue: Sendable {
     /// each) and reads only due rows of each, so rows waiting for a retry — a million of them
     /// during an outage — cost nothing, whatever their priority. Only the days that can still
     /// hold a claimable delivery are read (see ``LiveDays``), not every day kept.
-    public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+    ///
+    /// `band` narrows the claim to some priorities: the urgent lane claims `.atLeast(urgent)`,
+    /// the others `.below(urgent)`.
+    public func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand = .all) async throws -> [ClaimedDelivery] {
         let leaseSeconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
         // The limit is written into the statement, not passed: prepared statements run with
         // generic plans, and a generic plan that does not know the limit sorts every QUEUED row.
         let limit = max(1, min(limit, 100_000))
-        return try await pool.withConnection { connection in
-            try claimTurns.take { try connection.transaction { connection in
+        let turns: Turns
+        if case .atLeast = band { turns = urgentClaimTurns } else { turns = claimTurns }
+        return try await turns.take { try await pool.withConnection { connection in
+            try connection.transaction { connection in
                 // Two statements: the due rows, locked, then their update by key. One statement
                 // joining the due rows back to the partitioned table let the planner scan every
                 // day's partition (3 s a claim over 50 million rows); the key range given as
                 // parameters leaves only the partitions the claimed rows are in.
                 let firstKey = try liveDays.firstKey(connection)
                 try Self.readInQueueOrder(connection)
-                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey)).rows
+                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).rows
                 let keys = due.compactMap { $0.text(0).flatMap(Int64.init) }
                 guard let lowest = keys.min(), let highest = keys.max() else { return [] }
                 return try connection.query("""
@@ -66,10 +74,11 @@ public struct DeliveryQueue: Sendable {
                         let pending = row.text(7).map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
                         return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
                                                attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires),
-                                               pendingDevices: pending, alreadySent: row.text(8) == DeliveryState.sent.rawValue)
+                                               pendingDevices: pending, alreadySent: row.text(8) == DeliveryState.sent.rawValue,
+                                               priority: row.integer(6) ?? 0)
                     }
-            } }
-        }
+            }
+        } }
     }
 
     /// Makes the rest of the transaction read the queue in its index's order. A send's day
@@ -86,8 +95,13 @@ public struct DeliveryQueue: Sendable {
     /// The queue rows a claim can find, as a condition on `notification_key`: from `firstKey` (a
     /// literal, so the planner leaves out the days before it) up to tomorrow (the days created
     /// ahead are empty).
-    static func dayRange(from firstKey: Int64) -> String {
-        "notification_key >= \(firstKey) AND notification_key < pigeon_day_key(pigeon_day(now()) + 2)"
+    static func dayRange(from firstKey: Int64, band: PriorityBand = .all) -> String {
+        let days = "notification_key >= \(firstKey) AND notification_key < pigeon_day_key(pigeon_day(now()) + 2)"
+        switch band {
+        case .all: return days
+        case .atLeast(let lowest): return days + " AND priority >= \(lowest)"
+        case .below(let bound): return days + " AND priority < \(bound)"
+        }
     }
 
     /// `WITH RECURSIVE priorities`: each priority present among the queue rows matching `days`,
@@ -108,8 +122,8 @@ public struct DeliveryQueue: Sendable {
     }
 
     /// The due rows of a claim, locked (`FOR UPDATE SKIP LOCKED`): (key, user_folded, position).
-    static func dueStatement(limit: Int, firstKey: Int64) -> String {
-        let days = dayRange(from: firstKey)
+    static func dueStatement(limit: Int, firstKey: Int64, band: PriorityBand = .all) -> String {
+        let days = dayRange(from: firstKey, band: band)
         return priorities(days) + """
 
         SELECT c.notification_key, c.user_folded, c.position

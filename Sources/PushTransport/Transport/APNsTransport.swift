@@ -56,8 +56,8 @@ public final class APNsTransport: Sendable {
         self.tokens = ProviderTokens(policy: policy)
     }
 
-    private init(sibling: APNsTransport, endpoint: String) {
-        client = sibling.client
+    private init(sibling: APNsTransport, endpoint: String, client: HTTP2Client? = nil) {
+        self.client = client ?? sibling.client
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         builder = sibling.builder
         authentication = sibling.authentication
@@ -70,6 +70,12 @@ public final class APNsTransport: Sendable {
     /// topic and credentials, sharing this one's provider token.
     public func sending(to endpoint: String) -> APNsTransport {
         APNsTransport(sibling: self, endpoint: endpoint)
+    }
+
+    /// The same host, topic and credentials over another client (the urgent lane's
+    /// connections), sharing this one's provider token.
+    public func using(_ client: HTTP2Client) -> APNsTransport {
+        APNsTransport(sibling: self, endpoint: endpoint, client: client)
     }
 
     /// Provider tokens signed so far.
@@ -104,21 +110,21 @@ public final class APNsTransport: Sendable {
     /// a whole batch.
     public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
-        await send(prepared, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
+        await send(prepared, expiries: batch.messages.map(\.expiresAt), pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most
     /// `maxInFlight` at once; one outcome per token, in order.
     public func sendPassUpdates(passTypeIdentifier: String, tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
         let outcomes = Mutex([PushOutcome](repeating: .retry(reason: "not sent", after: nil), count: tokens.count))
-        await send([.success(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier))],
+        await send([.success(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier))], expiries: [nil],
                    pushes: tokens.map { PushBatch.Push(message: 0, token: $0) }, maxInFlight: maxInFlight) { result in
             outcomes.withLock { $0[result.index] = result.outcome }
         }
         return outcomes.withLock { $0 }
     }
 
-    private func send(_ prepared: [Result<APNsPreparedMessage, PushMessageError>], pushes: [PushBatch.Push], maxInFlight: Int,
+    private func send(_ prepared: [Result<APNsPreparedMessage, PushMessageError>], expiries: [Date?], pushes: [PushBatch.Push], maxInFlight: Int,
                       onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let rounds = BatchRounds<String?>(
             credential: { [self] in
@@ -142,7 +148,8 @@ public final class APNsTransport: Sendable {
                 // Only a signed token can be replaced, and only when the schedule signs a new one.
                 guard refused != nil, case .success(let next) = bearer() else { return false }
                 return next != refused
-            })
+            },
+            deadline: { push in expiries[push.message] })
         await rounds.send(pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 

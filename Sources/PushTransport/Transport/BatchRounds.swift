@@ -1,3 +1,4 @@
+import Foundation
 import OutboundHTTP
 import PushCore
 import Synchronization
@@ -16,6 +17,8 @@ struct BatchRounds<Credential: Equatable & Sendable> {
     var outcome: @Sendable (Result<HTTP2Client.Response, HTTP2Client.TransportError>, Credential, PushBatch.Push) -> PushOutcome
     /// Called after the service refused `credential`: true when a new one replaces it.
     var replace: (Credential) async -> Bool
+    /// The time after which a push must not be sent (its message's expiry), if any.
+    var deadline: (PushBatch.Push) -> Date? = { _ in nil }
 
     func send(_ pushes: [PushBatch.Push], client: HTTP2Client, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         var indices = Array(pushes.indices)
@@ -33,7 +36,8 @@ struct BatchRounds<Credential: Equatable & Sendable> {
             sent.reserveCapacity(indices.count)
             for index in indices {
                 switch request(pushes[index], current) {
-                case .success(let request):
+                case .success(var request):
+                    request.notAfter = deadline(pushes[index])
                     requests.append(request)
                     sent.append(index)
                 case .failure(let refused):
@@ -45,8 +49,15 @@ struct BatchRounds<Credential: Equatable & Sendable> {
             let outcome = self.outcome
             let refused = Mutex<[PushBatchResult]>([])
             await client.send(requests, maxInFlight: maxInFlight) { position, response in
-                let result = PushBatchResult(index: positions[position], outcome: outcome(response, current, pushes[positions[position]]),
+                let push = pushes[positions[position]]
+                let result: PushBatchResult
+                if case .failure(let error) = response, error.code == HTTP2Client.expiredCode {
+                    // Its time ran out before a stream took it: nothing was sent.
+                    result = PushBatchResult(index: positions[position], outcome: .expired, duration: nil)
+                } else {
+                    result = PushBatchResult(index: positions[position], outcome: outcome(response, current, push),
                                              duration: try? response.get().duration)
+                }
                 if case .refreshCredentials = result.outcome {
                     refused.withLock { $0.append(result) }
                     // Held back for the second round; in the second, answered as it is.

@@ -45,6 +45,12 @@ public final class ServiceTransport<Service: PushService>: Sendable {
         self.clock = clock
     }
 
+    /// The same service (its credentials and their cache) over another client: the urgent
+    /// lane's connections.
+    public func using(_ client: HTTP2Client) -> ServiceTransport<Service> {
+        ServiceTransport(client: client, service: service, clock: clock)
+    }
+
     /// One attempt to deliver `message` to `token`.
     public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
         let outcome = Mutex<PushOutcome>(.failed(reason: "not sent"))
@@ -71,7 +77,8 @@ public final class ServiceTransport<Service: PushService>: Sendable {
                 case .failure(let error): .retry(reason: "transport: \(error.message)", after: nil)
                 }
             },
-            replace: { [service] refused in await service.replace(refused) })
+            replace: { [service] refused in await service.replace(refused) },
+            deadline: { push in batch.messages[push.message].expiresAt })
         await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 }

@@ -1,0 +1,132 @@
+import Foundation
+import PigeonCore
+import PushCore
+import Synchronization
+import Testing
+@testable import PigeonDelivery
+
+/// The engine's lanes and bounds against in-memory fakes: urgent deliveries overtake a blast
+/// whose pushes fill every stream, the engine holds no more than it can push plus one batch, and
+/// nothing whose time ran out is pushed.
+@Suite("Delivery engine lanes with fakes")
+struct LaneTests {
+    func delivery(_ user: String, key: Int64, position: Int, expiresAt: Date, priority: Int = 0) -> ClaimedDelivery {
+        ClaimedDelivery(notificationKey: key, userId: user, userFolded: user.lowercased(), position: position,
+                        attempt: 0, expiresAt: expiresAt, priority: priority)
+    }
+
+    func device(_ id: Int64, _ user: String, _ token: String) -> Device {
+        Device(id: id, bankClientId: "bank", userId: user, deviceId: "d\(id)", platform: .ios, pushToken: token)
+    }
+
+    func notification(_ id: String, priority: Int = 0) -> PushNotification {
+        PushNotification(id: id, recipients: [], timeoutSeconds: 600, pushContent: PushContent(text: "text", type: .pinCode), priority: priority)
+    }
+
+    func engine(queue: FakeQueue, notifications: [Int64: PushNotification], devices: FakeDevices, clock: any DeliveryClock,
+                senders: [Platform: any PushSending], urgentSenders: [Platform: any PushSending] = [:], wake: QueueWake? = nil,
+                configure: (inout DeliveryEngine.Configuration) -> Void) -> DeliveryEngine {
+        var configuration = DeliveryEngine.Configuration()
+        configure(&configuration)
+        return DeliveryEngine(
+            configuration: configuration, owner: "test",
+            services: .init(queue: queue, notifications: FakeNotifications(notifications: notifications), devices: devices,
+                            senders: senders, urgentSenders: urgentSenders, wake: wake, clock: clock, random: CountingRandom()),
+            logger: .silent, metrics: MetricsRegistry())
+    }
+
+    @Test("an urgent send overtakes a blast whose pushes fill every stream: woken at once, pushed through its own sender")
+    func urgentOvertakesBlast() async throws {
+        let clock = PatientClock()
+        let expiry = clock.now().addingTimeInterval(600)
+        let queue = FakeQueue(clock: clock, deliveries: (1...200).map { delivery("blast\($0)", key: 1, position: $0, expiresAt: expiry) })
+        let devices = FakeDevices((1...200).map { device(Int64($0), "blast\($0)", "b\($0)") } + [device(1000, "payer", "code-phone")])
+        let gate = Gate()
+        let bulk = FakeSender { _, _ in
+            await gate.wait()
+            return .accepted(id: nil)
+        }
+        let urgent = FakeSender()
+        let wake = QueueWake(urgentPriority: 10)
+        let running = engine(queue: queue, notifications: [1: notification("blast"), 2: notification("code", priority: 10)],
+                             devices: devices, clock: clock, senders: [.ios: bulk], urgentSenders: [.ios: urgent], wake: wake) {
+            $0.batchSize = 50
+            $0.maxConcurrentPushes = 20
+            // An idle lane would not look again within the test: only the wake can start the code's claim.
+            $0.idlePoll = .seconds(3600)
+        }
+        let task = Task { await running.run(workers: 2) }
+        // Every stream the blast may use is taken, and held.
+        #expect(await eventually { bulk.tokens.withLock { $0.count } >= 20 })
+        queue.add([delivery("payer", key: 2, position: 1, expiresAt: expiry, priority: 10)])
+        wake.stored(priority: 10)
+        #expect(await eventually { queue.row("payer")?.state == .sent })
+        #expect(urgent.tokens.withLock { $0 } == ["code-phone"])
+        #expect(!bulk.tokens.withLock { $0 }.contains("code-phone"))
+        // The blast has not moved meanwhile.
+        #expect(queue.snapshot.filter { $0.delivery.userId.hasPrefix("blast") }.allSatisfy { $0.state == .queued })
+        gate.open()
+        #expect(await eventually { queue.snapshot.allSatisfy { $0.state == .sent } })
+        task.cancel()
+        await task.value
+    }
+
+    @Test("the engine holds no more claimed deliveries than it can have in flight plus one batch")
+    func claimedWorkIsBounded() async throws {
+        let clock = ManualClock()
+        let expiry = clock.now().addingTimeInterval(600)
+        let queue = FakeQueue(clock: clock, deliveries: (1...1000).map { delivery("u\($0)", key: 1, position: $0, expiresAt: expiry) })
+        let devices = FakeDevices((1...1000).map { device(Int64($0), "u\($0)", "t\($0)") })
+        let gate = Gate()
+        let sender = FakeSender { _, _ in
+            await gate.wait()
+            return .accepted(id: nil)
+        }
+        let running = engine(queue: queue, notifications: [1: notification("n")], devices: devices, clock: clock, senders: [.ios: sender]) {
+            $0.batchSize = 50
+            $0.maxConcurrentPushes = 20
+            $0.urgentPriority = nil
+        }
+        let task = Task { await running.run(workers: 4) }
+        // Two claims fill the allowance (50 + 20 = the window plus a batch); the other two workers wait.
+        #expect(await eventually { queue.snapshot.filter { $0.leaseOwner != nil }.count == 70 })
+        #expect(await eventually { sender.tokens.withLock { $0.count } == 40 })
+        #expect(queue.mostLeased.withLock { $0 } == 70)
+        #expect(queue.largestClaim.withLock { $0 } <= 50)
+        gate.open()
+        #expect(await eventually { queue.snapshot.allSatisfy { $0.state == .sent } })
+        #expect(sender.tokens.withLock { $0.count } == 1000)
+        task.cancel()
+        await task.value
+    }
+
+    @Test("a delivery whose time ran out while its batch was in hand is never pushed; it waits for the expiry sweep, unleased")
+    func staleClaimIsNotPushed() async throws {
+        let clock = ManualClock()
+        let queue = FakeQueue(clock: clock, deliveries: [
+            delivery("code", key: 1, position: 1, expiresAt: clock.now().addingTimeInterval(3)),
+            delivery("news", key: 2, position: 1, expiresAt: clock.now().addingTimeInterval(600)),
+        ])
+        // The devices are looked up after the claim: the clock passes the code's time meanwhile.
+        let moved = Mutex(false)
+        let devices = FakeDevices([device(1, "code", "code-phone"), device(2, "news", "news-phone")]) {
+            let first = moved.withLock { moved in
+                defer { moved = true }
+                return !moved
+            }
+            if first { clock.advance(by: 5) }
+        }
+        let sender = FakeSender()
+        let running = engine(queue: queue, notifications: [1: notification("code", priority: 10), 2: notification("news")],
+                             devices: devices, clock: clock, senders: [.ios: sender]) {
+            $0.urgentPriority = nil
+        }
+        let task = Task { await running.run(workers: 1) }
+        #expect(await eventually { queue.row("news")?.state == .sent && queue.row("code")?.leaseOwner == nil && queue.row("code")?.error != nil })
+        #expect(sender.tokens.withLock { $0 } == ["news-phone"])
+        #expect(queue.row("code")?.state == .queued)
+        #expect(queue.row("code")?.error == PushOutcome.expiredReason)
+        task.cancel()
+        await task.value
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import PigeonCore
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// One-time codes against a blast, end to end: SOAP → PostgreSQL → the engine's lanes → HTTP/2
+/// and TLS → `pigeon simulate` answering slowly. No assertion rests on a time budget: each waits
+/// for a state, and the blast is held far longer than any wait.
+@Suite("Urgent lane end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct UrgentLaneTests {
+    /// `count` users `blast-1…`, each with one iPhone, inserted at once.
+    static func blastAudience(_ setting: EndToEnd, count: Int) async throws {
+        try await setting.database.pool.withConnection { connection in
+            _ = try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) FROM generate_series(1, \(count)) AS n
+                """)
+        }
+    }
+
+    func count(_ setting: EndToEnd, _ sql: String) async throws -> Int {
+        try await setting.database.pool.withConnection { Int(try $0.query(sql).scalar ?? "0") ?? 0 }
+    }
+
+    func waitUntil(seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test("an urgent send overtakes a blast whose pushes fill every stream: it is SENT while every blast push is still unanswered")
+    func urgentOvertakesBlast() async throws {
+        let setting = try await EndToEnd.start { $0.delivery.shutdownGraceSeconds = 2 }
+        defer { setting.fixture.stop() }
+        try await Self.blastAudience(setting, count: 1000)
+        try await setting.subscriptions.subscribe(bankClientId: "bank", userId: "payer", deviceId: "iphone", platform: .ios, pushToken: "c0de")
+        // The blast's pushes are answered after ten minutes: every stream they reach stays taken.
+        setting.simulator.apns.setFaults(FaultRules(["*": .init(.delay(milliseconds: 600_000)), "c0de": .init(.delay(milliseconds: 1))]))
+        let blast = try await setting.harness.soap(GatewayHarness.sendNotification(id: "blast", recipients: (1...1000).map { "blast-\($0)" }, timeout: "3600"))
+        #expect(blast.status == 200)
+        // The simulator holds every blast push it has received: wait until the blast's connections
+        // (2 × 129 streams by default) are full.
+        #expect(try await waitUntil(seconds: 120) { setting.simulator.apns.deliveries.count >= 250 })
+        let code = try await setting.harness.soap(GatewayHarness.sendNotification(id: "code", recipients: ["payer"], extra: "<priority>10</priority>"))
+        #expect(code.text.contains("<value>QUEUED</value>"))
+        #expect(try await waitUntil(seconds: 120) {
+            try await setting.store.deliveryStatus(id: "code") == [RecipientState(user: "payer", state: .sent)]
+        })
+        #expect(setting.simulator.apns.deliveries.contains { $0.deviceToken == "c0de" })
+        // Not one blast push has been answered or given up on (a push client's 30-second time-out
+        // would free streams): the code went past all of them.
+        #expect(try await count(setting, """
+            SELECT count(*) FROM deliveries WHERE user_id LIKE 'blast-%' AND (state <> 'QUEUED' OR last_error IS NOT NULL)
+            """) == 0)
+        await setting.harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
+    @Test("a code with a 3 s timeout behind 1,000 pushes to a throttled service is never pushed, and is reported expired once")
+    func staleCodeIsNeverPushed() async throws {
+        let setting = try await EndToEnd.start {
+            $0.delivery.shutdownGraceSeconds = 2
+            $0.expirySweepIntervalSeconds = 1
+        }
+        defer { setting.fixture.stop() }
+        try await Self.blastAudience(setting, count: 1000)
+        try await setting.subscriptions.subscribe(bankClientId: "bank", userId: "payer", deviceId: "iphone", platform: .ios, pushToken: "c0de")
+        // Every push takes two seconds to be answered: 1,000 of them take several seconds more
+        // than the code lives, on any machine.
+        setting.simulator.apns.setFaults(FaultRules(["*": .init(.delay(milliseconds: 2_000))]))
+        _ = try await setting.harness.soap(GatewayHarness.sendNotification(id: "blast", recipients: (1...1000).map { "blast-\($0)" }, timeout: "3600"))
+        // The code is in the blast's lane (no urgent priority): it queues behind it.
+        let code = try await setting.harness.soap(GatewayHarness.sendNotification(id: "code", recipients: ["payer"], timeout: "3"))
+        #expect(code.text.contains("<value>QUEUED</value>"))
+        #expect(try await waitUntil(seconds: 180) {
+            try await setting.store.deliveryStatus(id: "code") == [RecipientState(user: "payer", state: .expired)]
+        })
+        // The report is written with the expiry; the blast goes on meanwhile. Wait for the blast
+        // to be pushed whole, so a late push of the code would be seen.
+        #expect(try await waitUntil(seconds: 180) {
+            try await count(setting, "SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id LIKE 'blast-%'") == 1000
+        })
+        #expect(!setting.simulator.apns.deliveries.contains { $0.deviceToken == "c0de" })
+        #expect(try await count(setting, """
+            SELECT count(*) FROM outbox WHERE kind = 'reportNotificationExpired' AND payload->>'notificationId' = 'code'
+            """) == 1)
+        await setting.harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+}

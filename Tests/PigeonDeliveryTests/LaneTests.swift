@@ -130,3 +130,27 @@ struct LaneTests {
         await task.value
     }
 }
+
+@Suite("A service spread over several clients")
+struct SpreadPushSenderTests {
+    @Test("a batch is dealt out between the senders; each push is sent once and answered under its own index")
+    func dealsOutABatch() async {
+        let first = FakeSender { token, _ in .accepted(id: "first-\(token)") }
+        let second = FakeSender { token, _ in .accepted(id: "second-\(token)") }
+        let spread = SpreadPushSender([first, second])
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: Date().addingTimeInterval(60))
+        let batch = PushBatch(messages: [message], pushes: (0..<101).map { PushBatch.Push(message: 0, token: "t\($0)") })
+        let results = Mutex<[Int: PushOutcome]>([:])
+        await spread.send(batch, maxInFlight: 10) { result in results.withLock { $0[result.index] = result.outcome } }
+        let answered = results.withLock { $0 }
+        #expect(answered.count == 101)
+        for index in 0..<101 {
+            // Each answer is the one its own token got, from whichever sender it was dealt to.
+            let outcome = answered[index]
+            #expect(outcome == .accepted(id: "first-t\(index)") || outcome == .accepted(id: "second-t\(index)"))
+        }
+        #expect(first.tokens.withLock { $0.count } == 51)
+        #expect(second.tokens.withLock { $0.count } == 50)
+        #expect(Set(first.tokens.withLock { $0 }).isDisjoint(with: second.tokens.withLock { $0 }))
+    }
+}

@@ -47,6 +47,10 @@ struct ConfigurationTests {
         ("fcmEndpoint = ftp://x", "server.conf:1: fcmEndpoint: 'ftp://x' is not an http(s) URL"),
         ("tlsCertificatePath = /etc/hostname", "tlsCertificatePath and tlsKeyPath must be set together"),
         ("apnsKeyPath = /no/such/file.p8\napnsKeyId = A\napnsTeamId = B", "apnsKeyPath: cannot read '/no/such/file.p8'"),
+        ("logLevel = info\npushThreads = 0", "server.conf:2: pushThreads: 0 is outside 1…64"),
+        ("pushThreads = 65", "server.conf:1: pushThreads: 65 is outside 1…64"),
+        ("urgentPriority = 0", "server.conf:1: urgentPriority: 0 is outside 1…1000000"),
+        ("urgentPriority = high", "server.conf:1: urgentPriority: 'high' is not a whole number"),
     ])
     func errors(text: String, expected: String) {
         #expect {

@@ -105,7 +105,12 @@ struct DeliveryResilienceTests {
                 SELECT 'bank', u, u, 'phone', 'IOS', md5(u) FROM unnest($1::text[]) AS u
                 """, [PostgresArray.encode(users)])
         }
-        let harness = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
+        // One client driving both connections: spread over two threads, each connection carries
+        // half the resets and a loaded machine may stay under nghttp2's limit.
+        let harness = try await GatewayHarness {
+            $0.point(at: simulator, database: database.url)
+            $0.delivery.pushThreads = 1
+        }
         let reply = try await harness.soap(GatewayHarness.sendNotification(id: "reset", recipients: users))
         #expect(reply.status == 200)
         #expect(try await Self.waitUntil(seconds: 90) { try await Self.count(database.pool, "state = 'SENT'") == 3000 })

@@ -219,6 +219,9 @@ public struct GatewayConfiguration: Sendable {
         public var workers = 4
         /// `pushConnections`: HTTP/2 connections per push service. Default 2.
         public var connections = 2
+        /// `pushThreads`: each push service's pushes are spread over this many HTTP/2 clients,
+        /// each a thread of its own driving its own connections. Default: the number of cores.
+        public var pushThreads = max(1, min(64, ProcessInfo.processInfo.activeProcessorCount))
         /// `urgentPriority`: sends of this priority or higher (one-time codes, payment alerts)
         /// take the urgent lane: claimed the moment they are stored, pushed on connections of
         /// their own that a blast cannot fill. Default 10.

@@ -38,14 +38,21 @@ struct PushTransports {
     private mutating func add(_ app: GatewayConfiguration.PushApp, appId: String, configuration: GatewayConfiguration,
                               logger: Logger, metrics: MetricsRegistry) throws {
         let label = PushRoute(platform: .ios, appId: appId).appLabel
+        // Each service's pushes are spread over `pushThreads` clients (a thread and connections
+        // each); the service's connections are shared out between them, one at least each.
+        let threads = configuration.delivery.pushThreads
+        let connectionsPerThread = max(1, configuration.delivery.connections / threads)
         // Enough streams per connection for the engine's concurrency, within what servers allow.
-        let streams = min(1000, max(100, configuration.delivery.concurrency / configuration.delivery.connections + 1))
-        func client(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> HTTP2Client {
-            let http = try HTTP2Client(configuration: .init(
-                maxConnections: configuration.delivery.connections, maxStreamsPerConnection: streams,
-                caFile: configuration.tlsCaFile, clientCertificate: certificate, threadName: "\(service)-\(label)"))
-            clients.append((service, label, http))
-            return http
+        let streams = min(1000, max(100, configuration.delivery.concurrency / (connectionsPerThread * threads) + 1))
+        func threadClients(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> [HTTP2Client] {
+            try (0..<threads).map { thread in
+                let http = try HTTP2Client(configuration: .init(
+                    maxConnections: connectionsPerThread, maxStreamsPerConnection: streams,
+                    caFile: configuration.tlsCaFile, clientCertificate: certificate,
+                    threadName: threads == 1 ? "\(service)-\(label)" : "\(service)\(thread)-\(label)"))
+                clients.append((service, label, http))
+                return http
+            }
         }
         // The urgent lane's client of a service: one connection with room for the lane's window.
         func urgentClient(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> HTTP2Client {
@@ -55,36 +62,41 @@ struct PushTransports {
             clients.append(("\(service)-urgent", label, http))
             return http
         }
+        // A route's sender: the service over every thread's client, and over the urgent client.
+        func register(_ route: PushRoute, _ transports: [any PushSending], urgent: any PushSending) {
+            senders[route] = transports.count == 1 ? transports[0] : SpreadPushSender(transports)
+            urgentSenders[route] = urgent
+        }
         let settings = app.apns
-        var apns: APNsTransport?
+        var apns: [APNsTransport] = []
         var urgentAPNs: APNsTransport?
         if let keyPath = settings.keyPath, let keyId = settings.keyId, let teamId = settings.teamId {
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
-            let transport = APNsTransport(client: try client("apns"), endpoint: settings.resolvedEndpoint, topic: settings.topic,
+            let http = try threadClients("apns")
+            let transport = APNsTransport(client: http[0], endpoint: settings.resolvedEndpoint, topic: settings.topic,
                                           authentication: .token(credentials),
                                           onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
-            apns = transport
+            // Every client of the key shares its one provider token.
+            apns = [transport] + http.dropFirst().map(transport.using)
             urgentAPNs = transport.using(try urgentClient("apns"))
-            if appId == PushRoute.defaultApp { defaultAppKeyTransport = apns }
+            if appId == PushRoute.defaultApp { defaultAppKeyTransport = transport }
         } else if let certificate = settings.certificatePath {
             let identity = HTTP2Client.ClientCertificate(path: certificate, password: settings.password)
-            let transport = APNsTransport(client: try client("apns", certificate: identity),
-                                          endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)
-            apns = transport
+            let http = try threadClients("apns", certificate: identity)
+            let transport = APNsTransport(client: http[0], endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)
+            apns = [transport] + http.dropFirst().map(transport.using)
             urgentAPNs = transport.using(try urgentClient("apns", certificate: identity))
         }
-        if let apns, let urgentAPNs {
-            let production = PushRoute(platform: .ios, appId: appId, environment: .production)
-            let sandbox = PushRoute(platform: .ios, appId: appId, environment: .sandbox)
-            senders[production] = apns
-            senders[sandbox] = apns.sending(to: settings.resolvedSandboxEndpoint)
-            urgentSenders[production] = urgentAPNs
-            urgentSenders[sandbox] = urgentAPNs.sending(to: settings.resolvedSandboxEndpoint)
+        if let urgentAPNs {
+            let sandbox = settings.resolvedSandboxEndpoint
+            register(PushRoute(platform: .ios, appId: appId, environment: .production), apns, urgent: urgentAPNs)
+            register(PushRoute(platform: .ios, appId: appId, environment: .sandbox), apns.map { $0.sending(to: sandbox) },
+                     urgent: urgentAPNs.sending(to: sandbox))
         }
         if let project = app.rustore.projectId, let serviceToken = app.rustore.serviceToken {
             let refusals = LogThrottle(interval: 60)
-            let route = PushRoute(platform: .rustore, appId: appId)
-            let transport = RuStoreTransport(client: try client("rustore"), service: RuStoreService(
+            let http = try threadClients("rustore")
+            let transport = RuStoreTransport(client: http[0], service: RuStoreService(
                 endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
                 onCredentialsRefused: { reason in
                     metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
@@ -93,32 +105,32 @@ struct PushTransports {
                                      metadata: ["app": label, "project": project, "reason": reason, "suppressedSinceLast": String(suppressed)])
                     }
                 }))
-            senders[route] = transport
-            urgentSenders[route] = transport.using(try urgentClient("rustore"))
+            register(PushRoute(platform: .rustore, appId: appId), [transport] + http.dropFirst().map(transport.using),
+                     urgent: transport.using(try urgentClient("rustore")))
         }
         if let hmsAppId = app.huawei.appId, let secret = app.huawei.clientSecret {
-            let http = try client("huawei")
-            let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http)
+            let http = try threadClients("huawei")
+            let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http[0])
             let transport = HuaweiTransport(
-                client: http, service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens))
-            senders[PushRoute(platform: .huawei, appId: appId)] = transport
-            urgentSenders[PushRoute(platform: .huawei, appId: appId)] = transport.using(try urgentClient("huawei"))
+                client: http[0], service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens))
+            register(PushRoute(platform: .huawei, appId: appId), [transport] + http.dropFirst().map(transport.using),
+                     urgent: transport.using(try urgentClient("huawei")))
         }
         if let keyPath = app.webPush.vapidPrivateKeyPath, let subject = app.webPush.vapidSubject {
             let vapid = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: subject)
-            let transport = WebPushTransport(
-                client: try client("webpush"), service: WebPushService(vapid: vapid, allowedHosts: app.webPush.allowedHosts))
-            senders[PushRoute(platform: .web, appId: appId)] = transport
-            urgentSenders[PushRoute(platform: .web, appId: appId)] = transport.using(try urgentClient("webpush"))
+            let http = try threadClients("webpush")
+            let transport = WebPushTransport(client: http[0], service: WebPushService(vapid: vapid, allowedHosts: app.webPush.allowedHosts))
+            register(PushRoute(platform: .web, appId: appId), [transport] + http.dropFirst().map(transport.using),
+                     urgent: transport.using(try urgentClient("webpush")))
         }
         if let accountPath = app.fcm.serviceAccountPath {
-            let http = try client("fcm")
+            let http = try threadClients("fcm")
             let account = try ServiceAccount(json: try Data(contentsOf: URL(fileURLWithPath: accountPath)))
-            let tokens = FCMAccessTokens(account: account, tokenURL: app.fcm.tokenEndpoint, client: http)
+            let tokens = FCMAccessTokens(account: account, tokenURL: app.fcm.tokenEndpoint, client: http[0])
             let transport = FCMTransport(
-                client: http, endpoint: app.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
-            senders[PushRoute(platform: .android, appId: appId)] = transport
-            urgentSenders[PushRoute(platform: .android, appId: appId)] = transport.using(try urgentClient("fcm"))
+                client: http[0], endpoint: app.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
+            register(PushRoute(platform: .android, appId: appId), [transport] + http.dropFirst().map(transport.using),
+                     urgent: transport.using(try urgentClient("fcm")))
         }
     }
 

@@ -9,6 +9,9 @@
 # works through the fan-out. Durable PostgreSQL; everything shares the machine's cores.
 # `pigeon simulate` only makes the credentials (CA, server certificate, APNs key, FCM account).
 # usage: bench/fanout.sh [RECIPIENTS]   (default 100000)
+# PIGEON_BENCH_SERVICES=ios: every recipient an iPhone (one service, one app).
+# PIGEON_BENCH_THREADS="1 2": one fan-out per pushThreads value in the same run (a new
+# notification each, the gateway restarted with that value); default: one, with the default.
 # PIGEON_BENCH_SERVICES=all: the recipients spread over APNs, FCM, RuStore, Huawei Push Kit and
 # Web Push (a fifth each) and over two apps (the default one and app "business", a half each),
 # every service answered by the same C answerer; Web Push messages are encrypted and signed as
@@ -112,9 +115,17 @@ log "ceiling: libcurl alone (bench/answerer/curl-pusher.c)"
 curl_ceiling=$(/tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
 curl_rate=$(echo "$curl_ceiling" | awk '{print $4}')
 
-.build/release/pigeon serve --config /tmp/pigeon-fanout.conf &
-gateway=$!
-wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+# serve THREADS: (re)starts the gateway, with `pushThreads = THREADS` unless THREADS is "default".
+serve() {
+    stop_processes "$gateway"
+    cp /tmp/pigeon-fanout.conf /tmp/pigeon-fanout-run.conf
+    [ "$1" = default ] || echo "pushThreads = $1" >> /tmp/pigeon-fanout-run.conf
+    .build/release/pigeon serve --config /tmp/pigeon-fanout-run.conf &
+    gateway=$!
+    wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+}
+thread_counts="${PIGEON_BENCH_THREADS:-default}"
+serve "${thread_counts%% *}"
 # Devices registered two days ago, as a bank's are: each one's first push of the hour records
 # that it was reached (a device registered within the hour counts as reached already).
 if [ "$services" = all ]; then
@@ -128,6 +139,10 @@ if [ "$services" = all ]; then
                                 || '\"p256dh\":\"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4\"}}' END,
                 now() - interval '2 days', CASE WHEN n % 2 = 0 THEN '' ELSE 'business' END
          FROM generate_series(1, $recipients) AS n"
+elif [ "$services" = ios ]; then
+sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
+     SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', 'IOS', md5(n::text), now() - interval '2 days'
+     FROM generate_series(1, $recipients) AS n"
 else
 sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
      SELECT 'bank', 'fan-' || n, 'fan-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
@@ -137,17 +152,26 @@ fi
 # A bank's device table has its statistics; a million rows inserted a moment ago would not yet
 # (autovacuum analyses within a minute) and the planner would take it for a small table.
 sql "ANALYZE devices; ANALYZE device_reach"
-python3 - "$recipients" > /tmp/pigeon-fanout-request.xml <<'PY'
+# request ID: the fan-out's sendNotification.
+request() {
+python3 - "$recipients" "$1" > /tmp/pigeon-fanout-request.xml <<'PY'
 import sys
-n = int(sys.argv[1])
+n, notification = int(sys.argv[1]), sys.argv[2]
 recipients = "".join(f"<recipients>fan-{i}</recipients>" for i in range(1, n + 1))
 print('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
       'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
-      '<id>fanout</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>'
+      f'<id>{notification}</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>'
       f'{recipients}<timeout>3600</timeout></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
 PY
+}
 rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$gateway/status"; }
-log "fan-out of $recipients recipients"
+# fan_out THREADS: one fan-out with the gateway serving with that pushThreads; prints its row.
+fan_out() {
+local threads="$1"
+serve "$threads"
+request "fanout-$threads"
+local answered_before; answered_before=$(answered)
+log "fan-out of $recipients recipients, pushThreads $threads"
 started=$(date +%s.%N)
 curl -sS -o /tmp/pigeon-fanout-reply.xml -H 'Content-Type: text/xml; charset=utf-8' --data-binary @/tmp/pigeon-fanout-request.xml \
     "http://127.0.0.1:$HTTP_PORT/pigeon/services/SBIInboundWebService"
@@ -197,17 +221,26 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
 fi
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")
-# Pushes the answerer took, less the ceiling run's.
-pushes=$(( $(answered) - 2 * ceiling_requests ))
+# Pushes the answerer took during this fan-out.
+pushes=$(( $(answered) - answered_before ))
 
-awk -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" -v lc="$curl_rate" \
+awk -v t="$threads" -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" -v lc="$curl_rate" \
     -v states="$states" -v pushes="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
     rate = n / (f - a)
-    printf "\n| recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s (%s ok) | ratio | libcurl ceiling req/s | ratio | peak RSS MiB | RSS during fan-out MiB |\n", ok
-    printf "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-    printf "| %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
-    printf "\nStates: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
+    printf "| %s | %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", t, n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
+    printf "States: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
 }'
+}
+: > /tmp/pigeon-fanout-rows.txt
+for threads in $thread_counts; do
+    fan_out "$threads" >> /tmp/pigeon-fanout-rows.txt
+done
+echo
+echo "| pushThreads | recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s ($ceiling_ok ok) | ratio | libcurl ceiling req/s | ratio | peak RSS MiB | RSS during fan-out MiB |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+grep '^|' /tmp/pigeon-fanout-rows.txt
+echo
+grep -v '^|' /tmp/pigeon-fanout-rows.txt || true
 if [ "$services" = all ]; then
     curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count"; echo
     # One Web Push message's encryption on its own (a fresh key and salt, ECDH, HKDF, AES-GCM),

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Ingest benchmark (issue: gateway core). sendNotification with 1 and 100 recipients at 1, 16 and
-# 64 keep-alive clients (closed loop), then 1,000 requests/s open loop; in the same run the
-# ceiling: pgbench, one INSERT per transaction, same client counts, same PostgreSQL (durable:
-# fsync and synchronous_commit on). Prints a Markdown table. Stops everything it starts.
+# Ingest benchmark (issues: gateway core, one-time codes first). sendNotification with 1 and 100
+# recipients at 1, 16 and 64 keep-alive clients (closed loop), then 1,000 requests/s open loop —
+# first as a user runs it, the engine delivering every send (half the users have an iPhone or an
+# Android phone, pushed over HTTP/2 + TLS to bench/answerer/push-answerer), then with the engine
+# idle (no push service configured) as a second table. In the same run the ceiling: pgbench, one
+# INSERT per transaction, same client counts, same PostgreSQL (durable: fsync and
+# synchronous_commit on). Prints Markdown tables. Stops everything it starts.
 # usage: bench/ingest.sh [SECONDS_PER_POINT]   (default 10)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
@@ -10,14 +13,17 @@ cd "$PIGEON_ROOT"
 seconds="${1:-10}"
 PORT=55434
 HTTP_PORT=18090
+SIM_PORT=22197
+ANSWERER_PORT=22297
+STATE=/tmp/pigeon-ingest-sim
 DB=pigeon_bench
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
 install_packages
 pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
-gateway=""
+gateway="" simulator="" answerer=""
 cleanup() {
-    stop_processes "$gateway"
+    stop_processes "$gateway" "$simulator" "$answerer"
     pg_stop bench
 }
 trap cleanup EXIT
@@ -27,7 +33,14 @@ psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE $DB" postgres
 log "building (release)"
 swift build -c release --product pigeon >/dev/null
 swift build -c release --product pigeon-bench >/dev/null
-cat > /tmp/pigeon-bench.conf <<CONF
+cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
+rm -rf "$STATE"
+start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-ingest-sim.out
+stop_processes "$SIMULATOR_PID"
+/tmp/push-answerer "$ANSWERER_PORT" "$STATE/server.pem" "$STATE/server.key" > /tmp/pigeon-ingest-answerer.out 2>&1 &
+answerer=$!
+answerer_url="https://127.0.0.1:$ANSWERER_PORT"
+cat > /tmp/pigeon-bench-idle.conf <<CONF
 listen = 127.0.0.1:$HTTP_PORT
 dbUrl = $URL
 dbPoolSize = 16
@@ -35,9 +48,21 @@ httpConnectionLimit = 512
 migrationsPath = $PIGEON_ROOT/migrations
 logLevel = warning
 CONF
-.build/release/pigeon serve --config /tmp/pigeon-bench.conf &
-gateway=$!
-wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+{
+    cat /tmp/pigeon-bench-idle.conf
+    grep -E '^(apnsKeyPath|apnsKeyId|apnsTeamId|apnsTopic|fcmServiceAccountPath|tlsCaFile)' /tmp/pigeon-ingest-sim.out
+    echo "apnsEndpoint = $answerer_url"
+    echo "fcmEndpoint = $answerer_url"
+    echo "fcmTokenEndpoint = $answerer_url/token"
+} > /tmp/pigeon-bench-delivering.conf
+# serve CONFIG: (re)starts the gateway with CONFIG.
+serve() {
+    stop_processes "$gateway"
+    .build/release/pigeon serve --config "$1" &
+    gateway=$!
+    wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+}
+serve /tmp/pigeon-bench-delivering.conf
 # Half the benchmark's 20,000 users have a device.
 psql -q -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "
   INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
@@ -58,19 +83,31 @@ open_loop() {
         --recipients 1 --seconds "$seconds" --rate 1000 --run-id "r$run-fixed-$RANDOM")
     echo "Open loop ($1), 1,000 requests/s offered, 1 recipient, 16 connections: $rps/s served, p50 $p50 ms, p99 $p99 ms, $errors errors."
 }
+answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | python3 -c "import json, sys; h = json.load(sys.stdin); print(h['apns'] + h['fcm'])"; }
 run=$(date +%s)
-echo
-open_loop "fresh database"
-echo
-echo "| recipients | clients | sendNotification/s | p50 ms | p99 ms | errors | pgbench INSERT tps (ceiling) | ratio |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
-for recipients in 1 100; do
-    for clients in 1 16 64; do
-        read -r c r rps p50 p99 errors < <(.build/release/pigeon-bench ingest --port "$HTTP_PORT" --clients "$clients" \
-            --recipients "$recipients" --seconds "$seconds" --run-id "r$run-$recipients-$clients")
-        ratio=$(awk -v a="$rps" -v b="${ceiling[$clients]}" 'BEGIN { printf "%.0f%%", 100 * a / b }')
-        echo "| $recipients | $clients | $rps | $p50 | $p99 | $errors | ${ceiling[$clients]} | $ratio |"
+# table LABEL TITLE: the closed-loop grid on the running gateway, with the pushes the answerer took.
+table() {
+    echo
+    echo "$2"
+    echo
+    echo "| recipients | clients | sendNotification/s | p50 ms | p99 ms | errors | pushes answered | pgbench INSERT tps (ceiling) | ratio |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for recipients in 1 100; do
+        for clients in 1 16 64; do
+            local before; before=$(answered)
+            read -r c r rps p50 p99 errors < <(.build/release/pigeon-bench ingest --port "$HTTP_PORT" --clients "$clients" \
+                --recipients "$recipients" --seconds "$seconds" --run-id "r$run-$1-$recipients-$clients")
+            ratio=$(awk -v a="$rps" -v b="${ceiling[$clients]}" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+            echo "| $recipients | $clients | $rps | $p50 | $p99 | $errors | $(( $(answered) - before )) | ${ceiling[$clients]} | $ratio |"
+        done
     done
-done
+}
 echo
-open_loop "after the runs above, autovacuum busy on millions of rows"
+open_loop "fresh database, engine delivering"
+table delivering "Engine delivering every send (as a user runs it):"
+echo
+open_loop "engine delivering, after the runs above, autovacuum busy on millions of rows"
+serve /tmp/pigeon-bench-idle.conf
+table idle "Engine idle (no push service configured):"
+echo
+open_loop "engine idle"

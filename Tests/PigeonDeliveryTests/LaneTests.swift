@@ -154,3 +154,52 @@ struct SpreadPushSenderTests {
         #expect(Set(first.tokens.withLock { $0 }).isDisjoint(with: second.tokens.withLock { $0 }))
     }
 }
+
+@Suite("A project's quota with fakes")
+struct QuotaSenderTests {
+    func batch(_ count: Int, prefix: String) -> PushBatch {
+        let message = PushMessage(notificationId: prefix, text: "t", urgency: .high, expiresAt: Date().addingTimeInterval(3600))
+        return PushBatch(messages: [message], pushes: (0..<count).map { PushBatch.Push(message: 0, token: "\(prefix)\($0)") })
+    }
+
+    @Test("the limiter holds a blast under the quota while codes pass; the blast goes on as the quota refills")
+    func blastHeldCodesPass() async {
+        let clock = ManualClock()
+        // 600 a minute: 10 tokens held, 1 of them kept for codes.
+        let gate = QuotaGate(perMinute: 600, now: clock.now())
+        let service = FakeSender()
+        let bulk = QuotaSender(service, gate: gate, urgent: false, clock: clock)
+        let urgent = QuotaSender(service, gate: gate, urgent: true, clock: clock)
+        let blast = Task { await bulk.send(batch(100, prefix: "blast"), maxInFlight: 100) { _ in } }
+        #expect(await eventually { service.tokens.withLock { $0.count } == 9 })
+        let code = Mutex<PushOutcome?>(nil)
+        await urgent.send(batch(1, prefix: "code"), maxInFlight: 1) { result in code.withLock { $0 = result.outcome } }
+        #expect(code.withLock { $0 } == .accepted(id: nil))
+        #expect(service.tokens.withLock { $0.filter { $0.hasPrefix("blast") }.count } == 9)
+        // The clock moves a second: ten more tokens, nine of them for the blast.
+        clock.advance(by: 1)
+        #expect(await eventually { service.tokens.withLock { $0.filter { $0.hasPrefix("blast") }.count } == 18 })
+        blast.cancel()
+        await blast.value
+        #expect(service.tokens.withLock { $0.filter { $0.hasPrefix("blast") }.count } == 18)
+    }
+
+    @Test("a quota answer with Retry-After pauses the project: the rest of the batch is answered throttled, unsent")
+    func quotaAnswerPauses() async {
+        let clock = ManualClock()
+        let gate = QuotaGate(perMinute: 600_000, now: clock.now())
+        let service = FakeSender { token, _ in
+            token == "t0" ? .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30)) : .accepted(id: nil)
+        }
+        let sender = QuotaSender(service, gate: gate, urgent: false, clock: clock)
+        _ = await sender.send(PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: clock.now() + 60), to: "t0")
+        let outcomes = Mutex<[PushOutcome]>([])
+        await sender.send(batch(5, prefix: "later"), maxInFlight: 5) { result in outcomes.withLock { $0.append(result.outcome) } }
+        #expect(service.tokens.withLock { $0 } == ["t0"])
+        #expect(outcomes.withLock { $0 }.count == 5)
+        #expect(outcomes.withLock { $0 }.allSatisfy { $0 == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30)) })
+        clock.advance(by: 30)
+        await sender.send(batch(5, prefix: "after"), maxInFlight: 5) { _ in }
+        #expect(service.tokens.withLock { $0.count } == 6)
+    }
+}

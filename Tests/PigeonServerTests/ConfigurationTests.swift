@@ -51,6 +51,8 @@ struct ConfigurationTests {
         ("pushThreads = 65", "server.conf:1: pushThreads: 65 is outside 1…64"),
         ("urgentPriority = 0", "server.conf:1: urgentPriority: 0 is outside 1…1000000"),
         ("urgentPriority = high", "server.conf:1: urgentPriority: 'high' is not a whole number"),
+        ("fcmMessagesPerMinute = 0", "server.conf:1: fcmMessagesPerMinute: 0 is outside 1…100000000"),
+        ("app.business.fcmMessagesPerMinute = -5", "server.conf:1: app.business.fcmMessagesPerMinute: -5 is outside 1…100000000"),
     ])
     func errors(text: String, expected: String) {
         #expect {

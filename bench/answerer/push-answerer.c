@@ -11,6 +11,9 @@
  *   POST /hms/v1/<app>/messages:send 200, {"code": "80000000", …} (Huawei Push Kit)
  *   POST /webpush/<subscription>     201 (a Web Push service; the body is not decrypted)
  *   GET  /count                      200, {"apns": n, "fcm": n, "rustore": n, "huawei": n, "webpush": n}
+ *   GET  /codes                      200, one line per APNs push whose token starts with "c0de"
+ *                                    (the one-time codes of bench/codes.sh): "<token> <arrival, µs
+ *                                    since the epoch>", the first 20,000 of them
  * Anything else: 404.
  *
  * usage: push-answerer PORT CERT.pem KEY.pem     (listens on 127.0.0.1 only; stops on SIGTERM)
@@ -29,17 +32,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-enum kind { UNKNOWN, APNS, FCM, TOKEN, COUNT, RUSTORE, HUAWEI, HUAWEI_TOKEN, WEBPUSH };
+enum kind { UNKNOWN, APNS, FCM, TOKEN, COUNT, RUSTORE, HUAWEI, HUAWEI_TOKEN, WEBPUSH, CODES };
 
 static SSL_CTX *context;
 static atomic_long apns_answered, fcm_answered, rustore_answered, huawei_answered, webpush_answered;
 
-/* One request: what it asked for, and the body of our answer while it is being sent. */
+/* Arrivals of one-time codes: token and time, for bench/codes.sh's push latency. */
+#define MAX_CODES 20000
+static struct { char token[72]; long long micros; } codes[MAX_CODES];
+static int code_count;
+static pthread_mutex_t codes_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long long now_micros(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+}
+
+/* One request: what it asked for, and the body of our answer while it is being sent (the
+   inline buffer, or `dynamic` for /codes). */
 struct stream {
     enum kind kind;
     char body[160];
+    char *dynamic;
     size_t length, sent;
 };
 
@@ -69,7 +87,20 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     (void)flags; (void)user;
     struct stream *stream = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!stream || name_length != 5 || memcmp(name, ":path", 5) != 0) return 0;
-    if (starts_with(value, value_length, "/3/device/")) stream->kind = APNS;
+    if (starts_with(value, value_length, "/3/device/c0de")) {
+        stream->kind = APNS;
+        long long micros = now_micros();
+        size_t length = value_length - 10 < 71 ? value_length - 10 : 71;
+        pthread_mutex_lock(&codes_lock);
+        if (code_count < MAX_CODES) {
+            memcpy(codes[code_count].token, value + 10, length);
+            codes[code_count].token[length] = '\0';
+            codes[code_count].micros = micros;
+            code_count++;
+        }
+        pthread_mutex_unlock(&codes_lock);
+    }
+    else if (starts_with(value, value_length, "/3/device/")) stream->kind = APNS;
     else if (starts_with(value, value_length, "/v1/projects/")) stream->kind = FCM;
     else if (starts_with(value, value_length, "/token")) stream->kind = TOKEN;
     else if (starts_with(value, value_length, "/rustore/v1/projects/")) stream->kind = RUSTORE;
@@ -77,6 +108,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     else if (starts_with(value, value_length, "/hms/v1/")) stream->kind = HUAWEI;
     else if (starts_with(value, value_length, "/webpush/")) stream->kind = WEBPUSH;
     else if (starts_with(value, value_length, "/count")) stream->kind = COUNT;
+    else if (starts_with(value, value_length, "/codes")) stream->kind = CODES;
     return 0;
 }
 
@@ -86,7 +118,7 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
     struct stream *stream = source->ptr;
     size_t n = stream->length - stream->sent;
     if (n > length) n = length;
-    memcpy(buffer, stream->body + stream->sent, n);
+    memcpy(buffer, (stream->dynamic ? stream->dynamic : stream->body) + stream->sent, n);
     stream->sent += n;
     if (stream->sent == stream->length) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
@@ -133,6 +165,18 @@ static int answer(nghttp2_session *session, int32_t stream_id, struct stream *st
                                           atomic_load(&apns_answered), atomic_load(&fcm_answered), atomic_load(&rustore_answered),
                                           atomic_load(&huawei_answered), atomic_load(&webpush_answered));
         break;
+    case CODES: {
+        pthread_mutex_lock(&codes_lock);
+        stream->dynamic = malloc((size_t)code_count * 96 + 1);
+        size_t length = 0;
+        for (int index = 0; stream->dynamic && index < code_count; index++)
+            length += (size_t)sprintf(stream->dynamic + length, "%s %lld\n", codes[index].token, codes[index].micros);
+        pthread_mutex_unlock(&codes_lock);
+        if (!stream->dynamic) return NGHTTP2_ERR_CALLBACK_FAILURE;
+        stream->length = length;
+        nghttp2_nv headers[] = { HEADER(":status", "200"), HEADER("content-type", "text/plain") };
+        return nghttp2_submit_response(session, stream_id, headers, 2, &provider);
+    }
     default: {
         nghttp2_nv headers[] = { HEADER(":status", "404") };
         return nghttp2_submit_response(session, stream_id, headers, 1, NULL);
@@ -152,7 +196,9 @@ static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *
 
 static int on_close(nghttp2_session *session, int32_t stream_id, uint32_t error, void *user) {
     (void)error; (void)user;
-    free(nghttp2_session_get_stream_user_data(session, stream_id));
+    struct stream *stream = nghttp2_session_get_stream_user_data(session, stream_id);
+    if (stream) free(stream->dynamic);
+    free(stream);
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
     return 0;
 }

@@ -228,6 +228,7 @@ extension GatewayConfiguration {
         "fcmServiceAccountPath": { $0.fcm.serviceAccountPath = try nonEmpty($1) },
         "fcmEndpoint": { $0.fcm.endpoint = try url($1) },
         "fcmTokenEndpoint": { $0.fcm.tokenEndpoint = try url($1) },
+        "fcmMessagesPerMinute": { $0.fcm.messagesPerMinute = try integer($1, in: 1...100_000_000) },
         "rustoreProjectId": { $0.rustore.projectId = try nonEmpty($1) },
         "rustoreServiceToken": { $0.rustore.serviceToken = try nonEmpty($1) },
         "rustoreEndpoint": { $0.rustore.endpoint = try url($1) },

@@ -118,6 +118,9 @@ public struct GatewayConfiguration: Sendable {
         public var serviceAccountPath: String?
         public var endpoint: String?
         public var tokenEndpoint: String?
+        /// `fcmMessagesPerMinute`: the project's quota, applied before sending (codes first
+        /// within it). Default 600,000, FCM's default per project.
+        public var messagesPerMinute = 600_000
     }
 
     /// RuStore push (CONTRACT §4): a project and its static service token from the RuStore console.

@@ -129,8 +129,12 @@ struct PushTransports {
             let tokens = FCMAccessTokens(account: account, tokenURL: app.fcm.tokenEndpoint, client: http[0])
             let transport = FCMTransport(
                 client: http[0], endpoint: app.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
-            register(PushRoute(platform: .android, appId: appId), [transport] + http.dropFirst().map(transport.using),
-                     urgent: transport.using(try urgentClient("fcm")))
+            // One quota per project, shared by both lanes: a blast cannot burn what a code needs.
+            let quota = QuotaGate(perMinute: app.fcm.messagesPerMinute)
+            let route = PushRoute(platform: .android, appId: appId)
+            register(route, [transport] + http.dropFirst().map(transport.using), urgent: transport.using(try urgentClient("fcm")))
+            senders[route] = senders[route].map { QuotaSender($0, gate: quota, urgent: false) }
+            urgentSenders[route] = urgentSenders[route].map { QuotaSender($0, gate: quota, urgent: true) }
         }
     }
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# One-time codes during a blast (issue 21). A release gateway with default settings on a durable
+# PostgreSQL pushes to bench/answerer/push-answerer (C, HTTP/2 + TLS), which notes when each
+# code's push arrives. First CODES one-recipient PIN_CODE sends (priority 10, one every
+# INTERVAL ms) with the engine idle — the floor, measured in the same run — then the same during
+# a blast of BLAST iPhones (priority 0) that the engine is delivering. Per code: accepted (the
+# bank's call answered) and at the push service (its push arrived at the answerer), both from
+# the moment the bank's call started, p50/p99/max. Codes and blast share one service (APNs) and
+# one app. Prints a Markdown table. Stops everything it starts.
+# usage: bench/codes.sh [BLAST] [CODES] [INTERVAL_MS]   (default 1000000 100 100)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+cd "$PIGEON_ROOT"
+blast="${1:-1000000}"
+codes="${2:-100}"
+interval="${3:-100}"
+PORT=55434
+HTTP_PORT=18094
+SIM_PORT=22199
+ANSWERER_PORT=22299
+DB=pigeon_codes
+URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
+STATE=/tmp/pigeon-codes-sim
+
+install_packages
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
+gateway="" simulator="" answerer=""
+cleanup() {
+    stop_processes "$gateway" "$simulator" "$answerer"
+    pg_stop bench
+}
+trap cleanup EXIT
+pg_recreate_database "$PORT" "$DB"
+sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+
+log "building (release)"
+swift build -c release --product pigeon >/dev/null
+cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
+
+rm -rf "$STATE"
+start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-codes-sim.out
+stop_processes "$SIMULATOR_PID"
+/tmp/push-answerer "$ANSWERER_PORT" "$STATE/server.pem" "$STATE/server.key" > /tmp/pigeon-codes-answerer.out 2>&1 &
+answerer=$!
+answerer_url="https://127.0.0.1:$ANSWERER_PORT"
+{
+    echo "listen = 127.0.0.1:$HTTP_PORT"
+    echo "dbUrl = $URL"
+    echo "migrationsPath = $PIGEON_ROOT/migrations"
+    echo "maxRequestBytes = 1073741824"
+    echo "logLevel = warning"
+    echo "${PIGEON_BENCH_CONF:-}"
+    grep -E '^(apnsKeyPath|apnsKeyId|apnsTeamId|apnsTopic|tlsCaFile)' /tmp/pigeon-codes-sim.out
+    echo "apnsEndpoint = $answerer_url"
+} > /tmp/pigeon-codes.conf
+.build/release/pigeon serve --config /tmp/pigeon-codes.conf > /tmp/pigeon-codes-gateway.log 2>&1 &
+gateway=$!
+wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
+
+# The blast's iPhones and one iPhone per code (tokens starting "c0de": the answerer notes them),
+# registered two days ago as a bank's are.
+sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
+     SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text), now() - interval '2 days'
+     FROM generate_series(1, $blast) AS n;
+     INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
+     SELECT 'bank', 'payer-' || n, 'payer-' || n, 'phone', 'IOS', 'c0de' || lpad(to_hex(n), 60, '0'), now() - interval '2 days'
+     FROM generate_series(1, 2 * $codes) AS n;
+     ANALYZE devices; ANALYZE device_reach"
+python3 - "$blast" > /tmp/pigeon-codes-blast.xml <<'PY'
+import sys
+n = int(sys.argv[1])
+out = sys.stdout
+out.write('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+          'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
+          '<id>blast</id><pushContent><text>Our new savings account</text><type>UNIVERSAL</type></pushContent>')
+for start in range(1, n + 1, 100000):
+    out.write("".join(f"<recipients>blast-{i}</recipients>" for i in range(start, min(n, start + 99999) + 1)))
+out.write('<timeout>86400</timeout><priority>0</priority></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
+PY
+
+# send_codes FIRST COUNT OUTPUT: COUNT codes to payer-FIRST…, one every INTERVAL ms, each line
+# "token started_us answered_us state".
+send_codes() {
+    python3 - "$HTTP_PORT" "$1" "$2" "$interval" > "$3" <<'PY'
+import http.client, sys, time
+port, first, count, interval = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) / 1000
+connection = http.client.HTTPConnection("127.0.0.1", port)
+body = ('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+        'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
+        '<id>code-{n}-{run}</id><pushContent><text>Code {code}</text><type>PIN_CODE</type></pushContent>'
+        '<recipients>payer-{n}</recipients><timeout>60</timeout><priority>10</priority>'
+        '</notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
+run = int(time.time())
+next_at = time.time()
+for n in range(first, first + count):
+    next_at += interval
+    started = time.time()
+    connection.request("POST", "/pigeon/services/SBIInboundWebService",
+                       body.format(n=n, run=run, code=100000 + n).encode(), {"Content-Type": "text/xml; charset=utf-8"})
+    reply = connection.getresponse().read().decode()
+    answered = time.time()
+    state = "QUEUED" if "<value>QUEUED</value>" in reply else "OTHER"
+    print(f"c0de{n:060x} {int(started * 1e6)} {int(answered * 1e6)} {state}", flush=True)
+    time.sleep(max(0, next_at - time.time()))
+PY
+}
+
+# wait_for_codes FILE: until the answerer has every code of FILE (up to 120 s).
+wait_for_codes() {
+    for _ in $(seq 1 1200); do
+        curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/codes" > /tmp/pigeon-codes-arrivals.txt
+        if python3 - "$1" <<'PY'
+import sys
+sent = {line.split()[0] for line in open(sys.argv[1])}
+arrived = {line.split()[0] for line in open("/tmp/pigeon-codes-arrivals.txt")}
+sys.exit(0 if sent <= arrived else 1)
+PY
+        then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# latencies FILE LABEL: the table row of one phase.
+latencies() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+arrivals = {}
+for line in open("/tmp/pigeon-codes-arrivals.txt"):
+    token, micros = line.split()
+    arrivals.setdefault(token, int(micros))
+accepted, pushed, missing, refused = [], [], 0, 0
+for line in open(sys.argv[1]):
+    token, started, answered, state = line.split()
+    accepted.append((int(answered) - int(started)) / 1000)
+    if state != "QUEUED": refused += 1
+    if token in arrivals: pushed.append((arrivals[token] - int(started)) / 1000)
+    else: missing += 1
+def stats(values):
+    values = sorted(values)
+    if not values: return "– | – | –"
+    pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]
+    return f"{pick(0.5):.1f} | {pick(0.99):.1f} | {values[-1]:.1f}"
+print(f"| {sys.argv[2]} | {len(accepted)} | {stats(accepted)} | {stats(pushed)} | {len(pushed)} | {missing + refused} |")
+PY
+}
+
+log "$codes codes with the engine idle"
+send_codes 1 "$codes" /tmp/pigeon-codes-idle.txt
+wait_for_codes /tmp/pigeon-codes-idle.txt || log "some idle codes never arrived"
+idle_row=$(latencies /tmp/pigeon-codes-idle.txt "engine idle")
+
+log "blast of $blast iPhones ($(( $(stat -c %s /tmp/pigeon-codes-blast.xml) / 1048576 )) MiB of SOAP)"
+blast_started=$(date +%s.%N)
+curl -sS -o /tmp/pigeon-codes-blast-reply.xml --max-time 1800 -H 'Content-Type: text/xml; charset=utf-8' \
+    --data-binary @/tmp/pigeon-codes-blast.xml "http://127.0.0.1:$HTTP_PORT/pigeon/services/SBIInboundWebService"
+blast_accepted=$(date +%s.%N)
+grep -q '<status>OK</status>' /tmp/pigeon-codes-blast-reply.xml || { log "blast refused: $(head -c 300 /tmp/pigeon-codes-blast-reply.xml)"; exit 1; }
+answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | python3 -c "import json, sys; print(json.load(sys.stdin)['apns'])"; }
+# Let the fan-out get going (a few seconds of pushes), then send the codes into it.
+sleep 3
+before=$(answered)
+log "$codes codes during the blast"
+codes_started=$(date +%s.%N)
+send_codes $((codes + 1)) "$codes" /tmp/pigeon-codes-blast.txt
+codes_finished=$(date +%s.%N)
+after=$(answered)
+wait_for_codes /tmp/pigeon-codes-blast.txt || log "some codes sent during the blast never arrived"
+blast_row=$(latencies /tmp/pigeon-codes-blast.txt "during a blast of $blast")
+queued=$(sql "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT 1000000) AS q")
+
+echo
+echo "| codes sent | count | accepted p50 ms | p99 | max | at the push service p50 ms | p99 | max | arrived | lost or refused |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "$idle_row" | sed 's/^| engine idle | /| engine idle | /'
+echo "$blast_row"
+awk -v s="$blast_started" -v a="$blast_accepted" -v cs="$codes_started" -v cf="$codes_finished" -v b="$before" -v f="$after" -v q="$queued" 'BEGIN {
+    printf "\nThe blast was accepted in %.1f s; while the codes were sent the engine pushed %d of its pushes (%.0f/s); %d deliveries were still queued after the last code.\n", a - s, f - b, (f - b) / (cf - cs), q
+}'

@@ -30,6 +30,25 @@ struct NotificationStoreTests {
         #expect(try await store.deliveryStatus(id: id) == [RecipientState(user: bob, state: .invalidSubscription), RecipientState(user: alice, state: .queued)])
     }
 
+    @Test("the engine's batch look-up: every stored notification of the keys at once, each as sent; a key that is gone is missing")
+    func notificationsByKeys() async throws {
+        let pool = try await TestDatabase.migratedPool()
+        defer { pool.close() }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let first = TestDatabase.unique("n"), second = TestDatabase.unique("n")
+        _ = try await store.send(notification(first, ["u"]))
+        _ = try await store.send(notification(second, ["u"], details: [KeyValue("name", "Coffee")]))
+        let keys = try await pool.withConnection { connection in
+            try [first, second].map { try NotificationStore.key(of: $0, connection)! }
+        }
+        let found = try await store.notifications(keys: keys + [keys.max()! + 1_000_000])
+        #expect(found.count == 2)
+        #expect(found[keys[0]]?.id == first && found[keys[1]]?.id == second)
+        #expect(found[keys[1]] == (try await store.notification(key: keys[1])))
+        #expect(found[keys[1]]?.details == [KeyValue("name", "Coffee")] && found[keys[1]]?.priority == 3)
+        #expect(try await store.notifications(keys: []).isEmpty)
+    }
+
     @Test("a repeated id stores nothing and answers the first send's states")
     func duplicate() async throws {
         let pool = try await TestDatabase.migratedPool()

@@ -195,13 +195,15 @@ public final class DeliveryEngine: Sendable {
     /// Pushes one claimed batch; each delivery is decided and handed to the recorder when its
     /// last push is done. A delivery whose time ran out is decided without a push.
     private func process(_ claims: [ClaimedDelivery], lane: Lane, cache: inout [Int64: PushNotification]) async {
-        for key in Set(claims.map(\.notificationKey)) where cache[key] == nil {
+        let missing = Set(claims.map(\.notificationKey)).filter { cache[$0] == nil }
+        if !missing.isEmpty {
             do {
-                if let notification = try await services.notifications.notification(key: key) { cache[key] = notification }
+                // One look-up for the batch, not one per notification.
+                cache.merge(try await services.notifications.notifications(keys: Array(missing))) { _, loaded in loaded }
             } catch {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
                 lane.allowance.release(claims.count)
-                logger.warning("cannot load a notification; the batch will be claimed again", metadata: ["error": "\(error)"])
+                logger.warning("cannot load notifications; the batch will be claimed again", metadata: ["error": "\(error)"])
                 return
             }
         }

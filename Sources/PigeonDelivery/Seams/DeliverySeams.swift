@@ -20,6 +20,19 @@ public protocol DeliveryQueueing: Sendable {
 public protocol NotificationSource: Sendable {
     /// The notification stored under `key` (content only), or `nil` when it is gone.
     func notification(key: Int64) async throws -> PushNotification?
+    /// The notifications stored under `keys`, in one look-up; keys that are gone are missing.
+    func notifications(keys: [Int64]) async throws -> [Int64: PushNotification]
+}
+
+extension NotificationSource {
+    /// One look-up per key: for sources without a batch look-up of their own (test fakes).
+    public func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
+        var found: [Int64: PushNotification] = [:]
+        for key in keys {
+            if let notification = try await notification(key: key) { found[key] = notification }
+        }
+        return found
+    }
 }
 
 /// Users' devices as the engine needs them.

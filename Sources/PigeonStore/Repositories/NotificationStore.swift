@@ -61,22 +61,48 @@ public struct NotificationStore: Sendable {
             .rows.first?.text(0).flatMap(Int64.init)
     }
 
+    /// The notifications stored under `keys` (content only: the engine's view of a claimed
+    /// batch), in one query; keys that are gone are missing from the answer.
+    public func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
+        guard let lowest = keys.min(), let highest = keys.max() else { return [:] }
+        return try await pool.withConnection(idempotent: true) { connection in
+            // The key range lets the plan leave out the days no key is in.
+            let rows = try connection.query("""
+                SELECT \(Self.contentColumns), key FROM notifications
+                WHERE key = ANY($1::bigint[]) AND key BETWEEN $2::bigint AND $3::bigint
+                """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
+            var found: [Int64: PushNotification] = [:]
+            for row in rows.rows {
+                guard let key = row.text(12).flatMap(Int64.init) else { continue }
+                found[key] = Self.content(row, recipients: [])
+            }
+            return found
+        }
+    }
+
+    /// The columns ``content(_:recipients:)`` reads, in its order.
+    private static let contentColumns = """
+        id, timeout_seconds, perishable, priority, push_badge, push_sound,
+            push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
+        """
+
     /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
     /// recipient list back from the deliveries, in the order sent.
     static func notification(key: Int64, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
-        let rows = try connection.query("""
-            SELECT id, timeout_seconds, perishable, priority, push_badge, push_sound,
-                push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
-            FROM notifications WHERE key = $1
-            """, [String(key)])
+        let rows = try connection.query("SELECT \(contentColumns) FROM notifications WHERE key = $1", [String(key)])
         guard let row = rows.rows.first else { return nil }
-        let details: [KeyValue]? = row[10].map { keys in
-            Self.pairs(keys: keys, values: row[11] ?? "{}")
-        }
         let users = recipients
             ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
                 .rows.map { $0[0] ?? "" }
             : []
+        return content(row, recipients: users)
+    }
+
+    /// A notification from a row of ``contentColumns``.
+    private static func content(_ row: [String?], recipients users: [String]) -> PushNotification {
+        let details: [KeyValue]? = row[10].map { keys in
+            Self.pairs(keys: keys, values: row[11] ?? "{}")
+        }
         return PushNotification(
             id: row[0] ?? "",
             recipients: users,

@@ -188,7 +188,7 @@ postgres_cpu_before=$(postgres_cpu bench)
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
 profiler=""
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
-    perf record -F 99 -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
+    perf record -e cpu-clock -F 99 -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
     profiler=$!
 fi
 while :; do

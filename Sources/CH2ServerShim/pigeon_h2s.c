@@ -224,6 +224,10 @@ void pigeon_h2s_respond(pigeon_h2s_exchange *exchange, const pigeon_h2s_response
     }
     /* nghttp2_submit_response copies every name/value pair. */
     nghttp2_submit_response(c->session, exchange->stream_id, headers, count, body);
+    if (response->action == PIGEON_H2S_STREAM_LIMIT_ONE) {
+        nghttp2_settings_entry one[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1}};
+        nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, one, 1);
+    }
     if (response->action == PIGEON_H2S_GOAWAY) {
         nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(c->session), NGHTTP2_NO_ERROR,
@@ -337,7 +341,8 @@ static int accept_any(int preverified, X509_STORE_CTX *store) {
     return preverified;
 }
 
-static void connection_close(connection *c) {
+/* `linger`: wait for the client's side to close (see below); not when the server stops. */
+static void connection_close(connection *c, int linger) {
     while (c->deferred != NULL) {
         deferred *next = c->deferred->next;
         deferred_free(c->deferred);
@@ -345,6 +350,34 @@ static void connection_close(connection *c) {
     }
     if (c->session) nghttp2_session_del(c->session);
     if (c->ssl) SSL_free(c->ssl);
+    /* A lingering close, as servers do: our FIN goes after the answers already written, and
+     * what the client sent meanwhile is read and dropped until it closes too (2 s at most: the
+     * simulator's one thread waits meanwhile), so close() does not reset
+     * the connection (a reset can discard answers the client has not read yet, and it would
+     * send those pushes again). */
+    shutdown(c->fd, SHUT_WR);
+    if (!linger) {
+        close(c->fd);
+        free(c->out);
+        free(c);
+        return;
+    }
+    int flags = fcntl(c->fd, F_GETFL, 0);
+    if (flags >= 0) fcntl(c->fd, F_SETFL, flags | O_NONBLOCK);
+    uint64_t until = now_ms() + 2000;
+    char discard[16384];
+    for (;;) {
+        ssize_t n = read(c->fd, discard, sizeof discard);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
+            uint64_t now = now_ms();
+            if (now >= until) break;
+            int left = (int)(until - now);
+            struct pollfd wait = {.fd = c->fd, .events = POLLIN};
+            poll(&wait, 1, left);
+        }
+    }
     close(c->fd);
     free(c->out);
     free(c);
@@ -513,7 +546,7 @@ static void *run(void *argument) {
         for (size_t i = 0; i < server->connection_count; i++) {
             connection *c = server->connections[i];
             if (c->closing) {
-                connection_close(c);
+                connection_close(c, 1);
             } else {
                 server->connections[kept++] = c;
             }
@@ -521,7 +554,7 @@ static void *run(void *argument) {
         server->connection_count = kept;
         if (fds[0].revents & POLLIN) accept_connections(server);
     }
-    for (size_t i = 0; i < server->connection_count; i++) connection_close(server->connections[i]);
+    for (size_t i = 0; i < server->connection_count; i++) connection_close(server->connections[i], 0);
     server->connection_count = 0;
     return NULL;
 }

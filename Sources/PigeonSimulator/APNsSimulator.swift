@@ -129,6 +129,9 @@ public final class APNsSimulator: Sendable {
         case .goAway?:
             record(token: token, apnsId: apnsId, request: request)
             return H2Server.Response(status: 200, headers: ["apns-id": apnsId], action: .goAway)
+        case .lowerStreamLimit?:
+            record(token: token, apnsId: apnsId, request: request)
+            return H2Server.Response(status: 200, headers: ["apns-id": apnsId], action: .lowerStreamLimit)
         case .delay(let milliseconds)?:
             record(token: token, apnsId: apnsId, request: request)
             return H2Server.Response(status: 200, headers: ["apns-id": apnsId], delayMilliseconds: milliseconds)

@@ -146,6 +146,10 @@ public final class FCMSimulator: Sendable {
             var response = record(project: project, token: token, body: request.body)
             response.action = .goAway
             return response
+        case .lowerStreamLimit?:
+            var response = record(project: project, token: token, body: request.body)
+            response.action = .lowerStreamLimit
+            return response
         case .delay(let milliseconds)?:
             var response = record(project: project, token: token, body: request.body)
             response.delayMilliseconds = milliseconds

@@ -15,6 +15,9 @@ public struct FaultRules: Sendable, Equatable {
         case dropConnection
         /// Accept, then send GOAWAY on the connection.
         case goAway
+        /// Accept, then lower the connection's SETTINGS_MAX_CONCURRENT_STREAMS to 1 (as APNs may
+        /// after a rejected push).
+        case lowerStreamLimit
         /// Accept after this many milliseconds (provider latency).
         case delay(milliseconds: Int)
     }

@@ -20,7 +20,7 @@ public final class H2Server: Sendable {
 
     /// What to do with a request.
     public struct Response: Sendable {
-        public enum Action: Sendable { case respond, dropConnection, goAway }
+        public enum Action: Sendable { case respond, dropConnection, goAway, lowerStreamLimit }
         public var status: Int
         public var headers: [String: String]
         public var body: Data
@@ -148,6 +148,7 @@ private func respond(_ exchange: OpaquePointer, with response: H2Server.Response
                 case .respond: Int32(PIGEON_H2S_RESPOND)
                 case .dropConnection: Int32(PIGEON_H2S_DROP_CONNECTION)
                 case .goAway: Int32(PIGEON_H2S_GOAWAY)
+                case .lowerStreamLimit: Int32(PIGEON_H2S_STREAM_LIMIT_ONE)
                 }
                 var raw = pigeon_h2s_response(
                     status: Int32(response.status), header_names: nameBuffer,

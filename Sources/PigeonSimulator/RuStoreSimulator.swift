@@ -75,6 +75,10 @@ public final class RuStoreSimulator: Sendable {
             var response = record(token: token, body: request.body)
             response.action = .goAway
             return response
+        case .lowerStreamLimit?:
+            var response = record(token: token, body: request.body)
+            response.action = .lowerStreamLimit
+            return response
         case .delay(let milliseconds)?:
             var response = record(token: token, body: request.body)
             response.delayMilliseconds = milliseconds

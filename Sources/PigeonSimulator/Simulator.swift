@@ -146,7 +146,7 @@ public final class Simulator: Sendable {
             return services.wallet.handleAdmin(request)
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
-                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|delay\", \"times\": N, \"milliseconds\": N}}"}"#)
+                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|lowerStreamLimit|delay\", \"times\": N, \"milliseconds\": N}}"}"#)
             }
             apns.setFaults(faults)
             fcm.setFaults(faults)
@@ -176,6 +176,7 @@ extension FaultRules {
             case "internalError": fault = .internalError
             case "dropConnection": fault = .dropConnection
             case "goAway": fault = .goAway
+            case "lowerStreamLimit": fault = .lowerStreamLimit
             case "delay":
                 guard let milliseconds = (entry["milliseconds"] as? NSNumber)?.intValue, (0...60_000).contains(milliseconds) else { return nil }
                 fault = .delay(milliseconds: milliseconds)

@@ -94,3 +94,31 @@ struct UrgentLaneTests {
         await setting.database.drop()
     }
 }
+
+/// A push service changing its limits under the engine: nothing it accepted is sent again, and
+/// nothing is lost.
+@Suite("Push service limits end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct PushServiceLimitTests {
+    @Test("APNs lowering a connection's stream limit to 1, or sending GOAWAY: every push arrives exactly once", arguments: [
+        ("lowered stream limit", FaultRules.Fault.lowerStreamLimit, 2),
+        ("GOAWAY", FaultRules.Fault.goAway, 3),
+    ])
+    func limitsChange(label: String, fault: FaultRules.Fault, times: Int) async throws {
+        let setting = try await EndToEnd.start { $0.delivery.shutdownGraceSeconds = 2 }
+        defer { setting.fixture.stop() }
+        try await UrgentLaneTests.blastAudience(setting, count: 600)
+        setting.simulator.apns.setFaults(FaultRules(["*": .init(fault, times: times)]))
+        _ = try await setting.harness.soap(GatewayHarness.sendNotification(id: "limits", recipients: (1...600).map { "blast-\($0)" }))
+        let test = UrgentLaneTests()
+        #expect(try await test.waitUntil(seconds: 180) {
+            try await test.count(setting, "SELECT count(*) FROM deliveries WHERE state = 'SENT'") == 600
+        }, "\(label)")
+        let tokens = setting.simulator.apns.deliveries.map(\.deviceToken)
+        #expect(Set(tokens).count == 600, "\(label)")
+        // Nothing the service took is sent again: a GOAWAY's streams up to its last stream id
+        // are answered before the connection closes, the ones after it were never taken.
+        #expect(tokens.count == 600, "\(label): \(tokens.count - Set(tokens).count) pushes arrived twice")
+        await setting.harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+}

@@ -28,7 +28,8 @@ typedef struct pigeon_h2s_request {
 enum {
     PIGEON_H2S_RESPOND = 0,
     PIGEON_H2S_DROP_CONNECTION = 1,    /* close the TCP connection without answering */
-    PIGEON_H2S_GOAWAY = 2              /* answer, then send GOAWAY */
+    PIGEON_H2S_GOAWAY = 2,             /* answer, then send GOAWAY */
+    PIGEON_H2S_STREAM_LIMIT_ONE = 3    /* answer, then lower SETTINGS_MAX_CONCURRENT_STREAMS to 1 */
 };
 
 typedef struct pigeon_h2s_response {

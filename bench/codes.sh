@@ -35,14 +35,10 @@ sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
 
 log "building (release)"
 swift build -c release --product pigeon >/dev/null
-cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
 
-rm -rf "$STATE"
-start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-codes-sim.out
-stop_processes "$SIMULATOR_PID"
-/tmp/push-answerer "$ANSWERER_PORT" "$STATE/server.pem" "$STATE/server.key" > /tmp/pigeon-codes-answerer.out 2>&1 &
-answerer=$!
-answerer_url="https://127.0.0.1:$ANSWERER_PORT"
+start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-codes-sim.out
+answerer=$ANSWERER_PID
+answerer_url=$ANSWERER_URL
 {
     echo "listen = 127.0.0.1:$HTTP_PORT"
     echo "dbUrl = $URL"

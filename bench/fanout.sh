@@ -51,15 +51,11 @@ log "building (release)"
 swift build -c release --product pigeon >/dev/null
 swift build -c release --product pigeon-bench >/dev/null
 
-cc -O2 -o /tmp/push-answerer bench/answerer/push-answerer.c -lnghttp2 -lssl -lcrypto -lpthread
 cc -O2 -o /tmp/curl-pusher bench/answerer/curl-pusher.c -lcurl
 
-rm -rf "$STATE"
-start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-fanout-sim.out
-stop_processes "$SIMULATOR_PID"
-/tmp/push-answerer "$ANSWERER_PORT" "$STATE/server.pem" "$STATE/server.key" > /tmp/pigeon-fanout-answerer.out 2>&1 &
-answerer=$!
-answerer_url="https://127.0.0.1:$ANSWERER_PORT"
+start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-fanout-sim.out
+answerer=$ANSWERER_PID
+answerer_url=$ANSWERER_URL
 {
     echo "listen = 127.0.0.1:$HTTP_PORT"
     echo "dbUrl = $URL"

@@ -117,6 +117,22 @@ start_simulator() {
     exit 1
 }
 
+# start_answerer PORT STATE_DIR SIMULATOR_LISTEN SIMULATOR_OUTPUT
+# For benchmarks: builds bench/answerer/push-answerer, has `pigeon simulate` make the credentials
+# (CA, server certificate, APNs key, FCM account: its server.conf lines land in SIMULATOR_OUTPUT)
+# and stops it, then starts the answerer on 127.0.0.1:PORT with that certificate. Sets
+# ANSWERER_PID (the caller stops it) and ANSWERER_URL.
+start_answerer() {
+    local port="$1" state="$2" listen="$3" output="$4"
+    cc -O2 -o /tmp/push-answerer "$PIGEON_ROOT/bench/answerer/push-answerer.c" -lnghttp2 -lssl -lcrypto -lpthread
+    rm -rf "$state"
+    start_simulator "$listen" "$state" "$output"
+    stop_processes "$SIMULATOR_PID"
+    /tmp/push-answerer "$port" "$state/server.pem" "$state/server.key" > "/tmp/pigeon-answerer-$port.out" 2>&1 &
+    ANSWERER_PID=$!
+    ANSWERER_URL="https://127.0.0.1:$port"
+}
+
 # CPU seconds (user + system) of a process, and of a private cluster's PostgreSQL processes:
 # where a benchmark's time goes.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }

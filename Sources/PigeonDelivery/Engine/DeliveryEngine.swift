@@ -106,36 +106,19 @@ public final class DeliveryEngine: Sendable {
             logger: logger)
     }
 
-    /// One lane's claims and pushes.
-    struct Lane: Sendable {
-        var name: String
-        var band: PriorityBand
-        var batchSize: Int
-        var window: Int
-        var workers: Int
-        var senders: [PushRoute: any PushSending]
-        var allowance: ClaimAllowance
-        /// Ends the lane's idle waits early; `nil`: it polls.
-        var wake: WakeSignal?
-    }
-
     /// The lanes of this engine: urgent and the others, or one for all.
-    func lanes(workers: Int) -> [Lane] {
+    func lanes(workers: Int) -> [DeliveryLane] {
         let bulkWorkers = max(1, workers)
         guard let urgent = configuration.urgentPriority else {
-            return [Lane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                         workers: bulkWorkers, senders: services.senders,
-                         allowance: ClaimAllowance(inFlight: configuration.maxConcurrentPushes, batchSize: configuration.batchSize), wake: nil)]
+            return [DeliveryLane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
+                                 workers: bulkWorkers, senders: services.senders)]
         }
-        let urgentSenders = services.senders.merging(services.urgentSenders) { _, urgent in urgent }
         return [
-            Lane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
-                 window: configuration.urgentMaxConcurrentPushes, workers: max(1, configuration.urgentWorkers), senders: urgentSenders,
-                 allowance: ClaimAllowance(inFlight: configuration.urgentMaxConcurrentPushes, batchSize: configuration.urgentBatchSize),
-                 wake: services.wake?.urgent),
-            Lane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                 workers: bulkWorkers, senders: services.senders,
-                 allowance: ClaimAllowance(inFlight: configuration.maxConcurrentPushes, batchSize: configuration.batchSize), wake: nil),
+            DeliveryLane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
+                         window: configuration.urgentMaxConcurrentPushes, workers: configuration.urgentWorkers,
+                         senders: services.senders.merging(services.urgentSenders) { _, urgent in urgent }, wake: services.wake?.urgent),
+            DeliveryLane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
+                         workers: bulkWorkers, senders: services.senders),
         ]
     }
 
@@ -161,7 +144,7 @@ public final class DeliveryEngine: Sendable {
     }
 
     /// One claim-and-send loop of `lane`, until cancelled.
-    private func work(_ lane: Lane) async {
+    private func work(_ lane: DeliveryLane) async {
         var cache: [Int64: PushNotification] = [:]
         while !Task.isCancelled {
             let reserved = await lane.allowance.reserve()
@@ -194,7 +177,7 @@ public final class DeliveryEngine: Sendable {
 
     /// Pushes one claimed batch; each delivery is decided and handed to the recorder when its
     /// last push is done. A delivery whose time ran out is decided without a push.
-    private func process(_ claims: [ClaimedDelivery], lane: Lane, cache: inout [Int64: PushNotification]) async {
+    private func process(_ claims: [ClaimedDelivery], lane: DeliveryLane, cache: inout [Int64: PushNotification]) async {
         let missing = Set(claims.map(\.notificationKey)).filter { cache[$0] == nil }
         if !missing.isEmpty {
             do {
@@ -268,7 +251,7 @@ public final class DeliveryEngine: Sendable {
     }
 
     /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over.
-    private func finish(_ plan: PushPlan, _ index: Int, lane: Lane, outcomes: [(device: Device, outcome: PushOutcome)]) {
+    private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, outcomes: [(device: Device, outcome: PushOutcome)]) {
         lane.allowance.release(1)
         let claim = plan.claims[index]
         guard let notification = plan.notifications[claim.notificationKey] else {

@@ -1,0 +1,30 @@
+import PigeonCore
+
+/// One lane of the delivery engine: the priorities it claims, how much at a time, the pushes it
+/// may have in flight, its claim loops and its senders. The urgent lane has senders of its own
+/// (their own connections) and is woken when a send is stored; the other lane polls.
+struct DeliveryLane: Sendable {
+    var name: String
+    var band: PriorityBand
+    var batchSize: Int
+    /// Pushes in flight, shared by the lane's batches.
+    var window: Int
+    var workers: Int
+    var senders: [PushRoute: any PushSending]
+    /// Bounds the deliveries the lane holds claimed and undecided: its window plus a batch.
+    var allowance: ClaimAllowance
+    /// Ends the lane's idle waits early; `nil`: it polls.
+    var wake: WakeSignal?
+
+    init(name: String, band: PriorityBand, batchSize: Int, window: Int, workers: Int, senders: [PushRoute: any PushSending],
+         wake: WakeSignal? = nil) {
+        self.name = name
+        self.band = band
+        self.batchSize = batchSize
+        self.window = window
+        self.workers = max(1, workers)
+        self.senders = senders
+        allowance = ClaimAllowance(inFlight: window, batchSize: batchSize)
+        self.wake = wake
+    }
+}

@@ -50,6 +50,12 @@ struct PostgresValueTests {
         #expect(throws: PostgresError.self) { try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://h/d?targetServerType=whatever") }
     }
 
+    @Test("GSS encryption is not probed for unless dbUrl asks for it")
+    func gssEncryption() throws {
+        #expect(try PostgresConnectionSettings(url: "postgresql://h1/pigeon").value("gssencmode") == "disable")
+        #expect(try PostgresConnectionSettings(url: "postgresql://h1/pigeon?gssencmode=require").value("gssencmode") == "require")
+    }
+
     @Test("dbUsername and dbPassword fill only what the URL lacks; descriptions hide the password")
     func credentials() throws {
         let filled = try PostgresConnectionSettings(url: "jdbc:postgresql://localhost/pigeon", username: "test", password: "testpassword")

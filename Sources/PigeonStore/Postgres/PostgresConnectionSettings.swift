@@ -29,6 +29,13 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
         if !parsed.contains(where: { $0.keyword == "application_name" }) {
             parsed.append(("application_name", "pigeon"))
         }
+        // libpq's default (`prefer`) probes for a Kerberos credential cache on every connect; the
+        // Kerberos library's locks are torn down at process exit, and a connect racing the exit
+        // (a pool replacing a connection while the process stops) aborted the process. GSS
+        // encryption is asked for in dbUrl (`gssencmode=prefer|require`) where it is used.
+        if !parsed.contains(where: { $0.keyword == "gssencmode" }) {
+            parsed.append(("gssencmode", "disable"))
+        }
         // Several hosts name a primary and its standbys: the gateway writes, so it connects only
         // to the one that accepts writes, and after a failover finds the promoted standby.
         if let hosts = parsed.first(where: { $0.keyword == "host" || $0.keyword == "hostaddr" })?.value, hosts.contains(","),

@@ -20,9 +20,13 @@ public final class HTTP2Client: Sendable {
         public var clientCertificate: ClientCertificate?
         /// The driving thread's name (at most 15 bytes show in `/proc` and `top`).
         public var threadName: String
+        /// Requests in flight at most, across the connections; `nil`: every stream of every
+        /// connection. Batches wait for room (their requests' expiry checked as they start).
+        public var maxInFlight: Int?
 
         public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil,
-                    clientCertificate: ClientCertificate? = nil, threadName: String = "pigeon-http2") {
+                    clientCertificate: ClientCertificate? = nil, threadName: String = "pigeon-http2", maxInFlight: Int? = nil) {
+            self.maxInFlight = maxInFlight
             self.maxConnections = maxConnections
             self.maxStreamsPerConnection = maxStreamsPerConnection
             self.timeout = timeout
@@ -321,7 +325,7 @@ public final class HTTP2Client: Sendable {
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
         var batches: [Batch] = []
-        let capacity = max(1, configuration.maxConnections * configuration.maxStreamsPerConnection)
+        let capacity = max(1, min(configuration.maxInFlight ?? Int.max, configuration.maxConnections * configuration.maxStreamsPerConnection))
         while true {
             let (submitted, newBatches, stopping, abandon) = state.withLock { state in
                 let taken = (state.submitted, state.submittedBatches)

@@ -1,8 +1,8 @@
 import Synchronization
 
-/// Bounds the deliveries one lane holds claimed and not yet decided: at most what it can have
-/// in flight plus one batch, so a claimed delivery never waits long in memory (a one-time code
-/// claimed behind thousands of others would go out stale) and a crash re-pushes little.
+/// Bounds the deliveries one lane holds claimed and not yet written back: at most what it can
+/// have in flight plus one batch, so a claimed delivery never waits long in memory (a one-time
+/// code claimed behind thousands of others would go out stale) and a crash re-pushes at most that.
 /// Claims wait until a useful share of a batch fits, so a busy lane claims whole batches, not
 /// one delivery per finished push.
 final class ClaimAllowance: Sendable {
@@ -49,7 +49,7 @@ final class ClaimAllowance: Sendable {
         }
     }
 
-    /// `count` deliveries are decided (or were never claimed): their room is free again.
+    /// `count` deliveries are written back (or were never claimed): their room is free again.
     func release(_ count: Int) {
         guard count > 0 else { return }
         let waking = state.withLock { state -> [CheckedContinuation<Void, Never>] in

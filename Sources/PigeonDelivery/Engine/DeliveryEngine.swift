@@ -252,12 +252,11 @@ public final class DeliveryEngine: Sendable {
 
     /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over.
     private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, outcomes: [(device: Device, outcome: PushOutcome)]) {
-        lane.allowance.release(1)
         let claim = plan.claims[index]
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
             metrics.increment("pigeon_deliveries_total", labels: ["state": result.state.rawValue])
-            recorder.add(FinishedDelivery(result: result, deadDevices: [], reachedDevices: []))
+            recorder.add(FinishedDelivery(result: result, deadDevices: [], reachedDevices: [], allowance: lane.allowance))
             return
         }
         var random = RandomSourceGenerator(source: services.random)
@@ -276,7 +275,7 @@ public final class DeliveryEngine: Sendable {
         recorder.add(FinishedDelivery(
             result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt,
                                    pendingDevices: decision.pendingDevices, error: decision.error),
-            deadDevices: decision.deadDevices, reachedDevices: reached))
+            deadDevices: decision.deadDevices, reachedDevices: reached, allowance: lane.allowance))
     }
 
     /// One kind of push outcome, for the batch's counters.

@@ -9,6 +9,9 @@ struct FinishedDelivery: Sendable {
     var deadDevices: [Int64]
     /// Devices a service accepted a push for (subscription hygiene).
     var reachedDevices: [Int64]
+    /// The lane's allowance the delivery holds room in until its outcome is written (or given
+    /// up): what a crash would push again stays within it.
+    var allowance: ClaimAllowance? = nil
 }
 
 /// Writes deliveries' outcomes as they finish, in small group commits: the writer wakes when an
@@ -82,6 +85,15 @@ final class OutcomeRecorder: Sendable {
             return group
         }
         guard !group.isEmpty else { return }
+        // Written or given up (the lease then brings the deliveries back): their room is free.
+        defer {
+            var counts: [ObjectIdentifier: (ClaimAllowance, Int)] = [:]
+            for finished in group {
+                guard let allowance = finished.allowance else { continue }
+                counts[ObjectIdentifier(allowance), default: (allowance, 0)].1 += 1
+            }
+            for (allowance, count) in counts.values { allowance.release(count) }
+        }
         let dead = group.flatMap(\.deadDevices)
         let reached = group.flatMap(\.reachedDevices)
         for attempt in 1...max(1, settings.writeAttempts) {

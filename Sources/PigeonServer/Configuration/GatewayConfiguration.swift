@@ -215,7 +215,8 @@ public struct GatewayConfiguration: Sendable {
         /// `deliveryLeaseSeconds`: how long a claim is held; a process that dies holding one
         /// delays those deliveries by at most this. Default 60.
         public var leaseSeconds = 60
-        /// `deliveryConcurrency`: pushes in flight per gateway process. Default 256.
+        /// `deliveryConcurrency`: pushes in flight per push service and app (each its own budget)
+        /// in the lane of other deliveries. Default 256.
         public var concurrency = 256
         /// `deliveryWorkers`: batches worked on at once per process (one claims while another
         /// sends), sharing `deliveryConcurrency`. Default 4.

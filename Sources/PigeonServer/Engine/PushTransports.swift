@@ -46,10 +46,13 @@ struct PushTransports {
         let streams = min(1000, max(100, configuration.delivery.concurrency / (connectionsPerThread * threads) + 1))
         func threadClients(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> [HTTP2Client] {
             try (0..<threads).map { thread in
+                // A service and app has `deliveryConcurrency` pushes in flight at most, shared out
+                // between its clients: its own budget, which a failing service cannot take from another.
                 let http = try HTTP2Client(configuration: .init(
                     maxConnections: connectionsPerThread, maxStreamsPerConnection: streams,
                     caFile: configuration.tlsCaFile, clientCertificate: certificate,
-                    threadName: threads == 1 ? "\(service)-\(label)" : "\(service)\(thread)-\(label)"))
+                    threadName: threads == 1 ? "\(service)-\(label)" : "\(service)\(thread)-\(label)",
+                    maxInFlight: (configuration.delivery.concurrency + threads - 1) / threads))
                 clients.append((service, label, http))
                 return http
             }

@@ -155,6 +155,10 @@ public final class DeliveryEngine: Sendable {
             let claims: [ClaimedDelivery]
             do {
                 claims = try await services.queue.claim(owner: owner, limit: reserved, lease: configuration.lease, band: lane.band)
+            } catch is CancellationError {
+                // The engine is stopping: nothing was claimed.
+                lane.allowance.release(reserved)
+                break
             } catch {
                 lane.allowance.release(reserved)
                 logger.warning("cannot claim deliveries", metadata: ["lane": lane.name, "error": "\(error)"])

@@ -36,28 +36,13 @@ struct ConsoleData: Sendable {
         var minutes: [PushActivity.Minute]
     }
 
-    /// Connections opened and transfers restarted per service and app, in the clients' order; a
-    /// service spread over several clients (pushThreads) is one row.
-    static func connections(_ clients: [(service: String, app: String, client: HTTP2Client)]) -> [(service: String, app: String, opened: Int, restarted: Int)] {
-        var rows: [(service: String, app: String, opened: Int, restarted: Int)] = []
-        for (service, app, client) in clients {
-            if let index = rows.firstIndex(where: { $0.0 == service && $0.1 == app }) {
-                rows[index].2 += client.connectionsOpened
-                rows[index].3 += client.transfersRestarted
-            } else {
-                rows.append((service, app, client.connectionsOpened, client.transfersRestarted))
-            }
-        }
-        return rows
-    }
-
     /// The overview; a database that does not answer is shown as such, not as an error page.
     func overview() async throws -> Overview {
         var overview = Overview(
             database: "", databaseUp: false, queueDepth: metrics.gauge("pigeon_delivery_queue_depth"),
             oldestDueSeconds: metrics.gauge("pigeon_delivery_oldest_due_seconds"), outboxDepth: metrics.gauge("pigeon_outbox_depth"),
             outboxOldestSeconds: metrics.gauge("pigeon_outbox_oldest_age_seconds"), deadReports: metrics.gauge("pigeon_outbox_dead_letters"),
-            connections: Self.connections(pushClients.elements),
+            connections: PushClientCounts.summed(pushClients.elements).map { ($0.service, $0.app, $0.opened, $0.restarted) },
             certificates: listenerCertificates.elements.map { ($0.files.addressKey, $0.server.certificateExpiry) },
             minutes: activity.lastHour())
         do {

@@ -65,10 +65,12 @@ struct PushTransports {
             clients.append(("\(service)-urgent", label, http))
             return http
         }
-        // A route's sender: the service over every thread's client, and over the urgent client.
-        func register(_ route: PushRoute, _ transports: [any PushSending], urgent: any PushSending) {
-            senders[route] = transports.count == 1 ? transports[0] : SpreadPushSender(transports)
-            urgentSenders[route] = urgent
+        // A route's sender: the service over every thread's client, and over the urgent client;
+        // with a quota, both lanes behind it.
+        func register(_ route: PushRoute, _ transports: [any PushSending], urgent: any PushSending, quota: QuotaGate? = nil) {
+            let bulk: any PushSending = transports.count == 1 ? transports[0] : SpreadPushSender(transports)
+            senders[route] = quota.map { QuotaSender(bulk, gate: $0, urgent: false) } ?? bulk
+            urgentSenders[route] = quota.map { QuotaSender(urgent, gate: $0, urgent: true) } ?? urgent
         }
         let settings = app.apns
         var apns: [APNsTransport] = []
@@ -133,11 +135,8 @@ struct PushTransports {
             let transport = FCMTransport(
                 client: http[0], endpoint: app.fcm.endpoint ?? "https://fcm.googleapis.com", projectId: account.projectId, tokens: tokens)
             // One quota per project, shared by both lanes: a blast cannot burn what a code needs.
-            let quota = QuotaGate(perMinute: app.fcm.messagesPerMinute)
-            let route = PushRoute(platform: .android, appId: appId)
-            register(route, [transport] + http.dropFirst().map(transport.using), urgent: transport.using(try urgentClient("fcm")))
-            senders[route] = senders[route].map { QuotaSender($0, gate: quota, urgent: false) }
-            urgentSenders[route] = urgentSenders[route].map { QuotaSender($0, gate: quota, urgent: true) }
+            register(PushRoute(platform: .android, appId: appId), [transport] + http.dropFirst().map(transport.using),
+                     urgent: transport.using(try urgentClient("fcm")), quota: QuotaGate(perMinute: app.fcm.messagesPerMinute))
         }
     }
 

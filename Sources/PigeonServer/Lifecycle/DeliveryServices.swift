@@ -27,7 +27,8 @@ extension DeliveryEngine.Configuration {
         self.init()
         batchSize = delivery.batchSize
         lease = .seconds(delivery.leaseSeconds)
-        // The lane's workers share its pushes in flight.
+        // Each batch may use the whole window; each service and app's clients hold its pushes in
+        // flight to `deliveryConcurrency` (PushTransports), whatever the number of batches.
         maxConcurrentPushes = delivery.concurrency
         urgentPriority = delivery.urgentPriority
     }

@@ -29,15 +29,11 @@ struct MetricsSampler: Sendable {
     /// Reports `clients`' counters at every scrape.
     static func collect(_ clients: [(service: String, app: String, client: HTTP2Client)], into metrics: MetricsRegistry) {
         metrics.addCollector { metrics in
-            // A service's pushes may be spread over several clients (pushThreads): summed.
-            var opened: [[String: String]: Int] = [:], restarted: [[String: String]: Int] = [:]
-            for (service, app, client) in clients {
-                let labels = ["service": service, "app": app]
-                opened[labels, default: 0] += client.connectionsOpened
-                restarted[labels, default: 0] += client.transfersRestarted
+            for counts in PushClientCounts.summed(clients) {
+                let labels = ["service": counts.service, "app": counts.app]
+                metrics.set("pigeon_push_connections_opened", labels: labels, to: Double(counts.opened))
+                metrics.set("pigeon_push_transfers_restarted", labels: labels, to: Double(counts.restarted))
             }
-            for (labels, count) in opened { metrics.set("pigeon_push_connections_opened", labels: labels, to: Double(count)) }
-            for (labels, count) in restarted { metrics.set("pigeon_push_transfers_restarted", labels: labels, to: Double(count)) }
         }
     }
 

@@ -150,6 +150,10 @@ public final class HTTP2Client: Sendable {
         var next = 0
         var inFlight = 0
         var finished = 0
+        /// Requests answered ``HTTP2Client/expired`` while they waited, before their turn came.
+        private var answeredEarly: Set<Int> = []
+        /// The earliest ``Request/notAfter`` among the requests not started yet (a lower bound).
+        private var earliestNotAfter: Date?
 
         init(requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void,
              continuation: CheckedContinuation<Void, Never>) {
@@ -157,6 +161,27 @@ public final class HTTP2Client: Sendable {
             self.maxInFlight = max(1, maxInFlight)
             self.onResponse = onResponse
             self.continuation = continuation
+            earliestNotAfter = requests.lazy.compactMap(\.notAfter).min()
+        }
+
+        /// Answers ``HTTP2Client/expired`` to every request still waiting for its turn whose time
+        /// has run out: a request behind streams that do not free (a service that stopped
+        /// answering) comes back when its time is up, not when a stream finally frees.
+        func expireWaiting(now: Date) {
+            guard let earliest = earliestNotAfter, earliest <= now else { return }
+            var nextEarliest: Date?
+            for index in next..<requests.count where !answeredEarly.contains(index) {
+                guard let notAfter = requests[index].notAfter else { continue }
+                if notAfter <= now {
+                    answeredEarly.insert(index)
+                    finished += 1
+                    onResponse(index, .failure(HTTP2Client.expired))
+                } else {
+                    nextEarliest = min(nextEarliest ?? notAfter, notAfter)
+                }
+            }
+            earliestNotAfter = nextEarliest
+            if finished == requests.count { continuation.resume() }
         }
 
         /// The requests to start now, within the batch's window and at most `room` of them.
@@ -166,6 +191,7 @@ public final class HTTP2Client: Sendable {
             while inFlight < maxInFlight && next < requests.count && pending.count < room {
                 let index = next
                 next += 1
+                if answeredEarly.contains(index) { continue }
                 inFlight += 1
                 if requests[index].hasExpired(at: now) {
                     complete(index, .failure(HTTP2Client.expired))
@@ -188,6 +214,7 @@ public final class HTTP2Client: Sendable {
             while next < requests.count {
                 let index = next
                 next += 1
+                if answeredEarly.contains(index) { continue }
                 inFlight += 1
                 complete(index, .failure(error))
             }
@@ -325,6 +352,7 @@ public final class HTTP2Client: Sendable {
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
         var batches: [Batch] = []
+        var lastExpiryScan = Date.distantPast
         let capacity = max(1, min(configuration.maxInFlight ?? Int.max, configuration.maxConnections * configuration.maxStreamsPerConnection))
         while true {
             let (submitted, newBatches, stopping, abandon) = state.withLock { state in
@@ -341,6 +369,10 @@ public final class HTTP2Client: Sendable {
             // its batch (where its expiry is checked as it starts), not in libcurl's queue.
             var startable = submitted
             let now = Date()
+            if now.timeIntervalSince(lastExpiryScan) >= 0.05 {
+                lastExpiryScan = now
+                batches.forEach { $0.expireWaiting(now: now) }
+            }
             for batch in batches {
                 let room = capacity - running.count - startable.count
                 if room <= 0 { break }

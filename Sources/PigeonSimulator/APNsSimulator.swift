@@ -122,6 +122,10 @@ public final class APNsSimulator: Sendable {
             return response
         case .serviceUnavailable?:
             return reject(503, "ServiceUnavailable")
+        case .unavailableAfter(let milliseconds)?:
+            var response = reject(503, "ServiceUnavailable")
+            response.delayMilliseconds = milliseconds
+            return response
         case .internalError?:
             return reject(500, "InternalServerError")
         case .dropConnection?:

@@ -138,6 +138,10 @@ public final class FCMSimulator: Sendable {
             return response
         case .serviceUnavailable?:
             return Self.error(503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE")
+        case .unavailableAfter(let milliseconds)?:
+            var response = Self.error(503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE")
+            response.delayMilliseconds = milliseconds
+            return response
         case .internalError?:
             return Self.error(500, "INTERNAL", "Internal error encountered.", code: "INTERNAL")
         case .dropConnection?:

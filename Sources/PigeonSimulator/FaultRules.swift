@@ -20,6 +20,8 @@ public struct FaultRules: Sendable, Equatable {
         case lowerStreamLimit
         /// Accept after this many milliseconds (provider latency).
         case delay(milliseconds: Int)
+        /// 503 after this many milliseconds (a service failing slowly).
+        case unavailableAfter(milliseconds: Int)
     }
 
     /// A fault for a token: always, or the first `times` requests and then success.

@@ -67,6 +67,10 @@ public final class RuStoreSimulator: Sendable {
             return response
         case .serviceUnavailable?:
             return Self.error(503, "UNAVAILABLE", "The service is currently unavailable.")
+        case .unavailableAfter(let milliseconds)?:
+            var response = Self.error(503, "UNAVAILABLE", "The service is currently unavailable.")
+            response.delayMilliseconds = milliseconds
+            return response
         case .internalError?:
             return Self.error(500, "INTERNAL", "Internal error encountered.")
         case .dropConnection?:

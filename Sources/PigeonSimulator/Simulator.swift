@@ -10,7 +10,7 @@ import PigeonCrypto
 /// (Wallet devices: see ``WalletSimulator``),
 /// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
-/// `{"fault": "delay", "milliseconds": 40}` adds latency), `GET /simulator/health`.
+/// `{"fault": "delay", "milliseconds": 40}` adds latency, `{"fault": "unavailableAfter", "milliseconds": 5000}` fails slowly), `GET /simulator/health`.
 public final class Simulator: Sendable {
     public let apns: APNsSimulator
     public let fcm: FCMSimulator
@@ -146,7 +146,7 @@ public final class Simulator: Sendable {
             return services.wallet.handleAdmin(request)
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
-                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|lowerStreamLimit|delay\", \"times\": N, \"milliseconds\": N}}"}"#)
+                return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|lowerStreamLimit|delay|unavailableAfter\", \"times\": N, \"milliseconds\": N}}"}"#)
             }
             apns.setFaults(faults)
             fcm.setFaults(faults)
@@ -180,6 +180,9 @@ extension FaultRules {
             case "delay":
                 guard let milliseconds = (entry["milliseconds"] as? NSNumber)?.intValue, (0...60_000).contains(milliseconds) else { return nil }
                 fault = .delay(milliseconds: milliseconds)
+            case "unavailableAfter":
+                guard let milliseconds = (entry["milliseconds"] as? NSNumber)?.intValue, (0...60_000).contains(milliseconds) else { return nil }
+                fault = .unavailableAfter(milliseconds: milliseconds)
             default: return nil
             }
             rules[token] = Rule(fault, times: (entry["times"] as? NSNumber)?.intValue)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Pushes sent together: each distinct message once, and the device tokens it goes to, so a
 /// transport builds a message's payload once for all of its devices.
 public struct PushBatch: Sendable {
@@ -14,10 +16,27 @@ public struct PushBatch: Sendable {
 
     public var messages: [PushMessage]
     public var pushes: [Push]
+    /// A push that has not started by then is not sent (it comes back `expired`, and the engine
+    /// hands its delivery back to the queue when the message's own time has not run out): a
+    /// slow service's pushes do not wait in memory for a stream. `nil`: no such limit.
+    public var startBy: Date?
 
-    public init(messages: [PushMessage], pushes: [Push]) {
+    public init(messages: [PushMessage], pushes: [Push], startBy: Date? = nil) {
         self.messages = messages
         self.pushes = pushes
+        self.startBy = startBy
+    }
+
+    /// The same messages and start limit with other pushes (a part of this batch).
+    public func with(pushes: [Push]) -> PushBatch {
+        PushBatch(messages: messages, pushes: pushes, startBy: startBy)
+    }
+
+    /// The time after which `push` must not start: its message's expiry or the batch's
+    /// ``startBy``, whichever comes first.
+    public func deadline(of push: Push) -> Date? {
+        let expiry = messages[push.message].expiresAt
+        return startBy.map { min($0, expiry) } ?? expiry
     }
 }
 

@@ -16,6 +16,9 @@ public enum PushOutcome: Sendable, Equatable {
     /// Not sent: the message's time ran out before it could be handed to a connection. Nothing
     /// went on the wire; the delivery takes the expiry path, never a late push.
     case expired
+    /// Not sent: no stream took it within its batch's start limit while the message still had
+    /// time (its service is slow). The engine hands the delivery back to the queue unpushed.
+    case deferred
 
     /// The reason an `expired` outcome gives in logs and the delivery's last error.
     public static let expiredReason = "expired before it could be pushed"
@@ -29,6 +32,7 @@ public enum PushOutcome: Sendable, Equatable {
         case .refreshCredentials: "refresh_credentials"
         case .failed: "failed"
         case .expired: "expired"
+        case .deferred: "deferred"
         }
     }
 }
@@ -38,13 +42,18 @@ extension PushOutcome {
     /// refreshed (a static service token): retried later, the device kept, an operator alarmed.
     public static let credentialsRefusedPrefix = "credentials refused: "
 
+    /// The retry reason of a push no stream took in time (a slow service) while others of its
+    /// delivery went out.
+    public static let notStartedReason = "not started in time: the push service was slow"
+
     /// Why a retry is needed, as a bounded label for metrics: `connection` (the request never got
     /// an answer), `throttled` (429 and quota errors), `credentials` (our static credentials
-    /// refused), `unavailable` (5xx); nil for other outcomes.
+    /// refused), `slow` (not started in time), `unavailable` (5xx); nil for other outcomes.
     public var retryCause: String? {
         guard case .retry(let reason, _) = self else { return nil }
         if reason.hasPrefix("transport") || reason.hasPrefix("no access token") { return "connection" }
         if reason.hasPrefix(Self.credentialsRefusedPrefix) { return "credentials" }
+        if reason == Self.notStartedReason { return "slow" }
         if ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) { return "throttled" }
         return "unavailable"
     }

@@ -47,7 +47,7 @@ final class FakeQueue: DeliveryQueueing {
         var error: String?
     }
 
-    private let clock: any DeliveryClock
+    fileprivate let clock: any DeliveryClock
     private let rows: Mutex<[Row]>
     /// How many writes still fail (a database away).
     let failingWrites = Mutex(0)
@@ -129,6 +129,26 @@ final class FakeQueue: DeliveryQueueing {
         }
     }
 
+    /// How many deliveries were handed back unpushed.
+    let handedBack = Mutex(0)
+
+    fileprivate func rowsHandedBack(_ deliveries: [ClaimedDelivery], owner: String, due: Date) -> Int {
+        rows.withLock { rows in
+            var changed = 0
+            for delivery in deliveries {
+                guard let index = rows.firstIndex(where: {
+                    $0.delivery.notificationKey == delivery.notificationKey && $0.delivery.position == delivery.position
+                }), rows[index].leaseOwner == owner, rows[index].dueAt != nil else { continue }
+                rows[index].leaseOwner = nil
+                rows[index].leaseEnds = nil
+                rows[index].attempts = max(0, rows[index].attempts - 1)
+                rows[index].dueAt = due
+                changed += 1
+            }
+            return changed
+        }
+    }
+
     func release(owner: String) async throws -> Int {
         rows.withLock { rows in
             var released = 0
@@ -139,6 +159,14 @@ final class FakeQueue: DeliveryQueueing {
             }
             return released
         }
+    }
+}
+
+extension FakeQueue {
+    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+        let due = clock.now().addingTimeInterval(Double(delay.components.seconds))
+        handedBack.withLock { $0 += deliveries.count }
+        return rowsHandedBack(deliveries, owner: owner, due: due)
     }
 }
 

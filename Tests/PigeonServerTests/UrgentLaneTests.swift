@@ -121,4 +121,40 @@ struct PushServiceLimitTests {
         await setting.harness.gateway.shutdown()
         await setting.database.drop()
     }
+
+    @Test("one service answering 503 slowly leaves another's pushes flowing: every iPhone is SENT while not one Android push has been answered")
+    func slowServiceLeavesOthersFlowing() async throws {
+        let setting = try await EndToEnd.start { $0.delivery.shutdownGraceSeconds = 2 }
+        defer { setting.fixture.stop() }
+        // 4,000 users, every other one with an Android phone: far more than the engine holds at
+        // once, so the iPhones can only all be reached if the Android deliveries give way.
+        try await setting.database.pool.withConnection { connection in
+            _ = try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'mix-' || n, 'mix-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'ANDROID' ELSE 'IOS' END, md5(n::text)
+                FROM generate_series(1, 4000) AS n
+                """)
+        }
+        // FCM answers every push with 503 after ten minutes.
+        setting.simulator.fcm.setFaults(FaultRules(["*": .init(.unavailableAfter(milliseconds: 600_000))]))
+        let blast = try await setting.harness.soap(GatewayHarness.sendNotification(
+            id: "mix", recipients: (1...4000).map { "mix-\($0)" }, timeout: "3600"))
+        #expect(blast.status == 200)
+        let test = UrgentLaneTests()
+        #expect(try await test.waitUntil(seconds: 180) {
+            try await test.count(setting, "SELECT count(*) FROM deliveries WHERE user_id LIKE 'mix-%' AND state = 'SENT'") == 2000
+        })
+        #expect(try await test.count(setting, """
+            SELECT count(*) FROM deliveries d JOIN devices v ON v.user_folded = d.user_folded
+            WHERE d.user_id LIKE 'mix-%' AND v.platform = 'IOS' AND d.state <> 'SENT'
+            """) == 0)
+        // Not one Android push was answered or given up on (the push client's 30-second time-out
+        // would have given them a last error): the iPhones did not wait for FCM.
+        #expect(try await test.count(setting, """
+            SELECT count(*) FROM deliveries d JOIN devices v ON v.user_folded = d.user_folded
+            WHERE d.user_id LIKE 'mix-%' AND v.platform = 'ANDROID' AND (d.state <> 'QUEUED' OR d.last_error IS NOT NULL)
+            """) == 0)
+        await setting.harness.gateway.shutdown()
+        await setting.database.drop()
+    }
 }

@@ -58,6 +58,36 @@ struct H2ServerTests {
         #expect(server.connectionsAccepted == 1)
     }
 
+    @Test("requests waiting behind streams that never free come back 'expired' when their time is up, unsent; those on the wire stay")
+    func waitingRequestsExpireBehindHeldStreams() async throws {
+        let certificates = try Certificates()
+        let seen = Mutex(0)
+        // Every answer is held for ten minutes: the two streams never free within the test.
+        let server = try H2Server(configuration: .init(certificateFile: certificates.certificate, keyFile: certificates.key)) { _ in
+            seen.withLock { $0 += 1 }
+            return H2Server.Response(status: 200, delayMilliseconds: 600_000)
+        }
+        defer { server.stop() }
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 2, caFile: certificates.certificate))
+        defer { client.shutdown(abandonRunning: true) }
+        let notAfter = Date().addingTimeInterval(1)
+        let requests = (0..<10).map { _ in
+            HTTP2Client.Request(url: "https://127.0.0.1:\(server.port)/3/device/held", headerLines: [], body: Data(), notAfter: notAfter)
+        }
+        let expired = Mutex<[Int]>([])
+        let batch = Task {
+            await client.send(requests, maxInFlight: 10) { index, result in
+                if case .failure(let error) = result, error.code == HTTP2Client.expiredCode { expired.withLock { $0.append(index) } }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while expired.withLock({ $0.count }) < 8 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(Set(expired.withLock { $0 }) == Set(2..<10))
+        #expect(seen.withLock { $0 } == 2)
+        client.shutdown(abandonRunning: true)
+        await batch.value
+    }
+
     @Test("after a GOAWAY the client opens a new connection and the rest succeed")
     func goAway() async throws {
         let certificates = try Certificates()

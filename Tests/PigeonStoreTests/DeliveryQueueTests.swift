@@ -112,6 +112,26 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("deliveries handed back unpushed wait for their delay, keep their attempt count, and only their holder can hand them back")
+    func handBack() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "slow", count: 3)
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60))
+        #expect(claimed.count == 3)
+        #expect(try await queue.handBack(Array(claimed.prefix(2)), owner: "someone else", delay: .seconds(3600)) == 0)
+        #expect(try await queue.handBack(Array(claimed.prefix(2)), owner: "w", delay: .seconds(3600)) == 2)
+        // Not due again before the delay; the third is still leased to its holder.
+        #expect(try await queue.claim(owner: "other", limit: 10, lease: .seconds(60)).isEmpty)
+        _ = try await pool.withConnection { try $0.query("UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE lease_owner IS NULL") }
+        let again = try await queue.claim(owner: "other", limit: 10, lease: .seconds(60))
+        #expect(Set(again.map(\.position)) == Set(claimed.prefix(2).map(\.position)))
+        // Handed back unpushed, the first claim was not an attempt.
+        #expect(again.allSatisfy { $0.attempt == 1 })
+        #expect(try await queue.record(claimed.suffix(1).map { DeliveryResult(delivery: $0, state: .sent) }, owner: "w") == 1)
+        await drop()
+    }
+
     @Test("outcomes: states never move backwards; a retry waits for its time")
     func outcomes() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -90,6 +90,8 @@ public struct DeliveryDecision: Equatable, Sendable {
             reason
         case .expired?:
             PushOutcome.expiredReason
+        case .deferred?:
+            PushOutcome.notStartedReason
         case .accepted?, nil:
             nil
         }

@@ -36,6 +36,11 @@ public final class DeliveryEngine: Sendable {
         public var urgentWorkers = 2
         public var urgentBatchSize = 50
         public var urgentMaxConcurrentPushes = 64
+        /// A push service whose pushes wait this long for an answer (or for a stream) is slow:
+        /// its pushes beyond those in flight go back to the queue instead of waiting in memory.
+        public var slowPushAfter: Duration = .seconds(2)
+        /// How long a delivery handed back unpushed waits before it can be claimed again.
+        public var handBackDelay: Duration = .seconds(1)
         public var schedule = RetrySchedule()
         /// A group of outcomes is written when this many are waiting ...
         public var commitSize = 200
@@ -111,14 +116,15 @@ public final class DeliveryEngine: Sendable {
         let bulkWorkers = max(1, workers)
         guard let urgent = configuration.urgentPriority else {
             return [DeliveryLane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                                 workers: bulkWorkers, senders: services.senders)]
+                                 workers: bulkWorkers, senders: services.senders, slowAfter: configuration.slowPushAfter)]
         }
         return [
             DeliveryLane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
                          window: configuration.urgentMaxConcurrentPushes, workers: configuration.urgentWorkers,
-                         senders: services.senders.merging(services.urgentSenders) { _, urgent in urgent }, wake: services.wake?.urgent),
+                         senders: services.senders.merging(services.urgentSenders) { _, urgent in urgent },
+                         slowAfter: configuration.slowPushAfter, wake: services.wake?.urgent),
             DeliveryLane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                         workers: bulkWorkers, senders: services.senders),
+                         workers: bulkWorkers, senders: services.senders, slowAfter: configuration.slowPushAfter),
         ]
     }
 
@@ -143,45 +149,59 @@ public final class DeliveryEngine: Sendable {
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 
-    /// One claim-and-send loop of `lane`, until cancelled.
+    /// One claim loop of `lane`, until cancelled: claims a batch, looks up its notifications and
+    /// devices, hands back what a slow push service cannot take now (``RouteHolds``), and starts
+    /// the rest's pushes while it claims the next batch — the lane's allowance bounds how many
+    /// batches are in hand, so a batch waiting on a slow service never holds up the loop.
     private func work(_ lane: DeliveryLane) async {
         var cache: [Int64: PushNotification] = [:]
-        while !Task.isCancelled {
-            let reserved = await lane.allowance.reserve()
-            guard !Task.isCancelled else {
-                lane.allowance.release(reserved)
-                break
-            }
-            let claims: [ClaimedDelivery]
-            do {
-                claims = try await services.queue.claim(owner: owner, limit: reserved, lease: configuration.lease, band: lane.band)
-            } catch is CancellationError {
-                // The engine is stopping: nothing was claimed.
-                lane.allowance.release(reserved)
-                break
-            } catch {
-                lane.allowance.release(reserved)
-                logger.warning("cannot claim deliveries", metadata: ["lane": lane.name, "error": "\(error)"])
-                try? await services.clock.sleep(for: configuration.claimRetryDelay)
-                continue
-            }
-            lane.allowance.release(reserved - claims.count)
-            guard !claims.isEmpty else {
-                if let wake = lane.wake {
-                    await wake.wait(upTo: configuration.idlePoll, clock: services.clock)
-                } else {
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                let reserved = await lane.allowance.reserve()
+                guard !Task.isCancelled else {
+                    lane.allowance.release(reserved)
+                    break
+                }
+                let claims: [ClaimedDelivery]
+                do {
+                    claims = try await services.queue.claim(owner: owner, limit: reserved, lease: configuration.lease, band: lane.band)
+                } catch is CancellationError {
+                    // The engine is stopping: nothing was claimed.
+                    lane.allowance.release(reserved)
+                    break
+                } catch {
+                    lane.allowance.release(reserved)
+                    logger.warning("cannot claim deliveries", metadata: ["lane": lane.name, "error": "\(error)"])
+                    try? await services.clock.sleep(for: configuration.claimRetryDelay)
+                    continue
+                }
+                lane.allowance.release(reserved - claims.count)
+                guard !claims.isEmpty else {
+                    if let wake = lane.wake {
+                        await wake.wait(upTo: configuration.idlePoll, clock: services.clock)
+                    } else {
+                        try? await services.clock.sleep(for: configuration.idlePoll)
+                    }
+                    continue
+                }
+                if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
+                guard let plan = await prepare(claims, lane: lane, cache: &cache) else { continue }
+                let (admitted, handedBack) = await admit(plan, lane: lane)
+                if let admitted {
+                    group.addTask { await self.push(admitted, lane: lane) }
+                }
+                // Most of the batch was for a slow service: claiming again at once would only
+                // cycle the queue through this process.
+                if handedBack * 2 > claims.count {
                     try? await services.clock.sleep(for: configuration.idlePoll)
                 }
-                continue
             }
-            if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
-            await process(claims, lane: lane, cache: &cache)
         }
     }
 
-    /// Pushes one claimed batch; each delivery is decided and handed to the recorder when its
-    /// last push is done. A delivery whose time ran out is decided without a push.
-    private func process(_ claims: [ClaimedDelivery], lane: DeliveryLane, cache: inout [Int64: PushNotification]) async {
+    /// The pushes of a claimed batch: its notifications (from `cache` where it can) and its
+    /// users' devices looked up. `nil` when a look-up failed: the batch is left to its lease.
+    private func prepare(_ claims: [ClaimedDelivery], lane: DeliveryLane, cache: inout [Int64: PushNotification]) async -> PushPlan? {
         let missing = Set(claims.map(\.notificationKey)).filter { cache[$0] == nil }
         if !missing.isEmpty {
             do {
@@ -191,33 +211,82 @@ public final class DeliveryEngine: Sendable {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
                 lane.allowance.release(claims.count)
                 logger.warning("cannot load notifications; the batch will be claimed again", metadata: ["error": "\(error)"])
-                return
+                return nil
             }
         }
-        let devices: [String: [Device]]
         do {
-            devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
+            let devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
+            return PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
         } catch {
             lane.allowance.release(claims.count)
             logger.warning("cannot load devices; the batch will be claimed again", metadata: ["error": "\(error)"])
-            return
+            return nil
         }
-        let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
-        for index in plan.claimsWithoutPushes { finish(plan, index, lane: lane, outcomes: []) }
-        var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: claims.count)
+    }
+
+    /// Admits each delivery of `plan` on the routes of its pushes, or hands it back to the queue
+    /// when one of them is a slow service already holding its share. Returns the plan of the
+    /// admitted deliveries (`nil` when none was) and how many were handed back.
+    private func admit(_ plan: PushPlan, lane: DeliveryLane) async -> (PushPlan?, Int) {
+        let routes = plan.routesOfClaims
+        let admission = lane.holds.admit(routes, now: services.clock.now())
+        for route in admission.turnedSlow {
+            logger.warning("push service slow: its deliveries beyond those in flight go back to the queue until it answers in time", metadata: [
+                "route": "\(route)", "lane": lane.name, "in flight": String(lane.holds.cap)])
+        }
+        for route in admission.recovered {
+            logger.info("push service answering in time again", metadata: ["route": "\(route)", "lane": lane.name])
+        }
+        let refused = plan.claims.indices.filter { !admission.admitted[$0] }
+        guard !refused.isEmpty else { return (plan, 0) }
+        await handBack(refused.map { plan.claims[$0] }, lane: lane)
+        let kept = plan.claims.indices.filter { admission.admitted[$0] }
+        guard !kept.isEmpty else { return (nil, refused.count) }
+        return (plan.keeping(kept), refused.count)
+    }
+
+    /// Gives `deliveries` back to the queue unpushed, due again after the hand-back delay, and
+    /// frees their room in the lane.
+    private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane) async {
+        guard !deliveries.isEmpty else { return }
+        do {
+            try await services.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay)
+            metrics.increment("pigeon_deliveries_handed_back_total", labels: ["lane": lane.name], by: Double(deliveries.count))
+        } catch {
+            // Their lease ends them in the queue again; they were not pushed.
+            logger.warning("cannot hand deliveries back; they are claimed again when their lease ends", metadata: [
+                "deliveries": String(deliveries.count), "error": "\(error)"])
+        }
+        lane.allowance.release(deliveries.count)
+    }
+
+    /// Pushes one admitted batch; each delivery is decided and handed to the recorder when its
+    /// last push is done. A delivery whose time ran out is decided without a push; one whose
+    /// every push could not start in time (a slow service) goes back to the queue.
+    private func push(_ plan: PushPlan, lane: DeliveryLane) async {
+        let routes = plan.routesOfClaims
+        var deferred: [ClaimedDelivery] = []
+        for index in plan.claimsWithoutPushes { finish(plan, index, lane: lane, routes: routes[index], outcomes: [], deferred: &deferred) }
+        var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: plan.claims.count)
         // Counted for the batch and handed to the registry once, not per push.
         var tally: [PushTally: Double] = [:]
         var durations: [PushRoute: [Double]] = [:]
         defer { report(tally, durations: durations) }
+        var tickets: [PushRoute: RouteHolds.Ticket] = [:]
         // What waited in memory past its time is never handed to a sender.
         let now = services.clock.now()
         for (index, push) in plan.pushes.enumerated() where plan.claims[push.claim].expiresAt <= now {
             take(index, PushBatchResult(index: index, outcome: .expired, duration: nil))
         }
-        // Each platform's pushes go to its sender as one batch; results come back through one
-        // channel as they arrive, with no task per push.
+        // Each route's pushes go to its sender as one batch; results come back through one
+        // channel as they arrive, with no task per push. A push no stream took within
+        // `slowPushAfter` comes back unsent (a slow service), instead of waiting in memory.
         let results = ResultChannel<(push: Int, result: PushBatchResult)>()
-        let batches = plan.batches { plan.claims[plan.pushes[$0].claim].expiresAt > now }
+        let startBy = now.addingTimeInterval(lane.holds.slowAfter)
+        let batches = plan.batches(startBy: startBy) { plan.claims[plan.pushes[$0].claim].expiresAt > now }
+        for (route, _, pushes) in batches where lane.senders[route] != nil {
+            tickets[route] = lane.holds.opened(route, pushes: pushes.count, now: now)
+        }
         let senders = lane.senders
         let window = lane.window
         let total = batches.reduce(0) { $0 + $1.pushes.count }
@@ -241,22 +310,48 @@ public final class DeliveryEngine: Sendable {
         }
         while let arrived = await results.next() {
             for (index, result) in arrived { take(index, result) }
+            if !deferred.isEmpty {
+                await handBack(deferred, lane: lane)
+                deferred.removeAll()
+            }
         }
         await sending
 
         func take(_ index: Int, _ result: PushBatchResult) {
             let push = plan.pushes[index]
             let route = push.device.route
-            tally[PushTally(route: route, outcome: result.outcome.label, retryCause: result.outcome.retryCause), default: 0] += 1
+            var outcome = result.outcome
+            // Not started in time while the message still had time: its service is slow.
+            let notStarted = outcome == .expired && plan.claims[push.claim].expiresAt > services.clock.now()
+            if notStarted { outcome = .deferred }
+            if let ticket = tickets[route] {
+                let slow = notStarted || (result.duration.map { Self.seconds($0) >= lane.holds.slowAfter } ?? false)
+                lane.holds.answered(ticket, slow: slow, now: services.clock.now())
+            }
+            tally[PushTally(route: route, outcome: outcome.label, retryCause: outcome.retryCause), default: 0] += 1
             if let duration = result.duration { durations[route, default: []].append(Self.seconds(duration)) }
-            outcomes[push.claim].append((push.device, result.outcome))
-            if outcomes[push.claim].count == plan.pushCounts[push.claim] { finish(plan, push.claim, lane: lane, outcomes: outcomes[push.claim]) }
+            outcomes[push.claim].append((push.device, outcome))
+            if outcomes[push.claim].count == plan.pushCounts[push.claim] {
+                finish(plan, push.claim, lane: lane, routes: routes[push.claim], outcomes: outcomes[push.claim], deferred: &deferred)
+            }
         }
     }
 
-    /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over.
-    private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, outcomes: [(device: Device, outcome: PushOutcome)]) {
+    /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over;
+    /// one none of whose pushes could start in time joins `deferred`, to go back to the queue.
+    private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, routes: Set<PushRoute>,
+                        outcomes: [(device: Device, outcome: PushOutcome)], deferred: inout [ClaimedDelivery]) {
+        lane.holds.release(routes)
         let claim = plan.claims[index]
+        if !outcomes.isEmpty, outcomes.allSatisfy({ $0.outcome == .deferred }) {
+            deferred.append(claim)
+            return
+        }
+        // Some of its devices were pushed: those not started are tried again like a failure.
+        let outcomes = outcomes.map { entry -> (device: Device, outcome: PushOutcome) in
+            guard entry.outcome == .deferred else { return entry }
+            return (entry.device, .retry(reason: PushOutcome.notStartedReason, after: configuration.handBackDelay))
+        }
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
             metrics.increment("pigeon_deliveries_total", labels: ["state": result.state.rawValue])

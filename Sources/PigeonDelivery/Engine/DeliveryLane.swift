@@ -13,11 +13,13 @@ struct DeliveryLane: Sendable {
     var senders: [PushRoute: any PushSending]
     /// Bounds the deliveries the lane holds claimed and undecided: its window plus a batch.
     var allowance: ClaimAllowance
+    /// Keeps a slow push service from holding the lane's room.
+    var holds: RouteHolds
     /// Ends the lane's idle waits early; `nil`: it polls.
     var wake: WakeSignal?
 
     init(name: String, band: PriorityBand, batchSize: Int, window: Int, workers: Int, senders: [PushRoute: any PushSending],
-         wake: WakeSignal? = nil) {
+         slowAfter: Duration, wake: WakeSignal? = nil) {
         self.name = name
         self.band = band
         self.batchSize = batchSize
@@ -25,6 +27,7 @@ struct DeliveryLane: Sendable {
         self.workers = max(1, workers)
         self.senders = senders
         allowance = ClaimAllowance(inFlight: window, batchSize: batchSize)
+        holds = RouteHolds(cap: window, slowAfter: slowAfter)
         self.wake = wake
     }
 }

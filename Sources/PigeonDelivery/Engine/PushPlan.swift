@@ -52,15 +52,36 @@ struct PushPlan {
         }
     }
 
-    /// The batch of each route's pushes (platform, app, environment) among those `included`;
-    /// `pushes` maps a batch's push back to ``pushes``.
-    func batches(of included: (Int) -> Bool = { _ in true }) -> [(route: PushRoute, batch: PushBatch, pushes: [Int])] {
+    /// The routes of each claim's pushes (empty for a claim without pushes).
+    var routesOfClaims: [Set<PushRoute>] {
+        var routes = [Set<PushRoute>](repeating: [], count: claims.count)
+        for push in pushes { routes[push.claim].insert(push.device.route) }
+        return routes
+    }
+
+    /// The plan of the claims at `indices` only, with the same messages.
+    func keeping(_ indices: [Int]) -> PushPlan {
+        var plan = self
+        var newIndex = [Int?](repeating: nil, count: claims.count)
+        for (position, index) in indices.enumerated() { newIndex[index] = position }
+        plan.claims = indices.map { claims[$0] }
+        plan.pushCounts = indices.map { pushCounts[$0] }
+        plan.claimsWithoutPushes = claimsWithoutPushes.compactMap { newIndex[$0] }
+        plan.pushes = pushes.compactMap { push in
+            newIndex[push.claim].map { Push(claim: $0, device: push.device, message: push.message) }
+        }
+        return plan
+    }
+
+    /// The batch of each route's pushes (platform, app, environment) among those `included`,
+    /// each to start by `startBy`; `pushes` maps a batch's push back to ``pushes``.
+    func batches(startBy: Date? = nil, of included: (Int) -> Bool = { _ in true }) -> [(route: PushRoute, batch: PushBatch, pushes: [Int])] {
         var byRoute: [PushRoute: [Int]] = [:]
         for (index, push) in pushes.enumerated() where included(index) { byRoute[push.device.route, default: []].append(index) }
         return byRoute.sorted { $0.key.description < $1.key.description }.map { route, indices in
             let batch = PushBatch(messages: messages, pushes: indices.map {
                 PushBatch.Push(message: pushes[$0].message, token: pushes[$0].device.pushToken)
-            })
+            }, startBy: startBy)
             return (route, batch, indices)
         }
     }

@@ -45,7 +45,7 @@ public final class QuotaSender: PushSending {
                 return
             }
             let part = next..<(next + granted)
-            let slice = PushBatch(messages: batch.messages, pushes: Array(batch.pushes[part]))
+            let slice = batch.with(pushes: Array(batch.pushes[part]))
             let offset = next
             await sender.send(slice, maxInFlight: maxInFlight) { result in
                 self.noteQuotaAnswer(result.outcome)

@@ -33,7 +33,7 @@ public final class SpreadPushSender: PushSending {
         await withTaskGroup(of: Void.self) { group in
             for (part, positions) in indices.enumerated() {
                 let sender = senders[part]
-                let slice = PushBatch(messages: batch.messages, pushes: positions.map { batch.pushes[$0] })
+                let slice = batch.with(pushes: positions.map { batch.pushes[$0] })
                 group.addTask {
                     await sender.send(slice, maxInFlight: share) { result in
                         onResult(PushBatchResult(index: positions[result.index], outcome: result.outcome, duration: result.duration))

@@ -48,6 +48,8 @@ public struct PassUpdatePolicy: Sendable, Equatable {
         case .expired:
             // Pass update pushes carry no expiry; should one ever come, it is tried again.
             return retry(claim, reason: PushOutcome.expiredReason, serviceDelay: nil, now: now, random: &random)
+        case .deferred:
+            return retry(claim, reason: PushOutcome.notStartedReason, serviceDelay: nil, now: now, random: &random)
         case .retry(let reason, let after):
             return retry(claim, reason: reason, serviceDelay: after, now: now, random: &random)
         case .refreshCredentials(let reason):

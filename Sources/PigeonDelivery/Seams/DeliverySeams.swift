@@ -14,6 +14,10 @@ public protocol DeliveryQueueing: Sendable {
     /// Hands back every delivery `owner` holds, due at once; returns how many.
     @discardableResult
     func release(owner: String) async throws -> Int
+    /// Hands back `deliveries` `owner` holds without counting their claim as an attempt (they
+    /// were not pushed), due again after `delay`; returns how many.
+    @discardableResult
+    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int
 }
 
 /// Where the engine reads a notification's content by its storage key.
@@ -65,6 +69,10 @@ extension PushSending {
         await withTaskGroup(of: Void.self) { group in
             for (index, push) in batch.pushes.enumerated() {
                 if index >= max(1, maxInFlight) { await group.next() }
+                if let deadline = batch.deadline(of: push), deadline <= Date() {
+                    onResult(PushBatchResult(index: index, outcome: .expired, duration: nil))
+                    continue
+                }
                 group.addTask {
                     let started = ContinuousClock.now
                     let outcome = await send(batch.messages[push.message], to: push.token)

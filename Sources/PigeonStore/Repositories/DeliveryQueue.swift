@@ -194,6 +194,29 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
+    /// Hands back `deliveries` that `owner` holds, due again after `delay`, without counting
+    /// their claim as an attempt: they were not pushed (their push service was slow, and the
+    /// engine would not hold them waiting). Returns how many were handed back.
+    @discardableResult
+    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+        guard !deliveries.isEmpty else { return 0 }
+        let delaySeconds = String(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        let keys = deliveries.map(\.notificationKey)
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE deliveries d
+                SET lease_owner = NULL, attempts = greatest(d.attempts - 1, 0), updated_at = now(),
+                    next_attempt_at = now() + make_interval(secs => $2::double precision)
+                FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS b(notification_key, user_folded, position)
+                WHERE d.notification_key = b.notification_key AND d.user_folded = b.user_folded
+                  AND d.position = b.position AND d.lease_owner = $1 AND d.next_attempt_at IS NOT NULL
+                  AND d.notification_key BETWEEN $6::bigint AND $7::bigint
+                """, [owner, delaySeconds, PostgresArray.encode(keys.map(String.init)),
+                      PostgresArray.encode(deliveries.map(\.userFolded)), PostgresArray.encode(deliveries.map { String($0.position) }),
+                      String(keys.min() ?? 0), String(keys.max() ?? 0)]).affected
+        }
+    }
+
     /// How long the longest-waiting due delivery has been due, in seconds (0 when none is due):
     /// the engine falling behind shows here first. Read through the queue index, one descent per
     /// priority present (never a walk of the backlog).

@@ -110,7 +110,7 @@ public final class APNsTransport: Sendable {
     /// a whole batch.
     public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
-        await send(prepared, expiries: batch.messages.map(\.expiresAt), pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
+        await send(prepared, expiries: batch.messages.map { message in batch.startBy.map { min($0, message.expiresAt) } ?? message.expiresAt }, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most

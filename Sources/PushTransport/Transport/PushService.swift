@@ -78,7 +78,7 @@ public final class ServiceTransport<Service: PushService>: Sendable {
                 }
             },
             replace: { [service] refused in await service.replace(refused) },
-            deadline: { push in batch.messages[push.message].expiresAt })
+            deadline: { push in batch.deadline(of: push) })
         await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 }

@@ -49,6 +49,7 @@ struct ConfigurationTests {
         ("apnsKeyPath = /no/such/file.p8\napnsKeyId = A\napnsTeamId = B", "apnsKeyPath: cannot read '/no/such/file.p8'"),
         ("logLevel = info\npushThreads = 0", "server.conf:2: pushThreads: 0 is outside 1…64"),
         ("pushThreads = 65", "server.conf:1: pushThreads: 65 is outside 1…64"),
+        ("apnsConnections = 0", "server.conf:1: apnsConnections: 0 is outside 1…64"),
         ("urgentPriority = 0", "server.conf:1: urgentPriority: 0 is outside 1…1000000"),
         ("urgentPriority = high", "server.conf:1: urgentPriority: 'high' is not a whole number"),
         ("fcmMessagesPerMinute = 0", "server.conf:1: fcmMessagesPerMinute: 0 is outside 1…100000000"),

@@ -36,6 +36,9 @@ public final class DeliveryEngine: Sendable {
         public var urgentWorkers = 2
         public var urgentBatchSize = 50
         public var urgentMaxConcurrentPushes = 64
+        /// The urgent lane's lease, at most ``lease``: a code claimed by a process that died is
+        /// claimed again while it can still be used, not a minute later.
+        public var urgentLease: Duration = .seconds(20)
         /// A push service whose pushes wait this long for an answer (or for a stream) is slow:
         /// its pushes beyond those in flight go back to the queue instead of waiting in memory.
         public var slowPushAfter: Duration = .seconds(2)
@@ -116,15 +119,16 @@ public final class DeliveryEngine: Sendable {
         let bulkWorkers = max(1, workers)
         guard let urgent = configuration.urgentPriority else {
             return [DeliveryLane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                                 workers: bulkWorkers, senders: services.senders, slowAfter: configuration.slowPushAfter)]
+                                 workers: bulkWorkers, senders: services.senders, lease: configuration.lease, slowAfter: configuration.slowPushAfter)]
         }
         return [
             DeliveryLane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
                          window: configuration.urgentMaxConcurrentPushes, workers: configuration.urgentWorkers,
                          senders: services.senders.merging(services.urgentSenders) { _, urgent in urgent },
-                         slowAfter: configuration.slowPushAfter, wake: services.wake?.urgent),
+                         lease: min(configuration.urgentLease, configuration.lease), slowAfter: configuration.slowPushAfter,
+                         wake: services.wake?.urgent),
             DeliveryLane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                         workers: bulkWorkers, senders: services.senders, slowAfter: configuration.slowPushAfter),
+                         workers: bulkWorkers, senders: services.senders, lease: configuration.lease, slowAfter: configuration.slowPushAfter),
         ]
     }
 
@@ -164,7 +168,7 @@ public final class DeliveryEngine: Sendable {
                 }
                 let claims: [ClaimedDelivery]
                 do {
-                    claims = try await services.queue.claim(owner: owner, limit: reserved, lease: configuration.lease, band: lane.band)
+                    claims = try await services.queue.claim(owner: owner, limit: reserved, lease: lane.lease, band: lane.band)
                 } catch is CancellationError {
                     // The engine is stopping: nothing was claimed.
                     lane.allowance.release(reserved)

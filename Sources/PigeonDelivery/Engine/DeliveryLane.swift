@@ -11,6 +11,8 @@ struct DeliveryLane: Sendable {
     var window: Int
     var workers: Int
     var senders: [PushRoute: any PushSending]
+    /// How long its claims are held: a process that dies holding some delays them by this.
+    var lease: Duration
     /// Bounds the deliveries the lane holds claimed and undecided: its window plus a batch.
     var allowance: ClaimAllowance
     /// Keeps a slow push service from holding the lane's room.
@@ -19,7 +21,8 @@ struct DeliveryLane: Sendable {
     var wake: WakeSignal?
 
     init(name: String, band: PriorityBand, batchSize: Int, window: Int, workers: Int, senders: [PushRoute: any PushSending],
-         slowAfter: Duration, wake: WakeSignal? = nil) {
+         lease: Duration, slowAfter: Duration, wake: WakeSignal? = nil) {
+        self.lease = lease
         self.name = name
         self.band = band
         self.batchSize = batchSize

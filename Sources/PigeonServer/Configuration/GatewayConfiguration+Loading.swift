@@ -327,6 +327,7 @@ extension GatewayConfiguration {
         "deliveryConcurrency": { $0.delivery.concurrency = try integer($1, in: 1...10_000) },
         "deliveryWorkers": { $0.delivery.workers = try integer($1, in: 1...64) },
         "pushConnections": { $0.delivery.connections = try integer($1, in: 1...64) },
+        "apnsConnections": { $0.delivery.apnsConnections = try integer($1, in: 1...64) },
         "pushThreads": { $0.delivery.pushThreads = try integer($1, in: 1...64) },
         "urgentPriority": { $0.delivery.urgentPriority = try integer($1, in: 1...1_000_000) },
         "shutdownGraceSeconds": { $0.delivery.shutdownGraceSeconds = try integer($1, in: 0...600) },

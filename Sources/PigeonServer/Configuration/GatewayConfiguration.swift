@@ -223,6 +223,9 @@ public struct GatewayConfiguration: Sendable {
         public var workers = 4
         /// `pushConnections`: HTTP/2 connections per push service. Default 2.
         public var connections = 2
+        /// `apnsConnections`: HTTP/2 connections to APNs per app (the lane of other deliveries;
+        /// the urgent lane has one of its own). Default: `pushConnections`.
+        public var apnsConnections: Int?
         /// `pushThreads`: each push service's pushes are spread over this many HTTP/2 clients,
         /// each a thread of its own driving its own connections. Default: the number of cores.
         public var pushThreads = max(1, min(64, ProcessInfo.processInfo.activeProcessorCount))

@@ -41,11 +41,12 @@ struct PushTransports {
         // Each service's pushes are spread over `pushThreads` clients (a thread and connections
         // each); the service's connections are shared out between them, one at least each.
         let threads = configuration.delivery.pushThreads
-        let connectionsPerThread = max(1, configuration.delivery.connections / threads)
-        // Enough streams per connection for the engine's concurrency, within what servers allow.
-        let streams = min(1000, max(100, configuration.delivery.concurrency / (connectionsPerThread * threads) + 1))
-        func threadClients(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil) throws -> [HTTP2Client] {
-            try (0..<threads).map { thread in
+        func threadClients(_ service: String, certificate: HTTP2Client.ClientCertificate? = nil,
+                           connections: Int = configuration.delivery.connections) throws -> [HTTP2Client] {
+            let connectionsPerThread = max(1, connections / threads)
+            // Enough streams per connection for the engine's concurrency, within what servers allow.
+            let streams = min(1000, max(100, configuration.delivery.concurrency / (connectionsPerThread * threads) + 1))
+            return try (0..<threads).map { thread in
                 // A service and app has `deliveryConcurrency` pushes in flight at most, shared out
                 // between its clients: its own budget, which a failing service cannot take from another.
                 let http = try HTTP2Client(configuration: .init(
@@ -73,11 +74,12 @@ struct PushTransports {
             urgentSenders[route] = quota.map { QuotaSender(urgent, gate: $0, urgent: true) } ?? urgent
         }
         let settings = app.apns
+        let apnsConnections = configuration.delivery.apnsConnections ?? configuration.delivery.connections
         var apns: [APNsTransport] = []
         var urgentAPNs: APNsTransport?
         if let keyPath = settings.keyPath, let keyId = settings.keyId, let teamId = settings.teamId {
             let credentials = try APNsSigningCredentials(p8PEM: try String(contentsOfFile: keyPath, encoding: .utf8), keyId: keyId, teamId: teamId)
-            let http = try threadClients("apns")
+            let http = try threadClients("apns", connections: apnsConnections)
             let transport = APNsTransport(client: http[0], endpoint: settings.resolvedEndpoint, topic: settings.topic,
                                           authentication: .token(credentials),
                                           onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
@@ -87,7 +89,7 @@ struct PushTransports {
             if appId == PushRoute.defaultApp { defaultAppKeyTransport = transport }
         } else if let certificate = settings.certificatePath {
             let identity = HTTP2Client.ClientCertificate(path: certificate, password: settings.password)
-            let http = try threadClients("apns", certificate: identity)
+            let http = try threadClients("apns", certificate: identity, connections: apnsConnections)
             let transport = APNsTransport(client: http[0], endpoint: settings.resolvedEndpoint, topic: settings.topic, authentication: .certificate)
             apns = [transport] + http.dropFirst().map(transport.using)
             urgentAPNs = transport.using(try urgentClient("apns", certificate: identity))

@@ -405,6 +405,8 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform, app and outcome.")
         metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform and app.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
+        metrics.describe("pigeon_deliveries_handed_back_total", type: "counter",
+                         help: "Deliveries given back to the queue unpushed because their push service was slow, by lane.")
         metrics.describe("pigeon_apns_provider_tokens_signed_total", type: "counter", help: "APNs provider tokens signed, by reason (first, refresh, rejected).")
         metrics.describe("pigeon_apns_provider_token_rejections_total", type: "counter", help: "Pushes APNs refused for their provider token, by reason.")
         metrics.describe("pigeon_apns_provider_token_throttled_total", type: "counter", help: "TooManyProviderTokenUpdates answers that paused token signing.")

@@ -75,6 +75,7 @@ extension LaneTests {
                              senders: [.ios: apple, .android: google]) {
             $0.batchSize = 50
             $0.maxConcurrentPushes = 20
+            $0.slowPushAfter = .seconds(2)
         }
         let task = Task { await running.run(workers: 2) }
         let iPhoneUsers = Set(users.enumerated().filter { $0.offset % 2 == 0 }.map(\.element))
@@ -114,7 +115,7 @@ extension LaneTests {
         // No room on the wire at all: the Android push waits until its start limit.
         let google = HangingSender(capacity: 0, clock: clock)
         let running = engine(queue: queue, notifications: [1: notification("news")], devices: devices, clock: clock,
-                             senders: [.ios: apple, .android: google]) { _ in }
+                             senders: [.ios: apple, .android: google]) { $0.slowPushAfter = .seconds(2) }
         let task = Task { await running.run(workers: 1) }
         #expect(await eventually { apple.tokens.withLock { $0.count } == 1 })
         clock.advance(by: 3)

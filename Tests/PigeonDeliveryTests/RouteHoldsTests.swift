@@ -19,12 +19,13 @@ struct RouteHoldsTests {
         #expect(admission.turnedSlow.isEmpty)
     }
 
-    @Test("a route whose pushes have waited slowAfter for an answer is slow: beyond its cap, its deliveries are refused; others pass")
-    func slowByAge() {
+    @Test("a route with a late answer or a push that could not start is slow: beyond its cap, its deliveries are refused; others pass")
+    func slowRouteIsCapped() {
         let holds = RouteHolds(cap: 2, slowAfter: .seconds(2))
-        _ = holds.admit([[android], [android]], now: start)
-        _ = holds.opened(android, pushes: 2, now: start)
-        #expect(!holds.isSlow(android, now: start.addingTimeInterval(1.9)))
+        #expect(holds.admit([[android], [android]], now: start).admitted == [true, true])
+        holds.answered(android, slow: false, now: start)
+        #expect(!holds.isSlow(android, now: start))
+        holds.answered(android, slow: true, now: start.addingTimeInterval(2))
         let later = start.addingTimeInterval(2)
         let admission = holds.admit([[android], [ios], [ios, android], []], now: later)
         #expect(admission.admitted == [false, true, false, true])
@@ -36,28 +37,17 @@ struct RouteHoldsTests {
         #expect(holds.admit([[android], [android]], now: later).admitted == [true, false])
     }
 
-    @Test("a route stays slow for a while after a late answer or a push that could not start, then recovers")
-    func slowByLateAnswer() {
+    @Test("a route stays slow for a while after its last late answer, then recovers")
+    func slowForAWhile() {
         let holds = RouteHolds(cap: 1, slowAfter: .seconds(2), memoryFactor: 5)
         _ = holds.admit([[android]], now: start)
-        let ticket = holds.opened(android, pushes: 2, now: start)
-        holds.answered(ticket, slow: false, now: start.addingTimeInterval(0.5))
-        #expect(!holds.isSlow(android, now: start.addingTimeInterval(1)))
-        holds.answered(ticket, slow: true, now: start.addingTimeInterval(1))
-        // Nothing is in flight any more, but the late answer is remembered for 5 × 2 s.
+        holds.answered(android, slow: true, now: start.addingTimeInterval(1))
+        // Remembered for 5 × 2 s.
         #expect(holds.isSlow(android, now: start.addingTimeInterval(10.9)))
+        #expect(!holds.isSlow(ios, now: start.addingTimeInterval(10.9)))
         #expect(holds.admit([[android]], now: start.addingTimeInterval(10.9)).admitted == [false])
         let recovered = holds.admit([[android]], now: start.addingTimeInterval(11))
         #expect(recovered.admitted == [true])
         #expect(recovered.recovered == [android])
-    }
-
-    @Test("an answer that took slowAfter since its admission marks the route slow, whatever the push's own time")
-    func lateByAdmission() {
-        let holds = RouteHolds(cap: 1, slowAfter: .seconds(2))
-        let ticket = holds.opened(ios, pushes: 1, now: start)
-        holds.answered(ticket, slow: false, now: start.addingTimeInterval(2.5))
-        #expect(holds.isSlow(ios, now: start.addingTimeInterval(3)))
-        #expect(!holds.isSlow(android, now: start.addingTimeInterval(3)))
     }
 }

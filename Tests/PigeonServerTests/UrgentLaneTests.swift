@@ -62,7 +62,7 @@ struct UrgentLaneTests {
         await setting.database.drop()
     }
 
-    @Test("a code with a 3 s timeout behind 1,000 pushes to a throttled service is never pushed, and is reported expired once")
+    @Test("a code with a 3 s timeout behind 1,000 pushes to a service that holds them is never pushed, and is reported expired once")
     func staleCodeIsNeverPushed() async throws {
         let setting = try await EndToEnd.start {
             $0.delivery.shutdownGraceSeconds = 2
@@ -71,20 +71,16 @@ struct UrgentLaneTests {
         defer { setting.fixture.stop() }
         try await Self.blastAudience(setting, count: 1000)
         try await setting.subscriptions.subscribe(bankClientId: "bank", userId: "payer", deviceId: "iphone", platform: .ios, pushToken: "c0de")
-        // Every push takes two seconds to be answered: 1,000 of them take several seconds more
-        // than the code lives, on any machine.
-        setting.simulator.apns.setFaults(FaultRules(["*": .init(.delay(milliseconds: 2_000))]))
+        // Every push is answered after ten minutes: the streams the blast takes stay taken, and
+        // the code (3 s to live) can never get one.
+        setting.simulator.apns.setFaults(FaultRules(["*": .init(.delay(milliseconds: 600_000))]))
         _ = try await setting.harness.soap(GatewayHarness.sendNotification(id: "blast", recipients: (1...1000).map { "blast-\($0)" }, timeout: "3600"))
-        // The code is in the blast's lane (no urgent priority): it queues behind it.
+        #expect(try await waitUntil(seconds: 120) { setting.simulator.apns.deliveries.count >= 250 })
+        // The code is in the blast's lane (no urgent priority).
         let code = try await setting.harness.soap(GatewayHarness.sendNotification(id: "code", recipients: ["payer"], timeout: "3"))
         #expect(code.text.contains("<value>QUEUED</value>"))
         #expect(try await waitUntil(seconds: 180) {
             try await setting.store.deliveryStatus(id: "code") == [RecipientState(user: "payer", state: .expired)]
-        })
-        // The report is written with the expiry; the blast goes on meanwhile. Wait for the blast
-        // to be pushed whole, so a late push of the code would be seen.
-        #expect(try await waitUntil(seconds: 180) {
-            try await count(setting, "SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id LIKE 'blast-%'") == 1000
         })
         #expect(!setting.simulator.apns.deliveries.contains { $0.deviceToken == "c0de" })
         #expect(try await count(setting, """

@@ -276,7 +276,6 @@ public final class DeliveryEngine: Sendable {
         var tally: [PushTally: Double] = [:]
         var durations: [PushRoute: [Double]] = [:]
         defer { report(tally, durations: durations) }
-        var tickets: [PushRoute: RouteHolds.Ticket] = [:]
         // What waited in memory past its time is never handed to a sender.
         let now = services.clock.now()
         for (index, push) in plan.pushes.enumerated() where plan.claims[push.claim].expiresAt <= now {
@@ -288,9 +287,6 @@ public final class DeliveryEngine: Sendable {
         let results = ResultChannel<(push: Int, result: PushBatchResult)>()
         let startBy = now.addingTimeInterval(lane.holds.slowAfter)
         let batches = plan.batches(startBy: startBy) { plan.claims[plan.pushes[$0].claim].expiresAt > now }
-        for (route, _, pushes) in batches where lane.senders[route] != nil {
-            tickets[route] = lane.holds.opened(route, pushes: pushes.count, now: now)
-        }
         let senders = lane.senders
         let window = lane.window
         let total = batches.reduce(0) { $0 + $1.pushes.count }
@@ -328,10 +324,8 @@ public final class DeliveryEngine: Sendable {
             // Not started in time while the message still had time: its service is slow.
             let notStarted = outcome == .expired && plan.claims[push.claim].expiresAt > services.clock.now()
             if notStarted { outcome = .deferred }
-            if let ticket = tickets[route] {
-                let slow = notStarted || (result.duration.map { Self.seconds($0) >= lane.holds.slowAfter } ?? false)
-                lane.holds.answered(ticket, slow: slow, now: services.clock.now())
-            }
+            let late = result.duration.map { Self.seconds($0) >= lane.holds.slowAfter } ?? false
+            lane.holds.answered(route, slow: notStarted || late, now: services.clock.now())
             tally[PushTally(route: route, outcome: outcome.label, retryCause: outcome.retryCause), default: 0] += 1
             if let duration = result.duration { durations[route, default: []].append(Self.seconds(duration)) }
             outcomes[push.claim].append((push.device, outcome))

@@ -6,37 +6,20 @@ import Synchronization
 /// holding a lane's room, so the other services' pushes keep flowing. A lane claims deliveries
 /// without knowing their routes; once their devices are known, each is admitted or handed back:
 ///
-/// - A route is *slow* while a push admitted for it has waited longer than `slowAfter` for its
-///   answer, and for `memory` after a push of it answered that late or could not start in time.
+/// - A route is *slow* for `memory` after one of its pushes took `slowAfter` or longer to be
+///   answered, or could not start within `slowAfter` (every stream held by pushes the service
+///   does not answer).
 /// - A slow route holds at most `cap` deliveries (the lane's pushes in flight); deliveries of it
 ///   beyond that are handed back to the queue, not held waiting in memory.
 /// - A healthy route is never capped: one service's blast uses the whole lane.
 ///
-/// Counts deliveries (one holds a room on each of its routes until it is decided), and the
-/// pushes in flight per admission for their age. Driven by the engine's clock.
+/// Counts deliveries: one holds a room on each of its routes until it is decided. Driven by the
+/// engine's clock.
 final class RouteHolds: Sendable {
-    /// One admission's pushes to a route: when admitted, how many are still unanswered.
-    private struct Opened {
-        var since: Date
-        var remaining: Int
-    }
-
     private struct Route {
         var held = 0
-        var opened: [Int: Opened] = [:]
         var lastSlow: Date?
         var slow = false
-    }
-
-    private struct State {
-        var routes: [PushRoute: Route] = [:]
-        var nextTicket = 0
-    }
-
-    /// An admission's pushes to one route, for ``answered(_:slow:now:)``.
-    struct Ticket: Sendable {
-        var route: PushRoute
-        var id: Int
     }
 
     /// What ``admit(_:now:)`` decided.
@@ -52,11 +35,11 @@ final class RouteHolds: Sendable {
     let cap: Int
     let slowAfter: TimeInterval
     let memory: TimeInterval
-    private let state = Mutex(State())
+    private let routes = Mutex<[PushRoute: Route]>([:])
 
     init(cap: Int, slowAfter: Duration, memoryFactor: Double = 5) {
         self.cap = max(1, cap)
-        self.slowAfter = Self.seconds(slowAfter)
+        self.slowAfter = Double(slowAfter.components.seconds) + Double(slowAfter.components.attoseconds) / 1e18
         memory = self.slowAfter * memoryFactor
     }
 
@@ -64,77 +47,52 @@ final class RouteHolds: Sendable {
     /// routes is slow and already holds `cap` deliveries. Admitted claims hold a room on each
     /// of their routes until ``release(_:)``.
     func admit(_ claimRoutes: [Set<PushRoute>], now: Date) -> Admission {
-        state.withLock { state in
+        routes.withLock { routes in
             var admission = Admission(admitted: [], turnedSlow: [], recovered: [])
             var slow: [PushRoute: Bool] = [:]
             func isSlow(_ route: PushRoute) -> Bool {
                 if let known = slow[route] { return known }
-                let value = state.routes[route].map { self.isSlow($0, now: now) } ?? false
+                let value = routes[route].map { self.isSlow($0, now: now) } ?? false
                 slow[route] = value
-                let was = state.routes[route]?.slow ?? false
-                if value != was {
-                    state.routes[route, default: Route()].slow = value
+                if value != (routes[route]?.slow ?? false) {
+                    routes[route, default: Route()].slow = value
                     if value { admission.turnedSlow.append(route) } else { admission.recovered.append(route) }
                 }
                 return value
             }
-            for routes in claimRoutes {
-                let refused = routes.contains { isSlow($0) && (state.routes[$0]?.held ?? 0) >= cap }
+            for claim in claimRoutes {
+                let refused = claim.contains { isSlow($0) && (routes[$0]?.held ?? 0) >= cap }
                 admission.admitted.append(!refused)
                 guard !refused else { continue }
-                for route in routes { state.routes[route, default: Route()].held += 1 }
+                for route in claim { routes[route, default: Route()].held += 1 }
             }
             return admission
         }
     }
 
-    /// `pushes` admitted pushes to `route` go to its sender now.
-    func opened(_ route: PushRoute, pushes: Int, now: Date) -> Ticket {
-        state.withLock { state in
-            let id = state.nextTicket
-            state.nextTicket += 1
-            state.routes[route, default: Route()].opened[id] = Opened(since: now, remaining: pushes)
-            return Ticket(route: route, id: id)
-        }
-    }
-
-    /// One push of `ticket` has its result; `slow` when it could not start in time or its
-    /// answer took `slowAfter` or longer by its own measure.
-    func answered(_ ticket: Ticket, slow: Bool, now: Date) {
-        state.withLock { state in
-            guard var route = state.routes[ticket.route], var opened = route.opened[ticket.id] else { return }
-            if slow || now.timeIntervalSince(opened.since) >= slowAfter { route.lastSlow = now }
-            opened.remaining -= 1
-            route.opened[ticket.id] = opened.remaining > 0 ? opened : nil
-            state.routes[ticket.route] = route
-        }
+    /// A push to `route` has its result: `slow` when it could not start in time or took
+    /// `slowAfter` or longer to be answered.
+    func answered(_ route: PushRoute, slow: Bool, now: Date) {
+        guard slow else { return }
+        routes.withLock { $0[route, default: Route()].lastSlow = now }
     }
 
     /// A delivery admitted on `routes` is decided: its rooms are free.
-    func release(_ routes: Set<PushRoute>) {
-        state.withLock { state in
-            for route in routes {
-                guard var entry = state.routes[route] else { continue }
-                entry.held = max(0, entry.held - 1)
-                state.routes[route] = entry
-            }
+    func release(_ decided: Set<PushRoute>) {
+        routes.withLock { routes in
+            for route in decided where routes[route] != nil { routes[route]!.held = max(0, routes[route]!.held - 1) }
         }
     }
 
     /// Deliveries held on `route` now.
-    func held(_ route: PushRoute) -> Int { state.withLock { $0.routes[route]?.held ?? 0 } }
+    func held(_ route: PushRoute) -> Int { routes.withLock { $0[route]?.held ?? 0 } }
 
     /// Whether `route` is slow at `now`.
     func isSlow(_ route: PushRoute, now: Date) -> Bool {
-        state.withLock { state in state.routes[route].map { isSlow($0, now: now) } ?? false }
+        routes.withLock { routes in routes[route].map { isSlow($0, now: now) } ?? false }
     }
 
     private func isSlow(_ route: Route, now: Date) -> Bool {
-        if let last = route.lastSlow, now.timeIntervalSince(last) < memory { return true }
-        return route.opened.values.contains { now.timeIntervalSince($0.since) >= slowAfter }
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        route.lastSlow.map { now.timeIntervalSince($0) < memory } ?? false
     }
 }

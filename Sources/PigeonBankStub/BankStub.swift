@@ -67,6 +67,8 @@ public final class BankStub: Sendable {
         var mode = Mode.normal
         var codes: [String: String] = [:]
         var reports: [Report] = []
+        /// When each report arrived (seconds since 1970), in the order of ``reports``.
+        var received: [Double] = []
         var calls = 0
         var smsSent = 0
     }
@@ -219,13 +221,19 @@ public final class BankStub: Sendable {
             result = SOAPRecord(["result": [.string(verified ? "OK" : "VERIFICATION_FAILED")]])
         case "reportNotificationExpired", "pushIsOpened":
             let report = Report(operation: operation.name, notificationId: parameters.string("notificationId") ?? "", users: parameters.strings("userId"))
-            state.withLock { $0.reports.append(report) }
+            state.withLock {
+                $0.reports.append(report)
+                $0.received.append(Date().timeIntervalSince1970)
+            }
             logger.notice("report received", metadata: ["operation": report.operation, "notification": report.notificationId, "users": report.users.prefix(20).joined(separator: ","), "count": String(report.users.count)])
             result = SOAPRecord()
         case "reportPassUpdateNotFetched":
             let pass = "\(parameters.string("passTypeIdentifier") ?? "")/\(parameters.string("serialNumber") ?? "")"
             let report = Report(operation: operation.name, notificationId: pass, users: [], deviceCount: parameters.int("deviceCount").map(Int.init))
-            state.withLock { $0.reports.append(report) }
+            state.withLock {
+                $0.reports.append(report)
+                $0.received.append(Date().timeIntervalSince1970)
+            }
             logger.notice("report received", metadata: ["operation": report.operation, "pass": pass, "devices": String(report.deviceCount ?? 0)])
             result = SOAPRecord()
         default:
@@ -248,8 +256,10 @@ public final class BankStub: Sendable {
     }
 
     private func reportsJSON() -> String {
-        Self.jsonLines(reports.map { report in
-            var object: [String: Any] = ["operation": report.operation, "notificationId": report.notificationId, "users": report.users]
+        let (reports, received) = state.withLock { ($0.reports, $0.received) }
+        return Self.jsonLines(zip(reports, received).map { report, at in
+            var object: [String: Any] = ["operation": report.operation, "notificationId": report.notificationId, "users": report.users,
+                                         "receivedAt": at]
             if let count = report.deviceCount { object["deviceCount"] = count }
             return object
         })

@@ -144,6 +144,35 @@ struct ReportsTests {
         await flow.stop()
     }
 
+    @Test("codes expire at their deadline with the sweep an hour away: reported once across two gateways, also when the gateway that took the send is gone")
+    func expiryAtDeadline() async throws {
+        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 3600 }
+        let (simulator, url, stubURL) = (flow.simulator.simulator, flow.database.url, flow.stub.serviceURL)
+        let second = try await GatewayHarness {
+            $0.point(at: simulator, database: url)
+            $0.bankProxyURL = stubURL
+            $0.expirySweepIntervalSeconds = 3600
+        }
+        _ = try await flow.register(user: "alice")
+        // Nobody acknowledges: each code expires when its second is up. Only the deadline
+        // watchers can report them (the sweeps ran once at start and wait an hour).
+        for index in 0..<10 {
+            _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "code-\(index)", recipients: ["alice"], timeout: "1"))
+        }
+        #expect(try await flow.waitUntil(seconds: 60) { flow.stub.reports.count >= 10 })
+        // A code taken by the second gateway, which stops at once: the first one reports it,
+        // having read its deadline from the database.
+        _ = try await second.soap(GatewayHarness.sendNotification(id: "orphan", recipients: ["alice"], timeout: "3"))
+        await second.gateway.shutdown()
+        #expect(try await flow.waitUntil(seconds: 60) { flow.stub.reports.contains { $0.notificationId == "orphan" } })
+        let reports = flow.stub.reports
+        #expect(reports.count == 11, "\(reports.count) reports")
+        #expect(Set(reports.map(\.notificationId)).count == 11)
+        #expect(reports.allSatisfy { $0.operation == "reportNotificationExpired" && $0.users == ["alice"] })
+        #expect(try await flow.count("SELECT count(*) FROM deliveries WHERE state <> 'EXPIRED'") == 0)
+        await flow.stop()
+    }
+
     @Test("a gateway killed with kill -9 while the bank is down and a report waits: a new process delivers it")
     func reportsSurviveKill() async throws {
         let stub = try BankStub(configuration: Self.stub, port: 0, logger: .silent)

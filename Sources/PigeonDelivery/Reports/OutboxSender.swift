@@ -18,12 +18,15 @@ public struct OutboxSender: Sendable {
     /// `reportMaxAgeHours`: a report failing for longer is dead-lettered.
     var maxAge: Duration = .seconds(72 * 3600)
     var idlePoll: Duration = .seconds(1)
+    /// Ends an idle wait early: a report was just written (an expiry at its deadline).
+    var wake: WakeSignal?
     var metrics: MetricsRegistry
     var logger: Logger
 
     public init(outbox: any ReportQueue, bank: any BankReporting, clock: any DeliveryClock = SystemDeliveryClock(),
-                random: any RandomSource = SystemRandomSource(), lease: Duration, maxAge: Duration,
+                random: any RandomSource = SystemRandomSource(), lease: Duration, maxAge: Duration, wake: WakeSignal? = nil,
                 metrics: MetricsRegistry, logger: Logger) {
+        self.wake = wake
         self.outbox = outbox
         self.bank = bank
         self.clock = clock
@@ -47,7 +50,11 @@ public struct OutboxSender: Sendable {
                 continue
             }
             if claimed.isEmpty {
-                try? await clock.sleep(for: idlePoll)
+                if let wake {
+                    await wake.wait(upTo: idlePoll, clock: clock)
+                } else {
+                    try? await clock.sleep(for: idlePoll)
+                }
                 continue
             }
             // What the bank answered is written down even while the sender stops, so no report

@@ -35,3 +35,13 @@ public protocol HistoryKeeping: Sendable {
     /// Drops the days that ended more than `days` days before `now`.
     func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep
 }
+
+/// Expiry at the deadline, as the deadline watcher uses it. PostgreSQL's `Sweeps` in the gateway.
+public protocol DeadlineJobs: Sendable {
+    /// One bounded step expiring what is overdue, the deadlines that just passed first; the
+    /// reports go into the outbox in the same transaction. Several processes: one at a time,
+    /// the database decides (`ran` false when another held the step).
+    func expireDue() async throws -> SweepStep
+    /// The earliest deadline not handled yet, passed or to come; `nil` when there is none.
+    func nextDeadline() async throws -> Date?
+}

@@ -38,6 +38,12 @@ extension DeliveryEngine.Configuration {
 extension Outbox: ReportQueue {}
 extension PassStore: PassUpdateQueueing {}
 extension Sweeps: SweepJobs {}
+
+extension Sweeps: DeadlineJobs {
+    public func expireDue() async throws -> SweepStep {
+        try await expireNewestFirst()
+    }
+}
 extension Retention: HistoryKeeping {}
 
 extension BankProxyClient: BankReporting {

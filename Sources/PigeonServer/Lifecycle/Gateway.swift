@@ -62,13 +62,18 @@ public final class Gateway: Sendable {
         let identifiers = configuration.identifiers
         // A stored urgent send wakes the engine's urgent lane at once.
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
+        // A stored send's deadline goes to the expiry watcher, which reports it when it passes.
+        let deadlines = DeadlineNotes()
         let inbound = InboundEndpoint(
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             passes: PassStore(pool: pool),
             passSigners: try configuration.passes.signers(),
             maxRequestBytes: configuration.http.maxRequestBytes,
-            onStored: { wake.stored(priority: $0.priority ?? 0) },
+            onStored: { notification in
+                wake.stored(priority: notification.priority ?? 0)
+                deadlines.note(deadline: Date().addingTimeInterval(TimeInterval(notification.timeoutSeconds)))
+            },
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
@@ -265,9 +270,12 @@ public final class Gateway: Sendable {
             deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis),
             retention: Retention(pool: enginePool), retentionDays: configuration.retentionDays,
             metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
+        let outboxWake = WakeSignal()
+        let expiryWatcher = ExpiryWatcher(jobs: Sweeps(pool: enginePool), notes: deadlines, outboxWake: outboxWake,
+                                          metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {
             OutboxSender(outbox: Outbox(pool: enginePool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
-                         maxAge: .seconds(3600 * configuration.reportMaxAgeHours),
+                         maxAge: .seconds(3600 * configuration.reportMaxAgeHours), wake: outboxWake,
                          metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
         }
         if sender == nil {
@@ -281,6 +289,7 @@ public final class Gateway: Sendable {
                 group.addTask { await passEngine.run() }
                 if console != nil { group.addTask { await pushActivity.run() } }
                 group.addTask { await sweeps.run() }
+                group.addTask { await expiryWatcher.run() }
                 if let sender { group.addTask { await sender.run() } }
             }
         }
@@ -405,6 +414,7 @@ public final class Gateway: Sendable {
         metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform, app and outcome.")
         metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform and app.")
         metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
+        ExpiryWatcher.describe(metrics)
         metrics.describe("pigeon_deliveries_handed_back_total", type: "counter",
                          help: "Deliveries given back to the queue unpushed because their push service was slow, by lane.")
         metrics.describe("pigeon_apns_provider_tokens_signed_total", type: "counter", help: "APNs provider tokens signed, by reason (first, refresh, rejected).")

@@ -21,8 +21,19 @@ public struct Sweeps: Sendable {
 
     /// Expires deliveries of up to `notifications` overdue notifications, at most `rows`
     /// deliveries per transaction. A notification whose deliveries fit in one step gets exactly
-    /// one report; a larger one gets one report per step of `rows` users.
+    /// one report; a larger one gets one report per step of `rows` users. The oldest deadlines
+    /// first.
     public func expire(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
+        try await expire(notifications: notifications, rows: rows, newestFirst: false)
+    }
+
+    /// ``expire(notifications:rows:)`` taking the deadlines that passed last first: the deadline
+    /// watcher's step, run as deadlines pass, so a code's expiry is not queued behind a backlog's.
+    public func expireNewestFirst(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
+        try await expire(notifications: notifications, rows: rows, newestFirst: true)
+    }
+
+    private func expire(notifications: Int, rows: Int, newestFirst: Bool) async throws -> SweepStep {
         let expirable = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: .expired) }.map(\.rawValue))
         // Limits are written into the statements: generic plans that do not know them sort
         // every candidate row.
@@ -33,7 +44,7 @@ public struct Sweeps: Sendable {
             }
             let overdue = try connection.query("""
                 SELECT key, id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
-                ORDER BY expires_at LIMIT \(notifications)
+                ORDER BY expires_at \(newestFirst ? "DESC" : "ASC") LIMIT \(notifications)
                 """).rows.compactMap { row in row.text(0).flatMap { key in row.text(1).map { (key: key, id: $0) } } }
             var budget = rows
             var changed = 0, reports = 0, more = overdue.count == notifications
@@ -67,6 +78,17 @@ public struct Sweeps: Sendable {
                 }
             }
             return SweepStep(rows: changed, reports: reports, ran: true, more: more)
+        }
+    }
+
+    /// The earliest deadline of a notification whose expiry is not handled yet (passed or to
+    /// come), or `nil` when there is none: one descent of the expiry index per day kept.
+    public func nextDeadline() async throws -> Date? {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT extract(epoch FROM expires_at)::double precision FROM notifications
+                WHERE NOT expiry_handled ORDER BY expires_at LIMIT 1
+                """).rows.first?.text(0).flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
         }
     }
 

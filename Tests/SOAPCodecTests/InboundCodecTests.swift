@@ -103,9 +103,12 @@ struct InboundCodecTests {
         }
     }
 
-    @Test("a non-positive timeout and an empty recipient are refused")
+    @Test("a non-positive or absurdly long timeout and an empty recipient are refused, the fault naming the element")
     func semanticChecks() throws {
-        for (timeout, recipient, expected) in [("0", "u", "positive"), ("5", "", "recipients' number 1 is empty")] {
+        for (timeout, recipient, expected) in [
+            ("0", "u", "'notification/timeout' must be a positive"), ("-5", "u", "'notification/timeout' must be a positive"),
+            ("31536001", "u", "'notification/timeout' must be at most 31536000 seconds"), ("5", "", "recipients' number 1 is empty"),
+        ] {
             let body = "<sendNotification><notification><id>x</id><pushContent><text>t</text><type>URL</type></pushContent><recipients>\(recipient)</recipients><timeout>\(timeout)</timeout></notification></sendNotification>"
             let request = try codec.decodeRequest(envelope(body), contentType: nil)
             #expect {

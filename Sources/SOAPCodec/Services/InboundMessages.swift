@@ -47,6 +47,10 @@ public struct NotificationMessage: Sendable, Equatable {
         try self.init(record: record, recipients: request.streamedList)
     }
 
+    /// The longest `timeout` accepted: a year. A longer one is a mistake (milliseconds for
+    /// seconds), and its deliveries would outlive any retention.
+    public static let maximumTimeoutSeconds = 31_536_000
+
     /// Reads a decoded `notification` record, checking what the schema cannot express:
     /// a non-empty id and recipients, and a positive timeout. `recipients` when they were read
     /// apart from the record (a streamed request), else the record's.
@@ -61,6 +65,9 @@ public struct NotificationMessage: Sendable, Equatable {
         try SOAPFault.refuseControlCharacters(id, in: "notification/id")
         guard timeout > 0 else {
             throw .client("element 'notification/timeout' must be a positive number of seconds, got \(timeout)")
+        }
+        guard timeout <= Self.maximumTimeoutSeconds else {
+            throw .client("element 'notification/timeout' must be at most \(Self.maximumTimeoutSeconds) seconds (a year), got \(timeout)")
         }
         let recipients = streamed ?? record.strings("recipients")
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) {

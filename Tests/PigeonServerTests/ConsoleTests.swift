@@ -121,6 +121,14 @@ struct ConsoleTests {
         #expect(try await console.call("POST", "/console/outbox/requeue", form: ["csrf": csrf, "id": "9001"]).status == 303)
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead WHERE id = 9001") == 0)
 
+        // Page numbers from the URL never trap the process (the gateway kept serving: the next
+        // call is answered), however large, negative or malformed.
+        for page in ["9223372036854775807", "-9223372036854775808", "99999999999999999999999", "1e9", "0"] {
+            let answer = try await console.call("GET", "/console/outbox?page=\(page)")
+            #expect(answer.status == 200, "page=\(page)")
+            let notification = try await console.call("GET", "/console/notification?id=nothing&page=\(page)")
+            #expect(notification.status == 200 || notification.status == 404, "page=\(page): \(notification.status)")
+        }
         let configuration = try await console.call("GET", "/console/config")
         #expect(configuration.body.contains("consolePassword") && configuration.body.contains("rustoreServiceToken"))
         pages.append(configuration.body)

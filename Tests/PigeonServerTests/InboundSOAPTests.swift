@@ -130,5 +130,14 @@ struct InboundSOAPTests {
         #expect(right.hasPrefix("200"))
         #expect(right.contains("<status>ENTITY_NOT_FOUND</status>"))
         #expect(try await harness.request("GET", "/health").status == 200)
+        // The right password followed by NUL bytes is wrong.
+        let padded = "Authorization: Basic " + Data(("bank:s3cret:with colon" + String(repeating: "\0", count: 256)).utf8).base64EncodedString()
+        #expect(try await BadInputTests.curl(common + ["-H", padded, url]).hasPrefix("401"))
+        // Ten failures from one address in a minute (this one has had three): then 429, even for
+        // the right credentials, so guessing cannot go on at speed.
+        for _ in 0..<7 { #expect(try await BadInputTests.curl(common + ["-u", "bank:guess", url]).hasPrefix("401")) }
+        let throttled = try await BadInputTests.curl(common + ["-u", "bank:s3cret:with colon", url])
+        #expect(throttled.hasPrefix("429"))
+        #expect(throttled.contains("Retry-After:"))
     }
 }

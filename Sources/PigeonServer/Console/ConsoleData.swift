@@ -64,10 +64,20 @@ struct ConsoleData: Sendable {
     }
 
     static let pageSize = 50
+    /// The last page the console shows (50 million rows): a page number from a URL is brought
+    /// into 1…this, so no arithmetic on it can overflow.
+    static let lastPage = 1_000_000
+
+    /// The page a `page` parameter asks for: 1 when missing or not a number, within 1…``lastPage``.
+    static func pageNumber(_ text: String?) -> Int {
+        guard let text, text.utf8.count <= 20, let number = Int(text) else { return 1 }
+        return min(max(1, number), lastPage)
+    }
 
     func notification(_ id: String, page: Int) async throws -> NotificationView? {
         guard let notification = try await notifications.notification(id: id, recipients: false),
-              let recipients = try await store.recipients(notificationId: id, offset: (max(1, page) - 1) * Self.pageSize, limit: Self.pageSize)
+              let recipients = try await store.recipients(notificationId: id, offset: (min(max(1, page), Self.lastPage) - 1) * Self.pageSize,
+                                                          limit: Self.pageSize)
         else { return nil }
         return NotificationView(notification: notification, total: recipients.total, recipients: recipients.page)
     }
@@ -92,7 +102,7 @@ struct ConsoleData: Sendable {
     }
 
     func outbox(page: Int) async throws -> OutboxView {
-        let page = max(1, page)
+        let page = min(max(1, page), Self.lastPage)
         let waiting = try await store.waitingReports(offset: (page - 1) * Self.pageSize, limit: Self.pageSize)
         return OutboxView(page: page, total: waiting.total, waiting: waiting.page, dead: try await outbox.deadLetters(limit: 100))
     }

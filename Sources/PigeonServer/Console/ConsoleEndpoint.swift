@@ -69,18 +69,18 @@ struct ConsoleEndpoint: Sendable {
             case ("GET", "/console"), ("GET", "/console/"):
                 return ("overview", page(200, ConsolePages.overview(try await data.overview(), context)))
             case ("GET", "/console/notification"):
-                return ("notification", page(200, try await notification(query["id"] ?? "", page: Int(query["page"] ?? "") ?? 1, reveal: false, context)))
+                return ("notification", page(200, try await notification(query["id"] ?? "", page: ConsoleData.pageNumber(query["page"]), reveal: false, context)))
             case ("POST", "/console/notification/reveal"):
                 let id = form["id"] ?? ""
                 logger.notice("console: notification content revealed", metadata: ["operator": session.username, "notification": LogText.escaped(id, limit: 100)])
-                return ("reveal", page(200, try await notification(id, page: Int(form["page"] ?? "") ?? 1, reveal: true, context)))
+                return ("reveal", page(200, try await notification(id, page: ConsoleData.pageNumber(form["page"]), reveal: true, context)))
             case ("GET", "/console/user"):
                 let user = query["user"] ?? ""
                 return ("user", page(200, ConsolePages.user(user, try await data.user(user), message: query["message"], context)))
             case ("POST", "/console/device/revoke"):
                 return ("revoke", try await revoke(form, session: session))
             case ("GET", "/console/outbox"):
-                return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: Int(query["page"] ?? "") ?? 1), message: query["message"], context)))
+                return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsoleData.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):
                 guard let reportId = form["id"].flatMap(Int64.init) else { return ("requeue", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No report id.</p>"))) }
                 let moved = try await data.outbox.requeue([reportId])

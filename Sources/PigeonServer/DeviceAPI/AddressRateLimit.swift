@@ -21,4 +21,12 @@ final class AddressRateLimit: Sendable {
         let key = DeviceRateLimits.clientKey(address)
         return counter.withLock { $0.take(key, now: now) }
     }
+
+    /// Whether `address` has used up its minute, without counting a call: nil when it may go
+    /// on, else the seconds until its window ends.
+    func exhausted(_ address: String) -> Int? {
+        let now = clock()
+        let key = DeviceRateLimits.clientKey(address)
+        return counter.withLock { $0.exhausted(key, now: now) }
+    }
 }

@@ -26,6 +26,13 @@ struct FixedWindowCounter: Sendable {
         return max(1, Int((window.start + windowSeconds - now).rounded(.up)))
     }
 
+    /// Whether `key` has used up its window at `now` (nothing is counted): nil when it may go
+    /// on, else the seconds until its window ends.
+    func exhausted(_ key: String, now: Double) -> Int? {
+        guard limit > 0, let window = windows[key], now - window.start < windowSeconds, window.count >= limit else { return nil }
+        return max(1, Int((window.start + windowSeconds - now).rounded(.up)))
+    }
+
     /// Keys tracked now.
     var count: Int { windows.count }
 

@@ -19,8 +19,10 @@ struct BasicAuthentication: Sendable {
         return Self.constantTimeEqual(Array(decoded), expected)
     }
 
+    /// Whether the two are the same bytes, in time that depends on their lengths only: a
+    /// different length never matches (the right password followed by NUL bytes is wrong).
     static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+        var difference: UInt8 = lhs.count == rhs.count ? 0 : 1
         for index in 0..<max(lhs.count, rhs.count) {
             let left = index < lhs.count ? lhs[index] : 0
             let right = index < rhs.count ? rhs[index] : 0

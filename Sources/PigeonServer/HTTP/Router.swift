@@ -29,6 +29,11 @@ struct Router: Sendable {
     let health: HealthEndpoint
     let metrics: MetricsRegistry
     let soapAuthentication: BasicAuthentication?
+    /// Failed SOAP sign-ins per client address and minute: past it, 429 before the credentials
+    /// are even looked at, so a password cannot be guessed at speed.
+    let soapFailures = AddressRateLimit(perMinute: 10)
+    /// Keeps the warnings about failed SOAP sign-ins to one every ten seconds.
+    let soapFailureLog = LogThrottle(interval: 10)
     let scheme: String
     let maxRequestBytes: Int
     let logger: Logger
@@ -94,10 +99,22 @@ struct Router: Sendable {
         switch request.path {
         case InboundEndpoint.path, InboundEndpoint.path + "/":
             let route = "soap_inbound"
-            if let soapAuthentication, !soapAuthentication.accepts(request.header("authorization")) {
-                var response = HTTPResponse.text(401, "authentication required\n")
-                response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
-                return (route, response)
+            if let soapAuthentication {
+                if let retry = soapFailures.exhausted(request.peer) {
+                    var response = HTTPResponse.text(429, "too many failed sign-ins from this address; try again later\n")
+                    response.headers.append(("Retry-After", String(retry)))
+                    return (route, response)
+                }
+                if !soapAuthentication.accepts(request.header("authorization")) {
+                    _ = soapFailures.take(request.peer)
+                    if let suppressed = soapFailureLog.admit() {
+                        logger.warning("SOAP call refused: missing or wrong Basic credentials", metadata: [
+                            "peer": request.peer, "suppressedSinceLast": String(suppressed)])
+                    }
+                    var response = HTTPResponse.text(401, "authentication required\n")
+                    response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
+                    return (route, response)
+                }
             }
             if request.bodyTooLarge {
                 return (route, HTTPResponse.text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n"))

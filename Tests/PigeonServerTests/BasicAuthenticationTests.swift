@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+@testable import PigeonServer
+
+/// HTTP Basic credentials: exactly the configured bytes, nothing padded.
+@Suite("Basic authentication")
+struct BasicAuthenticationTests {
+    func header(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
+
+    @Test("the right credentials pass; followed by NUL bytes (1, 256, 512 of them), shortened or changed they do not")
+    func exactBytes() {
+        let basic = BasicAuthentication(username: "bank", password: "s3cret-Password")
+        #expect(basic.accepts(header("bank:s3cret-Password")))
+        for padding in [1, 256, 512] {
+            #expect(!basic.accepts(header("bank:s3cret-Password" + String(repeating: "\0", count: padding))), "\(padding) NULs")
+        }
+        #expect(!basic.accepts(header("bank:s3cret-Passwor")))
+        #expect(!basic.accepts(header("bank:s3cret-PasswOrd")))
+        #expect(!basic.accepts(header("")))
+        #expect(!basic.accepts(nil))
+        #expect(!BasicAuthentication.constantTimeEqual(Array("ab".utf8), Array(("ab" + String(repeating: "\0", count: 256)).utf8)))
+    }
+
+    @Test("an address that failed ten times in a minute is answered 429 before its credentials are checked")
+    func failuresThrottled() {
+        let limit = AddressRateLimit(perMinute: 10, clock: { 100 })
+        for _ in 0..<10 {
+            #expect(limit.exhausted("192.0.2.1") == nil)
+            _ = limit.take("192.0.2.1")
+        }
+        #expect(limit.exhausted("192.0.2.1") != nil)
+        #expect(limit.exhausted("192.0.2.2") == nil)
+    }
+}

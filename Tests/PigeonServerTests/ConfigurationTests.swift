@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import Testing
 @testable import PigeonServer
 
@@ -110,5 +111,31 @@ struct ConfigurationTests {
             let redacted = DatabaseURLRedaction.redacted(url)
             #expect(!redacted.contains("secret") && !redacted.contains("sec ret"), "\(redacted)")
         }
+    }
+
+    @Test("loopback is decided on the parsed address, never on a prefix of the text")
+    func loopbackAddresses() {
+        for host in ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]", "0:0:0:0:0:0:0:1", "0::1", "::ffff:127.0.0.1", "[::FFFF:127.0.0.9]"] {
+            #expect(GatewayConfiguration.isLoopback(host), "\(host)")
+        }
+        for host in ["127.evil.example", "127.0.0.1.evil.example", "127.0.0.256", "127.0.0", "1127.0.0.1", "::2", "::1:1", "::ffff:10.0.0.1",
+                     "0.0.0.0", "10.0.0.1", "::", "1::1", "localhost.evil.example", ""] {
+            #expect(!GatewayConfiguration.isLoopback(host), "\(host)")
+        }
+        #expect(GatewayConfiguration.insecureBankProblem("http://127.evil.example/bank", allowInsecure: false) != nil)
+        #expect(GatewayConfiguration.insecureBankProblem("http://127.0.0.1:9/bank", allowInsecure: false) == nil)
+    }
+
+    @Test("user:password@ in sbiOutboundWebServiceURL never shows: not in the outbound WSDL, not on the console's configuration page")
+    func bankURLCredentialsHidden() throws {
+        let configuration = try GatewayConfiguration.parse(
+            text: "sbiOutboundWebServiceURL = https://proxy-user:url-secret-77@bank.example:8443/sbi/outbound\n", name: "server.conf")
+        let settings = configuration.effectiveSettings()
+        #expect(!settings.contains { $0.value.contains("url-secret-77") || $0.value.contains("proxy-user") })
+        #expect(settings.contains { $0.key == "sbiOutboundWebServiceURL" && $0.value == "https://bank.example:8443/sbi/outbound" })
+        let wsdl = String(decoding: OutboundWSDL(bankProxyURL: configuration.bankProxyURL).response().body, as: UTF8.self)
+        #expect(!wsdl.contains("url-secret-77"))
+        #expect(wsdl.contains("https://bank.example:8443/sbi/outbound"))
+        #expect(Redaction.withoutCredentials("not a url at all") == "not a url at all")
     }
 }

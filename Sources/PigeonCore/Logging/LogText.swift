@@ -16,13 +16,22 @@ public enum LogText {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.properties.generalCategory == .control
-                || scalar.properties.generalCategory == .format && (scalar.value == 0x2028 || scalar.value == 0x2029 || (0x202A...0x202E).contains(scalar.value)):
+            case _ where scalar.properties.generalCategory == .control || Self.reordersOrBreaks(scalar):
                 result += "\\u{\(String(scalar.value, radix: 16))}"
             default:
                 result.unicodeScalars.append(scalar)
             }
         }
         return result
+    }
+
+    /// Line and paragraph separators (a log reader may start a new line at them) and the
+    /// controls that reorder text (bidi embeddings, overrides, isolates and marks: a line can be
+    /// made to read differently from what it holds).
+    static func reordersOrBreaks(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: true
+        default: false
+        }
     }
 }

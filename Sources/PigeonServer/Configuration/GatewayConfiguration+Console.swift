@@ -33,7 +33,7 @@ extension GatewayConfiguration {
             ("requestDeadlineSeconds", String(http.requestDeadlineSeconds)),
             ("dbUrl", database.url.map(DatabaseURLRedaction.redacted) ?? "—"), ("dbUsername", shown(database.username)),
             ("dbPassword", hidden(database.password)), ("dbPoolSize", String(database.poolSize)),
-            ("sbiOutboundWebServiceURL", shown(bankProxyURL)), ("sbiOutboundUsername", shown(bankChannel.username)),
+            ("sbiOutboundWebServiceURL", shown(bankProxyURL.map(Redaction.withoutCredentials))), ("sbiOutboundUsername", shown(bankChannel.username)),
             ("sbiOutboundPassword", hidden(bankChannel.password)), ("sbiOutboundClientCertificatePath", shown(bankChannel.clientCertificatePath)),
             ("tlsCaFile", shown(tlsCaFile)),
             ("deliveryConcurrency", String(delivery.concurrency)), ("deliveryWorkers", String(delivery.workers)),

@@ -199,9 +199,44 @@ extension GatewayConfiguration {
     }
 
     /// Whether `host` (an address or `localhost`) is only reachable from this machine.
+    /// Decided on the parsed address, never on a prefix of the text (`127.evil.example` is a
+    /// name, not a loopback address): `localhost`, an IPv4 address in 127.0.0.0/8, `::1`, or
+    /// 127.0.0.0/8 mapped into IPv6 (`::ffff:127.0.0.1`).
     public static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        let bare = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
+        if bare == "localhost" { return true }
+        if let octets = ipv4Octets(bare) { return octets[0] == 127 }
+        if bare.hasPrefix("::ffff:"), let octets = ipv4Octets(String(bare.dropFirst(7))) { return octets[0] == 127 }
+        return ipv6Groups(bare) == [0, 0, 0, 0, 0, 0, 0, 1]
+    }
+
+    /// The eight groups of an IPv6 address written in hexadecimal groups (with at most one `::`),
+    /// or nil when `text` is not one.
+    private static func ipv6Groups(_ text: String) -> [UInt16]? {
+        let halves = text.components(separatedBy: "::")
+        guard halves.count <= 2 else { return nil }
+        func groups(_ part: String) -> [UInt16]? {
+            guard !part.isEmpty else { return [] }
+            let values = part.split(separator: ":", omittingEmptySubsequences: false).map { group -> UInt16? in
+                (1...4).contains(group.count) && group.allSatisfy(\.isHexDigit) ? UInt16(group, radix: 16) : nil
+            }
+            return values.contains(nil) ? nil : values.compactMap { $0 }
+        }
+        guard let head = groups(halves[0]) else { return nil }
+        guard halves.count == 2 else { return head.count == 8 ? head : nil }
+        guard let tail = groups(halves[1]), head.count + tail.count < 8 else { return nil }
+        return head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
+    }
+
+    /// The four octets of a dotted-decimal IPv4 address, or nil when `text` is not exactly one.
+    private static func ipv4Octets(_ text: String) -> [Int]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        let octets = parts.compactMap { part -> Int? in
+            guard (1...3).contains(part.count), part.allSatisfy(\.isASCII), part.allSatisfy(\.isNumber), let value = Int(part), value <= 255 else { return nil }
+            return value
+        }
+        return octets.count == 4 ? octets : nil
     }
 
     /// Why a value was refused.

@@ -203,10 +203,10 @@ struct DeviceEndpoint: Sendable {
         switch try await acknowledgements.acknowledge(notificationId: id, user: device.userId, device: device.id, target: target) {
         case .recorded(let state):
             return JSONResponse.make(200, ["notificationId": id, "state": state.rawValue])
-        case .notAddressed:
-            throw APIError(403, "FORBIDDEN", "this notification was not addressed to this user")
-        case .notFound:
-            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id")
+        case .notAddressed, .notFound:
+            // Someone else's notification is answered as an unknown one: the answer does not
+            // tell whether a notification id exists.
+            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id for this user")
         }
     }
 
@@ -216,10 +216,10 @@ struct DeviceEndpoint: Sendable {
         switch try await acknowledgements.notification(id: id, user: device.userId) {
         case .found(let notification):
             return JSONResponse.make(200, Self.json(notification))
-        case .notAddressed:
-            throw APIError(403, "FORBIDDEN", "this notification was not addressed to this user")
-        case .notFound:
-            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id")
+        case .notAddressed, .notFound:
+            // Someone else's notification is answered as an unknown one: the answer does not
+            // tell whether a notification id exists.
+            throw APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id for this user")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonHTTP
 import SOAPCodec
 
@@ -13,6 +14,6 @@ struct OutboundWSDL: Sendable {
     private let wsdl = WSDLGenerator(service: OutboundService.description)
 
     func response() -> HTTPResponse {
-        .text(200, wsdl.wsdl(address: bankProxyURL ?? Self.placeholderAddress), contentType: "text/xml; charset=utf-8")
+        .text(200, wsdl.wsdl(address: bankProxyURL.map(Redaction.withoutCredentials) ?? Self.placeholderAddress), contentType: "text/xml; charset=utf-8")
     }
 }

@@ -98,6 +98,11 @@ struct TLSTests {
         let long = harness.gateway.reloadCertificates()
         #expect(long.first?.error?.contains("more than 16 certificates") == true, "\(long)")
         #expect(try await presented() == "pigeon-new")
+        // A certificate past its end date (the renewed one, a month and a day on): refused.
+        try install(certificate: "new.crt", key: "new.key")
+        let expired = harness.gateway.reloadCertificates(now: Date().addingTimeInterval(31 * 86_400))
+        #expect(expired.first?.error?.contains("expired at") == true, "\(expired)")
+        #expect(expired.first?.expiry == nil)
     }
 
     @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused; serve refuses the same pair at start")
@@ -116,9 +121,13 @@ struct TLSTests {
         #expect(lines[0].hasPrefix("listen: HTTPS, certificate \(file("public.crt")) valid until"), "\(lines)")
         #expect(lines[1].hasPrefix("bankListen: HTTPS"), "\(lines)")
         #expect(lines.allSatisfy { $0.contains("(9 days)") || $0.contains("(10 days)") }, "\(lines)")
-        // Ten days on, the same certificate is reported expired.
-        let later = try configuration.checkListenerCertificates(now: Date().addingTimeInterval(11 * 86_400))
-        #expect(later.allSatisfy { $0.contains("EXPIRED") }, "\(later)")
+        // Ten days on, the same certificate fails the check (a reload would refuse it).
+        #expect {
+            try configuration.checkListenerCertificates(now: Date().addingTimeInterval(11 * 86_400))
+        } throws: { error in
+            let error = error as? ConfigurationError
+            return error?.location == "tlsCertificatePath" && error?.message.contains("expired at") == true
+        }
 
         configuration.http.bankTlsKeyPath = file("public.key")
         #expect {

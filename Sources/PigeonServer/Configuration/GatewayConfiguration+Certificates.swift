@@ -58,10 +58,13 @@ extension GatewayConfiguration {
             } catch {
                 throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath) with its key \(files.keyPath): \(error)")
             }
-            let days = Int(expiry.timeIntervalSince(now) / 86_400)
             let when = ISO8601DateFormatter().string(from: expiry)
-            return "\(files.addressKey): HTTPS, certificate \(files.certificatePath) "
-                + (expiry < now ? "EXPIRED at \(when)" : "valid until \(when) (\(days) days)")
+            // A reload refuses an expired certificate, so the check fails on it too.
+            guard expiry > now else {
+                throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath) expired at \(when): renew it")
+            }
+            let days = Int(expiry.timeIntervalSince(now) / 86_400)
+            return "\(files.addressKey): HTTPS, certificate \(files.certificatePath) valid until \(when) (\(days) days)"
         }
     }
 }

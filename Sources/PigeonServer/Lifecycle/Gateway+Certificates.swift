@@ -22,16 +22,20 @@ extension Gateway {
     /// Reads each HTTPS listener's certificate and key files again (`tlsCertificatePath` and
     /// `tlsKeyPath`, `bankTlsCertificatePath` and `bankTlsKeyPath`) and presents them to new
     /// connections; open connections keep theirs, nothing stops listening. A pair that cannot be
-    /// read or parsed, or whose key is not the certificate's, is refused with the reason logged,
-    /// and that listener keeps its certificate. What SIGHUP (`systemctl reload`) does, so a
+    /// read or parsed, whose key is not the certificate's, or whose certificate has expired (at
+    /// `now`) is refused with the reason logged, and that listener keeps its certificate. What SIGHUP (`systemctl reload`) does, so a
     /// renewed certificate needs no restart. The bank's client CA (`bankClientCaFile`) is read
     /// at start only.
     @discardableResult
-    public func reloadCertificates() -> [CertificateReload] {
+    public func reloadCertificates(now: Date = Date()) -> [CertificateReload] {
         listenerCertificates.map { source in
             let files = source.files
             do {
                 let pair = try files.read()
+                let notAfter = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
+                guard notAfter > now else {
+                    throw ExpiredCertificate(notAfter: notAfter)
+                }
                 try source.server.replaceCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
                 let expiry = source.server.certificateExpiry
                 logger.notice("TLS certificate reloaded", metadata: [
@@ -45,4 +49,10 @@ extension Gateway {
             }
         }
     }
+}
+
+/// A certificate past its end date, refused by a reload.
+struct ExpiredCertificate: Error, CustomStringConvertible {
+    var notAfter: Date
+    var description: String { "the certificate expired at \(ISO8601DateFormatter().string(from: notAfter)): renew it" }
 }

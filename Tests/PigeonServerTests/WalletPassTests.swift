@@ -64,10 +64,15 @@ struct WalletPassTests {
         let newerModified = try #require(newer.headers["last-modified"].flatMap(HTTPDate.parse))
         #expect(newerModified > (HTTPDate.parse(lastModified) ?? .distantFuture))
 
-        // Logs are kept, bounded.
+        // Logs go to the gateway's log, escaped and bounded, and are not stored: anyone may call
+        // the endpoint. Bodies over 4 KiB are refused; past ten calls a minute from an address, 429.
         let logs = Data(#"{"logs":["Web service error for pass.com.example.bank.card (https://x/passkit): Response to 'What changed?' request included 1 serial numbers but the lastUpdated tag (5) remained the same.\r\nforged line"]}"#.utf8)
         #expect(try await wallet.call("POST", "/v1/log", body: logs).status == 200)
-        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_logs WHERE message NOT LIKE '%' || chr(10) || '%'") == 1)
+        #expect(try await wallet.flow.count("SELECT count(*) FROM pass_logs") == 0)
+        #expect(try await wallet.call("POST", "/v1/log", body: Data(#"{"logs":["\#(String(repeating: "x", count: 5000))"]}"#.utf8)).status == 413)
+        var statuses: [Int] = []
+        for _ in 0..<10 { statuses.append(try await wallet.call("POST", "/v1/log", body: logs).status) }
+        #expect(statuses.filter { $0 == 200 }.count == 9 && statuses.last == 429, "\(statuses)")
 
         // Unregistering needs the token too.
         #expect(try await wallet.call("DELETE", path, headers: Harness.applePass("wrong-token-0123456789")).status == 401)

@@ -77,11 +77,11 @@ struct PassStoreTests {
         await drop()
     }
 
-    @Test("the hygiene sweep drops Wallet logs older than a week and keeps the others")
+    @Test("the hygiene sweep drops Wallet logs older than a week (stored by earlier versions) and keeps the others")
     func logsAgeOut() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
-        try await PassStore(pool: pool).log(["fresh"], peer: "127.0.0.1")
         _ = try await pool.withConnection { connection in
+            try connection.query("INSERT INTO pass_logs (peer, message) VALUES ('127.0.0.1', 'fresh')")
             try connection.query("INSERT INTO pass_logs (peer, message, received_at) VALUES ('127.0.0.1', 'old', now() - interval '8 days')")
         }
         _ = try await Sweeps(pool: pool).removeStaleDevices(olderThan: .seconds(86_400), limit: 100)

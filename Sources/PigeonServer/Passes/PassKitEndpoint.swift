@@ -12,16 +12,24 @@ import PigeonStore
 struct PassKitEndpoint: Sendable {
     /// The largest registration body (`{"pushToken": …}`).
     static let maximumRegistrationBytes = 4 * 1024
-    /// The largest `/v1/log` body, how many of its messages are kept, and how long each may be.
-    static let maximumLogBytes = 64 * 1024
-    static let maximumLogMessages = 50
-    static let maximumLogMessageLength = 1_024
+    /// The largest `/v1/log` body, how many of its messages are logged, and how long each may be.
+    /// Wallet's log calls carry no credential (Apple's protocol), so nothing of them is stored:
+    /// they go to the gateway's log, bounded, under a per-address and a global budget.
+    static let maximumLogBytes = 4 * 1024
+    static let maximumLogMessages = 10
+    static let maximumLogMessageLength = 256
+    /// `/v1/log` calls per client address, and from all addresses together, per minute.
+    static let logCallsPerAddressPerMinute = 10
+    static let logCallsPerMinute = 120
 
     /// The configured path (`/passkit`): the pass's `webServiceURL` ends with it.
     let prefix: String
     let store: PassStore
     let limits: PassStore.RegistrationLimits
     let addressLimit: AddressRateLimit
+    /// `/v1/log` calls per address, and from every address together (one shared key).
+    let logAddressLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerAddressPerMinute)
+    let logGlobalLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerMinute)
     let metrics: MetricsRegistry
     let logger: Logger
 
@@ -141,8 +149,14 @@ struct PassKitEndpoint: Sendable {
         }
     }
 
+    /// `POST /v1/log`: what a Wallet reports about our web service, written to the gateway's log
+    /// (escaped, at most ``maximumLogMessages`` of ``maximumLogMessageLength`` characters) and
+    /// not stored: anyone can call it, so it must not become free storage.
     private func log(_ request: HTTPRequest) async throws -> HTTPResponse {
         if request.bodyTooLarge { throw Refusal(413, "a log's body is at most \(Self.maximumLogBytes) bytes") }
+        if let retry = logAddressLimit.take(request.peer) ?? logGlobalLimit.take("all") {
+            throw Refusal(429, "too many log calls; try again in \(retry) s")
+        }
         guard let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any],
               let logs = object["logs"] as? [Any] else {
             throw Refusal(400, "the body must be a JSON object with logs, a list of strings")
@@ -150,8 +164,7 @@ struct PassKitEndpoint: Sendable {
         let messages = logs.prefix(Self.maximumLogMessages).compactMap { $0 as? String }.map {
             LogText.escaped(String($0.prefix(Self.maximumLogMessageLength)), limit: Self.maximumLogMessageLength)
         }
-        try await store.log(messages, peer: request.peer)
-        for message in messages.prefix(10) {
+        for message in messages {
             logger.info("Wallet log", metadata: ["peer": request.peer, "message": message])
         }
         return HTTPResponse(status: 200)

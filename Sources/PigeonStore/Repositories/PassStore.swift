@@ -230,14 +230,6 @@ public struct PassStore: Sendable {
         }
     }
 
-    /// Keeps what a device posted to `/v1/log`; messages already bounded by the caller.
-    public func log(_ messages: [String], peer: String) async throws {
-        guard !messages.isEmpty else { return }
-        _ = try await pool.withConnection { connection in
-            try connection.query("INSERT INTO pass_logs (peer, message) SELECT $1, unnest($2::text[])", [peer, PostgresArray.encode(messages)])
-        }
-    }
-
     // MARK: Shared steps
 
     /// Locks the pass's row when `digest` is its token's; returns its version, or nil.

@@ -170,18 +170,22 @@ public final class HTTP2Client: Sendable {
         func expireWaiting(now: Date) {
             guard let earliest = earliestNotAfter, earliest <= now else { return }
             var nextEarliest: Date?
+            var answered = false
             for index in next..<requests.count where !answeredEarly.contains(index) {
                 guard let notAfter = requests[index].notAfter else { continue }
                 if notAfter <= now {
                     answeredEarly.insert(index)
                     finished += 1
+                    answered = true
                     onResponse(index, .failure(HTTP2Client.expired))
                 } else {
                     nextEarliest = min(nextEarliest ?? notAfter, notAfter)
                 }
             }
             earliestNotAfter = nextEarliest
-            if finished == requests.count { continuation.resume() }
+            // Only the answer that completes the batch resumes its caller (a batch finished by
+            // its last transfer was resumed there).
+            if answered && finished == requests.count { continuation.resume() }
         }
 
         /// The requests to start now, within the batch's window and at most `room` of them.

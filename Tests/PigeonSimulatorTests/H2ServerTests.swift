@@ -97,6 +97,32 @@ struct H2ServerTests {
         await held.value
     }
 
+    @Test("a batch whose requests all started in time but were answered after their start limit completes once, every answer a success")
+    func answeredAfterStartLimit() async throws {
+        let certificates = try Certificates()
+        let server = try H2Server(configuration: .init(certificateFile: certificates.certificate, keyFile: certificates.key)) { request in
+            H2Server.Response(status: 200, delayMilliseconds: request.path.hasSuffix("slow") ? 5_000 : 0)
+        }
+        defer { server.stop() }
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 10, caFile: certificates.certificate))
+        defer { client.shutdown() }
+        // The connection is up before the batch.
+        _ = try await client.send(url: "https://127.0.0.1:\(server.port)/3/device/first", headers: [:], body: Data())
+        // Started at once (room for all), answered after their start limit has passed: the
+        // client must not answer them again as expired, nor return twice.
+        let notAfter = Date().addingTimeInterval(3)
+        let requests = (0..<4).map { _ in
+            HTTP2Client.Request(url: "https://127.0.0.1:\(server.port)/3/device/slow", headerLines: [], body: Data(), notAfter: notAfter)
+        }
+        let statuses = Mutex<[Int: Int]>([:])
+        await client.send(requests, maxInFlight: 4) { index, result in
+            statuses.withLock { $0[index, default: 0] += (try? result.get().status) == 200 ? 1 : 100 }
+        }
+        // Give the client's loop a few more turns over the finished batch.
+        _ = try? await client.send(url: "https://127.0.0.1:\(server.port)/3/device/after", headers: [:], body: Data())
+        #expect(statuses.withLock { $0 } == [0: 1, 1: 1, 2: 1, 3: 1])
+    }
+
     @Test("after a GOAWAY the client opens a new connection and the rest succeed")
     func goAway() async throws {
         let certificates = try Certificates()

@@ -20,7 +20,10 @@
 #include "tls_identity.h"
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
-static const char tls_priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+static const char tls_priorities[] =
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"
+    /* TLS 1.2: forward secrecy and authenticated encryption only (no static RSA, no CBC). */
+    "-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD";
 /* A refused body the client sends without waiting (no "Expect: 100-continue") is read and
  * thrown away up to this size before the answer goes out: closing on a client still sending
  * makes the kernel reset the connection, and the client loses the answer. Beyond it, or when the

@@ -66,6 +66,10 @@ struct AppsConfigurationTests {
         ("webPushAllowedHosts = *", "each with :port when not 443"),
         ("app.business.rustoreServiceToken = t", "app.business.rustoreProjectId and app.business.rustoreServiceToken must be set together"),
         ("app.business.rustoreProjectId = p\napp.business.rustoreServiceToken = t\napp.business.rustoreEndpoint = ftp://x", "not an http(s) URL"),
+        ("fcmServiceAccountPath = \(readable)\nfcmEndpoint = http://fcm.example", "fcmEndpoint must be https://"),
+        ("app.business.rustoreProjectId = p\napp.business.rustoreServiceToken = t\napp.business.rustoreEndpoint = http://127.evil.example",
+         "app.business.rustoreEndpoint must be https://"),
+        ("apnsCertificatePath = \(readable)\napnsSandboxEndpoint = http://10.0.0.1:8443", "apnsSandboxEndpoint must be https://"),
     ])
     func refused(line: String, message: String) {
         #expect {
@@ -73,6 +77,14 @@ struct AppsConfigurationTests {
         } throws: { error in
             "\(error)".contains(message)
         }
+    }
+
+    @Test("plain http:// push endpoints: to a loopback address, or with allowInsecurePushEndpoints")
+    func plainEndpoints() throws {
+        _ = try GatewayConfiguration.parse(text: "fcmServiceAccountPath = \(Self.readable)\nfcmEndpoint = http://127.0.0.1:9", name: "server.conf")
+        _ = try GatewayConfiguration.parse(text: "fcmServiceAccountPath = \(Self.readable)\nfcmEndpoint = http://[::1]:9", name: "server.conf")
+        _ = try GatewayConfiguration.parse(
+            text: "allowInsecurePushEndpoints = true\nfcmServiceAccountPath = \(Self.readable)\nfcmEndpoint = http://fcm.example", name: "server.conf")
     }
 
     @Test("registration: appId names a configured app (absent or 'default': the default app), environment only for iOS tokens")

@@ -82,7 +82,7 @@ struct EdgeTests {
         #expect(bank.body.contains("https://127.0.0.1:\(harness.gateway.bankPort)"))
     }
 
-    @Test("HTTPS offers TLS 1.2 and 1.3 only: TLS 1.0 and 1.1 handshakes fail")
+    @Test("HTTPS offers TLS 1.2 and 1.3 only, TLS 1.2 with ECDHE and AEAD suites only: TLS 1.0 and 1.1, CBC and static-RSA handshakes fail")
     func oldTLSRefused() async throws {
         let simulator = try SimulatorFixture()
         defer { simulator.stop() }
@@ -91,11 +91,17 @@ struct EdgeTests {
             $0.http.tlsCertificatePath = credentials.serverCertificate
             $0.http.tlsKeyPath = credentials.serverKey
         }
-        func handshake(_ version: String) async throws -> String {
+        func handshake(_ version: String, ciphers: String = "DEFAULT@SECLEVEL=0") async throws -> String {
             // SECLEVEL=0 lets the client offer the old versions at all; the server must refuse them.
             String(decoding: try await ChildProcess.run("/usr/bin/openssl", [
-                "s_client", "-connect", "127.0.0.1:\(harness.gateway.port)", version, "-cipher", "DEFAULT@SECLEVEL=0",
+                "s_client", "-connect", "127.0.0.1:\(harness.gateway.port)", version, "-cipher", ciphers,
                 "-CAfile", credentials.caFile], input: Data("Q\n".utf8), allowFailure: true), as: UTF8.self)
+        }
+        // TLS 1.2 with CBC suites or static RSA key exchange only: refused.
+        for ciphers in ["ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA384:ECDHE-RSA-AES256-SHA384@SECLEVEL=0",
+                        "AES128-SHA:AES256-GCM-SHA384:AES128-GCM-SHA256@SECLEVEL=0"] {
+            let output = try await handshake("-tls1_2", ciphers: ciphers)
+            #expect(output.contains("Cipher is (NONE)"), "\(ciphers): \(output.prefix(600))")
         }
         for old in ["-tls1", "-tls1_1"] {
             let output = try await handshake(old)
@@ -103,6 +109,7 @@ struct EdgeTests {
         }
         let modern = try await handshake("-tls1_2")
         #expect(modern.contains("New, TLSv1.2") && !modern.contains("Cipher is (NONE)"), "\(modern.prefix(600))")
+        #expect(modern.contains("ECDHE") && (modern.contains("GCM") || modern.contains("CHACHA20")), "\(modern.prefix(600))")
     }
 
     /// 256 slow clients from 127.0.0.1, then one more; each sends part of a request head and a

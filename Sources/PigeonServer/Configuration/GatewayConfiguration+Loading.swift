@@ -128,6 +128,13 @@ extension GatewayConfiguration {
                     throw fail("\(prefix)\(key): cannot read '\(path)'")
                 }
             }
+            let endpoints = [("apnsEndpoint", app.apns.endpoint), ("apnsSandboxEndpoint", app.apns.sandboxEndpoint),
+                             ("fcmEndpoint", app.fcm.endpoint), ("fcmTokenEndpoint", app.fcm.tokenEndpoint),
+                             ("rustoreEndpoint", app.rustore.endpoint), ("hmsEndpoint", app.huawei.endpoint),
+                             ("hmsTokenEndpoint", app.huawei.tokenEndpoint)]
+            for case let (key, url?) in endpoints where !allowInsecurePushEndpoints && Self.isPlainRemote(url) {
+                throw fail("\(prefix)\(key) must be https:// (plain http:// only to a loopback address, or with allowInsecurePushEndpoints = true): pushes carry their content and our credentials")
+            }
             if app.apns.keyPath != nil && (app.apns.keyId == nil || app.apns.teamId == nil) {
                 throw fail("\(prefix)apnsKeyPath needs \(prefix)apnsKeyId and \(prefix)apnsTeamId")
             }
@@ -188,6 +195,12 @@ extension GatewayConfiguration {
         }
         try validateApps(location: location)
         try validatePasses(location: location)
+    }
+
+    /// Whether `url` is plain `http://` to an address that is not this machine's.
+    static func isPlainRemote(_ url: String) -> Bool {
+        guard let parsed = URL(string: url), parsed.scheme?.lowercased() == "http" else { return false }
+        return !(parsed.host.map(isLoopback) ?? false)
     }
 
     /// Why `url` may not carry the bank channel: `http://` to anything but a loopback address
@@ -348,6 +361,7 @@ extension GatewayConfiguration {
         "dbStatementTimeoutMillis": { $0.database.statementTimeoutMilliseconds = try integer($1, in: 0...3_600_000) },
         "migrationsPath": { $0.database.migrationsPath = try nonEmpty($1) },
         "tlsCaFile": { $0.tlsCaFile = try nonEmpty($1) },
+        "allowInsecurePushEndpoints": { $0.allowInsecurePushEndpoints = try boolean($1) },
         "sbiOutboundWebServiceURL": { $0.bankProxyURL = try url($1) },
         "reportMaxAgeHours": { $0.reportMaxAgeHours = try integer($1, in: 1...8760) },
         "retentionDays": { $0.retentionDays = try integer($1, in: 1...3650) },

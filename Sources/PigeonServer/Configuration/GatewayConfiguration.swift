@@ -257,6 +257,9 @@ public struct GatewayConfiguration: Sendable {
     }
     /// `tlsCaFile`: extra CA bundle for outbound TLS.
     public var tlsCaFile: String?
+    /// `allowInsecurePushEndpoints`: allow `http://` push-service endpoints on non-loopback
+    /// addresses (tests behind a proxy); otherwise they must be `https://`.
+    public var allowInsecurePushEndpoints = false
     /// `sbiOutboundWebServiceURL`: the bank proxy.
     public var bankProxyURL: String?
     /// How the gateway reaches and proves itself to the bank proxy.

@@ -94,7 +94,8 @@ public struct PassStore: Sendable {
         case alreadyRegistered
         /// No such pass, or not its authentication token.
         case unauthorized
-        /// `RegistrationLimits` reached; the message says which.
+        /// The device's `RegistrationLimits.perDevice` reached. (A pass at its `perPass` gives up
+        /// its oldest registration for the new one instead.)
         case limitReached(String)
     }
 
@@ -121,7 +122,21 @@ public struct PassStore: Sendable {
                 return .limitReached("this device has registered for \(limits.perDevice) passes, the most one device may")
             }
             if (counts?.integer(1) ?? 0) >= limits.perPass {
-                return .limitReached("this pass is registered on \(limits.perPass) devices, the most one pass may")
+                // The pass's owner on a new phone (or anyone holding a copy of the pass file):
+                // the newest registration wins, the oldest goes, so copies cannot lock the owner
+                // out; a pass never has more than `perPass` devices.
+                let evicted = try connection.query("""
+                    DELETE FROM pass_registrations WHERE (pass_type_id, serial_number, device_library_id) IN (
+                        SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
+                        WHERE pass_type_id = $1 AND serial_number = $2
+                        ORDER BY registered_at, device_library_id
+                        LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) - $3 + 1))
+                    RETURNING device_library_id
+                    """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).rows.compactMap { $0.text(0) }
+                _ = try connection.query("""
+                    DELETE FROM pass_devices d WHERE device_library_id = ANY($1::text[])
+                      AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
+                    """, [PostgresArray.encode(evicted)])
             }
             _ = try connection.query("""
                 INSERT INTO pass_devices (device_library_id, push_token) VALUES ($1, $2)

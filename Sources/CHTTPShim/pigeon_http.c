@@ -312,6 +312,57 @@ static enum MHD_Result refuse_client(struct MHD_Connection *connection) {
     return result;
 }
 
+/* Answers `status` with `text` and closes the connection: for heads that must not be served, and
+ * whose body (if any) must not be read as the next request. */
+static enum MHD_Result refuse_head(struct MHD_Connection *connection, unsigned int status,
+                                   const char *text) {
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) return MHD_NO;
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    enum MHD_Result result = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+/* Counts header fields whose name or value holds a NUL, CR or LF byte. */
+static enum MHD_Result count_bad_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       size_t key_size, const char *value, size_t value_size) {
+    (void)kind;
+    int *bad = cls;
+    if (key == NULL || strlen(key) != key_size || memchr(key, '\r', key_size) || memchr(key, '\n', key_size)) {
+        (*bad)++;
+    } else if (value != NULL && (strlen(value) != value_size || memchr(value, '\r', value_size) ||
+                                 memchr(value, '\n', value_size))) {
+        (*bad)++;
+    }
+    return MHD_YES;
+}
+
+/* Why a request head must be refused (400) before anything reads its body, or NULL: a
+ * Transfer-Encoding other than chunked (it would hold the request until the deadline), a
+ * Content-Length that is not plain digits or that comes with Transfer-Encoding (the body could be
+ * read as the next request), a header holding NUL, CR or LF. */
+static const char *malformed_head(struct MHD_Connection *connection) {
+    const char *encoding =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *length =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (encoding != NULL && strcasecmp(encoding, "chunked") != 0) {
+        return "unsupported Transfer-Encoding (only chunked)\n";
+    }
+    if (length != NULL) {
+        if (encoding != NULL) return "Content-Length and Transfer-Encoding together\n";
+        size_t digits = strspn(length, "0123456789");
+        if (digits == 0 || digits > 19 || length[digits] != '\0') return "malformed Content-Length\n";
+    }
+    int bad = 0;
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, count_bad_bytes, &bad);
+    if (bad > 0) return "a header holds a NUL, CR or LF byte\n";
+    return NULL;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection,
                                       const char *url, const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -326,6 +377,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
             !client_certificate_accepted(connection, record)) {
             return refuse_client(connection);
         }
+        const char *malformed = malformed_head(connection);
+        if (malformed != NULL) return refuse_head(connection, MHD_HTTP_BAD_REQUEST, malformed);
         exchange = calloc(1, sizeof *exchange);
         if (exchange == NULL) return MHD_NO;
         atomic_store(&exchange->references, 1);

@@ -112,6 +112,48 @@ struct EdgeTests {
         #expect(modern.contains("ECDHE") && (modern.contains("GCM") || modern.contains("CHACHA20")), "\(modern.prefix(600))")
     }
 
+    /// Sends raw bytes to 127.0.0.1:PORT and prints what came back (up to 10 s, until the server
+    /// closes): for heads curl will not send.
+    static let rawExchange = #"""
+        import socket, sys, time
+        port, payload = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+        connection.sendall(payload)
+        received, deadline = b"", time.time() + 10
+        try:
+            while time.time() < deadline:
+                chunk = connection.recv(65536)
+                if not chunk: break
+                received += chunk
+        except socket.timeout:
+            received += b"\n<timed out>"
+        sys.stdout.write(received.decode("latin-1"))
+        """#
+
+    @Test("heads libmicrohttpd would take leniently are 400 and close: an unknown Transfer-Encoding, a signed Content-Length, both together, CR in a header")
+    func malformedHeads() async throws {
+        let harness = try await GatewayHarness()
+        let path = "/api/v1/devices/register"
+        let smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        let cases: [(String, String)] = [
+            ("unknown Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            ("signed Content-Length", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: +\(smuggled.utf8.count)\r\n\r\n\(smuggled)"),
+            ("Content-Length and Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            ("CR in a header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\n\r\n"),
+        ]
+        for (name, request) in cases {
+            let hex = Data(request.utf8).map { String(format: "%02x", $0) }.joined()
+            let output = String(decoding: try await ChildProcess.run("/usr/bin/python3", ["-c", Self.rawExchange, String(harness.gateway.port), hex]), as: UTF8.self)
+            #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(300))")
+            #expect(!output.contains("<timed out>"), "\(name): the connection stayed open")
+            // Nothing after the refusal was served as a request of its own (libmicrohttpd's own
+            // 400 for a signed length writes its status line twice; neither is a 200).
+            #expect(!output.contains("200 OK"), "\(name): \(output.prefix(600))")
+        }
+        // A plain request on the same listener still works.
+        #expect(try await harness.request("GET", "/health").status == 200)
+    }
+
     /// 256 slow clients from 127.0.0.1, then one more; each sends part of a request head and a
     /// byte every half second. Prints JSON: whether the extra connection was refused and how many
     /// of the 256 the server closed within the time given. (A child process: hundreds of sockets

@@ -17,6 +17,7 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "address_counts.h"
 #include "tls_identity.h"
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
@@ -43,6 +44,11 @@ typedef struct connection_record {
     _Atomic uint64_t waiting_since_ms;
     /* Client certificate check: 0 not yet, 1 accepted, 2 refused. Touched by its I/O thread. */
     int client_certificate;
+    /* When it opened (monotonic ms), and whether a head of it passed the checks (it no longer
+     * counts among the unauthenticated connections). */
+    uint64_t started_ms;
+    _Atomic int authenticated;
+    address_key address; /* the client's, as unauthenticated connections are counted */
 } connection_record;
 
 enum exchange_phase {
@@ -97,6 +103,14 @@ struct pigeon_http_server {
     connection_record *records;
     unsigned int connection_count;
     _Atomic unsigned long deadline_closures;
+    /* Connections not authenticated yet: their cap, their deadline, and what was turned away. */
+    _Atomic unsigned int unauthenticated_count;
+    unsigned int unauthenticated_limit;
+    unsigned int unauthenticated_per_address_limit;
+    address_counts *unauthenticated_by_address; /* under connections_lock */
+    uint64_t unauthenticated_deadline_ms;
+    _Atomic unsigned long unauthenticated_refusals;
+    _Atomic unsigned long unauthenticated_closures;
 
     pthread_mutex_t flight_lock; /* in_flight list, exchange phases after dispatch */
     struct pigeon_http_exchange *in_flight;
@@ -135,6 +149,13 @@ static void release(struct pigeon_http_exchange *exchange) {
 
 /* MARK: connections and the deadline */
 
+/* `record` no longer counts among the unauthenticated connections (it passed the checks, was cut,
+ * or closed). The caller holds connections_lock and has set record->authenticated. */
+static void authenticated_now(struct pigeon_http_server *server, connection_record *record) {
+    atomic_fetch_sub(&server->unauthenticated_count, 1);
+    if (server->unauthenticated_by_address) address_counts_decrement(server->unauthenticated_by_address, record->address);
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                               enum MHD_ConnectionNotificationCode code) {
     struct pigeon_http_server *server = cls;
@@ -145,8 +166,14 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
             MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         record->fd = info ? info->connect_fd : -1;
         record->server = server;
-        atomic_store(&record->waiting_since_ms, now_ms());
+        record->started_ms = now_ms();
+        atomic_store(&record->waiting_since_ms, record->started_ms);
+        const union MHD_ConnectionInfo *client =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        record->address = address_key_of(client ? client->client_addr : NULL);
+        atomic_fetch_add(&server->unauthenticated_count, 1);
         pthread_mutex_lock(&server->connections_lock);
+        if (server->unauthenticated_by_address) address_counts_increment(server->unauthenticated_by_address, record->address);
         record->next = server->records;
         if (server->records) server->records->previous = record;
         server->records = record;
@@ -160,6 +187,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     connection_record *record = *socket_context;
     if (record == NULL) return;
     pthread_mutex_lock(&server->connections_lock);
+    if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
     if (record->previous) record->previous->next = record->next;
     else server->records = record->next;
     if (record->next) record->next->previous = record->previous;
@@ -186,11 +214,38 @@ static void *reap_late_requests(void *cls) {
                 shutdown(record->fd, SHUT_RDWR);
                 atomic_store(&record->waiting_since_ms, 0);
                 atomic_fetch_add(&server->deadline_closures, 1);
+            } else if (server->unauthenticated_deadline_ms > 0 && !atomic_load(&record->authenticated) &&
+                       now > record->started_ms && now - record->started_ms > server->unauthenticated_deadline_ms &&
+                       record->fd >= 0) {
+                /* Opened and not authenticated in time (a slow or silent handshake, no head). */
+                shutdown(record->fd, SHUT_RDWR);
+                if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
+                atomic_fetch_add(&server->unauthenticated_closures, 1);
             }
         }
         pthread_mutex_unlock(&server->connections_lock);
     }
     return NULL;
+}
+
+/* Refuses a new connection while the unauthenticated ones are at their cap: the connections
+ * that passed the checks (the bank's keep-alive ones) always keep the rest of the limit. */
+static enum MHD_Result admit_connection(void *cls, const struct sockaddr *address, socklen_t length) {
+    (void)length;
+    struct pigeon_http_server *server = cls;
+    int refuse = server->unauthenticated_limit > 0 &&
+                 atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit;
+    if (!refuse && server->unauthenticated_by_address) {
+        pthread_mutex_lock(&server->connections_lock);
+        refuse = address_counts_get(server->unauthenticated_by_address, address_key_of(address)) >=
+                 server->unauthenticated_per_address_limit;
+        pthread_mutex_unlock(&server->connections_lock);
+    }
+    if (refuse) {
+        atomic_fetch_add(&server->unauthenticated_refusals, 1);
+        return MHD_NO;
+    }
+    return MHD_YES;
 }
 
 static connection_record *record_of(struct MHD_Connection *connection) {
@@ -379,6 +434,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         }
         const char *malformed = malformed_head(connection);
         if (malformed != NULL) return refuse_head(connection, MHD_HTTP_BAD_REQUEST, malformed);
+        if (record != NULL && !atomic_load(&record->authenticated)) {
+            pthread_mutex_lock(&server->connections_lock);
+            if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
+            pthread_mutex_unlock(&server->connections_lock);
+        }
         exchange = calloc(1, sizeof *exchange);
         if (exchange == NULL) return MHD_NO;
         atomic_store(&exchange->references, 1);
@@ -532,6 +592,12 @@ static int present_identity(gnutls_session_t session, const gnutls_datum_t *requ
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     connection_record *record = info ? info->socket_context : NULL;
     if (record == NULL || record->server == NULL || !record->server->has_identity) return -1;
+    if (record->server->require_client_certificate) {
+        /* The client's certificate is required and checked in the handshake itself: a client
+         * without one, or with one the CA did not sign, never gets as far as a request head. */
+        gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_cert(session, NULL, 0);
+    }
     return tls_identity_slot_select(&record->server->identities, chain, chain_length, key);
 }
 
@@ -590,6 +656,13 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     server->context = config->context;
     server->require_client_certificate = config->tls_client_ca_pem != NULL;
     server->deadline_ms = (uint64_t)(config->request_deadline_seconds ? config->request_deadline_seconds : 30) * 1000u;
+    server->unauthenticated_limit = config->unauthenticated_limit;
+    server->unauthenticated_per_address_limit = config->unauthenticated_per_address_limit;
+    if (config->unauthenticated_per_address_limit > 0) {
+        /* Room for every connection the listener may hold, each from an address of its own. */
+        server->unauthenticated_by_address = address_counts_new(config->connection_limit + 1);
+    }
+    server->unauthenticated_deadline_ms = (uint64_t)config->unauthenticated_deadline_seconds * 1000u;
     pthread_mutex_init(&server->connections_lock, NULL);
     pthread_mutex_init(&server->flight_lock, NULL);
 
@@ -632,11 +705,11 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     /* The certificate comes from present_identity at each handshake (so it can be replaced);
      * passed outside the array, whose field for this option's pointer varies between versions. */
     if (server->has_identity) {
-        server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server,
+        server->daemon = MHD_start_daemon(flags, 0, admit_connection, server, access_handler, server,
                                           MHD_OPTION_ARRAY, options, MHD_OPTION_HTTPS_CERT_CALLBACK,
                                           present_identity, MHD_OPTION_END);
     } else {
-        server->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server,
+        server->daemon = MHD_start_daemon(flags, 0, admit_connection, server, access_handler, server,
                                           MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     }
     if (server->daemon == NULL) {
@@ -644,6 +717,7 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
                  "cannot listen on %s port %u (address in use, a client CA file that is no PEM, or no permission)",
                  config->address, (unsigned)config->port);
         if (server->has_identity) tls_identity_slot_destroy(&server->identities);
+        address_counts_free(server->unauthenticated_by_address);
         pthread_mutex_destroy(&server->connections_lock);
         pthread_mutex_destroy(&server->flight_lock);
         free(server);
@@ -679,6 +753,14 @@ unsigned int pigeon_http_connections(pigeon_http_server *server) {
     unsigned int count = server->connection_count;
     pthread_mutex_unlock(&server->connections_lock);
     return count;
+}
+
+unsigned long pigeon_http_unauthenticated_refusals(pigeon_http_server *server) {
+    return atomic_load(&server->unauthenticated_refusals);
+}
+
+unsigned long pigeon_http_unauthenticated_closures(pigeon_http_server *server) {
+    return atomic_load(&server->unauthenticated_closures);
 }
 
 unsigned long pigeon_http_deadline_closures(pigeon_http_server *server) {
@@ -717,6 +799,7 @@ void pigeon_http_stop(pigeon_http_server *server) {
     pthread_mutex_unlock(&server->flight_lock);
     MHD_stop_daemon(server->daemon);
     if (server->has_identity) tls_identity_slot_destroy(&server->identities);
+    address_counts_free(server->unauthenticated_by_address);
     pthread_mutex_destroy(&server->connections_lock);
     pthread_mutex_destroy(&server->flight_lock);
     free(server);

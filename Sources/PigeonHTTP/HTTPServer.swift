@@ -39,13 +39,25 @@ public final class HTTPServer: Sendable {
         /// database pool) that another listener needs.
         public var concurrentHandlers: Int
         public var tls: TLS?
+        /// Connections that have not yet sent a head that passed the checks (a verified client
+        /// certificate where one is required): at most this many at once, further ones refused
+        /// at accept, so connections that did pass keep the rest of the limit; 0 for no cap.
+        public var unauthenticatedLimit: Int
+        /// The same, per client address (an IPv6 client counted by its /64); 0 for none.
+        public var unauthenticatedPerAddressLimit: Int
+        /// Such a connection is cut this long after it opened; 0: only the request deadline.
+        public var unauthenticatedDeadlineSeconds: Int
 
         public init(
             host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
             perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
             requestDeadlineSeconds: Int = 30, ioThreads: Int = 1, handlerThreads: Int = 4,
-            concurrentHandlers: Int = 256, tls: TLS? = nil
+            concurrentHandlers: Int = 256, tls: TLS? = nil, unauthenticatedLimit: Int = 0, unauthenticatedPerAddressLimit: Int = 0,
+            unauthenticatedDeadlineSeconds: Int = 0
         ) {
+            self.unauthenticatedLimit = unauthenticatedLimit
+            self.unauthenticatedPerAddressLimit = unauthenticatedPerAddressLimit
+            self.unauthenticatedDeadlineSeconds = unauthenticatedDeadlineSeconds
             self.host = host
             self.port = port
             self.connectionLimit = connectionLimit
@@ -123,6 +135,9 @@ public final class HTTPServer: Sendable {
                             per_address_limit: UInt32(clamping: configuration.perAddressConnectionLimit),
                             idle_timeout_seconds: UInt32(clamping: configuration.idleTimeoutSeconds),
                             request_deadline_seconds: UInt32(clamping: configuration.requestDeadlineSeconds),
+                            unauthenticated_limit: UInt32(clamping: configuration.unauthenticatedLimit),
+                            unauthenticated_per_address_limit: UInt32(clamping: configuration.unauthenticatedPerAddressLimit),
+                            unauthenticated_deadline_seconds: UInt32(clamping: configuration.unauthenticatedDeadlineSeconds),
                             tls_certificate_pem: certificate,
                             tls_key_pem: key,
                             tls_client_ca_pem: clientCA,
@@ -201,6 +216,15 @@ public final class HTTPServer: Sendable {
     /// The reason the C shim wrote into a buffer (NUL-terminated).
     private static func text(_ buffer: [CChar]) -> String {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Connections refused at accept because the unauthenticated ones were at their cap, and
+    /// cut because they did not authenticate in time, since start.
+    public var unauthenticatedRefusals: Int {
+        server.withLock { server in server.map { Int(pigeon_http_unauthenticated_refusals($0)) } ?? 0 }
+    }
+    public var unauthenticatedClosures: Int {
+        server.withLock { server in server.map { Int(pigeon_http_unauthenticated_closures($0)) } ?? 0 }
     }
 
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.

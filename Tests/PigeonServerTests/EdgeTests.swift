@@ -54,7 +54,7 @@ struct EdgeTests {
         #expect(throws: ConfigurationError.self) { try GatewayConfiguration.parse(text: "bankClientCaFile = /etc/hostname\n", name: "t") }
     }
 
-    @Test("bankClientCaFile: no client certificate, or one from another CA, gets 403; the bank's certificate is served")
+    @Test("bankClientCaFile: no client certificate, or one from another CA, fails in the TLS handshake; the bank's certificate is served")
     func mutualTLS() async throws {
         let simulator = try SimulatorFixture()
         defer { simulator.stop() }
@@ -73,10 +73,11 @@ struct EdgeTests {
             $0.http.bankClientCaFile = credentials.caFile
         }
         let wsdl = harness.bankBaseURL + GatewayHarness.soapPath + "?wsdl"
+        // Refused in the handshake itself: no request head is ever read from them (curl: no status).
         let anonymous = try await curl(["--cacert", credentials.caFile, wsdl])
-        #expect(anonymous.status == 403)
+        #expect(anonymous.status == 0)
         let stranger = try await curl(["--cacert", credentials.caFile, "--cert", strangerCertificate, "--key", strangerKey, wsdl])
-        #expect(stranger.status == 403)
+        #expect(stranger.status == 0)
         let bank = try await curl(["--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey, wsdl])
         #expect(bank.status == 200)
         #expect(bank.body.contains("https://127.0.0.1:\(harness.gateway.bankPort)"))
@@ -110,6 +111,68 @@ struct EdgeTests {
         let modern = try await handshake("-tls1_2")
         #expect(modern.contains("New, TLSv1.2") && !modern.contains("Cipher is (NONE)"), "\(modern.prefix(600))")
         #expect(modern.contains("ECDHE") && (modern.contains("GCM") || modern.contains("CHACHA20")), "\(modern.prefix(600))")
+    }
+
+    /// Opens COUNT connections to 127.0.0.1:PORT from 127.0.0.2 that send nothing, holds them for
+    /// SECONDS, and prints JSON: how many the server refused or closed meanwhile.
+    static let silentConnections = #"""
+        import json, socket, sys, time
+        port, count, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+        held = []
+        for _ in range(count):
+            s = socket.socket()
+            s.settimeout(2)
+            try:
+                s.bind(("127.0.0.2", 0))
+                s.connect(("127.0.0.1", port))
+                held.append(s)
+            except OSError:
+                s.close()
+        print(json.dumps({"opened": len(held)}), flush=True)
+        deadline, closed = time.time() + seconds, set()
+        while time.time() < deadline and len(closed) < len(held):
+            for index, s in enumerate(held):
+                if index in closed: continue
+                s.setblocking(False)
+                try:
+                    if s.recv(1) == b"": closed.add(index)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed.add(index)
+            time.sleep(0.2)
+        print(json.dumps({"opened": len(held), "closed": len(closed)}), flush=True)
+        """#
+
+    @Test("bankListen with client certificates: 250 silent connections from one address leave the bank's calls (each a new connection) flowing; they are capped per address and cut after 5 s")
+    func silentConnectionsCapped() async throws {
+        let simulator = try SimulatorFixture()
+        defer { simulator.stop() }
+        let credentials = simulator.simulator.credentials
+        let harness = try await Self.splitGateway {
+            $0.http.bankTlsCertificatePath = credentials.serverCertificate
+            $0.http.bankTlsKeyPath = credentials.serverKey
+            $0.http.bankClientCaFile = credentials.caFile
+            $0.http.bankConnectionLimit = 200
+        }
+        let port = harness.gateway.bankPort
+        async let attack = ChildProcess.run("/usr/bin/python3", ["-c", Self.silentConnections, String(port), "250", "30"])
+        // While they are held (the attacker has 30 s; each of these takes well under a second):
+        // the bank's calls, each on a connection of its own.
+        let wsdl = harness.bankBaseURL + GatewayHarness.soapPath + "?wsdl"
+        for call in 0..<9 {
+            let answer = try await curl(["--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey, wsdl])
+            #expect(answer.status == 200, "call \(call)")
+        }
+        let report = String(decoding: try await attack, as: UTF8.self)
+        let last = try #require(report.split(separator: "\n").last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Int] })
+        // Every silent connection the server took was cut (5 s after it opened), and no more than
+        // the per-address cap were ever taken at once (the rest were refused at accept).
+        #expect(last["closed"] == last["opened"], "\(report)")
+        let metrics = try await curl(["--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey,
+                                      harness.bankBaseURL + "/metrics"])
+        let refusals = metrics.body.split(separator: "\n").first { $0.hasPrefix("pigeon_http_unauthenticated_refusals{listener=\"bank\"}") }
+        #expect(refusals.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 > 0 } == true, "\(refusals ?? "no line")")
     }
 
     /// Sends raw bytes to 127.0.0.1:PORT and prints what came back (up to 10 s, until the server

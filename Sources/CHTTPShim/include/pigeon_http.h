@@ -39,6 +39,12 @@ typedef struct pigeon_http_config {
     unsigned int per_address_limit;      /* concurrent connections per client address; 0 = none */
     unsigned int idle_timeout_seconds;   /* no byte moving this long (e.g. a reader that stalls) */
     unsigned int request_deadline_seconds; /* a whole request must arrive within this */
+    /* Connections that have not yet sent a head that passed the client-certificate check (or, without
+     * one, any complete head): at most this many at once (0 = no cap; new ones are refused at
+     * accept), each cut after unauthenticated_deadline_seconds (0 = only the request deadline). */
+    unsigned int unauthenticated_limit;
+    unsigned int unauthenticated_per_address_limit; /* the same, per client address (0 = none) */
+    unsigned int unauthenticated_deadline_seconds;
     const char *tls_certificate_pem;     /* NULL for plain HTTP */
     const char *tls_key_pem;
     const char *tls_client_ca_pem;       /* non-NULL: clients must present a certificate it signed */
@@ -58,6 +64,10 @@ void pigeon_http_quiesce(pigeon_http_server *server);
 unsigned int pigeon_http_in_flight(pigeon_http_server *server);
 /* Open connections. */
 unsigned int pigeon_http_connections(pigeon_http_server *server);
+/* Connections refused at accept because the unauthenticated ones were at their cap, and cut because
+ * they did not authenticate in time, since start. */
+unsigned long pigeon_http_unauthenticated_refusals(pigeon_http_server *server);
+unsigned long pigeon_http_unauthenticated_closures(pigeon_http_server *server);
 /* Connections closed because a request did not arrive within the deadline, so far. */
 unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
 /* HTTPS: new connections present this certificate chain (PEM, leaf first) and key from now on;

@@ -341,6 +341,8 @@ extension GatewayConfiguration {
         "maxRequestBytes": { $0.http.maxRequestBytes = try integer($1, in: 1024...(1 << 30)) },
         "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...1_000_000) },
         "bankConnectionLimit": { $0.http.bankConnectionLimit = try integer($1, in: 1...100_000) },
+        "bankPerAddressConnectionLimit": { $0.http.bankPerAddressConnectionLimit = try integer($1, in: 0...100_000) },
+        "bankUnauthenticatedConnectionLimit": { $0.http.bankUnauthenticatedConnectionLimit = try integer($1, in: 1...100_000) },
         "perAddressConnectionLimit": { $0.http.perAddressConnectionLimit = try integer($1, in: 0...1_000_000) },
         "httpIdleTimeoutSeconds": { $0.http.idleTimeoutSeconds = try integer($1, in: 1...3600) },
         "requestDeadlineSeconds": { $0.http.requestDeadlineSeconds = try integer($1, in: 1...3600) },

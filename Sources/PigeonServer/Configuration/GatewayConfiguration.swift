@@ -34,6 +34,15 @@ public struct GatewayConfiguration: Sendable {
         public var connectionLimit = 16_384
         /// `bankConnectionLimit`: connections open at once on `bankListen`. Default 512.
         public var bankConnectionLimit = 512
+        /// `bankPerAddressConnectionLimit`: connections from one client address on `bankListen`;
+        /// 0 for none. Default 128.
+        public var bankPerAddressConnectionLimit = 128
+        /// `bankUnauthenticatedConnectionLimit`: connections on `bankListen` from one client
+        /// address that have not yet sent a head that passed the checks (a verified client
+        /// certificate with `bankClientCaFile`): at most this many at once, each cut 5 s after it
+        /// opened; all addresses together at most half of `bankConnectionLimit`, so the bank's
+        /// authenticated connections always keep the other half. Default 16.
+        public var bankUnauthenticatedConnectionLimit = 16
         /// `perAddressConnectionLimit`: connections from one client address on `listen`; 0 for
         /// none (behind a reverse proxy every client has the proxy's address). Default 256.
         public var perAddressConnectionLimit = 256

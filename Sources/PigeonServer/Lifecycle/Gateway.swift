@@ -197,9 +197,14 @@ public final class Gateway: Sendable {
                 bankServer = try Self.listening(bankFiles) { try HTTPServer(
                     configuration: .init(
                         host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
-                        perAddressConnectionLimit: 0, idleTimeoutSeconds: http.idleTimeoutSeconds,
+                        perAddressConnectionLimit: http.bankPerAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
                         requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
-                        concurrentHandlers: 256, tls: bankTLS),
+                        concurrentHandlers: 256, tls: bankTLS,
+                        // Connections still in their handshake or head: a few, briefly, so slow or
+                        // certificate-less ones cannot take the bank's slots.
+                        unauthenticatedLimit: max(1, http.bankConnectionLimit / 2),
+                        unauthenticatedPerAddressLimit: http.bankUnauthenticatedConnectionLimit,
+                        unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds))),
                     logger: logger.withLabel("pigeon.http.bank"),
                     admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) }
             } catch {

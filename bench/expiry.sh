@@ -59,24 +59,8 @@ wait_for_http "http://127.0.0.1:$STUB_PORT/stub/health" 30
 gateway=$!
 wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
 
-sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
-     SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text), now() - interval '2 days'
-     FROM generate_series(1, $blast) AS n;
-     INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
-     SELECT 'bank', 'payer-' || n, 'payer-' || n, 'phone', 'IOS', 'c0de' || lpad(to_hex(n), 60, '0'), now() - interval '2 days'
-     FROM generate_series(1, 2 * $codes) AS n;
-     ANALYZE devices; ANALYZE device_reach"
-python3 - "$blast" > /tmp/pigeon-expiry-blast.xml <<'PY'
-import sys
-n = int(sys.argv[1])
-out = sys.stdout
-out.write('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
-          'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
-          '<id>blast</id><pushContent><text>Our new savings account</text><type>UNIVERSAL</type></pushContent>')
-for start in range(1, n + 1, 100000):
-    out.write("".join(f"<recipients>blast-{i}</recipients>" for i in range(start, min(n, start + 99999) + 1)))
-out.write('<timeout>86400</timeout><priority>0</priority></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
-PY
+sql "$(bench_devices_sql "$blast" $((2 * codes)))"
+write_blast_envelope "$blast" /tmp/pigeon-expiry-blast.xml
 
 # send_codes FIRST COUNT OUTPUT: COUNT codes to payer-FIRST…, one every INTERVAL ms, each line
 # "notification_id started_seconds state".

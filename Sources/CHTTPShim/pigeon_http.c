@@ -355,17 +355,6 @@ static enum MHD_Result answer(struct pigeon_http_exchange *exchange) {
     return result;
 }
 
-static enum MHD_Result refuse_client(struct MHD_Connection *connection) {
-    struct MHD_Response *response = MHD_create_response_from_buffer(
-        sizeof client_certificate_required - 1, (void *)client_certificate_required,
-        MHD_RESPMEM_PERSISTENT);
-    if (response == NULL) return MHD_NO;
-    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_FORBIDDEN, response);
-    MHD_destroy_response(response);
-    return result;
-}
 
 /* Answers `status` with `text` and closes the connection: for heads that must not be served, and
  * whose body (if any) must not be read as the next request. */
@@ -430,7 +419,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         connection_record *record = record_of(connection);
         if (server->require_client_certificate &&
             !client_certificate_accepted(connection, record)) {
-            return refuse_client(connection);
+            return refuse_head(connection, MHD_HTTP_FORBIDDEN, client_certificate_required);
         }
         const char *malformed = malformed_head(connection);
         if (malformed != NULL) return refuse_head(connection, MHD_HTTP_BAD_REQUEST, malformed);

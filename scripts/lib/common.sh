@@ -141,3 +141,33 @@ postgres_cpu() {
     local master; master=$(head -1 "/tmp/pigeon-pg/$1/data/postmaster.pid")
     for pid in "$master" $(pgrep -P "$master"); do cpu_of "$pid" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'
 }
+
+# bench_devices_sql BLAST PAYERS: the SQL that registers iPhones blast-1…BLAST and payer-1…PAYERS
+# (payers' tokens start "c0de": the answerer notes their pushes), two days ago as a bank's are.
+bench_devices_sql() {
+    cat <<SQL
+INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
+SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text), now() - interval '2 days'
+FROM generate_series(1, $1) AS n;
+INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, created_at)
+SELECT 'bank', 'payer-' || n, 'payer-' || n, 'phone', 'IOS', 'c0de' || lpad(to_hex(n), 60, '0'), now() - interval '2 days'
+FROM generate_series(1, $2) AS n;
+ANALYZE devices; ANALYZE device_reach
+SQL
+}
+
+# write_blast_envelope COUNT FILE: a sendNotification "blast" to blast-1…COUNT, priority 0, a
+# day to live, written in pieces (a million recipients is ~40 MiB of SOAP).
+write_blast_envelope() {
+    python3 - "$1" > "$2" <<'PY'
+import sys
+n = int(sys.argv[1])
+out = sys.stdout
+out.write('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+          'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
+          '<id>blast</id><pushContent><text>Our new savings account</text><type>UNIVERSAL</type></pushContent>')
+for start in range(1, n + 1, 100000):
+    out.write("".join(f"<recipients>blast-{i}</recipients>" for i in range(start, min(n, start + 99999) + 1)))
+out.write('<timeout>86400</timeout><priority>0</priority></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
+PY
+}

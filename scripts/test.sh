@@ -42,6 +42,17 @@ timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter Datab
 log "a send of 5,000,000 recipients"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter BigSendTests
 
+# The C that faces the network (the HTTP shim, the HTTP/2 client and server shims, the XML shim)
+# with AddressSanitizer and UndefinedBehaviorSanitizer (Swift itself with AddressSanitizer), in a
+# build directory of its own: the fast suites and the edge suites that drive the shims with
+# hostile input. Any report stops the run.
+log "sanitizers: ASan + UBSan build of the shims, fast and edge tests"
+swift build --build-tests --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanitize-recover=undefined \
+    -Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined --build-path .build/sanitize
+ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    timeout --signal=TERM --kill-after=30 900 swift test --skip-build --build-path .build/sanitize \
+    --filter 'PigeonCoreTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests'
+
 log "third-party client tests (zeep) against release builds of the gateway and the simulator"
 swift build -c release --product pigeon
 VENV=/tmp/pigeon-venv

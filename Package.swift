@@ -120,6 +120,9 @@ let package = Package(
         // Load generator for bench/ (kept out of the test run).
         .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
+        // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonCore", "SOAPCodec"]),
+
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Builds the SOAP decoder fuzzer with libFuzzer + AddressSanitizer and runs it for a bounded time.
-# usage: fuzz/run.sh [SECONDS]   (default 300). Crashes land in fuzz/artifacts/.
-# Leak detection is off: LeakSanitizer reports the once-initialised service description (a
-# global) at exit. Per-input leaks are checked by `pigeon-bench decode-rss` instead (RSS stays flat).
+# Builds pigeon-fuzz (Sources/pigeon-fuzz: every parser of outside bytes in Swift) with libFuzzer's
+# coverage and AddressSanitizer, and fuzzes each target for a bounded time from its seeds
+# (fuzz/seeds/TARGET) and the crashers found before (fuzz/crashers/TARGET, kept in the repository:
+# each is run first, so a regression fails at once). Exits non-zero on the first crash, leak of the
+# input's handling aside, timeout (10 s per input) or out-of-memory (2 GiB); the input is written to
+# fuzz/artifacts/TARGET/ — move it to fuzz/crashers/TARGET/ once fixed.
+# usage: fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60, every target)
+# Leak detection is off: LeakSanitizer reports the process-wide descriptions built once at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-300}"
-out=.build/fuzz
-mkdir -p "$out/CXMLShim" fuzz/corpus fuzz/artifacts
-clang=$(dirname "$(readlink -f "$(command -v swiftc)")")/clang
-"$clang" -c -O1 -g -fsanitize=address,fuzzer-no-link $(pkg-config --cflags libxml-2.0) \
-    -I Sources/CXMLShim/include Sources/CXMLShim/pigeon_xml.c -o "$out/pigeon_xml.o"
-printf 'module CXMLShim {\n  header "%s"\n  export *\n}\n' "$PWD/Sources/CXMLShim/include/pigeon_xml.h" > "$out/CXMLShim/module.modulemap"
-swiftc -O -g -sanitize=fuzzer,address -parse-as-library -module-name SOAPCodec \
-    -Xcc -fmodule-map-file="$out/CXMLShim/module.modulemap" \
-    $(find Sources/SOAPCodec -name '*.swift') fuzz/SOAPDecoderFuzzer.swift "$out/pigeon_xml.o" \
-    $(pkg-config --libs libxml-2.0) -o "$out/soap-decoder"
-# Seed corpus: real requests of every operation and style.
-cp -n fuzz/seeds/* fuzz/corpus/ 2>/dev/null || true
-ASAN_OPTIONS=detect_leaks=0 "$out/soap-decoder" fuzz/corpus -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-    -rss_limit_mb=2048 -detect_leaks=0 -artifact_prefix=fuzz/artifacts/ -print_final_stats=1
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(soap device-json webpush-subscription pkpass server-conf)
+# -sanitize=fuzzer instruments every Swift module and links libFuzzer; our own main (which calls
+# LLVMFuzzerRunDriver) keeps the archive's main out.
+swift build --product pigeon-fuzz --build-path .build/fuzz --sanitize=address \
+    -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link -Xswiftc -DPIGEON_FUZZ -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
+binary=.build/fuzz/debug/pigeon-fuzz
+for target in "${targets[@]}"; do
+    corpus=.build/fuzz/corpus/$target
+    mkdir -p "$corpus" "fuzz/artifacts/$target" "fuzz/crashers/$target"
+    cp -n "fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true
+    echo "[fuzz] $target for ${seconds} s"
+    PIGEON_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 "$binary" "$corpus" "fuzz/crashers/$target" \
+        -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
+        -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 | tail -12
+    status=${PIPESTATUS[0]}
+    if [ "$status" -ne 0 ]; then
+        echo "[fuzz] $target FAILED (exit $status); inputs in fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
+done

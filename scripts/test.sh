@@ -53,6 +53,11 @@ ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:hal
     timeout --signal=TERM --kill-after=30 900 swift test --skip-build --build-path .build/sanitize \
     --filter 'PigeonCoreTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests'
 
+# Every parser of outside bytes in Swift, fuzzed with libFuzzer and AddressSanitizer from its seeds
+# and the crashers kept in fuzz/crashers (a crash, timeout or out-of-memory fails the run).
+log "fuzzing: 45 s per target"
+./fuzz/run.sh 45
+
 log "third-party client tests (zeep) against release builds of the gateway and the simulator"
 swift build -c release --product pigeon
 VENV=/tmp/pigeon-venv

@@ -51,6 +51,9 @@ struct ConfigurationTests {
         ("logLevel = info\npushThreads = 0", "server.conf:2: pushThreads: 0 is outside 1…64"),
         ("pushThreads = 65", "server.conf:1: pushThreads: 65 is outside 1…64"),
         ("apnsConnections = 0", "server.conf:1: apnsConnections: 0 is outside 1…64"),
+        // Found by fuzzing: a pass-type key with no field after the prefix trapped the parser.
+        ("passType.ubscriptions = false", "must be passType.<passTypeIdentifier>.certificatePath or .password"),
+        ("passType. = x", "must be passType.<passTypeIdentifier>.certificatePath or .password"),
         ("urgentPriority = 0", "server.conf:1: urgentPriority: 0 is outside 1…1000000"),
         ("urgentPriority = high", "server.conf:1: urgentPriority: 'high' is not a whole number"),
         ("fcmMessagesPerMinute = 0", "server.conf:1: fcmMessagesPerMinute: 0 is outside 1…100000000"),

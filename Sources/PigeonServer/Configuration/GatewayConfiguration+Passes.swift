@@ -70,10 +70,12 @@ extension GatewayConfiguration {
     /// `passType.<passTypeIdentifier>.<key> = value`.
     mutating func applyPassTypeKey(_ key: String, value: String, location: String) throws(ConfigurationError) {
         // The identifier itself has dots (pass.com.example.card): the key is the last part.
-        guard let lastDot = key.lastIndex(of: "."), key.hasPrefix("passType.") else {
+        // "passType.x" has only the prefix's dot (found by fuzzing: the identifier's range ran backwards).
+        let rest = key.dropFirst("passType.".count)
+        guard key.hasPrefix("passType."), let lastDot = rest.lastIndex(of: ".") else {
             throw ConfigurationError(location: location, message: "'\(key)' must be passType.<passTypeIdentifier>.certificatePath or .password")
         }
-        let identifier = String(key[key.index(key.startIndex, offsetBy: "passType.".count)..<lastDot])
+        let identifier = String(rest[..<lastDot])
         let name = String(key[key.index(after: lastDot)...])
         if let problem = PassFields.identifierProblem(identifier, name: "the pass type identifier") {
             throw ConfigurationError(location: location, message: "'\(key)': \(problem)")

@@ -5,12 +5,23 @@
 # each is run first, so a regression fails at once). Exits non-zero on the first crash, leak of the
 # input's handling aside, timeout (10 s per input) or out-of-memory (2 GiB); the input is written to
 # fuzz/artifacts/TARGET/ — move it to fuzz/crashers/TARGET/ once fixed.
-# usage: fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60, every target)
+# usage: fuzz/run.sh [SECONDS_PER_TARGET | runs=N] [TARGET...]   (default 60 s, every target)
+# runs=N: N inputs per target from a fixed seed, the same exploration on every machine (what the
+# test command uses, so CI cannot fail on an input this machine never tried); seconds: explore.
 # Leak detection is off: LeakSanitizer reports the process-wide descriptions built once at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-60}"
+budget="${1:-60}"
 shift || true
+if [[ "$budget" == runs=* ]]; then
+    # From the seeds alone (not a corpus grown by earlier runs), as on a clean checkout.
+    limits=(-seed=1 "-runs=${budget#runs=}")
+    corpora=.build/fuzz/seeded-corpus
+    rm -rf "$corpora"
+else
+    limits=("-max_total_time=$budget")
+    corpora=.build/fuzz/corpus
+fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(soap device-json webpush-subscription pkpass server-conf)
 # -sanitize=fuzzer instruments every Swift module and links libFuzzer; our own main (which calls
@@ -19,12 +30,12 @@ swift build --product pigeon-fuzz --build-path .build/fuzz --sanitize=address \
     -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link -Xswiftc -DPIGEON_FUZZ -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
 binary=.build/fuzz/debug/pigeon-fuzz
 for target in "${targets[@]}"; do
-    corpus=.build/fuzz/corpus/$target
+    corpus=$corpora/$target
     mkdir -p "$corpus" "fuzz/artifacts/$target" "fuzz/crashers/$target"
     cp -n "fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true
-    echo "[fuzz] $target for ${seconds} s"
+    echo "[fuzz] $target (${budget})"
     PIGEON_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 "$binary" "$corpus" "fuzz/crashers/$target" \
-        -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
+        "${limits[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
         -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 | tail -12
     status=${PIPESTATUS[0]}
     if [ "$status" -ne 0 ]; then

@@ -29,12 +29,16 @@ targets=("$@")
 swift build --product pigeon-fuzz --build-path .build/fuzz --sanitize=address \
     -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link -Xswiftc -DPIGEON_FUZZ -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
 binary=.build/fuzz/debug/pigeon-fuzz
+# Seeded runs repeat exactly only without address-space randomisation (libFuzzer's comparison
+# tables are keyed by address) and with Swift's hashing fixed.
+fixed=()
+if setarch "$(uname -m)" -R true 2>/dev/null; then fixed=(setarch "$(uname -m)" -R); fi
 for target in "${targets[@]}"; do
     corpus=$corpora/$target
     mkdir -p "$corpus" "fuzz/artifacts/$target" "fuzz/crashers/$target"
     cp -n "fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true
     echo "[fuzz] $target (${budget})"
-    PIGEON_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 "$binary" "$corpus" "fuzz/crashers/$target" \
+    SWIFT_DETERMINISTIC_HASHING=1 PIGEON_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 "${fixed[@]}" "$binary" "$corpus" "fuzz/crashers/$target" \
         "${limits[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
         -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 | tail -12
     status=${PIPESTATUS[0]}

@@ -41,7 +41,7 @@ public final class DeliveryEngine: Sendable {
         public var urgentLease: Duration = .seconds(20)
         /// A push service whose pushes wait this long for an answer (or for a stream) is slow:
         /// its pushes beyond those in flight go back to the queue instead of waiting in memory.
-        public var slowPushAfter: Duration = .seconds(2)
+        public var slowPushAfter: Duration = .seconds(5)
         /// How long a delivery handed back unpushed waits before it can be claimed again.
         public var handBackDelay: Duration = .seconds(1)
         public var schedule = RetrySchedule()
@@ -194,9 +194,10 @@ public final class DeliveryEngine: Sendable {
                 if let admitted {
                     group.addTask { await self.push(admitted, lane: lane) }
                 }
-                // Most of the batch was for a slow service: claiming again at once would only
-                // cycle the queue through this process.
-                if handedBack * 2 > claims.count {
+                // The whole batch was for a slow service: claiming again at once would only
+                // cycle the queue through this process. (Some admitted: claim on, so a service
+                // wrongly thought slow on a loaded machine keeps its pace.)
+                if handedBack == claims.count {
                     try? await services.clock.sleep(for: configuration.idlePoll)
                 }
             }

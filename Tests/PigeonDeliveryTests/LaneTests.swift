@@ -142,7 +142,8 @@ struct SpreadPushSenderTests {
         let first = FakeSender { token, _ in .accepted(id: "first-\(token)") }
         let second = FakeSender { token, _ in .accepted(id: "second-\(token)") }
         let spread = SpreadPushSender([first, second])
-        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: Date().addingTimeInterval(60))
+        // A day to live: a loaded machine must not let the fakes' batch path answer "expired".
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: Date().addingTimeInterval(86_400))
         let batch = PushBatch(messages: [message], pushes: (0..<101).map { PushBatch.Push(message: 0, token: "t\($0)") })
         let results = Mutex<[Int: PushOutcome]>([:])
         await spread.send(batch, maxInFlight: 10) { result in results.withLock { $0[result.index] = result.outcome } }

@@ -15,7 +15,7 @@ enum ClaimBenchmark {
             let started = ContinuousClock.now
             claimed += try await queue.claim(owner: "bench-claim", limit: batch, lease: .seconds(600)).count
             let took = ContinuousClock.now - started
-            times.append(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
+            times.append(took.inSeconds)
         }
         try await queue.release(owner: "bench-claim")
         times.sort()

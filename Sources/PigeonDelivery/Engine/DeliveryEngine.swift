@@ -325,10 +325,10 @@ public final class DeliveryEngine: Sendable {
             // Not started in time while the message still had time: its service is slow.
             let notStarted = outcome == .expired && plan.claims[push.claim].expiresAt > services.clock.now()
             if notStarted { outcome = .deferred }
-            let late = result.duration.map { Self.seconds($0) >= lane.holds.slowAfter } ?? false
+            let late = result.duration.map { $0.inSeconds >= lane.holds.slowAfter } ?? false
             lane.holds.answered(route, slow: notStarted || late, now: services.clock.now())
             tally[PushTally(route: route, outcome: outcome.label, retryCause: outcome.retryCause), default: 0] += 1
-            if let duration = result.duration { durations[route, default: []].append(Self.seconds(duration)) }
+            if let duration = result.duration { durations[route, default: []].append(duration.inSeconds) }
             outcomes[push.claim].append((push.device, outcome))
             if outcomes[push.claim].count == plan.pushCounts[push.claim] {
                 finish(plan, push.claim, lane: lane, routes: routes[push.claim], outcomes: outcomes[push.claim], deferred: &deferred)
@@ -397,7 +397,4 @@ public final class DeliveryEngine: Sendable {
         }
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }

@@ -87,7 +87,7 @@ public final class QuotaSender: PushSending {
     private func noteQuotaAnswer(_ outcome: PushOutcome) {
         guard case .retry(let reason, let after?) = outcome, outcome.retryCause == "throttled",
               reason == "QUOTA_EXCEEDED" || reason == "RESOURCE_EXHAUSTED" || reason == "HTTP 429" else { return }
-        let until = clock.now().addingTimeInterval(Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18)
+        let until = clock.now().addingTimeInterval(after.inSeconds)
         gate.quota.withLock { $0.pause(until: until) }
     }
 }

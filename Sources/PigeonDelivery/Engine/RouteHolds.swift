@@ -39,7 +39,7 @@ final class RouteHolds: Sendable {
 
     init(cap: Int, slowAfter: Duration, memoryFactor: Double = 5) {
         self.cap = max(1, cap)
-        self.slowAfter = Double(slowAfter.components.seconds) + Double(slowAfter.components.attoseconds) / 1e18
+        self.slowAfter = slowAfter.inSeconds
         memory = self.slowAfter * memoryFactor
     }
 

@@ -40,7 +40,7 @@ public struct PassUpdatePolicy: Sendable, Equatable {
                        random: inout some RandomNumberGenerator) -> PassPushResult.Change {
         switch outcome {
         case .accepted:
-            return .sent(fetchDeadline: now.addingTimeInterval(Double(fetchTimeout.components.seconds) + Double(fetchTimeout.components.attoseconds) / 1e18))
+            return .sent(fetchDeadline: now.addingTimeInterval(fetchTimeout.inSeconds))
         case .tokenDead(let reason, _):
             return .tokenDead(error: reason)
         case .failed(let reason):

@@ -9,7 +9,7 @@ struct ReportSchedule: Sendable {
 
     /// The delay after `attempt` failed attempts (1 for the first failure).
     func delay(afterAttempt attempt: Int, random: inout some RandomNumberGenerator) -> Duration {
-        let base = Double(first.components.seconds) + Double(first.components.attoseconds) / 1e18
+        let base = first.inSeconds
         let cap = Double(maximum.components.seconds)
         let exponent = Double(min(max(attempt - 1, 0), 30))
         let delay = min(cap, base * pow(2, exponent))
@@ -19,6 +19,6 @@ struct ReportSchedule: Sendable {
     /// When a report that failed its `attempt`-th time is due again.
     func retryAt(afterAttempt attempt: Int, now: Date, random: inout some RandomNumberGenerator) -> Date {
         let delay = delay(afterAttempt: attempt, random: &random)
-        return now + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        return now + delay.inSeconds
     }
 }

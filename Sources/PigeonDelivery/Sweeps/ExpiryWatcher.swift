@@ -67,7 +67,7 @@ public final class ExpiryWatcher: Sendable {
                 }
                 continue
             }
-            let refreshAt = refreshed.addingTimeInterval(Self.seconds(refreshInterval))
+            let refreshAt = refreshed.addingTimeInterval(refreshInterval.inSeconds)
             let wakeAt = min(next ?? refreshAt, refreshAt)
             await notes.wake.wait(upTo: Self.duration(wakeAt.timeIntervalSince(now)), clock: clock)
             if clock.now() >= refreshAt {
@@ -107,9 +107,6 @@ public final class ExpiryWatcher: Sendable {
         }
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 
     private static func duration(_ seconds: TimeInterval) -> Duration {
         .milliseconds(Int64(max(0, min(seconds, 86_400)) * 1000))

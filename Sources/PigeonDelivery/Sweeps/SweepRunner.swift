@@ -88,7 +88,7 @@ public struct SweepRunner: Sendable {
                 if took > longest[name, default: .zero] {
                     longest[name] = took
                     metrics.set("pigeon_sweep_longest_step_seconds", labels: ["sweep": name],
-                                to: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
+                                to: took.inSeconds)
                 }
             } catch {
                 logger.warning("sweep step failed; retrying at the next interval", metadata: ["sweep": name, "error": "\(error)"])

@@ -67,7 +67,7 @@ struct Router: Sendable {
         let started = ContinuousClock.now
         let (route, response) = await route(request)
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
         metrics.increment("pigeon_http_requests_total", labels: ["route": route, "method": method, "status": String(response.status)])
         metrics.observe("pigeon_http_request_duration_seconds", labels: ["route": route], seconds)

@@ -104,7 +104,7 @@ public final class PostgresPool: Sendable {
     /// Fails waiting jobs, lets running ones finish (up to `timeout`), and closes every connection.
     public func close(timeout: Duration = .seconds(10)) {
         queue.close()
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let seconds = timeout.inSeconds
         _ = running.wait(timeout: .now() + seconds)
     }
 }

@@ -35,7 +35,7 @@ public struct DeliveryQueue: Sendable {
     /// `band` narrows the claim to some priorities: the urgent lane claims `.atLeast(urgent)`,
     /// the others `.below(urgent)`.
     public func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand = .all) async throws -> [ClaimedDelivery] {
-        let leaseSeconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
+        let leaseSeconds = String(lease.inSeconds)
         // The limit is written into the statement, not passed: prepared statements run with
         // generic plans, and a generic plan that does not know the limit sorts every QUEUED row.
         let limit = max(1, min(limit, 100_000))
@@ -200,7 +200,7 @@ public struct DeliveryQueue: Sendable {
     @discardableResult
     public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
-        let delaySeconds = String(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
         return try await pool.withConnection { connection in
             try connection.query("""

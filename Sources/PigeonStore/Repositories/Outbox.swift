@@ -41,7 +41,7 @@ public struct Outbox: Sendable {
 
     /// Up to `limit` due reports, oldest first, each leased for `lease`.
     public func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
-        let seconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
+        let seconds = String(lease.inSeconds)
         // A literal limit: a generic plan that does not know it would sort the whole outbox.
         let limit = max(1, min(limit, 10_000))
         return try await pool.withConnection { connection in

@@ -7,7 +7,7 @@ import PigeonCore
 extension PassStore {
     /// Up to `limit` due claims, oldest due first, leased to `owner` for `lease`.
     public func claimPassPushes(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedPassPush] {
-        let leaseSeconds = String(Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18)
+        let leaseSeconds = String(lease.inSeconds)
         let limit = max(1, min(limit, 10_000))
         return try await pool.withConnection { connection in
             try connection.query("""

@@ -121,7 +121,7 @@ let package = Package(
         .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonCore", "SOAPCodec"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),

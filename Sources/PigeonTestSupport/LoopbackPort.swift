@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Ports on 127.0.0.1 for servers a test starts as child processes.
+/// Ports on 127.0.0.1 for servers a test starts as child processes, and raw exchanges with them.
 public enum LoopbackPort {
     /// A port the kernel just handed out for 127.0.0.1 and that is free again: another process
     /// could take it before the caller binds, so callers still retry on a failed start.
@@ -45,6 +45,43 @@ public enum LoopbackPort {
             Thread.sleep(forTimeInterval: 0.02)
         }
         return false
+    }
+
+    /// Sends `bytes` to 127.0.0.1:`port` over a new TCP connection, closes the sending half,
+    /// and returns everything the server wrote until it closed the connection, or what had
+    /// arrived when `timeout` passed (blocking the calling thread); nil when it could not connect.
+    /// For raw HTTP/1.1 exchanges no client library would send (malformed heads, fuzzing).
+    public static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10)) -> [UInt8]? {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { return nil }
+        defer { close(socketFD) }
+        var address = loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let deadline = ContinuousClock.now + timeout
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: a server that closed early must not end the caller with SIGPIPE.
+            let written = bytes[sent...].withUnsafeBytes { send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { break }
+            sent += written
+        }
+        shutdown(socketFD, Int32(SHUT_WR))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { break }
+            var waiting = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+            guard poll(&waiting, 1, milliseconds) > 0 else { break }
+            let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received.append(contentsOf: buffer[..<count])
+        }
+        return received
     }
 
     private static func loopback(port: Int) -> sockaddr_in {

@@ -1,6 +1,7 @@
 #if PIGEON_FUZZ
 import Foundation
 import PigeonCore
+import PigeonHTTP
 @testable import PigeonServer
 import SOAPCodec
 
@@ -13,6 +14,8 @@ enum FuzzTargets {
         "webpush-subscription": webPushSubscription,
         "pkpass": pkpass,
         "server-conf": serverConf,
+        "passkit": passKit,
+        "http-shim": HTTPShimTarget.exchange,
     ]
 
     private static let codec = SOAPCodec(service: InboundService.description)
@@ -55,6 +58,19 @@ enum FuzzTargets {
     /// A `.pkpass` the bank sends in `updatePass`: its ZIP central directory and entry names.
     static func pkpass(_ data: Data) {
         _ = PassArchive.problem(data)
+    }
+
+    /// A PassKit web service call as a phone sends it (`METHOD /passkit/PATH?QUERY`, header lines,
+    /// a blank line, the body): its path parts, `ApplePass` token, conditional headers and JSON
+    /// bodies. What parses keeps the limits a phone cannot raise.
+    static func passKit(_ data: Data) {
+        let request = HTTPRequestText.parse(data)
+        let parts = PassKitCall.parts(of: request.path, prefix: "/passkit")
+        _ = PassKitCall.route(parts)
+        guard request.path.hasPrefix("/passkit/"), let call = try? PassKitCall.parse(request, parts: parts) else { return }
+        if case .log(let messages) = call {
+            precondition(messages.count <= PassKitCall.maximumLogMessages, "more log messages than the limit")
+        }
     }
 
     /// `server.conf` (an operator's file, and what `check-config` reads before a reload).

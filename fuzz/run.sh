@@ -39,7 +39,7 @@ for target in "${targets[@]}"; do
     cp -n "fuzz/seeds/$target"/* "$corpus/" 2>/dev/null || true
     echo "[fuzz] $target (${budget})"
     SWIFT_DETERMINISTIC_HASHING=1 PIGEON_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 "${fixed[@]}" "$binary" "$corpus" "fuzz/crashers/$target" \
-        "${limits[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
+        "${limits[@]}" -max_len=65536 -print_funcs=0 -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
         -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1 2>&1 | tail -12
     status=${PIPESTATUS[0]}
     if [ "$status" -ne 0 ]; then

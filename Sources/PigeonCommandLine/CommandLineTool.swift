@@ -61,6 +61,7 @@ public struct CommandLineTool: Sendable {
                 }
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
                 apps.forEach { print($0) }
+                configuration.exposureWarnings.forEach { print("warning: \($0.message) (\($0.address))") }
                 return 0
             }
         case "--version", "version":

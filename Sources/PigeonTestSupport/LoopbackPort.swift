@@ -47,11 +47,11 @@ public enum LoopbackPort {
         return false
     }
 
-    /// Sends `bytes` to 127.0.0.1:`port` over a new TCP connection, closes the sending half,
-    /// and returns everything the server wrote until it closed the connection, or what had
+    /// Sends `bytes` to 127.0.0.1:`port` over a new TCP connection, closes the sending half once
+    /// nothing has come back for `settleMilliseconds`, and returns everything the server wrote until it closed the connection, or what had
     /// arrived when `timeout` passed (blocking the calling thread); nil when it could not connect.
     /// For raw HTTP/1.1 exchanges no client library would send (malformed heads, fuzzing).
-    public static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10)) -> [UInt8]? {
+    public static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10), settleMilliseconds: Int = 5) -> [UInt8]? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
@@ -68,10 +68,20 @@ public enum LoopbackPort {
             guard written > 0 else { break }
             sent += written
         }
-        shutdown(socketFD, Int32(SHUT_WR))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        // libmicrohttpd (edge-triggered epoll) can miss an end of stream that arrives in the same
+        // segment as the last bytes of an incomplete head, and then holds the connection until its
+        // deadline: the sending half is closed only after the server had a moment to read.
+        var halfClosed = false
         while true {
+            if !halfClosed {
+                var waiting = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+                if poll(&waiting, 1, Int32(settleMilliseconds)) == 0 {
+                    shutdown(socketFD, Int32(SHUT_WR))
+                    halfClosed = true
+                }
+            }
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { break }
             var waiting = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)

@@ -141,4 +141,23 @@ struct ConfigurationTests {
         #expect(wsdl.contains("https://bank.example:8443/sbi/outbound"))
         #expect(Redaction.withoutCredentials("not a url at all") == "not a url at all")
     }
+
+    @Test("plain HTTP on an address other machines reach, and SOAP without a credential, are warned about; loopback and HTTPS are not")
+    func exposureWarnings() throws {
+        func warnings(_ text: String) throws -> [String] {
+            try GatewayConfiguration.parse(text: text, name: "server.conf").exposureWarnings.map(\.address)
+        }
+        #expect(try warnings("listen = 127.0.0.1:8080\n").isEmpty)
+        #expect(try warnings("listen = [::1]:8080\n").isEmpty)
+        #expect(try warnings("listen = 0.0.0.0:8080\nbankListen = 127.0.0.1:8081\n") == ["0.0.0.0:8080"])
+        let pem = FileManager.default.temporaryDirectory.appendingPathComponent("exposure-\(getpid()).pem")
+        try Data("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".utf8).write(to: pem)
+        defer { try? FileManager.default.removeItem(at: pem) }
+        #expect(try warnings("listen = 0.0.0.0:8080\ntlsCertificatePath = \(pem.path)\ntlsKeyPath = \(pem.path)\nbankListen = 127.0.0.1:8081\n").isEmpty)
+        #expect(try warnings("listen = 127.0.0.1:8080\nbankListen = 10.1.2.3:8081\nsoapUsername = bank\nsoapPassword = secret-secret\n") == ["10.1.2.3:8081"])
+        #expect(try warnings("listen = 127.0.0.1:8080\nbankListen = 10.1.2.3:8081\nsoapAuthentication = none\n") == ["10.1.2.3:8081", "10.1.2.3"])
+        let message = try GatewayConfiguration.parse(text: "listen = 127.evil.example:8080\nbankListen = 127.0.0.1:8081\n", name: "server.conf")
+            .exposureWarnings.first?.message
+        #expect(message?.contains("plain HTTP") == true)
+    }
 }

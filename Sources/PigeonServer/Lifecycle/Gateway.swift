@@ -177,10 +177,6 @@ public final class Gateway: Sendable {
                 concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
             admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) }) }
-        if publicTLS == nil && !GatewayConfiguration.isLoopback(http.host) {
-            logger.warning("listen serves plain HTTP on an address other machines reach: set tlsCertificatePath/tlsKeyPath, or keep it behind a TLS-terminating proxy on this machine",
-                           metadata: ["address": "\(http.host):\(publicServer.port)"])
-        }
         var servers = [publicServer]
         var listenerCertificates = publicFiles.map { [ListenerCertificate(files: $0, server: publicServer)] } ?? []
         logger.notice("listening", metadata: [
@@ -212,17 +208,13 @@ public final class Gateway: Sendable {
                 throw error
             }
             servers.append(bankServer)
-            if bankTLS == nil && !GatewayConfiguration.isLoopback(bankListener.host) {
-                logger.warning("bankListen serves plain HTTP on an address other machines reach: set bankTlsCertificatePath/bankTlsKeyPath (and bankClientCaFile)",
-                               metadata: ["address": "\(bankListener.host):\(bankServer.port)"])
-            }
             if let bankFiles { listenerCertificates.append(ListenerCertificate(files: bankFiles, server: bankServer)) }
             logger.notice("listening", metadata: [
                 "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
                 "serves": console == nil ? "SOAP, WSDLs, metrics, ready" : "SOAP, WSDLs, metrics, ready, console", "clientCertificates": bankListener.clientCaFile == nil ? "no" : "required"])
         }
-        if http.soapIsUnauthenticated && !GatewayConfiguration.isLoopback(http.soapHost) {
-            logger.warning("the SOAP service accepts unauthenticated calls (soapAuthentication = none)", metadata: ["address": http.soapHost])
+        for warning in configuration.exposureWarnings {
+            logger.warning(warning.message, metadata: ["address": warning.address])
         }
         self.configuration = configuration
         self.metrics = metrics

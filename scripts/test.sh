@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh machine: installs packages, starts a private
 # PostgreSQL (port 55433, data under /tmp/pigeon-pg/test), runs the Swift tests (unit and
-# integration), then the third-party-client tests (Python zeep) against a running gateway.
-# Stops everything it started.
+# integration), the sanitizer and fuzzing runs, the third-party-client tests (Python zeep)
+# against a running gateway, then the deployment checks (Kubernetes manifests, the container image
+# built and run). Stops everything it started.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$PIGEON_ROOT"
@@ -101,3 +102,16 @@ PIGEON_BENCH_BIN="$PIGEON_ROOT/.build/debug/pigeon-bench" PIGEON_URL=http://127.
     PIGEON_CONSOLE_URL=http://127.0.0.1:18083 PIGEON_CONSOLE_PUBLIC_URL=http://127.0.0.1:18082 PIGEON_CONSOLE_PASSWORD=console-password-0123 \
     PIGEON_STUB_URL=http://127.0.0.1:18088 PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
     timeout 600 "$VENV/bin/python" -m pytest -q tests/python
+
+# Deploying as banks do: the Kubernetes manifests validated against current Kubernetes schemas,
+# and the container image built from Debian's packages (no registry) and its gateway run inside it.
+log "deployment: Kubernetes manifests and the container image"
+"$VENV/bin/pip" install -q kubernetes-validate==1.37.0
+"$VENV/bin/python" deploy/kubernetes/check.py
+stop_processes "$console" "$gateway"
+console="" gateway=""
+# The image takes the release binary with Swift's own libraries linked in (a relink of the build
+# above), as the Containerfile builds it.
+swift build -c release --product pigeon --static-swift-stdlib
+pg_recreate_database "$PORT" pigeon_image
+timeout --signal=TERM --kill-after=30 900 deploy/container/test-image.sh "postgresql://postgres@127.0.0.1:$PORT/pigeon_image" .build/release/pigeon

@@ -48,7 +48,8 @@ struct ConsoleTests {
         }
     }
 
-    @Test("sign-in, the overview, a notification (PIN masked until revealed, the reveal logged), a user and a revoked device (401 after), the outbox's re-queue, the configuration — no secret anywhere")
+    @Test("sign-in, the overview, a notification (PIN masked until revealed, the reveal logged), a user and a revoked device (401 after), the outbox's re-queue, the configuration — no secret anywhere",
+          .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
     func operatorQuestions() async throws {
         let flow = try await Self.harness()
         let bank = flow.gateway.bankBaseURL

@@ -109,7 +109,7 @@ struct PassSigningTests {
         #expect(PassPackager.nameProblem("en.lproj/logo@2x.png") == nil)
     }
 
-    @Test("updatePass with passJson and files: the gateway signs, stores and serves a pass that verifies")
+    @Test("updatePass with passJson and files: the gateway signs, stores and serves a pass that verifies", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
     func endToEnd() async throws {
         let pki = try await TestPKI()
         defer { pki.remove() }

@@ -7,7 +7,7 @@ import Testing
 @testable import PigeonServer
 
 /// Pass updates across a crash (CONTRACT §7: nothing lost on a crash or restart).
-@Suite("Wallet passes across a crash", .serialized)
+@Suite("Wallet passes across a crash", .serialized, .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct WalletPassResilienceTests {
     @Test("kill -9 between the push and the fetch: the next process keeps waiting, re-pushes, serves the fetch (FETCHED) and expires the silent Wallet with one report")
     func killBetweenPushAndFetch() async throws {

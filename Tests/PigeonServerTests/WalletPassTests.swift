@@ -9,7 +9,7 @@ import Testing
 /// Wallet passes end to end (CONTRACT §7): Apple's web service with its status codes, the bank's
 /// updatePass/getPassStatus, update pushes on the pass type's topic, the simulated Wallets'
 /// fetches, re-pushes, expiry and the bank's report.
-@Suite("Wallet passes", .serialized)
+@Suite("Wallet passes", .serialized, .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct WalletPassTests {
     typealias Harness = WalletPassHarness
 

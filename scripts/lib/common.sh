@@ -7,7 +7,7 @@ APT_PACKAGES=(pkg-config libjemalloc-dev libpq-dev libxml2-dev libmicrohttpd-dev
               postgresql-15 postgresql-client-15 nghttp2-client nghttp2-server openssl curl python3-venv)
 # Only the tests need these: promtool (alert rules), systemd-analyze (the unit file), and a
 # headless browser with its driver for the console's tests.
-TEST_APT_PACKAGES=(prometheus systemd chromium chromium-driver)
+TEST_APT_PACKAGES=(prometheus systemd chromium chromium-driver mmdebstrap buildah)
 
 log() { printf '[pigeon] %s\n' "$*" >&2; }
 

@@ -160,8 +160,8 @@ struct DeliveryEngineTests {
         #expect(apns.pushes(to: "busy") == 2)
         #expect(fcm.pushes(to: "fine") == 1)
         #expect(devices.reached.withLock { $0 }.sorted() == [1, 2])
-        #expect(metrics.counter("pigeon_push_retries_total", labels: ["platform": "IOS", "app": "default", "cause": "unavailable"]) == 1)
-        #expect(metrics.counter("pigeon_deliveries_total", labels: ["state": "SENT"]) == 1)
+        #expect(metrics.counter(Metric.pushRetriesTotal, labels: ["platform": "IOS", "app": "default", "cause": "unavailable"]) == 1)
+        #expect(metrics.counter(Metric.deliveriesTotal, labels: ["state": "SENT"]) == 1)
     }
 
     @Test("a temporary failure waits for the retry schedule's time on the clock, then the push is repeated")

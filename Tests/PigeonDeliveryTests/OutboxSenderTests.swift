@@ -95,7 +95,7 @@ struct OutboxSenderTests {
         task.cancel()
         await task.value
         #expect(queue.rows.withLock { $0.isEmpty })
-        #expect(metrics.counter("pigeon_bank_reports_total", labels: ["kind": "reportNotificationExpired", "result": "dead"]) == 1)
-        #expect(metrics.counter("pigeon_bank_reports_total", labels: ["kind": "pushIsOpened", "result": "sent"]) == 1)
+        #expect(metrics.counter(Metric.bankReportsTotal, labels: ["kind": "reportNotificationExpired", "result": "dead"]) == 1)
+        #expect(metrics.counter(Metric.bankReportsTotal, labels: ["kind": "pushIsOpened", "result": "sent"]) == 1)
     }
 }

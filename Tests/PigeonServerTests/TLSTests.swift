@@ -54,7 +54,7 @@ struct TLSTests {
         }
         func expiry() -> Double? {
             _ = harness.gateway.metrics.render()
-            return harness.gateway.metrics.gauge("pigeon_tls_certificate_expiry_timestamp_seconds", labels: ["listener": "public"])
+            return harness.gateway.metrics.gauge(Metric.tlsCertificateExpiryTimestampSeconds, labels: ["listener": "public"])
         }
         #expect(try await presented() == "pigeon-old")
         let oldExpiry = try #require(expiry())

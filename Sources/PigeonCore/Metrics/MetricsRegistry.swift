@@ -105,25 +105,32 @@ public final class MetricsRegistry: Sendable {
         return shards[Int(mixed % UInt64(Self.shardCount))]
     }
 
-    /// Declares a metric's type and help text (shown once per name).
-    public func describe(_ name: String, type: String, help: String) {
-        shards[0].state.withLock { $0.help[name] = (type, help) }
+    /// Declares the families' types and help texts: they are announced from the first scrape,
+    /// sampled or not.
+    public func describe(_ metrics: [Metric]) {
+        shards[0].state.withLock { state in
+            for metric in metrics { state.help[metric.name] = (metric.kind.rawValue, metric.help) }
+        }
     }
 
-    public func increment(_ name: String, labels: [String: String] = [:], by amount: Double = 1) {
-        let series = Series(name: name, labels: labels)
+    /// Adds `amount` to a counter's series.
+    public func increment(_ metric: Metric, labels: [String: String] = [:], by amount: Double = 1) {
+        assert(metric.kind == .counter, "\(metric.name) is a \(metric.kind), not a counter")
+        let series = Series(name: metric.name, labels: labels)
         shard.state.withLock { $0.counters[series, default: 0] += amount }
     }
 
     /// Sets a gauge (kept in the first shard: gauges are set, not summed).
-    public func set(_ name: String, labels: [String: String] = [:], to value: Double) {
-        let series = Series(name: name, labels: labels)
+    public func set(_ metric: Metric, labels: [String: String] = [:], to value: Double) {
+        assert(metric.kind == .gauge, "\(metric.name) is a \(metric.kind), not a gauge")
+        let series = Series(name: metric.name, labels: labels)
         shards[0].state.withLock { $0.gauges[series] = value }
     }
 
     /// Records one observation (seconds) in a histogram with ``latencyBuckets``.
-    public func observe(_ name: String, labels: [String: String] = [:], _ value: Double) {
-        let series = Series(name: name, labels: labels)
+    public func observe(_ metric: Metric, labels: [String: String] = [:], _ value: Double) {
+        assert(metric.kind == .histogram, "\(metric.name) is a \(metric.kind), not a histogram")
+        let series = Series(name: metric.name, labels: labels)
         let bucket = Self.latencyBuckets.firstIndex { value <= $0 }
         shard.state.withLock { state in
             var histogram = state.histograms[series] ?? Histogram(buckets: Array(repeating: 0, count: Self.latencyBuckets.count))
@@ -135,9 +142,10 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Records several observations of one series at once (a batch's latencies): one lookup.
-    public func observe(_ name: String, labels: [String: String] = [:], values: [Double]) {
+    public func observe(_ metric: Metric, labels: [String: String] = [:], values: [Double]) {
+        assert(metric.kind == .histogram, "\(metric.name) is a \(metric.kind), not a histogram")
         guard !values.isEmpty else { return }
-        let series = Series(name: name, labels: labels)
+        let series = Series(name: metric.name, labels: labels)
         shard.state.withLock { state in
             var histogram = state.histograms[series] ?? Histogram(buckets: Array(repeating: 0, count: Self.latencyBuckets.count))
             for value in values {
@@ -150,19 +158,19 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// The current value of a counter (for tests and the status of background work).
-    public func counter(_ name: String, labels: [String: String] = [:]) -> Double {
-        let series = Series(name: name, labels: labels)
+    public func counter(_ metric: Metric, labels: [String: String] = [:]) -> Double {
+        let series = Series(name: metric.name, labels: labels)
         return shards.reduce(0) { total, shard in total + shard.state.withLock { $0.counters[series] ?? 0 } }
     }
 
-    /// Every series of the counter `name`, by its labels (summed over the shards).
-    public func counters(named name: String) -> [(labels: [String: String], value: Double)] {
-        snapshot().counters.filter { $0.key.name == name }.map { ($0.key.labelDictionary, $0.value) }
+    /// Every series of the counter `metric`, by its labels (summed over the shards).
+    public func counters(of metric: Metric) -> [(labels: [String: String], value: Double)] {
+        snapshot().counters.filter { $0.key.name == metric.name }.map { ($0.key.labelDictionary, $0.value) }
     }
 
     /// The current value of a gauge, if it was ever set.
-    public func gauge(_ name: String, labels: [String: String] = [:]) -> Double? {
-        let series = Series(name: name, labels: labels)
+    public func gauge(_ metric: Metric, labels: [String: String] = [:]) -> Double? {
+        let series = Series(name: metric.name, labels: labels)
         return shards.first?.state.withLock { $0.gauges[series] }
     }
 

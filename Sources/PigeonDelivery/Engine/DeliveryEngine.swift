@@ -256,7 +256,7 @@ public final class DeliveryEngine: Sendable {
         guard !deliveries.isEmpty else { return }
         do {
             try await services.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay)
-            metrics.increment("pigeon_deliveries_handed_back_total", labels: ["lane": lane.name], by: Double(deliveries.count))
+            metrics.increment(Metric.deliveriesHandedBackTotal, labels: ["lane": lane.name], by: Double(deliveries.count))
         } catch {
             // Their lease ends them in the queue again; they were not pushed.
             logger.warning("cannot hand deliveries back; they are claimed again when their lease ends", metadata: [
@@ -353,7 +353,7 @@ public final class DeliveryEngine: Sendable {
         }
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
-            metrics.increment("pigeon_deliveries_total", labels: ["state": result.state.rawValue])
+            metrics.increment(Metric.deliveriesTotal, labels: ["state": result.state.rawValue])
             recorder.add(FinishedDelivery(result: result, deadDevices: [], reachedDevices: [], allowance: lane.allowance))
             return
         }
@@ -368,7 +368,7 @@ public final class DeliveryEngine: Sendable {
             return nil
         }
         if !claim.alreadySent {
-            metrics.increment("pigeon_deliveries_total", labels: ["state": decision.state.rawValue])
+            metrics.increment(Metric.deliveriesTotal, labels: ["state": decision.state.rawValue])
         }
         recorder.add(FinishedDelivery(
             result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt,
@@ -386,13 +386,13 @@ public final class DeliveryEngine: Sendable {
     /// Adds a batch's push outcome and retry counts and latencies to the registry.
     private func report(_ tally: [PushTally: Double], durations: [PushRoute: [Double]]) {
         for (route, values) in durations {
-            metrics.observe("pigeon_push_duration_seconds", labels: ["platform": route.platform.rawValue, "app": route.appLabel], values: values)
+            metrics.observe(Metric.pushDurationSeconds, labels: ["platform": route.platform.rawValue, "app": route.appLabel], values: values)
         }
         for (kind, count) in tally {
             let platform = kind.route.platform.rawValue, app = kind.route.appLabel
-            metrics.increment("pigeon_push_outcomes_total", labels: ["platform": platform, "app": app, "outcome": kind.outcome], by: count)
+            metrics.increment(Metric.pushOutcomesTotal, labels: ["platform": platform, "app": app, "outcome": kind.outcome], by: count)
             if let cause = kind.retryCause {
-                metrics.increment("pigeon_push_retries_total", labels: ["platform": platform, "app": app, "cause": cause], by: count)
+                metrics.increment(Metric.pushRetriesTotal, labels: ["platform": platform, "app": app, "cause": cause], by: count)
             }
         }
     }

@@ -38,12 +38,6 @@ public struct PassUpdateEngine: Sendable {
         self.logger = logger
     }
 
-    /// Metric families the engine writes.
-    public static func describe(_ metrics: MetricsRegistry) {
-        metrics.describe("pigeon_pass_pushes_total", type: "counter", help: "Pass update pushes by outcome (accepted, token_dead, retry, refresh_credentials, failed).")
-        metrics.describe("pigeon_pass_deliveries_total", type: "counter", help: "Registered devices' pass updates settled by the engine, by state (EXPIRED, SENDING_FAILED).")
-    }
-
     /// Runs until the task is cancelled, then hands back what it holds.
     public func run() async {
         logger.info("pass update engine started", metadata: ["fetchTimeoutSeconds": String(policy.fetchTimeout.components.seconds),
@@ -105,7 +99,7 @@ public struct PassUpdateEngine: Sendable {
             counts[outcome.label, default: 0] += 1
             results.append(PassPushResult(claim: claim, change: policy.change(after: outcome, for: claim, now: now, random: &generator)))
         }
-        for (label, count) in counts { metrics.increment("pigeon_pass_pushes_total", labels: ["outcome": label], by: count) }
+        for (label, count) in counts { metrics.increment(Metric.passPushesTotal, labels: ["outcome": label], by: count) }
         return results
     }
 
@@ -137,6 +131,6 @@ public struct PassUpdateEngine: Sendable {
                 if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
             }
         }
-        for (state, count) in settled { metrics.increment("pigeon_pass_deliveries_total", labels: ["state": state], by: count) }
+        for (state, count) in settled { metrics.increment(Metric.passDeliveriesTotal, labels: ["state": state], by: count) }
     }
 }

@@ -91,11 +91,11 @@ public struct OutboxSender: Sendable {
         let now = clock.now()
         for (claimed, failure) in results {
             guard let failure else {
-                metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "sent"])
+                metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "sent"])
                 continue
             }
             if now.timeIntervalSince(claimed.createdAt) > Double(maxAge.components.seconds) {
-                metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "dead"])
+                metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "dead"])
                 logger.error("report dead-lettered: the bank refused it for longer than reportMaxAgeHours; 'pigeon outbox list' shows it, 'pigeon outbox retry' sends it again", metadata: [
                     "kind": claimed.report.kind, "id": String(claimed.id), "attempts": String(claimed.attempt), "error": failure])
                 do {
@@ -105,7 +105,7 @@ public struct OutboxSender: Sendable {
                 }
                 continue
             }
-            metrics.increment("pigeon_bank_reports_total", labels: ["kind": claimed.report.kind, "result": "retry"])
+            metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "retry"])
             let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: now, random: &random)
             logger.warning("report not taken by the bank; will retry", metadata: [
                 "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure,

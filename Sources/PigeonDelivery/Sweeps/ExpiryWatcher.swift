@@ -33,11 +33,6 @@ public final class ExpiryWatcher: Sendable {
         self.logger = logger
     }
 
-    public static func describe(_ metrics: MetricsRegistry) {
-        metrics.describe("pigeon_expiry_deadline_steps_total", type: "counter",
-                         help: "Expiry steps run by the deadline watcher as deadlines passed, by whether they expired anything.")
-    }
-
     /// Watches until the task is cancelled.
     public func run() async {
         var next = await readNextDeadline()
@@ -82,8 +77,8 @@ public final class ExpiryWatcher: Sendable {
         do {
             let step = try await jobs.expireDue()
             if step.ran {
-                metrics.increment("pigeon_expiry_deadline_steps_total", labels: ["expired": step.rows > 0 ? "yes" : "no"])
-                metrics.increment("pigeon_sweep_rows_total", labels: ["sweep": "expiry"], by: Double(step.rows))
+                metrics.increment(Metric.expiryDeadlineStepsTotal, labels: ["expired": step.rows > 0 ? "yes" : "no"])
+                metrics.increment(Metric.sweepRowsTotal, labels: ["sweep": "expiry"], by: Double(step.rows))
             }
             if step.reports > 0 {
                 outboxWake?.signal()
@@ -106,7 +101,6 @@ public final class ExpiryWatcher: Sendable {
             return nil
         }
     }
-
 
     private static func duration(_ seconds: TimeInterval) -> Duration {
         .milliseconds(Int64(max(0, min(seconds, 86_400)) * 1000))

@@ -35,12 +35,6 @@ public struct SweepRunner: Sendable {
         self.logger = logger
     }
 
-    public static func describe(_ metrics: MetricsRegistry) {
-        metrics.describe("pigeon_sweep_rows_total", type: "counter", help: "Rows changed by sweeps: deliveries expired, devices deleted.")
-        metrics.describe("pigeon_retention_tables_dropped_total", type: "counter", help: "Day partitions of notifications and deliveries dropped after retentionDays.")
-        metrics.describe("pigeon_sweep_longest_step_seconds", type: "gauge", help: "The longest single sweep transaction since start.")
-    }
-
     /// Sweeps until the task is cancelled.
     public func run() async {
         var longest: [String: Duration] = [:]
@@ -63,7 +57,7 @@ public struct SweepRunner: Sendable {
             let now = clock.now()
             let created = try await retention.prepareDays(around: now, daysAhead: 3, lockTimeout: .seconds(1))
             let step = try await retention.dropDays(olderThan: retentionDays, now: now)
-            metrics.increment("pigeon_retention_tables_dropped_total", by: Double(step.dropped.count))
+            metrics.increment(Metric.retentionTablesDroppedTotal, by: Double(step.dropped.count))
             if created > 0 || !step.dropped.isEmpty {
                 logger.info("history kept to retentionDays", metadata: [
                     "created": String(created), "dropped": step.dropped.joined(separator: ","),
@@ -87,7 +81,7 @@ public struct SweepRunner: Sendable {
                 let took = ContinuousClock.now - started
                 if took > longest[name, default: .zero] {
                     longest[name] = took
-                    metrics.set("pigeon_sweep_longest_step_seconds", labels: ["sweep": name],
+                    metrics.set(Metric.sweepLongestStepSeconds, labels: ["sweep": name],
                                 to: took.inSeconds)
                 }
             } catch {
@@ -96,7 +90,7 @@ public struct SweepRunner: Sendable {
             }
             total += result.rows
             reports += result.reports
-            metrics.increment("pigeon_sweep_rows_total", labels: ["sweep": name], by: Double(result.rows))
+            metrics.increment(Metric.sweepRowsTotal, labels: ["sweep": name], by: Double(result.rows))
             if SweepPacing.delay(after: result, interval: interval) != .zero { break }
         }
         if total > 0 {

@@ -39,9 +39,9 @@ struct ConsoleData: Sendable {
     /// The overview; a database that does not answer is shown as such, not as an error page.
     func overview() async throws -> Overview {
         var overview = Overview(
-            database: "", databaseUp: false, queueDepth: metrics.gauge("pigeon_delivery_queue_depth"),
-            oldestDueSeconds: metrics.gauge("pigeon_delivery_oldest_due_seconds"), outboxDepth: metrics.gauge("pigeon_outbox_depth"),
-            outboxOldestSeconds: metrics.gauge("pigeon_outbox_oldest_age_seconds"), deadReports: metrics.gauge("pigeon_outbox_dead_letters"),
+            database: "", databaseUp: false, queueDepth: metrics.gauge(Metric.deliveryQueueDepth),
+            oldestDueSeconds: metrics.gauge(Metric.deliveryOldestDueSeconds), outboxDepth: metrics.gauge(Metric.outboxDepth),
+            outboxOldestSeconds: metrics.gauge(Metric.outboxOldestAgeSeconds), deadReports: metrics.gauge(Metric.outboxDeadLetters),
             connections: PushClientCounts.summed(pushClients.elements).map { ($0.service, $0.app, $0.opened, $0.restarted) },
             certificates: listenerCertificates.elements.map { ($0.files.addressKey, $0.server.certificateExpiry) },
             minutes: activity.lastHour())

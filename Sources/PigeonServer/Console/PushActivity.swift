@@ -63,7 +63,7 @@ final class PushActivity: Sendable {
     /// Series keys `platform\u{1F}app\u{1F}outcome` and their totals.
     private static func read(_ metrics: MetricsRegistry) -> [String: Double] {
         var totals: [String: Double] = [:]
-        for series in metrics.counters(named: "pigeon_push_outcomes_total") {
+        for series in metrics.counters(of: .pushOutcomesTotal) {
             let key = [series.labels["platform"] ?? "?", series.labels["app"] ?? "?", series.labels["outcome"] ?? "?"].joined(separator: "\u{1F}")
             totals[key, default: 0] += series.value
         }

@@ -106,7 +106,7 @@ struct PushTransports {
             let transport = RuStoreTransport(client: http[0], service: RuStoreService(
                 endpoint: app.rustore.resolvedEndpoint, projectId: project, serviceToken: serviceToken,
                 onCredentialsRefused: { reason in
-                    metrics.increment("pigeon_push_credentials_refused_total", labels: ["service": "rustore", "app": label])
+                    metrics.increment(Metric.pushCredentialsRefusedTotal, labels: ["service": "rustore", "app": label])
                     if let suppressed = refusals.admit() {
                         logger.error("RuStore refused the service token: check rustoreServiceToken; pushes are kept and retried",
                                      metadata: ["app": label, "project": project, "reason": reason, "suppressedSinceLast": String(suppressed)])
@@ -147,14 +147,14 @@ struct PushTransports {
     private static func report(_ event: APNsTransport.ProviderTokenEvent, keyId: String, app: String, logger: Logger, metrics: MetricsRegistry) {
         switch event {
         case .signed(let reason):
-            metrics.increment("pigeon_apns_provider_tokens_signed_total", labels: ["reason": reason.rawValue])
+            metrics.increment(Metric.apnsProviderTokensSignedTotal, labels: ["reason": reason.rawValue])
             if reason == .rejected {
                 logger.warning("APNs refused the provider token: a new one was signed", metadata: ["keyId": keyId, "app": app])
             }
         case .rejected(let reason, _):
-            metrics.increment("pigeon_apns_provider_token_rejections_total", labels: ["reason": reason])
+            metrics.increment(Metric.apnsProviderTokenRejectionsTotal, labels: ["reason": reason])
         case .throttled(let until):
-            metrics.increment("pigeon_apns_provider_token_throttled_total")
+            metrics.increment(Metric.apnsProviderTokenThrottledTotal)
             logger.warning("APNs answered TooManyProviderTokenUpdates: no new provider token before the back-off ends",
                            metadata: ["keyId": keyId, "app": app, "until": ISO8601DateFormatter().string(from: until)])
         }

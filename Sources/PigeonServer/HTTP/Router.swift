@@ -69,8 +69,8 @@ struct Router: Sendable {
         let elapsed = ContinuousClock.now - started
         let seconds = elapsed.inSeconds
         let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
-        metrics.increment("pigeon_http_requests_total", labels: ["route": route, "method": method, "status": String(response.status)])
-        metrics.observe("pigeon_http_request_duration_seconds", labels: ["route": route], seconds)
+        metrics.increment(Metric.httpRequestsTotal, labels: ["route": route, "method": method, "status": String(response.status)])
+        metrics.observe(Metric.httpRequestDurationSeconds, labels: ["route": route], seconds)
         logger.debug("\(LogText.escaped(request.method)) \(LogText.escaped(request.path, limit: 200)) → \(response.status)", metadata: ["peer": request.peer])
         return response
     }

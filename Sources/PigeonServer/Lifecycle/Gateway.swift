@@ -58,7 +58,7 @@ public final class Gateway: Sendable {
 
     private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger) throws {
         let metrics = MetricsRegistry()
-        Self.describeMetrics(metrics)
+        metrics.describe(Metric.catalogue)
         let identifiers = configuration.identifiers
         // A stored urgent send wakes the engine's urgent lane at once.
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
@@ -411,29 +411,4 @@ public final class Gateway: Sendable {
         }
     }
 
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("pigeon_http_requests_total", type: "counter", help: "HTTP requests by route template, method and status.")
-        metrics.describe("pigeon_http_request_duration_seconds", type: "histogram", help: "HTTP request latency by route template.")
-        metrics.describe("pigeon_soap_calls_total", type: "counter", help: "SOAP operations by business status.")
-        metrics.describe("pigeon_soap_faults_total", type: "counter", help: "SOAP requests answered with a fault.")
-        metrics.describe("pigeon_push_outcomes_total", type: "counter", help: "Push attempts by platform, app and outcome.")
-        metrics.describe("pigeon_push_duration_seconds", type: "histogram", help: "Push request latency by platform and app.")
-        metrics.describe("pigeon_deliveries_total", type: "counter", help: "Delivery outcomes recorded by the engine, by state.")
-        ExpiryWatcher.describe(metrics)
-        metrics.describe("pigeon_deliveries_handed_back_total", type: "counter",
-                         help: "Deliveries given back to the queue unpushed because their push service was slow, by lane.")
-        metrics.describe("pigeon_apns_provider_tokens_signed_total", type: "counter", help: "APNs provider tokens signed, by reason (first, refresh, rejected).")
-        metrics.describe("pigeon_apns_provider_token_rejections_total", type: "counter", help: "Pushes APNs refused for their provider token, by reason.")
-        metrics.describe("pigeon_apns_provider_token_throttled_total", type: "counter", help: "TooManyProviderTokenUpdates answers that paused token signing.")
-        metrics.describe("pigeon_push_retries_total", type: "counter", help: "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
-        metrics.describe("pigeon_push_credentials_refused_total", type: "counter", help: "Pushes a service refused for our static credentials (RuStore's service token), by service and app.")
-        metrics.describe("pigeon_pass_updates_total", type: "counter", help: "Pass versions stored by updatePass.")
-        metrics.describe("pigeon_pass_registrations_total", type: "counter", help: "Wallet registrations by result (created, known, unauthorized, limit).")
-        metrics.describe("pigeon_pass_fetches_total", type: "counter", help: "Pass downloads by result (pass, not_modified).")
-        PassUpdateEngine.describe(metrics)
-        metrics.describe("pigeon_bank_reports_total", type: "counter", help: "Reports sent to the bank proxy, by kind and result (sent, retry).")
-        MetricsSampler.describe(metrics)
-        HTTPMetrics.describe(metrics)
-        SweepRunner.describe(metrics)
-    }
 }

@@ -91,7 +91,7 @@ struct PassKitEndpoint: Sendable {
 
     private func register(device: String, pass: PassIdentity, pushToken: String, digest: Data) async throws -> HTTPResponse {
         let result = try await store.register(device: device, pushToken: pushToken, for: pass, authenticationDigest: digest, limits: limits)
-        metrics.increment("pigeon_pass_registrations_total", labels: ["result": Self.label(result)])
+        metrics.increment(Metric.passRegistrationsTotal, labels: ["result": Self.label(result)])
         switch result {
         case .created:
             logger.info("Wallet registered a pass", metadata: ["pass": pass.description, "device": Redaction.token(device),
@@ -112,10 +112,10 @@ struct PassKitEndpoint: Sendable {
         case .unauthorized:
             throw PassKitRefusal.unauthorized
         case .notModified(let modifiedAt):
-            metrics.increment("pigeon_pass_fetches_total", labels: ["result": "not_modified"])
+            metrics.increment(Metric.passFetchesTotal, labels: ["result": "not_modified"])
             return HTTPResponse(status: 304, headers: [("Last-Modified", HTTPDate.format(modifiedAt))])
         case .pass(let content, let modifiedAt, let version):
-            metrics.increment("pigeon_pass_fetches_total", labels: ["result": "pass"])
+            metrics.increment(Metric.passFetchesTotal, labels: ["result": "pass"])
             logger.debug("pass downloaded", metadata: ["pass": pass.description, "version": String(version)])
             return HTTPResponse(status: 200, headers: [
                 ("Content-Type", "application/vnd.apple.pkpass"), ("Last-Modified", HTTPDate.format(modifiedAt)),

@@ -17,7 +17,7 @@ extension InboundEndpoint {
         case .stored(let version, let queued):
             logger.info("pass stored", metadata: ["pass": pass.description, "version": String(version), "devices": String(queued),
                                                   "bytes": String(content.count)])
-            metrics.increment("pigeon_pass_updates_total")
+            metrics.increment(Metric.passUpdatesTotal)
             return InboundResult(status: .ok).with("version", .long(version))
         case .tokenMismatch:
             throw SOAPFault.client("element 'authenticationToken' differs from the token pass \(pass) was first stored with; Wallet never changes a pass's token")

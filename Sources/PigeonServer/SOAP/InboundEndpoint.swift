@@ -51,23 +51,23 @@ struct InboundEndpoint: Sendable {
             // Taken, the body's memory goes once decoded, not after the answer is written.
             decoded = try codec.decodeRequest(request.takeBody(), contentType: contentType)
         } catch {
-            metrics.increment("pigeon_soap_faults_total", labels: ["operation": "unknown"])
+            metrics.increment(Metric.soapFaultsTotal, labels: ["operation": "unknown"])
             logger.info("SOAP request refused", metadata: ["reason": error.fault.reason, "peer": request.peer])
             return fault(error.fault, version: error.version)
         }
         let operation = decoded.operation
         do {
             let result = try await perform(decoded)
-            metrics.increment("pigeon_soap_calls_total", labels: ["operation": operation.name, "status": result.record.string("status") ?? ""])
+            metrics.increment(Metric.soapCallsTotal, labels: ["operation": operation.name, "status": result.record.string("status") ?? ""])
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", decoded.version.contentType)],
                 body: codec.encodeResponse(operation, result: result.record, version: decoded.version))
         } catch let error as SOAPFault {
-            metrics.increment("pigeon_soap_faults_total", labels: ["operation": operation.name])
+            metrics.increment(Metric.soapFaultsTotal, labels: ["operation": operation.name])
             logger.info("SOAP request refused", metadata: ["operation": operation.name, "reason": error.reason, "peer": request.peer])
             return fault(error, version: decoded.version)
         } catch {
-            metrics.increment("pigeon_soap_calls_total", labels: ["operation": operation.name, "status": "INTERNAL_SERVER_ERROR"])
+            metrics.increment(Metric.soapCallsTotal, labels: ["operation": operation.name, "status": "INTERNAL_SERVER_ERROR"])
             logger.error("SOAP operation failed", metadata: ["operation": operation.name, "error": "\(error)"])
             let result = InboundResult(status: .internalServerError, errorMessage: "the gateway could not complete \(operation.name); see its log")
             return HTTPResponse(

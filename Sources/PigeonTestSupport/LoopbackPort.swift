@@ -54,17 +54,24 @@ public enum LoopbackPort {
     public static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10), settleMilliseconds: Int = 5) -> [UInt8]? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return nil }
+        // Closed with a reset, not a FIN: thousands of exchanges a minute (fuzzing) would otherwise
+        // leave as many local ports in TIME_WAIT and run out of them (connect: EADDRNOTAVAIL).
+        var abortive = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_LINGER, &abortive, socklen_t(MemoryLayout<linger>.size))
         defer { close(socketFD) }
         var address = loopback(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { return nil }
+        // A signal (libFuzzer's timer, say) can interrupt connect; the connection then completes
+        // on its own: wait until the socket is writable and read its result.
+        guard connected == 0 || (errno == EINTR && finishConnecting(socketFD)) else { return nil }
         let deadline = ContinuousClock.now + timeout
         var sent = 0
         while sent < bytes.count {
             // MSG_NOSIGNAL: a server that closed early must not end the caller with SIGPIPE.
             let written = bytes[sent...].withUnsafeBytes { send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
             guard written > 0 else { break }
             sent += written
         }
@@ -77,7 +84,9 @@ public enum LoopbackPort {
         while true {
             if !halfClosed {
                 var waiting = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
-                if poll(&waiting, 1, Int32(settleMilliseconds)) == 0 {
+                let ready = poll(&waiting, 1, Int32(settleMilliseconds))
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 {
                     shutdown(socketFD, Int32(SHUT_WR))
                     halfClosed = true
                 }
@@ -86,12 +95,26 @@ public enum LoopbackPort {
             guard remaining > .zero else { break }
             var waiting = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            guard poll(&waiting, 1, milliseconds) > 0 else { break }
+            let ready = poll(&waiting, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { break }
             let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
             received.append(contentsOf: buffer[..<count])
         }
         return received
+    }
+
+    /// Waits (up to 10 s) for an interrupted connect to finish; true when it succeeded.
+    private static func finishConnecting(_ socketFD: Int32) -> Bool {
+        var waiting = pollfd(fd: socketFD, events: Int16(POLLOUT), revents: 0)
+        var ready = poll(&waiting, 1, 10_000)
+        while ready < 0 && errno == EINTR { ready = poll(&waiting, 1, 10_000) }
+        guard ready > 0 else { return false }
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(socketFD, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 && failure == 0
     }
 
     private static func loopback(port: Int) -> sockaddr_in {

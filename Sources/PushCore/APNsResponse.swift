@@ -25,7 +25,7 @@ public enum APNsResponse {
         case 429, 500, 502, 503, 504:
             // TooManyRequests, TooManyProviderTokenUpdates, InternalServerError,
             // ServiceUnavailable, Shutdown: all pass with time.
-            return .retry(reason: reason, after: RetryAfter.parse(retryAfter, now: now))
+            return .retry(reason: reason, after: RetryAfter.parse(retryAfter, now: now), cause: .ofServiceReason(reason))
         default:
             // 400 (bad headers or payload), 403 (certificate or topic), 405, 413 PayloadTooLarge.
             return .failed(reason: reason)

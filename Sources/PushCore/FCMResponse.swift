@@ -20,13 +20,13 @@ public enum FCMResponse {
         case ("INVALID_ARGUMENT", _) where message.localizedCaseInsensitiveContains("registration token"):
             return .tokenDead(reason: reason, since: nil)
         case ("UNAVAILABLE", _), ("INTERNAL", _), ("QUOTA_EXCEEDED", _):
-            return .retry(reason: reason, after: after)
+            return .retry(reason: reason, after: after, cause: .ofServiceReason(reason))
         case ("THIRD_PARTY_AUTH_ERROR", _):
             return .failed(reason: reason)
         case (_, 401):
             return .refreshCredentials(reason: reason)
         case (_, 429), (_, 500), (_, 502), (_, 503), (_, 504):
-            return .retry(reason: reason, after: after)
+            return .retry(reason: reason, after: after, cause: .ofServiceReason(reason))
         default:
             return .failed(reason: message.isEmpty ? reason : "\(reason): \(message)")
         }

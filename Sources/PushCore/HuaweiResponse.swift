@@ -28,11 +28,11 @@ public enum HuaweiResponse {
         case ("80200001", _), ("80200003", _), (_, 401):
             return .refreshCredentials(reason: code.isEmpty ? "HTTP 401" : code)
         case ("80600003", _), ("81000001", _):
-            return .retry(reason: code, after: after)
+            return .retry(reason: code, after: after, cause: .unavailable)
         case (_, 503):
-            return .retry(reason: "HTTP 503 traffic control", after: after)
+            return .retry(reason: "HTTP 503 traffic control", after: after, cause: .unavailable)
         case (_, 429), (_, 500), (_, 502), (_, 504):
-            return .retry(reason: "HTTP \(status)", after: after)
+            return .retry(reason: "HTTP \(status)", after: after, cause: status == 429 ? .throttled : .unavailable)
         default:
             let reason = code.isEmpty ? "HTTP \(status)" : code
             return .failed(reason: message.isEmpty ? reason : "\(reason): \(message.prefix(200))")

@@ -7,8 +7,9 @@ public enum PushOutcome: Sendable, Equatable {
     /// The token will never work again: remove the device. `since` is when the service says the
     /// token stopped being valid (APNs 410 timestamp), if it says.
     case tokenDead(reason: String, since: Date?)
-    /// A temporary problem: try again, not before `after` when the service said so.
-    case retry(reason: String, after: Duration?)
+    /// A temporary problem: try again, not before `after` when the service said so. `cause`
+    /// classifies it for metrics and for the engine's pacing (a throttled service is paused).
+    case retry(reason: String, after: Duration?, cause: RetryCause = .unavailable)
     /// Our credentials were refused; refresh them (within the service's limits) and try again.
     case refreshCredentials(reason: String)
     /// A problem retrying cannot fix: the message, the topic, or our configuration.
@@ -46,16 +47,32 @@ extension PushOutcome {
     /// delivery went out.
     public static let notStartedReason = "not started in time: the push service was slow"
 
-    /// Why a retry is needed, as a bounded label for metrics: `connection` (the request never got
-    /// an answer), `throttled` (429 and quota errors), `credentials` (our static credentials
-    /// refused), `slow` (not started in time), `unavailable` (5xx); nil for other outcomes.
-    public var retryCause: String? {
-        guard case .retry(let reason, _) = self else { return nil }
-        if reason.hasPrefix("transport") || reason.hasPrefix("no access token") { return "connection" }
-        if reason.hasPrefix(Self.credentialsRefusedPrefix) { return "credentials" }
-        if reason == Self.notStartedReason { return "slow" }
-        if ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) { return "throttled" }
-        return "unavailable"
+    /// Why a retry is needed, as a bounded label for metrics; nil for other outcomes.
+    public var retryCause: RetryCause? {
+        guard case .retry(_, _, let cause) = self else { return nil }
+        return cause
+    }
+}
+
+/// Why a push is to be retried, decided where the outcome is made (never read back from its
+/// reason's text).
+public enum RetryCause: String, Sendable, Equatable, CaseIterable {
+    /// The request never got an answer (transport error, no access token).
+    case connection
+    /// The service asked us to slow down (429, quota and token-update limits).
+    case throttled
+    /// Our static credentials were refused (RuStore's service token): an operator must act.
+    case credentials
+    /// No stream took the push in time while others of its delivery went out (a slow service).
+    case slow
+    /// The service is unavailable for now (5xx and other temporary answers).
+    case unavailable
+
+    /// The cause a service's own reason for a temporary failure names: its throttling codes
+    /// (`TooManyRequests`, `TooManyProviderTokenUpdates`, `QUOTA_EXCEEDED`, `RESOURCE_EXHAUSTED`,
+    /// HTTP 429), else unavailable.
+    public static func ofServiceReason(_ reason: String) -> RetryCause {
+        ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) ? .throttled : .unavailable
     }
 }
 

@@ -22,9 +22,10 @@ public enum RuStoreResponse {
         case 404:
             return .tokenDead(reason: reason, since: nil)
         case 401, 403:
-            return .retry(reason: PushOutcome.credentialsRefusedPrefix + reason, after: credentialsRetryDelay)
+            return .retry(reason: PushOutcome.credentialsRefusedPrefix + reason, after: credentialsRetryDelay, cause: .credentials)
         case 429, 500, 502, 503, 504:
-            return .retry(reason: status == 429 ? "HTTP 429" : reason, after: RetryAfter.parse(retryAfter, now: now))
+            return .retry(reason: status == 429 ? "HTTP 429" : reason, after: RetryAfter.parse(retryAfter, now: now),
+                          cause: status == 429 ? .throttled : .ofServiceReason(reason))
         default:
             let message = error?.message ?? ""
             return .failed(reason: message.isEmpty ? reason : "\(reason): \(message)")

@@ -15,9 +15,9 @@ public enum WebPushResponse {
         case 413:
             return .failed(reason: "HTTP 413 payload too large")
         case 429:
-            return .retry(reason: "HTTP 429", after: RetryAfter.parse(retryAfter, now: now))
+            return .retry(reason: "HTTP 429", after: RetryAfter.parse(retryAfter, now: now), cause: .throttled)
         case 500...599:
-            return .retry(reason: "HTTP \(status)", after: RetryAfter.parse(retryAfter, now: now))
+            return .retry(reason: "HTTP \(status)", after: RetryAfter.parse(retryAfter, now: now), cause: .unavailable)
         case 401, 403:
             return .failed(reason: "HTTP \(status) VAPID refused")
         default:

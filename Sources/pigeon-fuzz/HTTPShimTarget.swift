@@ -35,7 +35,7 @@ enum HTTPShimTarget {
     static func exchange(_ data: Data) {
         let port = Int(server.port)
         guard LoopbackPort.exchange(port: port, bytes: [UInt8](data), timeout: .seconds(8)) != nil else {
-            fatalError("the listener refused a connection: it stopped accepting")
+            fatalError("no connection to the listener: \(String(cString: strerror(errno)))")
         }
     }
 }

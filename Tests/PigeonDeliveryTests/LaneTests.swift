@@ -194,7 +194,7 @@ struct QuotaSenderTests {
         let clock = ManualClock()
         let gate = QuotaGate(perMinute: 600_000, now: clock.now())
         let service = FakeSender { token, _ in
-            token == "t0" ? .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30)) : .accepted(id: nil)
+            token == "t0" ? .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30), cause: .throttled) : .accepted(id: nil)
         }
         let sender = QuotaSender(service, gate: gate, urgent: false, clock: clock)
         _ = await sender.send(PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: clock.now() + 60), to: "t0")
@@ -202,7 +202,7 @@ struct QuotaSenderTests {
         await sender.send(batch(5, prefix: "later"), maxInFlight: 5) { result in outcomes.withLock { $0.append(result.outcome) } }
         #expect(service.tokens.withLock { $0 } == ["t0"])
         #expect(outcomes.withLock { $0 }.count == 5)
-        #expect(outcomes.withLock { $0 }.allSatisfy { $0 == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30)) })
+        #expect(outcomes.withLock { $0 }.allSatisfy { $0 == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(30), cause: .throttled) })
         clock.advance(by: 30)
         await sender.send(batch(5, prefix: "after"), maxInFlight: 5) { _ in }
         #expect(service.tokens.withLock { $0.count } == 6)

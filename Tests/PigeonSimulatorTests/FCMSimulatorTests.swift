@@ -85,7 +85,7 @@ struct FCMSimulatorTests {
         #expect(try await setup.send("junk") == .tokenDead(reason: "INVALID_ARGUMENT", since: nil))
         #expect(try await setup.send("slow") == .retry(reason: "UNAVAILABLE", after: nil))
         #expect(try await setup.send("slow").label == "accepted")
-        #expect(try await setup.send("full") == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(1)))
+        #expect(try await setup.send("full") == .retry(reason: "QUOTA_EXCEEDED", after: .seconds(1), cause: .throttled))
         // GOAWAY after an accepted message: the next send goes out on a new connection.
         #expect(try await setup.send("away").label == "accepted")
         #expect(try await setup.send("away").label == "accepted")

@@ -96,7 +96,7 @@ struct TransportTests {
         let message = PushMessage(notificationId: "n", text: "t", urgency: .high, expiresAt: clock.read() + 3600)
         #expect(await transport.send(message, to: "00c1").label == "accepted")
         clock.set(clock.read() + 6 * 60)
-        #expect(await transport.send(message, to: "00c2") == .retry(reason: "TooManyProviderTokenUpdates", after: nil))
+        #expect(await transport.send(message, to: "00c2") == .retry(reason: "TooManyProviderTokenUpdates", after: nil, cause: .throttled))
         // Back on the first token, which APNs still takes; nothing signed during the back-off.
         #expect(await transport.send(message, to: "00c3").label == "accepted")
         clock.set(clock.read() + 30)

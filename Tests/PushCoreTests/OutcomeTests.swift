@@ -17,8 +17,8 @@ struct OutcomeTests {
         (403, #"{"reason":"BadCertificate"}"#, .failed(reason: "BadCertificate")),
         (405, #"{"reason":"MethodNotAllowed"}"#, .failed(reason: "MethodNotAllowed")),
         (413, #"{"reason":"PayloadTooLarge"}"#, .failed(reason: "PayloadTooLarge")),
-        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .retry(reason: "TooManyProviderTokenUpdates", after: nil)),
-        (429, #"{"reason":"TooManyRequests"}"#, .retry(reason: "TooManyRequests", after: nil)),
+        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .retry(reason: "TooManyProviderTokenUpdates", after: nil, cause: .throttled)),
+        (429, #"{"reason":"TooManyRequests"}"#, .retry(reason: "TooManyRequests", after: nil, cause: .throttled)),
         (500, #"{"reason":"InternalServerError"}"#, .retry(reason: "InternalServerError", after: nil)),
         (503, #"{"reason":"ServiceUnavailable"}"#, .retry(reason: "ServiceUnavailable", after: nil)),
         (503, "not json", .retry(reason: "HTTP 503", after: nil)),
@@ -35,7 +35,7 @@ struct OutcomeTests {
 
     @Test("Retry-After is honoured as seconds or as an HTTP date")
     func retryAfter() {
-        #expect(APNsResponse.classify(status: 429, body: Data(), apnsId: nil, retryAfter: "7") == .retry(reason: "HTTP 429", after: .seconds(7)))
+        #expect(APNsResponse.classify(status: 429, body: Data(), apnsId: nil, retryAfter: "7") == .retry(reason: "HTTP 429", after: .seconds(7), cause: .throttled))
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:13:40 GMT", now: now) == .seconds(20))
         #expect(RetryAfter.parse("soon", now: now) == nil)
@@ -49,7 +49,7 @@ struct OutcomeTests {
         (400, #"{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT","details":[{"errorCode":"INVALID_ARGUMENT"}]}}"#, .failed(reason: "INVALID_ARGUMENT: Invalid JSON payload")),
         (503, #"{"error":{"code":503,"status":"UNAVAILABLE","details":[{"errorCode":"UNAVAILABLE"}]}}"#, .retry(reason: "UNAVAILABLE", after: nil)),
         (500, #"{"error":{"code":500,"status":"INTERNAL","details":[{"errorCode":"INTERNAL"}]}}"#, .retry(reason: "INTERNAL", after: nil)),
-        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#, .retry(reason: "QUOTA_EXCEEDED", after: nil)),
+        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#, .retry(reason: "QUOTA_EXCEEDED", after: nil, cause: .throttled)),
         (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED"}}"#, .refreshCredentials(reason: "UNAUTHENTICATED")),
         (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED","details":[{"errorCode":"THIRD_PARTY_AUTH_ERROR"}]}}"#, .failed(reason: "THIRD_PARTY_AUTH_ERROR")),
     ])

@@ -29,9 +29,9 @@ struct RuStoreTests {
         (200, "{}", nil as String?, PushOutcome.accepted(id: nil)),
         (404, #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}"#, nil, .tokenDead(reason: "NOT_FOUND", since: nil)),
         (401, #"{"error":{"code":401,"status":"UNAUTHENTICATED"}}"#, nil,
-         .retry(reason: PushOutcome.credentialsRefusedPrefix + "UNAUTHENTICATED", after: RuStoreResponse.credentialsRetryDelay)),
-        (403, "", nil, .retry(reason: PushOutcome.credentialsRefusedPrefix + "HTTP 403", after: RuStoreResponse.credentialsRetryDelay)),
-        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}"#, "7", .retry(reason: "HTTP 429", after: .seconds(7))),
+         .retry(reason: PushOutcome.credentialsRefusedPrefix + "UNAUTHENTICATED", after: RuStoreResponse.credentialsRetryDelay, cause: .credentials)),
+        (403, "", nil, .retry(reason: PushOutcome.credentialsRefusedPrefix + "HTTP 403", after: RuStoreResponse.credentialsRetryDelay, cause: .credentials)),
+        (429, #"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}"#, "7", .retry(reason: "HTTP 429", after: .seconds(7), cause: .throttled)),
         (503, #"{"error":{"code":503,"status":"UNAVAILABLE"}}"#, nil, .retry(reason: "UNAVAILABLE", after: nil)),
         (500, "garbage", "2", .retry(reason: "HTTP 500", after: .seconds(2))),
         (400, #"{"error":{"code":400,"message":"bad ttl","status":"INVALID_ARGUMENT"}}"#, nil, .failed(reason: "INVALID_ARGUMENT: bad ttl")),
@@ -42,8 +42,8 @@ struct RuStoreTests {
 
     @Test("retry causes: refused static credentials are their own cause, 429 is throttling")
     func causes() {
-        #expect(RuStoreResponse.classify(status: 403, body: Data()).retryCause == "credentials")
-        #expect(RuStoreResponse.classify(status: 429, body: Data()).retryCause == "throttled")
-        #expect(RuStoreResponse.classify(status: 503, body: Data()).retryCause == "unavailable")
+        #expect(RuStoreResponse.classify(status: 403, body: Data()).retryCause == .credentials)
+        #expect(RuStoreResponse.classify(status: 429, body: Data()).retryCause == .throttled)
+        #expect(RuStoreResponse.classify(status: 503, body: Data()).retryCause == .unavailable)
     }
 }

@@ -53,7 +53,7 @@ struct WebPushProtocolTests {
         (410, nil, .tokenDead(reason: "HTTP 410 subscription gone", since: nil)),
         (404, nil, .tokenDead(reason: "HTTP 404 subscription gone", since: nil)),
         (413, nil, .failed(reason: "HTTP 413 payload too large")),
-        (429, "3", .retry(reason: "HTTP 429", after: .seconds(3))),
+        (429, "3", .retry(reason: "HTTP 429", after: .seconds(3), cause: .throttled)),
         (503, nil, .retry(reason: "HTTP 503", after: nil)),
         (403, nil, .failed(reason: "HTTP 403 VAPID refused")),
         (400, nil, .failed(reason: "HTTP 400")),

@@ -50,7 +50,7 @@ public struct DeliveryDecision: Equatable, Sendable {
         var next: Date?
         if !temporary.isEmpty {
             let serviceDelay = temporary.compactMap { entry -> Duration? in
-                if case .retry(_, let after) = entry.outcome { return after }
+                if case .retry(_, let after, _) = entry.outcome { return after }
                 return nil
             }.max()
             next = schedule.nextAttempt(after: attempt, now: now, expiresAt: expiresAt, perishable: perishable,
@@ -86,7 +86,7 @@ public struct DeliveryDecision: Equatable, Sendable {
 
     private static func reason(_ outcome: PushOutcome?) -> String? {
         switch outcome {
-        case .tokenDead(let reason, _)?, .retry(let reason, _)?, .refreshCredentials(let reason)?, .failed(let reason)?:
+        case .tokenDead(let reason, _)?, .retry(let reason, _, _)?, .refreshCredentials(let reason)?, .failed(let reason)?:
             reason
         case .expired?:
             PushOutcome.expiredReason

@@ -349,7 +349,7 @@ public final class DeliveryEngine: Sendable {
         // Some of its devices were pushed: those not started are tried again like a failure.
         let outcomes = outcomes.map { entry -> (device: Device, outcome: PushOutcome) in
             guard entry.outcome == .deferred else { return entry }
-            return (entry.device, .retry(reason: PushOutcome.notStartedReason, after: configuration.handBackDelay))
+            return (entry.device, .retry(reason: PushOutcome.notStartedReason, after: configuration.handBackDelay, cause: .slow))
         }
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
@@ -380,7 +380,7 @@ public final class DeliveryEngine: Sendable {
     private struct PushTally: Hashable {
         var route: PushRoute
         var outcome: String
-        var retryCause: String?
+        var retryCause: RetryCause?
     }
 
     /// Adds a batch's push outcome and retry counts and latencies to the registry.
@@ -392,7 +392,7 @@ public final class DeliveryEngine: Sendable {
             let platform = kind.route.platform.rawValue, app = kind.route.appLabel
             metrics.increment(Metric.pushOutcomesTotal, labels: ["platform": platform, "app": app, "outcome": kind.outcome], by: count)
             if let cause = kind.retryCause {
-                metrics.increment(Metric.pushRetriesTotal, labels: ["platform": platform, "app": app, "cause": cause], by: count)
+                metrics.increment(Metric.pushRetriesTotal, labels: ["platform": platform, "app": app, "cause": cause.rawValue], by: count)
             }
         }
     }

@@ -80,12 +80,12 @@ public final class QuotaSender: PushSending {
     private func pausedOutcome() -> PushOutcome {
         let now = clock.now()
         let left = gate.quota.withLock { $0.pausedUntil.map { max(0, $0.timeIntervalSince(now)) } } ?? 1
-        return .retry(reason: "QUOTA_EXCEEDED", after: .milliseconds(Int64((left * 1000).rounded(.up))))
+        return .retry(reason: "QUOTA_EXCEEDED", after: .milliseconds(Int64((left * 1000).rounded(.up))), cause: .throttled)
     }
 
     /// A quota answer with a delay pauses the project for everyone.
     private func noteQuotaAnswer(_ outcome: PushOutcome) {
-        guard case .retry(let reason, let after?) = outcome, outcome.retryCause == "throttled",
+        guard case .retry(let reason, let after?, .throttled) = outcome,
               reason == "QUOTA_EXCEEDED" || reason == "RESOURCE_EXHAUSTED" || reason == "HTTP 429" else { return }
         let until = clock.now().addingTimeInterval(after.inSeconds)
         gate.quota.withLock { $0.pause(until: until) }

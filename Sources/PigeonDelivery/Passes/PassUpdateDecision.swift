@@ -50,7 +50,7 @@ public struct PassUpdatePolicy: Sendable, Equatable {
             return retry(claim, reason: PushOutcome.expiredReason, serviceDelay: nil, now: now, random: &random)
         case .deferred:
             return retry(claim, reason: PushOutcome.notStartedReason, serviceDelay: nil, now: now, random: &random)
-        case .retry(let reason, let after):
+        case .retry(let reason, let after, _):
             return retry(claim, reason: reason, serviceDelay: after, now: now, random: &random)
         case .refreshCredentials(let reason):
             // A new provider token is signed for the next push; wait at least the minute Apple

@@ -174,7 +174,7 @@ public final class APNsTransport: Sendable {
             APNsResponse.classify(status: response.status, body: response.body, apnsId: response.headers["apns-id"],
                                   retryAfter: response.headers["retry-after"], now: clock())
         case .failure(let error):
-            .retry(reason: "transport: \(error.message)", after: nil)
+            .retry(reason: "transport: \(error.message)", after: nil, cause: .connection)
         }
     }
 
@@ -202,7 +202,7 @@ public final class APNsTransport: Sendable {
         case .refreshCredentials(let reason):
             let replacing = tokens.state.withLock { $0.schedule.rejected(token, now: now) }
             onTokenEvent(.rejected(reason: reason, replacing: replacing))
-        case .retry(let reason, _) where reason == "TooManyProviderTokenUpdates":
+        case .retry(let reason, _, _) where reason == "TooManyProviderTokenUpdates":
             if let until = tokens.state.withLock({ $0.schedule.throttled(token, now: now) }) {
                 onTokenEvent(.throttled(until: until))
             }

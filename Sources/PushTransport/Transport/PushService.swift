@@ -74,7 +74,7 @@ public final class ServiceTransport<Service: PushService>: Sendable {
             outcome: { [service, clock] response, _, push in
                 switch response {
                 case .success(let answer): service.classify(answer, token: push.token, now: clock())
-                case .failure(let error): .retry(reason: "transport: \(error.message)", after: nil)
+                case .failure(let error): .retry(reason: "transport: \(error.message)", after: nil, cause: .connection)
                 }
             },
             replace: { [service] refused in await service.replace(refused) },
@@ -108,7 +108,7 @@ extension OAuthTokenService {
         do {
             return .success(try await tokens.token())
         } catch {
-            return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil)))
+            return .failure(CredentialUnavailable(outcome: .retry(reason: "no access token: \(error)", after: nil, cause: .connection)))
         }
     }
 

@@ -31,7 +31,7 @@ public struct RuStoreService: BearerTokenService {
 
     public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
         let outcome = RuStoreResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: now)
-        if outcome.retryCause == "credentials", case .retry(let reason, _) = outcome { onCredentialsRefused(reason) }
+        if case .retry(let reason, _, .credentials) = outcome { onCredentialsRefused(reason) }
         return outcome
     }
 }

@@ -1,6 +1,7 @@
 #include "pigeon_http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -676,7 +677,9 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
                                                (intptr_t)request_completed, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
                                                (intptr_t)notify_connection, server};
-    options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
+    /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: libmicrohttpd's default (SO_REUSEADDR, no
+     * SO_REUSEPORT) lets a restart bind at once, while a second process on the same address fails
+     * at start instead of silently taking half of the connections. */
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL};
     /* A connection's head (request line and headers) must fit in this (larger heads are refused),
      * and it is what an idle keep-alive connection costs: 8 KiB, as nginx's header buffers. */
@@ -702,9 +705,15 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
                                           MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     }
     if (server->daemon == NULL) {
-        snprintf(error, error_capacity,
-                 "cannot listen on %s port %u (address in use, a client CA file that is no PEM, or no permission)",
-                 config->address, (unsigned)config->port);
+        if (errno == EADDRINUSE) {
+            snprintf(error, error_capacity,
+                     "cannot listen on %s port %u: the address is in use (another process, perhaps another pigeon serve, listens there)",
+                     config->address, (unsigned)config->port);
+        } else {
+            snprintf(error, error_capacity,
+                     "cannot listen on %s port %u (address in use, a client CA file that is no PEM, or no permission)",
+                     config->address, (unsigned)config->port);
+        }
         if (server->has_identity) tls_identity_slot_destroy(&server->identities);
         address_counts_free(server->unauthenticated_by_address);
         pthread_mutex_destroy(&server->connections_lock);

@@ -160,4 +160,17 @@ struct ConfigurationTests {
             .exposureWarnings.first?.message
         #expect(message?.contains("plain HTTP") == true)
     }
+
+    @Test("booleans are true or false, in any case; yes, on, 1 and the like are refused with the line named")
+    func booleansStrict() throws {
+        #expect(try GatewayConfiguration.parse(text: "overrideSubscriptions = TRUE\n", name: "server.conf").overrideSubscriptions)
+        #expect(try !GatewayConfiguration.parse(text: "overrideSubscriptions = false\n", name: "server.conf").overrideSubscriptions)
+        for word in ["yes", "on", "1", "no", "off", "0", "ture"] {
+            #expect {
+                try GatewayConfiguration.parse(text: "logLevel = info\noverrideSubscriptions = \(word)\n", name: "server.conf")
+            } throws: { error in
+                "\(error)".contains("server.conf:2") && "\(error)".contains("write true or false")
+            }
+        }
+    }
 }

@@ -403,10 +403,12 @@ extension GatewayConfiguration {
     }
 
     private static func boolean(_ value: String) throws(ValueError) -> Bool {
+        // Only true and false (as Java's properties read them): `yes`, `on` or `1` in a file
+        // another tool wrote would otherwise mean what the operator cannot see.
         switch value.lowercased() {
-        case "true", "yes", "on", "1": return true
-        case "false", "no", "off", "0": return false
-        default: throw ValueError(message: "'\(value)' is not a boolean (true or false)")
+        case "true": return true
+        case "false": return false
+        default: throw ValueError(message: "'\(value)' is not a boolean: write true or false")
         }
     }
 

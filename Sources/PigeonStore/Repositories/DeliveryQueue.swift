@@ -67,10 +67,14 @@ public struct DeliveryQueue: Sendable {
                           PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
                           String(lowest), String(highest)]).rows
                     .sorted { ($0.integer(6) ?? 0) > ($1.integer(6) ?? 0) }
-                    .compactMap { row in
+                    .map { row in
+                        // A row that does not decode fails the claim, whose transaction then rolls
+                        // back: it is never left leased to an owner that cannot push it.
                         guard let key = row.text(0).flatMap(Int64.init), let user = row.text(1), let folded = row.text(2),
                               let position = row.integer(3), let attempt = row.integer(4),
-                              let expires = row.text(5).flatMap(Double.init) else { return nil }
+                              let expires = row.text(5).flatMap(Double.init) else {
+                            throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(row.text(0) ?? "NULL"), position \(row.text(3) ?? "NULL")): the claim is rolled back")
+                        }
                         let pending = row.text(7).map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
                         return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
                                                attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires),

@@ -1,0 +1,31 @@
+import Foundation
+import PigeonCore
+import PigeonHTTP
+import Testing
+
+/// One process per address: a second listener on an address in use fails at start, naming it,
+/// instead of sharing the port (SO_REUSEPORT) and taking half of the connections unnoticed.
+@Suite("Listener addresses")
+struct ListenerAddressTests {
+    static func start(port: UInt16) throws -> HTTPServer {
+        try HTTPServer(configuration: .init(host: "127.0.0.1", port: port, handlerThreads: 1), logger: .silent,
+                       admit: { _ in .accept(maxBytes: 0) }, handler: { _ in HTTPResponse(status: 204) })
+    }
+
+    @Test("a second listener on the same address fails at start and says the address is in use")
+    func secondListenerRefused() throws {
+        let first = try Self.start(port: 0)
+        defer { first.stop() }
+        do {
+            let second = try Self.start(port: first.port)
+            second.stop()
+            Issue.record("a second listener started on 127.0.0.1:\(first.port)")
+        } catch let error as HTTPServer.StartError {
+            #expect(error.description.contains("127.0.0.1 port \(first.port): the address is in use"), "\(error)")
+        }
+        // Once the first stops, the address is free at once (SO_REUSEADDR): a restart binds.
+        first.stop()
+        let restarted = try Self.start(port: first.port)
+        restarted.stop()
+    }
+}

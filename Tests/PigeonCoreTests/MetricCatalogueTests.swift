@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+@testable import PigeonCore
 import Testing
 
 /// The metric catalogue against itself and against what operators read: the Grafana board and
@@ -8,12 +8,12 @@ import Testing
 struct MetricCatalogueTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test("names are unique Prometheus names under pigeon_; counters end in _total, histograms in a unit")
+    @Test("names are unique Prometheus names under pigeon_ (or process_, the standard ones); counters end in _total, histograms in a unit")
     func wellFormed() {
         let names = Metric.catalogue.map(\.name)
         #expect(Set(names).count == names.count)
         for metric in Metric.catalogue {
-            #expect(metric.name.wholeMatch(of: /pigeon_[a-z0-9_]+/) != nil, "\(metric.name)")
+            #expect(metric.name.wholeMatch(of: /(pigeon|process)_[a-z0-9_]+/) != nil, "\(metric.name)")
             #expect(!metric.help.isEmpty && !metric.help.contains("\n"), "\(metric.name)")
             switch metric.kind {
             case .counter: #expect(metric.name.hasSuffix("_total"), "\(metric.name)")
@@ -48,5 +48,24 @@ struct MetricCatalogueTests {
         }
         #expect(text.contains("pigeon_deliveries_total{state=\"SENT\"} 1\n"))
         #expect(registry.counter(.deliveriesTotal, labels: ["state": "SENT"]) == 1)
+    }
+
+    @Test("the process's figures are read from /proc/self/stat (a name with spaces and parentheses too) and /proc/stat")
+    func processFigures() throws {
+        let stat = "4242 (pigeon (serve) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 9 0 12345 1000000 2560 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 0 0 0 0 0 0"
+        let sample = try #require(ProcessMetrics.parse(stat: stat, systemStat: "cpu  1 2 3\nbtime 1800000000\nprocesses 9\n",
+                                                       openFileDescriptors: 37, ticksPerSecond: 100, pageSize: 4096))
+        #expect(sample == ProcessMetrics.Sample(cpuSeconds: 3, residentBytes: 2560 * 4096, startTimeSeconds: 1_800_000_123.45, openFileDescriptors: 37))
+        #expect(ProcessMetrics.parse(stat: "garbage", systemStat: "", openFileDescriptors: 0, ticksPerSecond: 100, pageSize: 4096) == nil)
+        // This process, live: plausible figures, rendered under the standard names.
+        let live = try #require(ProcessMetrics.read())
+        #expect(live.residentBytes > 1_000_000 && live.openFileDescriptors >= 3 && live.cpuSeconds > 0)
+        #expect(abs(live.startTimeSeconds - Date().timeIntervalSince1970) < 86_400)
+        let registry = MetricsRegistry()
+        registry.describe(Metric.catalogue)
+        ProcessMetrics.collect(into: registry)
+        let text = registry.render()
+        #expect(text.contains("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total "))
+        #expect(text.contains("\nprocess_open_fds "))
     }
 }

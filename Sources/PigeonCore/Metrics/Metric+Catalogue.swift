@@ -77,6 +77,14 @@ extension Metric {
     public static let passPushesTotal = Metric("pigeon_pass_pushes_total", .counter, "Pass update pushes by outcome (accepted, token_dead, retry, refresh_credentials, failed).")
     /// `pigeon_pass_deliveries_total`
     public static let passDeliveriesTotal = Metric("pigeon_pass_deliveries_total", .counter, "Registered devices' pass updates settled by the engine, by state (EXPIRED, SENDING_FAILED).")
+    /// `process_cpu_seconds_total` (Prometheus' standard process metrics: see ProcessMetrics)
+    public static let processCPUSecondsTotal = Metric("process_cpu_seconds_total", .counter, "Total user and system CPU time spent in seconds.")
+    /// `process_resident_memory_bytes`
+    public static let processResidentMemoryBytes = Metric("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.")
+    /// `process_start_time_seconds`
+    public static let processStartTimeSeconds = Metric("process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.")
+    /// `process_open_fds`
+    public static let processOpenFDs = Metric("process_open_fds", .gauge, "Number of open file descriptors (connections included).")
 
     /// All of them, announced from the first scrape.
     public static let catalogue: [Metric] = [
@@ -117,5 +125,9 @@ extension Metric {
         .expiryDeadlineStepsTotal,
         .passPushesTotal,
         .passDeliveriesTotal,
+        .processCPUSecondsTotal,
+        .processResidentMemoryBytes,
+        .processStartTimeSeconds,
+        .processOpenFDs,
     ]
 }

@@ -121,8 +121,10 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Sets a gauge (kept in the first shard: gauges are set, not summed).
+    /// A counter may be set too when its running total is kept elsewhere and read at each
+    /// scrape (the process's CPU time).
     public func set(_ metric: Metric, labels: [String: String] = [:], to value: Double) {
-        assert(metric.kind == .gauge, "\(metric.name) is a \(metric.kind), not a gauge")
+        assert(metric.kind != .histogram, "\(metric.name) is a histogram: observe it")
         let series = Series(name: metric.name, labels: labels)
         shards[0].state.withLock { $0.gauges[series] = value }
     }

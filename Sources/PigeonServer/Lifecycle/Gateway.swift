@@ -59,6 +59,7 @@ public final class Gateway: Sendable {
     private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger) throws {
         let metrics = MetricsRegistry()
         metrics.describe(Metric.catalogue)
+        ProcessMetrics.collect(into: metrics)
         let identifiers = configuration.identifiers
         // A stored urgent send wakes the engine's urgent lane at once.
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)

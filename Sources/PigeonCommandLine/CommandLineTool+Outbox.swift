@@ -60,7 +60,12 @@ extension CommandLineTool {
                     print(Self.table(dead))
                 } else {
                     let moved = try await outbox.requeue(all ? nil : ids)
-                    print("re-queued \(moved) report\(moved == 1 ? "" : "s")")
+                    print("re-queued \(moved.count) report\(moved.count == 1 ? "" : "s")")
+                    let missing = (ids ?? []).filter { !moved.contains($0) }
+                    if !missing.isEmpty {
+                        printError("pigeon outbox retry: not dead letters (unknown, or still waiting to be sent): \(missing.map(String.init).joined(separator: ", "))")
+                        return 1
+                    }
                 }
                 return 0
             } catch {

@@ -80,6 +80,12 @@ struct ReportsTests {
         #expect(listed.contains("pushIsOpened\told-1\talice"), "\(listed)")
         #expect(!listed.contains("young-1"))
         flow.stub.setMode(.normal)
+        // An id that is no dead letter is named, and the command fails.
+        let deadId = try await flow.count("SELECT max(id) FROM outbox_dead")
+        let unknown = try ProgramRun.run(pigeon, ["outbox", "retry", "--config", config.path, "--id", "\(deadId + 1000)"], errorsToOutput: true)
+        let said = String(decoding: unknown.output, as: UTF8.self)
+        #expect(unknown.status == 1 && said.contains("not dead letters") && said.contains("\(deadId + 1000)"), "\(unknown.status): \(said)")
+        #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 1)
         let retried = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "retry", "--config", config.path, "--all"]), as: UTF8.self)
         #expect(retried.contains("re-queued 1 report"))
         #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.contains { $0.notificationId == "old-1" } })

@@ -83,7 +83,7 @@ struct ConsoleEndpoint: Sendable {
                 return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsoleData.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):
                 guard let reportId = form["id"].flatMap(Int64.init) else { return ("requeue", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No report id.</p>"))) }
-                let moved = try await data.outbox.requeue([reportId])
+                let moved = try await data.outbox.requeue([reportId]).count
                 logger.notice("console: dead report re-queued", metadata: ["operator": session.username, "report": String(reportId), "moved": String(moved)])
                 return ("requeue", Self.redirect("/console/outbox?message=" + HTML.query(moved == 1 ? "Report \(reportId) is waiting to be sent again." : "Report \(reportId) is no longer a dead letter.")))
             case ("GET", "/console/config"):

@@ -112,14 +112,15 @@ public struct Outbox: Sendable {
     }
 
     /// Puts dead letters back into the outbox, due now with a fresh age (all of them when `ids`
-    /// is nil). Returns how many were re-queued.
-    public func requeue(_ ids: [Int64]?) async throws -> Int {
+    /// is nil). Returns the ids re-queued: an id given that is not among them was no dead letter
+    /// (unknown, already re-queued, or still waiting).
+    public func requeue(_ ids: [Int64]?) async throws -> [Int64] {
         // One statement: the move is atomic without a transaction of its own.
         try await pool.withConnection { connection in
             try connection.query("""
                 WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
-                INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved
-                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).affected
+                INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved RETURNING id
+                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).rows.compactMap { $0.text(0).flatMap(Int64.init) }
         }
     }
 

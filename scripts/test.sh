@@ -62,7 +62,9 @@ log "fuzzing: 50,000 seeded inputs per target"
 ./fuzz/run.sh runs=50000
 
 log "third-party client tests (zeep) against release builds of the gateway and the simulator"
-swift build -c release --product pigeon
+# With Swift's libraries linked in, as the Containerfile builds it: the same binary serves these
+# tests and goes into the container image below (one release link, not two).
+swift build -c release --product pigeon --static-swift-stdlib
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q zeep==4.3.1 pytest==8.3.3 requests http_ece==1.2.1 PyJWT==2.9.0 cryptography==43.0.3 selenium==4.51.0
@@ -110,8 +112,5 @@ log "deployment: Kubernetes manifests and the container image"
 "$VENV/bin/python" deploy/kubernetes/check.py
 stop_processes "$console" "$gateway"
 console="" gateway=""
-# The image takes the release binary with Swift's own libraries linked in (a relink of the build
-# above), as the Containerfile builds it.
-swift build -c release --product pigeon --static-swift-stdlib
 pg_recreate_database "$PORT" pigeon_image
 timeout --signal=TERM --kill-after=30 900 deploy/container/test-image.sh "postgresql://postgres@127.0.0.1:$PORT/pigeon_image" .build/release/pigeon

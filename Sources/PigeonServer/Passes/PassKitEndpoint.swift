@@ -48,7 +48,7 @@ struct PassKitEndpoint: Sendable {
             return (route, response)
         }
         // A log body refused for its size (413, never read) does not spend the budget.
-        if request.method == "POST", route == "passkit_log", !request.bodyTooLarge,
+        if request.method == "POST", parts == ["v1", "log"], !request.bodyTooLarge,
            let retry = logAddressLimit.take(request.peer) ?? logGlobalLimit.take("all") {
             return (route, PassKitRefusal(429, "too many log calls; try again in \(retry) s").response)
         }

@@ -68,6 +68,9 @@ let package = Package(
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim", "PigeonCore"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
+        // Opens confidential pushes (CONTRACT §8) as a phone does: plain Swift on CryptoKit on
+        // Apple platforms (a notification service extension copies it), on PigeonCrypto elsewhere.
+        .target(name: "PigeonDecryptor", dependencies: [.target(name: "PigeonCrypto", condition: .when(platforms: [.linux]))]),
         // An HTTP client on libcurl's multi interface (HTTP/2 over TLS, HTTP/1.1 otherwise) for
         // every outbound call: push services and the bank proxy.
         .target(name: "OutboundHTTP", dependencies: ["CCurlShim", "PigeonCore"]),
@@ -125,6 +128,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
+        .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),

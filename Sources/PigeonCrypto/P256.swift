@@ -45,6 +45,22 @@ public final class P256PrivateKey: @unchecked Sendable {
         get throws(CryptoError) { try P256Point.uncompressed(of: key) }
     }
 
+    /// The private scalar (32 bytes, big-endian): for test vectors and the simulator's devices.
+    public var privateScalar: Data {
+        get throws(CryptoError) {
+            var number: OpaquePointer?
+            guard EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_PRIV_KEY, &number) == 1, let number else {
+                throw CryptoError(operation: "exporting a P-256 private key", reason: OpenSSLCall.lastError())
+            }
+            defer { BN_clear_free(number) }
+            var bytes = [UInt8](repeating: 0, count: 32)
+            guard BN_bn2binpad(number, &bytes, 32) == 32 else {
+                throw CryptoError(operation: "exporting a P-256 private key", reason: "the scalar is longer than 32 bytes")
+            }
+            return Data(bytes)
+        }
+    }
+
     /// The ECDH shared secret with `peer` (the X coordinate, 32 bytes).
     public func sharedSecret(with peer: P256PublicKey) throws(CryptoError) -> Data {
         let context = try OpenSSLCall.require(EVP_PKEY_CTX_new(key, nil), "deriving the ECDH secret")

@@ -12,14 +12,36 @@ public enum HMACSHA256 {
     }
 }
 
+/// HKDF with SHA-256 (RFC 5869): extract with `salt`, expand with `info` to `length` bytes.
+public enum HKDFSHA256 {
+    public static func derive(salt: Data, inputKeyMaterial: Data, info: Data, length: Int) -> Data {
+        precondition(length > 0 && length <= 255 * 32, "HKDF-SHA-256 gives 1 to 8160 bytes")
+        let pseudorandomKey = HMACSHA256.authenticate(key: salt, data: inputKeyMaterial)
+        var output = Data(), block = Data()
+        var counter: UInt8 = 1
+        while output.count < length {
+            block = HMACSHA256.authenticate(key: pseudorandomKey, data: block + info + [counter])
+            output.append(block)
+            counter += 1
+        }
+        return output.prefix(length)
+    }
+}
+
 /// AES-128-GCM with a 12-byte nonce and a 16-byte tag appended to the ciphertext (aes128gcm).
 public enum AES128GCM {
-    public static func seal(_ plaintext: Data, key: Data, nonce: Data) throws(CryptoError) -> Data {
+    /// `plaintext` sealed: ciphertext ‖ tag; `additionalData` is authenticated, not encrypted.
+    public static func seal(_ plaintext: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
         guard key.count == 16, nonce.count == 12 else { throw CryptoError(operation: "encrypting", reason: "expected a 16-byte key and a 12-byte nonce") }
         let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "encrypting")
         defer { EVP_CIPHER_CTX_free(context) }
         let keyBytes = Array(key), nonceBytes = Array(nonce), input = Array(plaintext)
         try OpenSSLCall.check(EVP_EncryptInit_ex(context, EVP_aes_128_gcm(), nil, keyBytes, nonceBytes), "encrypting")
+        if !additionalData.isEmpty {
+            let aad = Array(additionalData)
+            var ignored: Int32 = 0
+            try OpenSSLCall.check(EVP_EncryptUpdate(context, nil, &ignored, aad, Int32(aad.count)), "encrypting")
+        }
         var output = [UInt8](repeating: 0, count: input.count + 16)
         var written: Int32 = 0
         try OpenSSLCall.check(EVP_EncryptUpdate(context, &output, &written, input, Int32(input.count)), "encrypting")
@@ -34,7 +56,7 @@ public enum AES128GCM {
     }
 
     /// The plaintext of `sealed` (ciphertext ‖ tag), or an error when the tag does not match.
-    public static func open(_ sealed: Data, key: Data, nonce: Data) throws(CryptoError) -> Data {
+    public static func open(_ sealed: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
         guard key.count == 16, nonce.count == 12, sealed.count >= 16 else { throw CryptoError(operation: "decrypting", reason: "malformed input") }
         let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "decrypting")
         defer { EVP_CIPHER_CTX_free(context) }
@@ -42,6 +64,11 @@ public enum AES128GCM {
         let input = Array(sealed.prefix(sealed.count - 16))
         var tag = Array(sealed.suffix(16))
         try OpenSSLCall.check(EVP_DecryptInit_ex(context, EVP_aes_128_gcm(), nil, keyBytes, nonceBytes), "decrypting")
+        if !additionalData.isEmpty {
+            let aad = Array(additionalData)
+            var ignored: Int32 = 0
+            try OpenSSLCall.check(EVP_DecryptUpdate(context, nil, &ignored, aad, Int32(aad.count)), "decrypting")
+        }
         var output = [UInt8](repeating: 0, count: input.count + 16)
         var written: Int32 = 0
         try OpenSSLCall.check(EVP_DecryptUpdate(context, &output, &written, input, Int32(input.count)), "decrypting")

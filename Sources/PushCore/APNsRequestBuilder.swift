@@ -48,6 +48,13 @@ public struct APNsRequestBuilder: Sendable {
 
     /// The JSON payload; throws when it exceeds 4 KB.
     public func payload(for message: PushMessage) throws(PushMessageError) -> Data {
+        if let confidential = message.confidentialMembers {
+            // CONTRACT §8: the neutral alert, for the notification service extension to replace.
+            let aps: [(String, JSONValue)] = [
+                ("alert", .object([("body", .string(message.text))])), ("mutable-content", .int(1)), ("sound", .string("default")),
+            ]
+            return try Self.checked(JSONValue.object([("aps", .object(aps))] + confidential).encoded)
+        }
         var aps: [(String, JSONValue)] = [("alert", .string(message.text))]
         if let badge = message.badge { aps.append(("badge", .int(badge))) }
         aps.append(("sound", .string(message.sound ?? "default")))
@@ -56,11 +63,14 @@ public struct APNsRequestBuilder: Sendable {
             root.append((key, .string(value)))
         }
         root.append(("notificationId", .string(message.notificationId)))
-        let data = JSONValue.object(root).encoded
-        guard data.count <= Self.maximumPayloadBytes else {
-            throw .payloadTooLarge(bytes: data.count, limit: Self.maximumPayloadBytes)
+        return try Self.checked(JSONValue.object(root).encoded)
+    }
+
+    private static func checked(_ payload: Data) throws(PushMessageError) -> Data {
+        guard payload.count <= maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: payload.count, limit: maximumPayloadBytes)
         }
-        return data
+        return payload
     }
 }
 

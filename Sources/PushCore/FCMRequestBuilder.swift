@@ -21,9 +21,19 @@ public struct FCMRequestBuilder: Sendable {
     /// is written around the place of the registration token (the last member of `message`),
     /// so a device's body is two copies and its escaped token.
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+        let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
+        if let data = message.confidentialData {
+            // CONTRACT §8: data only (no notification block, which Google would show), high priority.
+            return try Self.checked(FCMPreparedMessage(path: path, message: [
+                ("android", .object([
+                    ("collapse_key", .string(String(message.notificationId.prefix(64)))),
+                    ("priority", .string("HIGH")), ("ttl", .string("\(ttl)s")),
+                ])),
+                ("data", .object(data)),
+            ]), delivered: JSONValue.object([("data", .object(data))]).encoded)
+        }
         // FCM wants every data value as a string; keys sorted so a payload is reproducible.
         let data = message.dataMembers
-        let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         var notification: [(String, JSONValue)] = [("body", .string(message.text))]
         if let sound = message.sound { notification.append(("sound", .string(sound))) }
         let android: [(String, JSONValue)] = [
@@ -34,14 +44,20 @@ public struct FCMRequestBuilder: Sendable {
         ]
         // FCM's limit covers what reaches the device: the notification and the data.
         let delivered = JSONValue.object([("notification", .object(notification)), ("data", .object(data))]).encoded
-        guard delivered.count <= Self.maximumPayloadBytes else {
-            throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
-        }
-        return FCMPreparedMessage(path: "/v1/projects/\(projectId)/messages:send", message: [
+        return try Self.checked(FCMPreparedMessage(path: path, message: [
             ("android", .object(android)),
             ("data", .object(data)),
             ("notification", .object([("body", .string(message.text))])),
-        ])
+        ]), delivered: delivered)
+    }
+
+    private var path: String { "/v1/projects/\(projectId)/messages:send" }
+
+    private static func checked(_ prepared: FCMPreparedMessage, delivered: Data) throws(PushMessageError) -> FCMPreparedMessage {
+        guard delivered.count <= maximumPayloadBytes else {
+            throw .payloadTooLarge(bytes: delivered.count, limit: maximumPayloadBytes)
+        }
+        return prepared
     }
 }
 

@@ -18,19 +18,27 @@ public struct HuaweiRequestBuilder: Sendable {
     /// What every device's request for `message` shares, built once per notification; the
     /// body is written around the token's place.
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
-        let data = message.dataMembers
-        let dataString = String(decoding: JSONValue.object(data).encoded, as: UTF8.self)
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
-        let android: [(String, JSONValue)] = [
-            ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))]))])),
-            ("ttl", .string("\(ttl)s")),
-            ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
-        ]
-        let prepared = FCMPreparedMessage(path: "/v1/\(appId)/messages:send", before: [("validate_only", .bool(false))], message: [
-            ("android", .object(android)),
-            ("data", .string(dataString)),
-            ("notification", .object([("body", .string(message.text))])),
-        ], tokenList: true)
+        let prepared: FCMPreparedMessage
+        if let data = message.confidentialData {
+            // CONTRACT §8: a data message (no notification, which Huawei would show), high urgency.
+            prepared = FCMPreparedMessage(path: "/v1/\(appId)/messages:send", before: [("validate_only", .bool(false))], message: [
+                ("android", .object([("ttl", .string("\(ttl)s")), ("urgency", .string("HIGH"))])),
+                ("data", .string(String(decoding: JSONValue.object(data).encoded, as: UTF8.self))),
+            ], tokenList: true)
+        } else {
+            let dataString = String(decoding: JSONValue.object(message.dataMembers).encoded, as: UTF8.self)
+            let android: [(String, JSONValue)] = [
+                ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))]))])),
+                ("ttl", .string("\(ttl)s")),
+                ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
+            ]
+            prepared = FCMPreparedMessage(path: "/v1/\(appId)/messages:send", before: [("validate_only", .bool(false))], message: [
+                ("android", .object(android)),
+                ("data", .string(dataString)),
+                ("notification", .object([("body", .string(message.text))])),
+            ], tokenList: true)
+        }
         // Huawei's limit is for the message without its token.
         guard prepared.bodyPrefix.count <= Self.maximumPayloadBytes else {
             throw .payloadTooLarge(bytes: prepared.bodyPrefix.count, limit: Self.maximumPayloadBytes)

@@ -19,8 +19,13 @@ public struct PushMessage: Sendable, Equatable {
     public var urgency: Urgency
     /// After this the services may drop the push (APNs `apns-expiration`, FCM `ttl`).
     public var expiresAt: Date
+    /// Set for a confidential notification (CONTRACT §8): ``text`` is then the neutral alert,
+    /// ``data`` is empty, and the content travels sealed (or is fetched by the app).
+    public var confidential: ConfidentialMode?
 
-    public init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date) {
+    public init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date,
+                confidential: ConfidentialMode? = nil) {
+        self.confidential = confidential
         self.notificationId = notificationId
         self.text = text
         self.badge = badge

@@ -16,8 +16,20 @@ public struct RuStoreRequestBuilder: Sendable {
     /// What every device's request for `message` shares, built once per notification; the
     /// body is written around the token's place.
     public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
-        let data = message.dataMembers
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
+        if let data = message.confidentialData {
+            // CONTRACT §8: data only (no notification, which RuStore would show). RuStore
+            // documents no priority: its data messages are delivered as they come.
+            let delivered = JSONValue.object([("data", .object(data))]).encoded
+            guard delivered.count <= Self.maximumPayloadBytes else {
+                throw .payloadTooLarge(bytes: delivered.count, limit: Self.maximumPayloadBytes)
+            }
+            return FCMPreparedMessage(path: "/v1/projects/\(projectId)/messages:send", message: [
+                ("android", .object([("ttl", .string("\(ttl)s"))])),
+                ("data", .object(data)),
+            ])
+        }
+        let data = message.dataMembers
         let notification: [(String, JSONValue)] = [("body", .string(message.text))]
         let delivered = JSONValue.object([("notification", .object(notification)), ("data", .object(data))]).encoded
         guard delivered.count <= Self.maximumPayloadBytes else {

@@ -41,6 +41,10 @@ public enum WebPushResponse {
 
     /// What the browser's service worker receives: the notification as JSON.
     public static func plaintext(_ message: PushMessage) -> Data {
+        if let confidential = message.confidentialMembers {
+            // CONTRACT §8: the neutral alert for the service worker, and the APNs payload's members.
+            return JSONValue.object([("text", .string(message.text))] + confidential).encoded
+        }
         var members: [(String, JSONValue)] = [("notificationId", .string(message.notificationId)), ("text", .string(message.text))]
         if let badge = message.badge { members.append(("badge", .int(badge))) }
         if let sound = message.sound { members.append(("sound", .string(sound))) }

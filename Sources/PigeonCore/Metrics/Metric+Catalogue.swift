@@ -29,6 +29,10 @@ extension Metric {
     public static let pushRetriesTotal = Metric("pigeon_push_retries_total", .counter, "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
     /// `pigeon_push_credentials_refused_total`
     public static let pushCredentialsRefusedTotal = Metric("pigeon_push_credentials_refused_total", .counter, "Pushes a service refused for our static credentials (RuStore's service token), by service and app.")
+    /// `pigeon_confidential_pushes_total`
+    public static let confidentialPushesTotal = Metric("pigeon_confidential_pushes_total", .counter, "Pushes of confidential notifications by push service and mode (encrypted to the device's key, or fetch).")
+    /// `pigeon_confidential_contents_erased_total`
+    public static let confidentialContentsErasedTotal = Metric("pigeon_confidential_contents_erased_total", .counter, "Confidential notifications whose content was erased from storage, by reason (final, expired).")
     /// `pigeon_pass_updates_total`
     public static let passUpdatesTotal = Metric("pigeon_pass_updates_total", .counter, "Pass versions stored by updatePass.")
     /// `pigeon_pass_registrations_total`
@@ -101,6 +105,8 @@ extension Metric {
         .apnsProviderTokenThrottledTotal,
         .pushRetriesTotal,
         .pushCredentialsRefusedTotal,
+        .confidentialPushesTotal,
+        .confidentialContentsErasedTotal,
         .passUpdatesTotal,
         .passRegistrationsTotal,
         .passFetchesTotal,

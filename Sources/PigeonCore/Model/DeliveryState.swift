@@ -20,6 +20,16 @@ public enum DeliveryState: String, Sendable, CaseIterable, Codable {
         }
     }
 
+    /// Whether a confidential notification's content may go once every recipient is here
+    /// (CONTRACT §8): read, expired, never deliverable, or failed for good. (SENDING_FAILED may
+    /// still see a late acknowledgement, which needs no content.)
+    public var erasesConfidentialContent: Bool {
+        switch self {
+        case .read, .expired, .invalidSubscription, .sendingFailed: true
+        case .queued, .sent, .delivered: false
+        }
+    }
+
     /// Whether a delivery in this state may move to `next`.
     ///
     /// - The push services and the sweep move `QUEUED` forward to `SENT`, `SENDING_FAILED`,

@@ -10,9 +10,12 @@ public struct Device: Sendable, Equatable {
     public var appId: String
     /// The APNs environment of its token (always production for other platforms).
     public var environment: PushEnvironment
+    /// The key its confidential notifications are sealed to, if it registered one.
+    public var encryptionKey: DeviceEncryptionKey?
 
     public init(id: Int64, bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
-                appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) {
+                appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production, encryptionKey: DeviceEncryptionKey? = nil) {
+        self.encryptionKey = encryptionKey
         self.id = id
         self.bankClientId = bankClientId
         self.userId = userId

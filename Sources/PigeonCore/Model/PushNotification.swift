@@ -53,11 +53,20 @@ public struct PushNotification: Sendable, Equatable {
     public var details: [KeyValue]?
     public var perishable: Bool?
     public var priority: Int?
+    /// True when only the phone may read it (CONTRACT §8): sent so by the bank, or of a type in
+    /// `confidentialTypes`.
+    public var confidential: Bool?
+    /// True once a confidential notification's content was erased (it is over): its text is
+    /// empty and it has neither target nor details.
+    public var contentErased: Bool
 
     public init(
         id: String, recipients: [String], timeoutSeconds: Int, pushContent: PushContent,
-        details: [KeyValue]? = nil, perishable: Bool? = nil, priority: Int? = nil
+        details: [KeyValue]? = nil, perishable: Bool? = nil, priority: Int? = nil, confidential: Bool? = nil,
+        contentErased: Bool = false
     ) {
+        self.confidential = confidential
+        self.contentErased = contentErased
         self.id = id
         self.recipients = recipients
         self.timeoutSeconds = timeoutSeconds
@@ -66,6 +75,15 @@ public struct PushNotification: Sendable, Equatable {
         self.perishable = perishable
         self.priority = priority
     }
+}
+
+extension PushNotification {
+    /// Whether its content must travel sealed and be erased once it is over.
+    public var isConfidential: Bool { confidential == true }
+
+    /// The longest text a confidential notification carries, in UTF-8 bytes: its sealed push
+    /// stays within the services' 4 KB with room for details.
+    public static let maximumConfidentialTextBytes = 1024
 }
 
 /// One recipient's state.
@@ -89,4 +107,15 @@ public enum Platform: String, Sendable, CaseIterable, Codable {
     case huawei = "HUAWEI"
     /// Web Push, for the internet bank in a browser; the push token is the browser's subscription.
     case web = "WEB"
+
+    /// The push service that reaches it, as metrics label it.
+    public var pushService: String {
+        switch self {
+        case .ios: "apns"
+        case .android: "fcm"
+        case .rustore: "rustore"
+        case .huawei: "huawei"
+        case .web: "webpush"
+        }
+    }
 }

@@ -10,11 +10,25 @@ public struct SweepStep: Sendable, Equatable {
     public var ran: Bool
     /// True when more work was left for a next step.
     public var more: Bool
+    /// Confidential notifications whose content the step erased: every recipient final, or
+    /// the timeout passed.
+    public var erasedFinal: Int
+    public var erasedExpired: Int
 
-    public init(rows: Int, reports: Int, ran: Bool, more: Bool) {
+    public init(rows: Int, reports: Int, ran: Bool, more: Bool, erasedFinal: Int = 0, erasedExpired: Int = 0) {
+        self.erasedFinal = erasedFinal
+        self.erasedExpired = erasedExpired
         self.rows = rows
         self.reports = reports
         self.ran = ran
         self.more = more
+    }
+}
+
+extension SweepStep {
+    /// Records the erasures of a step (``Metric/confidentialContentsErasedTotal``).
+    public func recordErasures(_ metrics: MetricsRegistry) {
+        if erasedFinal > 0 { metrics.increment(Metric.confidentialContentsErasedTotal, labels: ["reason": "final"], by: Double(erasedFinal)) }
+        if erasedExpired > 0 { metrics.increment(Metric.confidentialContentsErasedTotal, labels: ["reason": "expired"], by: Double(erasedExpired)) }
     }
 }

@@ -68,10 +68,14 @@ public final class DeliveryEngine: Sendable {
         public var wake: QueueWake?
         public var clock: any DeliveryClock
         public var random: any RandomSource
+        /// How confidential notifications are sealed and announced (CONTRACT §8).
+        public var confidential: ConfidentialPushing
 
         public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
                     senders: [PushRoute: any PushSending], urgentSenders: [PushRoute: any PushSending] = [:], wake: QueueWake? = nil,
-                    clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource()) {
+                    clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
+                    confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) {
+            self.confidential = confidential
             self.queue = queue
             self.notifications = notifications
             self.devices = devices
@@ -221,7 +225,16 @@ public final class DeliveryEngine: Sendable {
         }
         do {
             let devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
-            return PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:))
+            let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:),
+                                confidential: services.confidential)
+            for (count, pushes) in plan.confidentialCounts {
+                metrics.increment(Metric.confidentialPushesTotal, labels: ["service": count.service, "mode": count.mode], by: Double(pushes))
+            }
+            for failure in plan.sealingFailures {
+                logger.warning("cannot seal a confidential push to a device's key; the device is told to fetch the content", metadata: [
+                    "device": String(failure.device.id), "platform": failure.device.platform.rawValue, "reason": failure.reason])
+            }
+            return plan
         } catch {
             lane.allowance.release(claims.count)
             logger.warning("cannot load devices; the batch will be claimed again", metadata: ["error": "\(error)"])

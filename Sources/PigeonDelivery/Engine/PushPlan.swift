@@ -24,8 +24,18 @@ struct PushPlan {
     /// decided at once.
     var claimsWithoutPushes: [Int] = []
 
+    /// Confidential pushes planned, by push service and mode (`encrypted`, `fetch`).
+    var confidentialCounts: [ConfidentialCount: Int] = [:]
+    /// Devices whose key could not seal a push (told to fetch instead), with the reason.
+    var sealingFailures: [(device: Device, reason: String)] = []
+
+    struct ConfidentialCount: Hashable {
+        var service: String
+        var mode: String
+    }
+
     init(claims: [ClaimedDelivery], notifications: [Int64: PushNotification], devices: [String: [Device]],
-         key: (String) -> String) {
+         key: (String) -> String, confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) {
         self.claims = claims
         self.notifications = notifications
         pushCounts = Array(repeating: 0, count: claims.count)
@@ -35,10 +45,11 @@ struct PushPlan {
                 claimsWithoutPushes.append(index)
                 continue
             }
-            // A notification's deliveries share its expiry, so one message serves all of them.
+            // A notification's deliveries share its expiry, so one message serves all of them
+            // (for a confidential one: every device without a key; each keyed device has its own).
             let message = messageIndex[claim.notificationKey] ?? messages.count
             if message == messages.count {
-                messages.append(Self.message(for: notification, expiresAt: claim.expiresAt))
+                messages.append(Self.message(for: notification, expiresAt: claim.expiresAt, confidential: confidential))
                 messageIndex[claim.notificationKey] = message
             }
             // A retry pushes only the devices that failed temporarily (those still subscribed).
@@ -46,9 +57,37 @@ struct PushPlan {
             if let pending = claim.pendingDevices.map(Set.init) { userDevices.removeAll { !pending.contains($0.id) } }
             if userDevices.isEmpty { claimsWithoutPushes.append(index) }
             for device in userDevices {
-                pushes.append(Push(claim: index, device: device, message: message))
+                var deviceMessage = message
+                if notification.isConfidential {
+                    if let sealed = sealedMessage(notification, for: device, shared: messages[message], confidential: confidential) {
+                        deviceMessage = messages.count
+                        messages.append(sealed)
+                    }
+                    let mode = messages[deviceMessage].confidential?.label ?? "fetch"
+                    confidentialCounts[ConfidentialCount(service: device.platform.pushService, mode: mode), default: 0] += 1
+                }
+                pushes.append(Push(claim: index, device: device, message: deviceMessage))
             }
             pushCounts[index] = userDevices.count
+        }
+    }
+
+    /// The message of a confidential notification sealed to `device`'s key: `shared` (the
+    /// neutral `fetch` message) with the envelope; `nil` when the device has no key or the
+    /// sealing failed (noted in ``sealingFailures``: the device is told to fetch).
+    private mutating func sealedMessage(_ notification: PushNotification, for device: Device, shared: PushMessage,
+                                        confidential: ConfidentialPushing) -> PushMessage? {
+        guard let key = device.encryptionKey, let sealer = confidential.sealer else { return nil }
+        let content = SealedContent.json(
+            notificationId: notification.id, text: notification.pushContent.text, type: notification.pushContent.type.rawValue,
+            target: notification.pushContent.target, details: notification.details?.map { ($0.key, $0.value) })
+        do {
+            var message = shared
+            message.confidential = .encrypted(try sealer.seal(content, to: key, notificationId: notification.id))
+            return message
+        } catch {
+            sealingFailures.append((device, "\(error)"))
+            return nil
         }
     }
 
@@ -86,8 +125,15 @@ struct PushPlan {
         }
     }
 
-    /// The push for a notification: its text, badge and sound, with id, type and target for the app.
-    static func message(for notification: PushNotification, expiresAt: Date) -> PushMessage {
+    /// The push for a notification: its text, badge and sound, with id, type and target for the
+    /// app. A confidential one's carries none of its content: the neutral alert, to be fetched
+    /// (the sealed messages are this one with an envelope).
+    static func message(for notification: PushNotification, expiresAt: Date,
+                        confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) -> PushMessage {
+        if notification.isConfidential {
+            return PushMessage(notificationId: notification.id, text: confidential.alertText, badge: notification.pushContent.badge,
+                               sound: "default", urgency: .high, expiresAt: expiresAt, confidential: .fetch)
+        }
         var data = ["type": notification.pushContent.type.rawValue]
         if let target = notification.pushContent.target { data["target"] = target }
         let urgent = notification.pushContent.type == .pinCode || (notification.priority ?? 0) > 0

@@ -76,6 +76,7 @@ public final class ExpiryWatcher: Sendable {
     private func expireStep() async -> SweepStep? {
         do {
             let step = try await jobs.expireDue()
+            step.recordErasures(metrics)
             if step.ran {
                 metrics.increment(Metric.expiryDeadlineStepsTotal, labels: ["expired": step.rows > 0 ? "yes" : "no"])
                 metrics.increment(Metric.sweepRowsTotal, labels: ["sweep": "expiry"], by: Double(step.rows))

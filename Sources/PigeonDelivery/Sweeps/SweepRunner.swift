@@ -90,6 +90,7 @@ public struct SweepRunner: Sendable {
             }
             total += result.rows
             reports += result.reports
+            result.recordErasures(metrics)
             metrics.increment(Metric.sweepRowsTotal, labels: ["sweep": name], by: Double(result.rows))
             if SweepPacing.delay(after: result, interval: interval) != .zero { break }
         }

@@ -389,6 +389,8 @@ extension GatewayConfiguration {
         "passRegistrationsPerDevice": { $0.passes.registrationsPerDevice = try integer($1, in: 1...100_000) },
         "passRegistrationsPerPass": { $0.passes.registrationsPerPass = try integer($1, in: 1...100_000) },
         "passRequestsPerAddressPerMinute": { $0.passes.requestsPerAddressPerMinute = try integer($1, in: 0...1_000_000) },
+        "confidentialTypes": { $0.confidential.types = try pushTypes($1) },
+        "confidentialAlertText": { $0.confidential.alertText = try confidentialAlertText($1) },
         "logLevel": { configuration, value in
             guard let level = Logger.Level(name: value) else {
                 throw ValueError(message: "'\(value)' is not one of \(Logger.Level.allCases.map { "\($0)" }.joined(separator: ", "))")
@@ -396,6 +398,26 @@ extension GatewayConfiguration {
             configuration.logLevel = level
         },
     ]
+
+    /// A comma-separated list of push types (`PIN_CODE, URL`); empty for none.
+    private static func pushTypes(_ value: String) throws(ValueError) -> Set<PushType> {
+        var types = Set<PushType>()
+        for name in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let type = PushType(rawValue: name) else {
+                throw ValueError(message: "'\(name)' is not a push type: \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            types.insert(type)
+        }
+        return types
+    }
+
+    /// The neutral alert: shown on the lock screen, so short and without control characters.
+    private static func confidentialAlertText(_ value: String) throws(ValueError) -> String {
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty, value.utf8.count <= 200, !ControlCharacters.present(in: value) else {
+            throw ValueError(message: "must be 1 to 200 bytes of text without control characters")
+        }
+        return value
+    }
 
     private static func nonEmpty(_ value: String) throws(ValueError) -> String {
         guard !value.isEmpty else { throw ValueError(message: "must not be empty") }

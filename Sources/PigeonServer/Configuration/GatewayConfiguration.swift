@@ -247,8 +247,19 @@ public struct GatewayConfiguration: Sendable {
         public var shutdownGraceSeconds = 20
     }
 
+    /// Confidential notifications (CONTRACT §8).
+    public struct Confidential: Sendable {
+        /// `confidentialTypes`: push types always sent confidential (comma-separated, e.g.
+        /// `PIN_CODE`). Default none: only sends with `confidential` true.
+        public var types: Set<PushType> = []
+        /// `confidentialAlertText`: the neutral alert of a confidential push, replaced on the
+        /// phone by the decrypted text. Default "New secure message".
+        public var alertText = "New secure message"
+    }
+
     public var http = HTTP()
     public var delivery = Delivery()
+    public var confidential = Confidential()
     public var database = Database()
     /// The default app: the top-level push keys.
     public var defaultApp = PushApp()

@@ -128,9 +128,15 @@ enum ConsolePages {
         guard let view else { return notificationSearch(context, message: "No notification with id \(id).") }
         let notification = view.notification
         let content = notification.pushContent
-        let text = reveal ? content.text : mask(content.text)
+        // CONTRACT §8: a confidential notification's content is for the phone alone — never
+        // shown here, not even on request.
+        let confidential = notification.isConfidential
+        let reveal = reveal && !confidential
+        let text = confidential
+            ? (notification.contentErased ? "Confidential — the content was erased" : "Confidential — not shown")
+            : reveal ? content.text : mask(content.text)
         var details = ""
-        for detail in content.details {
+        for detail in content.details where !confidential {
             let value = reveal || content.type != .pinCode ? detail.value : mask(detail.value, everything: true)
             details += "<tr><th scope=\"row\">\(HTML.escape(detail.key))</th><td>\(HTML.escape(value))</td></tr>"
         }
@@ -143,7 +149,7 @@ enum ConsolePages {
             <tr><th scope="row">Priority, perishable</th><td>\(notification.priority.map(String.init) ?? "—"), \(notification.perishable.map { $0 ? "yes" : "no" } ?? "—")</td></tr>
             </tbody></table>
             """
-        if !reveal {
+        if !reveal && !confidential {
             body += """
                 <form method="post" action="/console/notification/reveal">\(csrf(context.session))<input type="hidden" name="id" value="\(HTML.escape(id))">\
                 <input type="hidden" name="page" value="\(page)"><button type="submit">Reveal the content (logged)</button></form>
@@ -182,18 +188,18 @@ enum ConsolePages {
             <input id="user" name="user" value="\(HTML.escape(user))" required> <button type="submit">Find</button></p></form>
             """
         guard let view else { return layout(title: "User", session: context.session, body: body) }
-        body += "<h2>Devices (\(view.devices.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Registered</th><th scope=\"col\">Last success</th><th scope=\"col\">Revoke</th></tr></thead><tbody>"
+        body += "<h2>Devices (\(view.devices.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Encryption key</th><th scope=\"col\">Registered</th><th scope=\"col\">Last success</th><th scope=\"col\">Revoke</th></tr></thead><tbody>"
         for device in view.devices {
             body += """
                 <tr><td>\(HTML.escape(device.deviceId)) (\(HTML.escape(device.bankClientId)))</td><td>\(HTML.escape(device.platform))\(device.environment == "sandbox" ? " (sandbox)" : "")</td>\
                 <td>\(HTML.escape(device.appId.isEmpty ? "default" : device.appId))</td><td class="token">\(HTML.escape(Redaction.token(device.pushToken)))</td>\
-                <td>\(HTML.date(device.registeredAt))</td><td>\(HTML.date(device.reachedAt))</td>\
+                <td>\(device.encryptionKeyId.map { "yes, " + HTML.escape($0) } ?? "none")</td><td>\(HTML.date(device.registeredAt))</td><td>\(HTML.date(device.reachedAt))</td>\
                 <td><form method="post" action="/console/device/revoke">\(csrf(context.session))<input type="hidden" name="device" value="\(device.id)">\
                 <input type="hidden" name="user" value="\(HTML.escape(user))"><label for="reason-\(device.id)">Reason</label> \
                 <input id="reason-\(device.id)" name="reason" maxlength="200" required> <button type="submit">Revoke</button></form></td></tr>
                 """
         }
-        if view.devices.isEmpty { body += "<tr><td colspan=\"7\">No subscribed device.</td></tr>" }
+        if view.devices.isEmpty { body += "<tr><td colspan=\"8\">No subscribed device.</td></tr>" }
         body += "</tbody></table><h2>Waiting for an SMS code (\(view.pending.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">Since</th></tr></thead><tbody>"
         for pending in view.pending {
             body += "<tr><td>\(HTML.escape(pending.deviceId)) (\(HTML.escape(pending.bankClientId)))</td><td>\(HTML.escape(pending.platform))</td><td>\(HTML.date(pending.createdAt))</td></tr>"

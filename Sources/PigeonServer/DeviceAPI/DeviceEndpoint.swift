@@ -69,7 +69,8 @@ struct DeviceEndpoint: Sendable {
         if let bearer, let known = try await registry.authenticate(digest: SecretToken.digest(bearer)),
            sameDevice(known.identity, identity) {
             let token = newToken()
-            try await registry.refresh(device: known.id, pushToken: request.pushToken, environment: identity.environment, token: token.stored)
+            try await registry.refresh(device: known.id, pushToken: request.pushToken, environment: identity.environment, token: token.stored,
+                                       encryptionKey: request.encryptionKey)
             logger.info("device refreshed its push token", metadata: Self.logged(identity, pushToken: request.pushToken))
             return subscribed(token.plain)
         }
@@ -78,7 +79,8 @@ struct DeviceEndpoint: Sendable {
         let question = SubscriptionRequest(bankClientId: identity.bankClientId, userId: identity.userId, deviceId: identity.deviceId, platform: identity.platform.rawValue)
         if try await bankCall({ try await bank.checkSubscriptionAuthorized(question) }) {
             let token = newToken()
-            try await registry.subscribe(identity, pushToken: request.pushToken, token: token.stored, override: overrideSubscriptions)
+            try await registry.subscribe(identity, pushToken: request.pushToken, token: token.stored, override: overrideSubscriptions,
+                                         encryptionKey: request.encryptionKey.newKey)
             logger.info("device subscribed", metadata: Self.logged(identity, pushToken: request.pushToken))
             return subscribed(token.plain)
         }
@@ -86,7 +88,8 @@ struct DeviceEndpoint: Sendable {
             throw APIError(403, "AUTHORIZATION_REFUSED", "the bank could not start authorizing this subscription")
         }
         let registrationId = SecretToken.generate()
-        try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId))
+        try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId),
+                                       encryptionKey: request.encryptionKey.newKey)
         logger.info("device waits for its verification code", metadata: Self.logged(identity, pushToken: nil))
         return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED", "registrationId": registrationId])
     }
@@ -115,7 +118,8 @@ struct DeviceEndpoint: Sendable {
                 : "the verification code is not the one the bank sent")
         }
         let token = newToken()
-        try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions)
+        try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions,
+                                     encryptionKey: pending.encryptionKey)
         logger.info("device verified and subscribed", metadata: Self.logged(pending.identity, pushToken: pending.pushToken))
         return subscribed(token.plain)
     }
@@ -214,6 +218,9 @@ struct DeviceEndpoint: Sendable {
         let device = try await authenticate(request)
         let id = try notificationId(rawId)
         switch try await acknowledgements.notification(id: id, user: device.userId) {
+        case .found(let notification) where notification.contentErased:
+            // CONTRACT §8: a confidential notification that is over keeps no content.
+            throw APIError(410, "CONTENT_GONE", "this confidential notification is over and its content was erased")
         case .found(let notification):
             return JSONResponse.make(200, Self.json(notification))
         case .notAddressed, .notFound:

@@ -51,6 +51,8 @@ struct JSONFields {
 struct RegisterRequest {
     var identity: DeviceIdentity
     var pushToken: String
+    /// `encryptionKey`: absent (a refresh keeps the device's key), `null` (removed), or a key.
+    var encryptionKey: EncryptionKeyUpdate = .keep
 
     /// `apps`: the configured apps by id, each with the hosts its Web Push subscriptions may
     /// name; `appId` must name one of them (absent: the default app).
@@ -73,6 +75,7 @@ struct RegisterRequest {
             deviceId: try fields.string("deviceId"), platform: platform, appId: appId,
             // Only APNs tokens belong to an environment.
             environment: platform == .ios ? environment : .production)
+        encryptionKey = try Self.encryptionKey(fields.raw("encryptionKey"))
         if platform == .web {
             pushToken = try Self.webSubscription(fields.raw("pushToken"), hosts: webPushHosts).storedForm
             return
@@ -85,6 +88,28 @@ struct RegisterRequest {
 }
 
 extension RegisterRequest {
+    /// The `encryptionKey` member (CONTRACT §8): `{"keyId", "publicKey"}` with a key id of 1–64
+    /// of `A-Z a-z 0-9 _ -` and a public key that is the base64url (no padding) of a 65-byte
+    /// uncompressed point on P-256. Anything else is 400 `BAD_ENCRYPTION_KEY`.
+    static func encryptionKey(_ raw: Any?) throws(APIError) -> EncryptionKeyUpdate {
+        guard let raw else { return .keep }
+        if raw is NSNull { return .remove }
+        func refused(_ reason: String) -> APIError { .badRequest("BAD_ENCRYPTION_KEY", "'encryptionKey' \(reason)") }
+        guard let object = raw as? [String: Any] else { throw refused("must be an object {\"keyId\", \"publicKey\"} or null") }
+        guard Set(object.keys).isSubset(of: ["keyId", "publicKey"]) else { throw refused("has members other than keyId and publicKey") }
+        guard let keyId = object["keyId"] as? String, DeviceEncryptionKey.isValidKeyId(keyId) else {
+            throw refused("keyId must be 1 to 64 of A-Z a-z 0-9 _ -")
+        }
+        guard let text = object["publicKey"] as? String, text.utf8.count <= 100,
+              text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }),
+              let point = Base64URL.decode(text) else {
+            throw refused("publicKey must be base64url without padding")
+        }
+        guard point.count == 65, point.first == 4 else { throw refused("publicKey must be a 65-byte uncompressed P-256 point, got \(point.count) bytes") }
+        guard (try? P256PublicKey(point: point)) != nil else { throw refused("publicKey is not a point on P-256") }
+        return .replace(DeviceEncryptionKey(keyId: keyId, publicKey: point))
+    }
+
     /// A browser's subscription, checked: its shape, its key a point on P-256, its endpoint's
     /// host one the app allows (the gateway will POST to it).
     static func webSubscription(_ raw: Any?, hosts: WebPushHosts) throws(APIError) -> WebPushSubscription {

@@ -1,6 +1,7 @@
 import BankProxy
 import Foundation
 import PigeonCore
+import PigeonCrypto
 import PigeonDelivery
 import PigeonStore
 import PushCore
@@ -56,5 +57,13 @@ extension BankProxyClient: BankReporting {
         case .passUpdateNotFetched(let pass, let count):
             try await reportPassUpdateNotFetched(passTypeIdentifier: pass.passTypeIdentifier, serialNumber: pass.serialNumber, deviceCount: count)
         }
+    }
+}
+
+/// The gateway's sealer of confidential notifications: CONTRACT §8 on OpenSSL.
+struct OpenSSLContentSealer: ContentSealing {
+    func seal(_ content: Data, to key: DeviceEncryptionKey, notificationId: String) throws -> E2EEnvelope {
+        let sealed = try ConfidentialSealing.seal(content, keyId: key.keyId, devicePublicKey: key.publicKey, additionalData: Data(notificationId.utf8))
+        return E2EEnvelope(keyId: key.keyId, ephemeralPublicKey: sealed.ephemeralPublicKey, salt: sealed.salt, ciphertext: sealed.ciphertext)
     }
 }

@@ -71,6 +71,7 @@ public final class Gateway: Sendable {
             passes: PassStore(pool: pool),
             passSigners: try configuration.passes.signers(),
             maxRequestBytes: configuration.http.maxRequestBytes,
+            confidentialTypes: configuration.confidential.types,
             onStored: { notification in
                 wake.stored(priority: notification.priority ?? 0)
                 deadlines.note(deadline: Date().addingTimeInterval(TimeInterval(notification.timeoutSeconds)))
@@ -255,7 +256,8 @@ public final class Gateway: Sendable {
                 configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
                 services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
                                 devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
-                                senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake),
+                                senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake,
+                                confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText)),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
         engineOwner = deliveryEngine?.owner

@@ -18,6 +18,8 @@ struct InboundEndpoint: Sendable {
     let passes: PassStore
     /// Signers of the pass types with a certificate, for passes sent unsigned.
     let passSigners: [String: PassSigner]
+    /// Push types always sent confidential (`confidentialTypes`).
+    let confidentialTypes: Set<PushType>
     /// Told of every notification stored (not of a duplicate): wakes the delivery engine.
     let onStored: @Sendable (PushNotification) -> Void
     let logger: Logger
@@ -25,7 +27,9 @@ struct InboundEndpoint: Sendable {
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
     init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
-         maxRequestBytes: Int, onStored: @escaping @Sendable (PushNotification) -> Void = { _ in }, logger: Logger, metrics: MetricsRegistry) {
+         maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification) -> Void = { _ in },
+         logger: Logger, metrics: MetricsRegistry) {
+        self.confidentialTypes = confidentialTypes
         self.onStored = onStored
         self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
         self.notifications = notifications
@@ -90,7 +94,12 @@ struct InboundEndpoint: Sendable {
         switch request.operation.name {
         case InboundService.sendNotification.name:
             let message = try NotificationMessage(sendNotification: request)
-            let notification = PushNotification(message)
+            var notification = PushNotification(message)
+            if confidentialTypes.contains(notification.pushContent.type) { notification.confidential = true }
+            if notification.isConfidential, notification.pushContent.text.utf8.count > PushNotification.maximumConfidentialTextBytes {
+                throw SOAPFault.client("element 'notification/pushContent/text' of a confidential notification is at most "
+                    + "\(PushNotification.maximumConfidentialTextBytes) UTF-8 bytes, got \(notification.pushContent.text.utf8.count)")
+            }
             switch try await notifications.send(notification) {
             case .stored(let states):
                 onStored(notification)
@@ -152,7 +161,8 @@ extension PushNotification {
                 details: message.pushContent.details.map { KeyValue($0.key, $0.value) }),
             details: message.details?.map { KeyValue($0.key, $0.value) },
             perishable: message.perishable,
-            priority: message.priority.map(Int.init))
+            priority: message.priority.map(Int.init),
+            confidential: message.confidential)
     }
 }
 
@@ -160,6 +170,7 @@ extension NotificationMessage {
     /// The SOAP message of a stored notification, as it was sent.
     init(_ notification: PushNotification) {
         self.init(
+            confidential: notification.confidential,
             details: notification.details?.map { MapEntry(key: $0.key, value: $0.value) },
             id: notification.id,
             perishable: notification.perishable,

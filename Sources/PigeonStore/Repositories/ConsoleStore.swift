@@ -54,6 +54,8 @@ public struct ConsoleStore: Sendable {
         public var pushToken: String
         public var registeredAt: Date
         public var reachedAt: Date?
+        /// The id of its key for confidential notifications, if it registered one.
+        public var encryptionKeyId: String?
     }
 
     /// The user's subscribed devices (at most 100).
@@ -61,7 +63,8 @@ public struct ConsoleStore: Sendable {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
-                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM r.reached_at)::double precision
+                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM r.reached_at)::double precision,
+                       d.encryption_key_id
                 FROM devices d LEFT JOIN device_reach r ON r.device_id = d.id
                 WHERE d.\(identifiers.userColumn) = $1 ORDER BY d.id LIMIT 100
                 """, [identifiers.comparable(user)]).rows.compactMap(Self.device)
@@ -174,6 +177,6 @@ public struct ConsoleStore: Sendable {
               let created = row.text(7).flatMap(Double.init) else { return nil }
         return DeviceSummary(id: id, bankClientId: bank, deviceId: device, platform: platform, appId: app, environment: environment,
                              pushToken: token, registeredAt: Date(timeIntervalSince1970: created),
-                             reachedAt: row.text(8).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)))
+                             reachedAt: row.text(8).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)), encryptionKeyId: row.text(9))
     }
 }

@@ -24,12 +24,34 @@ public struct DeviceIdentity: Sendable, Equatable {
     }
 }
 
+/// A registration waiting for its SMS code: the device, its push token and its encryption key.
+public struct PendingRegistration: Sendable, Equatable {
+    public var identity: DeviceIdentity
+    public var pushToken: String
+    public var encryptionKey: DeviceEncryptionKey?
+}
+
 /// A device an authentication token belongs to.
 public struct AuthenticatedDevice: Sendable, Equatable {
     public var id: Int64
     public var userId: String
     /// The device as it registered (user id as stored).
     public var identity: DeviceIdentity
+}
+
+/// What a registration does to a device's encryption key (CONTRACT §8).
+public enum EncryptionKeyUpdate: Sendable, Equatable {
+    /// The member was absent: a refresh keeps the key (a new subscription has none).
+    case keep
+    /// `null`: the key is removed.
+    case remove
+    case replace(DeviceEncryptionKey)
+
+    /// The key a new subscription gets.
+    public var newKey: DeviceEncryptionKey? {
+        if case .replace(let key) = self { return key }
+        return nil
+    }
 }
 
 /// An authentication token as stored: its SHA-256 digest and when it stops working.
@@ -67,13 +89,26 @@ public struct DeviceRegistry: Sendable {
 
     /// A known device refreshing its push token, proved by its current authentication token:
     /// new push token, new authentication token (the old one stops working).
-    public func refresh(device id: Int64, pushToken: String, environment: PushEnvironment = .production, token: StoredToken) async throws {
-        _ = try await pool.withConnection { connection in
+    /// `encryptionKey`: kept, removed or replaced with the refresh.
+    public func refresh(device id: Int64, pushToken: String, environment: PushEnvironment = .production, token: StoredToken,
+                        encryptionKey: EncryptionKeyUpdate = .keep) async throws {
+        let keyColumns: String
+        var parameters: [String?] = [String(id), pushToken, token.digestParameter, token.expiresParameter, environment.rawValue]
+        switch encryptionKey {
+        case .keep:
+            keyColumns = ""
+        case .remove:
+            keyColumns = ", encryption_key_id = NULL, encryption_public_key = NULL"
+        case .replace(let key):
+            keyColumns = ", encryption_key_id = $6, encryption_public_key = $7::bytea"
+            parameters += [key.keyId, PostgresBytea.encode(key.publicKey)]
+        }
+        _ = try await pool.withConnection { [parameters] connection in
             try connection.query("""
                 UPDATE devices SET push_token = $2, auth_token_hash = $3::bytea, auth_token_expires_at = to_timestamp($4),
-                                   environment = $5, updated_at = now()
+                                   environment = $5, updated_at = now()\(keyColumns)
                 WHERE id = $1
-                """, [String(id), pushToken, token.digestParameter, token.expiresParameter, environment.rawValue])
+                """, parameters)
         }
     }
 
@@ -81,7 +116,8 @@ public struct DeviceRegistry: Sendable {
     /// unsubscribed in the same transaction. Every registration of this device still waiting for
     /// a code is dropped. Returns the device's row id.
     @discardableResult
-    public func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool) async throws -> Int64 {
+    public func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool,
+                          encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
         return try await pool.transaction { connection in
@@ -94,7 +130,7 @@ public struct DeviceRegistry: Sendable {
                                      [key, identity.deviceId, identity.platform.rawValue, identity.appId])
             _ = try connection.query("DELETE FROM pending_registrations WHERE \(column) = $1 AND device_id = $2 AND platform = $3 AND app_id = $4",
                                      [key, identity.deviceId, identity.platform.rawValue, identity.appId])
-            let id = try Self.insert(identity, pushToken: pushToken, token: token, connection)
+            let id = try Self.insert(identity, pushToken: pushToken, token: token, encryptionKey: encryptionKey, connection)
             if override {
                 _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND id <> $2", [key, String(id)])
             }
@@ -105,17 +141,18 @@ public struct DeviceRegistry: Sendable {
     /// Keeps a registration waiting for its SMS code under the digest of its registration id.
     /// Earlier waiting registrations of the device stay (each verifies only its own push token);
     /// beyond the newest `keep` of them the oldest are dropped.
-    public func savePending(_ identity: DeviceIdentity, pushToken: String, registrationDigest: Data, keep: Int = 5) async throws {
+    public func savePending(_ identity: DeviceIdentity, pushToken: String, registrationDigest: Data, keep: Int = 5,
+                            encryptionKey: DeviceEncryptionKey? = nil) async throws {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
         _ = try await pool.transaction { connection in
             _ = try connection.query("""
                 INSERT INTO pending_registrations (registration_digest, bank_client_id, user_id, user_folded, device_id, platform,
-                                                   push_token, app_id, environment)
-                VALUES ($1::bytea, $2, $3, $4, $5, $6, $7, $8, $9)
+                                                   push_token, app_id, environment, encryption_key_id, encryption_public_key)
+                VALUES ($1::bytea, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bytea)
                 """, [StoredToken.byteaParameter(registrationDigest), identity.bankClientId, identity.userId,
                       identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken,
-                      identity.appId, identity.environment.rawValue])
+                      identity.appId, identity.environment.rawValue, encryptionKey?.keyId, encryptionKey.map { PostgresBytea.encode($0.publicKey) }])
             _ = try connection.query("""
                 DELETE FROM pending_registrations WHERE id IN (
                     SELECT id FROM pending_registrations WHERE \(column) = $1 AND device_id = $2
@@ -126,18 +163,21 @@ public struct DeviceRegistry: Sendable {
 
     /// The registration with this id's digest, if it is waiting and belongs to this bank
     /// client, user and device.
-    public func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> (identity: DeviceIdentity, pushToken: String)? {
+    public func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> PendingRegistration? {
         let sql = """
-            SELECT platform, push_token, bank_client_id, user_id, device_id, app_id, environment FROM pending_registrations
+            SELECT platform, push_token, bank_client_id, user_id, device_id, app_id, environment,
+                   encryption_key_id, encryption_public_key FROM pending_registrations
             WHERE registration_digest = $1::bytea AND \(identifiers.userColumn) = $2 AND device_id = $3 AND bank_client_id = $4
               AND created_at > now() - interval '1 day'
             """
         return try await pool.withConnection(idempotent: true) { [key = identifiers.comparable(userId)] connection in
             guard let row = try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).rows.first,
                   let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
-            return (DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform,
-                                   appId: row[5] ?? PushRoute.defaultApp,
-                                   environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production), pushToken)
+            return PendingRegistration(
+                identity: DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform,
+                                         appId: row[5] ?? PushRoute.defaultApp,
+                                         environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production),
+                pushToken: pushToken, encryptionKey: Self.encryptionKey(id: row[7], point: row[8]))
         }
     }
 
@@ -165,14 +205,22 @@ public struct DeviceRegistry: Sendable {
         }
     }
 
-    private static func insert(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, _ connection: PostgresConnection) throws -> Int64 {
+    /// A device key from its two columns (both set, or none).
+    static func encryptionKey(id: String?, point: String?) -> DeviceEncryptionKey? {
+        guard let id, let point = point.flatMap(PostgresBytea.decode) else { return nil }
+        return DeviceEncryptionKey(keyId: id, publicKey: point)
+    }
+
+    private static func insert(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, encryptionKey: DeviceEncryptionKey?,
+                               _ connection: PostgresConnection) throws -> Int64 {
         guard let id = try connection.query("""
             INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, state,
-                                 auth_token_hash, auth_token_expires_at, app_id, environment)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, to_timestamp($9), $10, $11)
+                                 auth_token_hash, auth_token_expires_at, app_id, environment, encryption_key_id, encryption_public_key)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bytea, to_timestamp($9), $10, $11, $12, $13::bytea)
             RETURNING id
             """, [identity.bankClientId, identity.userId, identity.userId.lowercased(), identity.deviceId, identity.platform.rawValue, pushToken, "SUBSCRIBED",
-                  token.digestParameter, token.expiresParameter, identity.appId, identity.environment.rawValue]).scalar.flatMap(Int64.init) else {
+                  token.digestParameter, token.expiresParameter, identity.appId, identity.environment.rawValue,
+                  encryptionKey?.keyId, encryptionKey.map { PostgresBytea.encode($0.publicKey) }]).scalar.flatMap(Int64.init) else {
             throw PostgresError(.unexpectedResult, "registering a device returned no id")
         }
         return id

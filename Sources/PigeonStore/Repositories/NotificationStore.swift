@@ -73,7 +73,7 @@ public struct NotificationStore: Sendable {
                 """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
             var found: [Int64: PushNotification] = [:]
             for row in rows.rows {
-                guard let key = row.text(12).flatMap(Int64.init) else { continue }
+                guard let key = row.text(14).flatMap(Int64.init) else { continue }
                 found[key] = Self.content(row, recipients: [])
             }
             return found
@@ -83,7 +83,8 @@ public struct NotificationStore: Sendable {
     /// The columns ``content(_:recipients:)`` reads, in its order.
     private static let contentColumns = """
         id, timeout_seconds, perishable, priority, push_badge, push_sound,
-            push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values
+            push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values,
+            confidential, content_erased_at IS NOT NULL
         """
 
     /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
@@ -115,7 +116,9 @@ public struct NotificationStore: Sendable {
                 details: Self.pairs(keys: row[8] ?? "{}", values: row[9] ?? "{}")),
             details: details,
             perishable: row.boolean(2),
-            priority: row.integer(3))
+            priority: row.integer(3),
+            confidential: row.boolean(12),
+            contentErased: row.boolean(13) ?? false)
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.

@@ -63,14 +63,16 @@ public struct SubscriptionStore: Sendable {
         return try await pool.withConnection(idempotent: true) { connection in
             var devices: [String: [Device]] = [:]
             for row in try connection.query("""
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column), app_id, environment
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column), app_id, environment,
+                       encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
                 """, [keys]).rows {
                 guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)), let key = row[6] else { continue }
                 devices[key, default: []].append(Device(
                     id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
                     pushToken: row[5] ?? "", appId: row[7] ?? PushRoute.defaultApp,
-                    environment: row[8].flatMap(PushEnvironment.init(rawValue:)) ?? .production))
+                    environment: row[8].flatMap(PushEnvironment.init(rawValue:)) ?? .production,
+                    encryptionKey: DeviceRegistry.encryptionKey(id: row[9], point: row[10])))
             }
             return devices
         }
@@ -104,13 +106,15 @@ public struct SubscriptionStore: Sendable {
         let key = identifiers.comparable(user)
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
+                       encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = $1 ORDER BY id
                 """, [key]).rows.compactMap { row in
                 guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)) else { return nil }
                 return Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
                               pushToken: row[5] ?? "", appId: row[6] ?? PushRoute.defaultApp,
-                              environment: row[7].flatMap(PushEnvironment.init(rawValue:)) ?? .production)
+                              environment: row[7].flatMap(PushEnvironment.init(rawValue:)) ?? .production,
+                              encryptionKey: DeviceRegistry.encryptionKey(id: row[8], point: row[9]))
             }
         }
     }

@@ -77,8 +77,34 @@ public struct Sweeps: Sendable {
                     more = true
                 }
             }
-            return SweepStep(rows: changed, reports: reports, ran: true, more: more)
+            let erased = try Self.eraseFinishedContent(connection)
+            return SweepStep(rows: changed, reports: reports, ran: true, more: more || erased.more,
+                             erasedFinal: erased.final, erasedExpired: erased.expired)
         }
+    }
+
+    /// The most confidential notifications one step erases.
+    static let erasuresPerStep = 1_000
+
+    /// Erases the content of confidential notifications that are over (CONTRACT §8): their
+    /// expiry handled (the timeout passed; set earlier in the same transaction), or every
+    /// recipient's delivery final. One statement: a crash leaves the content or nothing.
+    static func eraseFinishedContent(_ connection: PostgresConnection) throws -> (final: Int, expired: Int, more: Bool) {
+        let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue))
+        let rows = try connection.query("""
+            UPDATE notifications n SET push_text = '', push_detail_keys = '{}', push_detail_values = '{}',
+                detail_keys = NULL, detail_values = NULL, content_erased_at = now()
+            WHERE n.key IN (
+                SELECT c.key FROM notifications c
+                WHERE c.confidential AND c.content_erased_at IS NULL
+                  AND (c.expiry_handled OR NOT EXISTS (
+                      SELECT 1 FROM deliveries d WHERE d.notification_key = c.key AND NOT d.state = ANY($1::text[])))
+                LIMIT \(erasuresPerStep) FOR UPDATE SKIP LOCKED)
+              AND n.content_erased_at IS NULL
+            RETURNING n.expiry_handled
+            """, [final]).rows
+        let expired = rows.filter { $0.boolean(0) == true }.count
+        return (rows.count - expired, expired, rows.count == erasuresPerStep)
     }
 
     /// The earliest deadline of a notification whose expiry is not handled yet (passed or to

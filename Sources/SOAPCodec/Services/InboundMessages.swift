@@ -19,6 +19,8 @@ public struct PushContentMessage: Sendable, Equatable {
 
 /// A `notification` as the bank sends it and as getNotificationDetails returns it.
 public struct NotificationMessage: Sendable, Equatable {
+    /// True: only the phone may read the content (CONTRACT §8).
+    public var confidential: Bool?
     public var details: [MapEntry]?
     public var id: String
     public var perishable: Bool?
@@ -28,9 +30,10 @@ public struct NotificationMessage: Sendable, Equatable {
     public var timeout: Int32
 
     public init(
-        details: [MapEntry]?, id: String, perishable: Bool?, priority: Int32?,
+        confidential: Bool? = nil, details: [MapEntry]?, id: String, perishable: Bool?, priority: Int32?,
         pushContent: PushContentMessage, recipients: [String], timeout: Int32
     ) {
+        self.confidential = confidential
         self.details = details
         self.id = id
         self.perishable = perishable
@@ -77,6 +80,7 @@ public struct NotificationMessage: Sendable, Equatable {
             throw .client("element 'notification/recipients' number \(bad + 1) contains control characters (CR, LF, NUL, …)")
         }
         self.init(
+            confidential: record.boolean("confidential"),
             details: record.record("details").map(Self.entries),
             id: id,
             perishable: record.boolean("perishable"),
@@ -101,6 +105,7 @@ public struct NotificationMessage: Sendable, Equatable {
         content["type"] = .string(pushContent.type)
 
         var notification = SOAPRecord()
+        notification["confidential"] = confidential.map(SOAPValue.boolean)
         notification["details"] = details.map { .record(Self.map($0)) }
         notification["id"] = .string(id)
         notification["perishable"] = perishable.map(SOAPValue.boolean)

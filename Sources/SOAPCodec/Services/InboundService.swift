@@ -71,6 +71,8 @@ public enum InboundService {
     static let notification = ComplexType(
         name: "notification",
         fields: [
+            // CONTRACT §8; optional, so a client built from an older WSDL sends as before.
+            .optional("confidential", .boolean),
             .optional("details", .complex(stringMap)),
             Field("id", .string(maxLength: Limits.identifier)),
             .optional("perishable", .boolean),

@@ -8,7 +8,9 @@ import PigeonCrypto
 /// `POST /simulator/webpush/subscriptions` (a browser's subscription to register),
 /// `POST /simulator/wallet/devices`, `POST /simulator/wallet/refresh`, `GET /simulator/wallet/fetches`
 /// (Wallet devices: see ``WalletSimulator``),
-/// `GET /simulator/pushes` (JSON lines of accepted pushes), `PUT /simulator/faults` (a JSON object
+/// `POST /simulator/devices/keys` (a phone's key for confidential notifications: see
+/// ``DeviceKeyring``), `GET /simulator/pushes` (JSON lines of accepted pushes, confidential ones
+/// with what they opened to), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency, `{"fault": "unavailableAfter", "milliseconds": 5000}` fails slowly), `GET /simulator/health`.
 public final class Simulator: Sendable {
@@ -18,6 +20,8 @@ public final class Simulator: Sendable {
     public let huawei: HuaweiSimulator
     public let webPush: WebPushSimulator
     public let wallet: WalletSimulator
+    /// The simulated phones' keys for confidential notifications.
+    public let keyring: DeviceKeyring
     public let credentials: SimulatorCredentials
     private let server: H2Server
 
@@ -41,6 +45,7 @@ public final class Simulator: Sendable {
         let huawei = HuaweiSimulator(appId: SimulatorCredentials.hmsAppId, clientSecret: SimulatorCredentials.hmsClientSecret, clock: clock)
         let webPush = WebPushSimulator(clock: clock)
         let wallet = WalletSimulator(caFile: walletCAFile)
+        let keyring = DeviceKeyring()
         apns.onAccepted { wallet.pushAccepted(token: $0.deviceToken, topic: $0.topic) }
         let origin = "https://127.0.0.1:\(port)"
         var configuration = H2Server.Configuration(certificateFile: credentials.serverCertificate, keyFile: credentials.serverKey, clientCAFile: credentials.caFile)
@@ -49,8 +54,9 @@ public final class Simulator: Sendable {
         configuration.enforceRapidResetLimit = enforceRapidResetLimit
         server = try H2Server(configuration: configuration) { request in
             Simulator.route(request, services: Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush,
-                                                        wallet: wallet, origin: origin))
+                                                        wallet: wallet, keyring: keyring, origin: origin))
         }
+        self.keyring = keyring
         self.apns = apns
         self.fcm = fcm
         self.rustore = rustore
@@ -99,6 +105,7 @@ public final class Simulator: Sendable {
         var huawei: HuaweiSimulator
         var webPush: WebPushSimulator
         var wallet: WalletSimulator
+        var keyring: DeviceKeyring
         /// `https://127.0.0.1:<port>`.
         var origin: String
     }
@@ -117,28 +124,10 @@ public final class Simulator: Sendable {
         case ("GET", "/simulator/health"):
             return .json(200, #"{"status":"UP","apnsPushes":\#(apns.deliveries.count),"fcmPushes":\#(fcm.deliveries.count),"rustorePushes":\#(rustore.deliveries.count),"huaweiPushes":\#(huawei.deliveries.count),"webPushes":\#(webPush.deliveries.count)}"#)
         case ("GET", "/simulator/pushes"):
-            var lines = ""
-            for delivery in apns.deliveries {
-                let payload = String(decoding: delivery.payload, as: UTF8.self)
-                lines += #"{"service":"apns","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)}"# + "\n"
-            }
-            for delivery in fcm.deliveries {
-                let message = String(decoding: delivery.message, as: UTF8.self)
-                lines += #"{"service":"fcm","token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)}"# + "\n"
-            }
-            for delivery in rustore.deliveries {
-                let message = String(decoding: delivery.message, as: UTF8.self)
-                lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
-            }
-            for delivery in webPush.deliveries {
-                let message = String(decoding: delivery.plaintext, as: UTF8.self)
-                lines += #"{"service":"webpush","subscription":"\#(delivery.subscriptionId)","message":\#(message)}"# + "\n"
-            }
-            for delivery in huawei.deliveries {
-                let message = String(decoding: delivery.message, as: UTF8.self)
-                lines += #"{"service":"huawei","token":"\#(delivery.token)","message":\#(message)}"# + "\n"
-            }
-            return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(lines.utf8))
+            return H2Server.Response(status: 200, headers: ["content-type": "application/x-ndjson"], body: Data(pushLines(services).utf8))
+        case ("POST", "/simulator/devices/keys"):
+            let (status, body) = services.keyring.handleAdmin(request.body)
+            return .json(status, body)
         case ("POST", "/simulator/webpush/subscriptions"):
             guard let subscription = try? webPush.subscribe(baseURL: services.origin) else { return .json(500, #"{"error":"cannot make a subscription"}"#) }
             return H2Server.Response(status: 201, headers: ["content-type": "application/json"], body: subscription)
@@ -157,6 +146,44 @@ public final class Simulator: Sendable {
         default:
             return .json(404, #"{"reason":"BadPath"}"#)
         }
+    }
+}
+
+extension Simulator {
+    /// What `GET /simulator/pushes` answers.
+    public var pushRecords: String {
+        Self.pushLines(Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush, wallet: wallet, keyring: keyring, origin: baseURL))
+    }
+
+    /// `/simulator/pushes`: a JSON line per accepted push, with what a confidential one opened to
+    /// on its phone when the simulator holds the phone's key (``DeviceKeyring``).
+    static func pushLines(_ services: Services) -> String {
+        let keyring = services.keyring
+        func opened(_ service: String, _ token: String, _ body: Data) -> String {
+            keyring.opened(token: token, payload: DeviceKeyring.payload(service: service, body: body))
+        }
+        var lines = ""
+        for delivery in services.apns.deliveries {
+            let payload = String(decoding: delivery.payload, as: UTF8.self)
+            lines += #"{"service":"apns","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"# + "\n"
+        }
+        for delivery in services.fcm.deliveries {
+            let message = String(decoding: delivery.message, as: UTF8.self)
+            lines += #"{"service":"fcm","token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)\#(opened("fcm", delivery.registrationToken, delivery.message))}"# + "\n"
+        }
+        for delivery in services.rustore.deliveries {
+            let message = String(decoding: delivery.message, as: UTF8.self)
+            lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)\#(opened("rustore", delivery.token, delivery.message))}"# + "\n"
+        }
+        for delivery in services.webPush.deliveries {
+            let message = String(decoding: delivery.plaintext, as: UTF8.self)
+            lines += #"{"service":"webpush","subscription":"\#(delivery.subscriptionId)","message":\#(message)\#(opened("webpush", delivery.subscriptionId, delivery.plaintext))}"# + "\n"
+        }
+        for delivery in services.huawei.deliveries {
+            let message = String(decoding: delivery.message, as: UTF8.self)
+            lines += #"{"service":"huawei","token":"\#(delivery.token)","message":\#(message)\#(opened("huawei", delivery.token, delivery.message))}"# + "\n"
+        }
+        return lines
     }
 }
 

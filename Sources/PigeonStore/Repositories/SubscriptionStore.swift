@@ -16,16 +16,20 @@ public struct SubscriptionStore: Sendable {
     /// platform and app). Returns the device's row id.
     @discardableResult
     public func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
-                          appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) async throws -> Int64 {
+                          appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production,
+                          encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, app_id, environment)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, app_id, environment,
+                                     encryption_key_id, encryption_public_key)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bytea)
                 ON CONFLICT (user_id, device_id, platform, app_id)
                 DO UPDATE SET push_token = EXCLUDED.push_token, bank_client_id = EXCLUDED.bank_client_id,
-                              environment = EXCLUDED.environment, state = 'SUBSCRIBED', updated_at = now()
+                              environment = EXCLUDED.environment, state = 'SUBSCRIBED', updated_at = now(),
+                              encryption_key_id = EXCLUDED.encryption_key_id, encryption_public_key = EXCLUDED.encryption_public_key
                 RETURNING id
-                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken, appId, environment.rawValue])
+                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken, appId, environment.rawValue,
+                      encryptionKey?.keyId, encryptionKey.map { PostgresBytea.encode($0.publicKey) }])
             guard let id = rows.scalar.flatMap(Int64.init) else {
                 throw PostgresError(.unexpectedResult, "subscribing returned no device id")
             }

@@ -1,0 +1,182 @@
+import Foundation
+import PigeonCore
+import PigeonCrypto
+import PigeonSimulator
+import PigeonStore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// Confidential notifications end to end (CONTRACT §8): SOAP send → engine → every push service
+/// (the simulator's, over HTTP/2 + TLS) sealed to each phone's key; the simulated phones open
+/// them; the content is erased once the notification is over.
+@Suite("Confidential notifications end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct ConfidentialDeliveryTests {
+    static let code = "482913"
+    static let text = "Code \(code) confirms 1,250.00 EUR to ACME"
+
+    static func send(id: String, recipients: [String], timeout: Int = 600, confidential: Bool = true) -> String {
+        "<inb:sendNotification><notification>\(confidential ? "<confidential>true</confidential>" : "")"
+            + "<details><entry><key>name</key><value>ACME Shop</value></entry></details><id>\(id)</id>"
+            + "<pushContent><details><entry><key>target</key><value>\(code)</value></entry></details><text>\(text)</text><type>PIN_CODE</type></pushContent>"
+            + recipients.map { "<recipients>\($0)</recipients>" }.joined() + "<timeout>\(timeout)</timeout></notification></inb:sendNotification>"
+    }
+
+    /// Each line of `/simulator/pushes` as an object.
+    static func records(_ simulator: Simulator) throws -> [[String: Any]] {
+        try simulator.pushRecords.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test("every service's push carries neither text, target nor details in clear, and opens on its phone to exactly the notification; a phone without a key is told to fetch")
+    func sealedToEveryService() async throws {
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, harness, subscriptions) = (setting.simulator, setting.harness, setting.subscriptions)
+        let browser = try WebPushSubscription(json: JSONSerialization.jsonObject(with: simulator.webPush.subscribe(baseURL: simulator.baseURL)))
+        let browserId = String(browser.endpoint.split(separator: "/").last ?? "")
+        let devices: [(Platform, String, String)] = [
+            (.ios, "iphone", String(repeating: "ab", count: 32)), (.android, "pixel", "fcm-token-" + String(repeating: "x", count: 140)),
+            (.rustore, "rustore-phone", "rustore-token-1"), (.huawei, "huawei-phone", "IQAAAACy0huawei-token"), (.web, "browser", browser.storedForm),
+        ]
+        for (platform, deviceId, token) in devices {
+            let keyToken = platform == .web ? browserId : token
+            let key = try simulator.keyring.makeKey(token: keyToken, keyId: "key-\(deviceId)")
+            try await subscriptions.subscribe(bankClientId: "bank", userId: "c-user", deviceId: deviceId, platform: platform, pushToken: token,
+                                              encryptionKey: DeviceEncryptionKey(keyId: key.keyId, publicKey: key.publicKey))
+        }
+        let keyless = String(repeating: "cd", count: 32)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "c-keyless", deviceId: "old-iphone", platform: .ios, pushToken: keyless)
+
+        let reply = try await harness.soap(Self.send(id: "conf-1", recipients: ["c-user", "c-keyless"]))
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(try await setting.settledStates(id: "conf-1") == [RecipientState(user: "c-user", state: .sent), RecipientState(user: "c-keyless", state: .sent)])
+
+        let records = try Self.records(simulator)
+        #expect(records.count == 6)
+        for record in records {
+            let line = String(decoding: try JSONSerialization.data(withJSONObject: record.filter { $0.key != "decrypted" }), as: UTF8.self)
+            #expect(!line.contains(Self.code) && !line.contains("ACME") && !line.contains("EUR"), "content in clear: \(line)")
+            let service = record["service"] as? String ?? ""
+            if record["token"] as? String == keyless {
+                let payload = try #require(record["payload"] as? [String: Any])
+                #expect(payload["fetch"] as? Bool == true && payload["e2e"] == nil)
+                #expect((payload["aps"] as? [String: Any])?["mutable-content"] as? Int == 1)
+                continue
+            }
+            let decrypted = try #require(record["decrypted"] as? [String: Any], "\(service) did not open: \(record["decryptError"] ?? "no envelope")")
+            #expect(decrypted["notificationId"] as? String == "conf-1", "\(service)")
+            #expect(decrypted["text"] as? String == Self.text, "\(service)")
+            #expect(decrypted["type"] as? String == "PIN_CODE", "\(service)")
+            #expect(decrypted["target"] as? String == Self.code, "\(service)")
+            #expect(decrypted["details"] as? [String: String] == ["name": "ACME Shop"], "\(service)")
+        }
+        #expect(Set(records.compactMap { $0["service"] as? String }) == ["apns", "fcm", "rustore", "huawei", "webpush"])
+        // Android's services get data messages only: nothing for the system to show.
+        for record in records where ["fcm", "rustore"].contains(record["service"] as? String) {
+            let message = try #require((record["message"] as? [String: Any])?["message"] as? [String: Any])
+            #expect(message["notification"] == nil)
+            #expect((message["android"] as? [String: Any])?["notification"] == nil)
+        }
+        let metrics = try await harness.request("GET", "/metrics").text
+        #expect(metrics.contains(#"pigeon_confidential_pushes_total{mode="encrypted",service="apns"} 1"#))
+        #expect(metrics.contains(#"pigeon_confidential_pushes_total{mode="fetch",service="apns"} 1"#))
+        #expect(metrics.contains(#"pigeon_confidential_pushes_total{mode="encrypted",service="webpush"} 1"#))
+        #expect(!harness.logs.records.contains { "\($0.message) \($0.metadata)".contains(Self.code) }, "the code is in the log")
+        await harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
+    @Test("rotation: a push after the key changed is sealed to the new key; confidentialTypes makes a type confidential without the flag; text over 1,024 bytes is a fault naming text")
+    func rotationAndTypes() async throws {
+        let setting = try await EndToEnd.start { $0.confidential.types = [.pinCode] }
+        defer { setting.fixture.stop() }
+        let (simulator, harness, subscriptions) = (setting.simulator, setting.harness, setting.subscriptions)
+        let token = String(repeating: "ef", count: 32)
+        let first = try simulator.keyring.makeKey(token: token, keyId: "k1")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "rot-user", deviceId: "iphone", platform: .ios, pushToken: token,
+                                          encryptionKey: DeviceEncryptionKey(keyId: first.keyId, publicKey: first.publicKey))
+        _ = try await harness.soap(Self.send(id: "rot-1", recipients: ["rot-user"], confidential: false))
+        #expect(try await setting.settledStates(id: "rot-1") == [RecipientState(user: "rot-user", state: .sent)])
+        let second = try simulator.keyring.makeKey(token: token, keyId: "k2")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "rot-user", deviceId: "iphone", platform: .ios, pushToken: token,
+                                          encryptionKey: DeviceEncryptionKey(keyId: second.keyId, publicKey: second.publicKey))
+        _ = try await harness.soap(Self.send(id: "rot-2", recipients: ["rot-user"], confidential: false))
+        #expect(try await setting.settledStates(id: "rot-2") == [RecipientState(user: "rot-user", state: .sent)])
+        let records = try Self.records(simulator)
+        #expect(records.count == 2)
+        let kids = records.compactMap { (($0["payload"] as? [String: Any])?["e2e"] as? [String: Any])?["kid"] as? String }
+        #expect(kids == ["k1", "k2"])
+        // The simulator now holds only k2: the second push opens, the first was sealed to k1.
+        #expect((records[1]["decrypted"] as? [String: Any])?["text"] as? String == Self.text)
+        #expect((records[0]["decryptError"] as? String)?.contains("k1") == true)
+
+        let long = String(repeating: "é", count: 513)
+        let refused = try await harness.soap(Self.send(id: "rot-long", recipients: ["rot-user"]).replacingOccurrences(of: Self.text, with: long))
+        #expect(refused.status == 500)
+        #expect(refused.text.contains("pushContent/text"))
+        #expect(try await setting.store.deliveryStatus(id: "rot-long") == nil)
+        await harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
+    @Test("erasure: once every recipient read it, and separately once its timeout passed, details answers 410, getNotificationDetails an empty text, and the database holds no trace of the content")
+    func erasure() async throws {
+        let setting = try await EndToEnd.start { $0.expirySweepIntervalSeconds = 1 }
+        defer { setting.fixture.stop() }
+        let (harness, subscriptions, pool) = (setting.harness, setting.subscriptions, setting.database.pool)
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let registry = DeviceRegistry(pool: pool, identifiers: identifiers)
+        let bearer = SecretToken.generate()
+        let reader = try await registry.subscribe(DeviceIdentity(bankClientId: "bank", userId: "e-reader", deviceId: "iphone", platform: .ios),
+                                                  pushToken: String(repeating: "a1", count: 32),
+                                                  token: StoredToken(digest: SecretToken.digest(bearer), expiresAt: Date() + 3600), override: false)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "e-late", deviceId: "iphone", platform: .ios, pushToken: String(repeating: "b2", count: 32))
+
+        _ = try await harness.soap(Self.send(id: "erase-read", recipients: ["e-reader"]))
+        _ = try await harness.soap(Self.send(id: "erase-timeout", recipients: ["e-late"], timeout: 3))
+        #expect(try await setting.settledStates(id: "erase-read") == [RecipientState(user: "e-reader", state: .sent)])
+        let details = try await harness.request("GET", "/api/v1/notifications/erase-read/details", headers: ["Authorization": "Bearer \(bearer)"])
+        #expect(details.status == 200 && details.text.contains(Self.code), "the phone reads the content while the notification is live")
+
+        _ = try await AcknowledgementStore(pool: pool, identifiers: identifiers)
+            .acknowledge(notificationId: "erase-read", user: "e-reader", device: reader, target: .read)
+        for id in ["erase-read", "erase-timeout"] {
+            #expect(try await Self.waitUntilErased(id, pool), "\(id) was not erased")
+        }
+        let gone = try await harness.request("GET", "/api/v1/notifications/erase-read/details", headers: ["Authorization": "Bearer \(bearer)"])
+        #expect(gone.status == 410)
+        #expect(gone.text.contains("CONTENT_GONE"))
+        let answer = try await harness.soap("<inb:getNotificationDetails><id>erase-timeout</id></inb:getNotificationDetails>")
+        #expect(answer.text.contains("<text></text>") || answer.text.contains("<text/>"), "\(answer.text)")
+        #expect(!answer.text.contains(Self.code) && !answer.text.contains("ACME"))
+        #expect(try await setting.store.deliveryStatus(id: "erase-timeout") == [RecipientState(user: "e-late", state: .expired)])
+        // No trace of the content anywhere in the store: notifications, deliveries, the outbox.
+        for table in ["notifications", "deliveries", "outbox"] {
+            let rows = try await pool.withConnection { connection in
+                try connection.query("SELECT count(*) FROM \(table) t WHERE t::text LIKE $1 OR t::text LIKE '%ACME%'", ["%\(Self.code)%"]).scalar
+            }
+            #expect(rows == "0", "\(table) keeps the content")
+        }
+        let metrics = try await harness.request("GET", "/metrics").text
+        #expect(metrics.contains(#"pigeon_confidential_contents_erased_total{reason="final"} 1"#))
+        #expect(metrics.contains(#"pigeon_confidential_contents_erased_total{reason="expired"} 1"#))
+        #expect(!harness.logs.records.contains { "\($0.message) \($0.metadata)".contains(Self.code) }, "the code is in the log")
+        await harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
+    /// Whether notification `id`'s content is erased within 30 seconds (polled).
+    static func waitUntilErased(_ id: String, _ pool: PostgresPool) async throws -> Bool {
+        for _ in 0..<300 {
+            let erased = try await pool.withConnection { connection in
+                try connection.query("SELECT content_erased_at IS NOT NULL AND push_text = '' AND detail_keys IS NULL FROM notifications WHERE id = $1", [id])
+                    .rows.first?.boolean(0)
+            }
+            if erased == true { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}

@@ -83,10 +83,11 @@ wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-te
     echo "sbiOutboundWebServiceURL = http://127.0.0.1:18088/sbi-outbound/services/SBIOutbound"
     echo "dbUrl = postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep"
     echo "migrationsPath = $PIGEON_ROOT/migrations"
-    echo "logLevel = warning"
+    echo "logLevel = debug"
     grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' /tmp/pigeon-sim-test.out
 } > /tmp/pigeon-zeep.conf
-.build/release/pigeon serve --config /tmp/pigeon-zeep.conf &
+# Its whole log is kept: the confidential notifications' code must appear nowhere in it.
+.build/release/pigeon serve --config /tmp/pigeon-zeep.conf > /tmp/pigeon-zeep-gateway.log 2>&1 &
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
 # A second gateway on the same database with the bank's own listener and the operator console,
@@ -97,13 +98,17 @@ sed -e 's/^listen = .*/listen = 127.0.0.1:18082/' /tmp/pigeon-zeep.conf > /tmp/p
     echo "consoleUsername = operator"
     echo "consolePassword = console-password-0123"
 } >> /tmp/pigeon-console.conf
-.build/release/pigeon serve --config /tmp/pigeon-console.conf &
+.build/release/pigeon serve --config /tmp/pigeon-console.conf > /tmp/pigeon-console-gateway.log 2>&1 &
 console=$!
 wait_for_http http://127.0.0.1:18083/ready 60 || { log "console gateway did not become ready"; exit 1; }
 PIGEON_BENCH_BIN="$PIGEON_ROOT/.build/debug/pigeon-bench" PIGEON_URL=http://127.0.0.1:18080 PIGEON_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_zeep" \
     PIGEON_CONSOLE_URL=http://127.0.0.1:18083 PIGEON_CONSOLE_PUBLIC_URL=http://127.0.0.1:18082 PIGEON_CONSOLE_PASSWORD=console-password-0123 \
     PIGEON_STUB_URL=http://127.0.0.1:18088 PIGEON_SIMULATOR_URL=https://127.0.0.1:22197 PIGEON_SIMULATOR_CA="$SIM_STATE/ca.pem" \
-    timeout 600 "$VENV/bin/python" -m pytest -q tests/python
+    timeout 600 "$VENV/bin/python" -m pytest -q tests/python || { tail -n 40 /tmp/pigeon-zeep-gateway.log >&2; exit 1; }
+# tests/python/test_confidential.py sends this code confidential only.
+if grep -q 731904 /tmp/pigeon-zeep-gateway.log /tmp/pigeon-console-gateway.log; then
+    log "the gateway logged a confidential notification's code:"; grep 731904 /tmp/pigeon-zeep-gateway.log /tmp/pigeon-console-gateway.log | head -5 >&2; exit 1
+fi
 
 # Deploying as banks do: the Kubernetes manifests validated against current Kubernetes schemas,
 # and the container image built from Debian's packages (no registry) and its gateway run inside it.

@@ -6,7 +6,8 @@
 # a blast of BLAST iPhones (priority 0) that the engine is delivering. Per code: accepted (the
 # bank's call answered) and at the push service (its push arrived at the answerer), both from
 # the moment the bank's call started, p50/p99/max. Codes and blast share one service (APNs) and
-# one app. Prints a Markdown table. Stops everything it starts.
+# one app. Also CODES confidential codes (CONTRACT §8: sealed to each phone's key) with the engine
+# idle, against the clear ones. Prints a Markdown table. Stops everything it starts.
 # usage: bench/codes.sh [BLAST] [CODES] [INTERVAL_MS]   (default 1000000 100 100)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
@@ -55,19 +56,22 @@ wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
 
 # The blast's iPhones and one iPhone per code (tokens starting "c0de": the answerer notes them),
 # registered two days ago as a bank's are.
-sql "$(bench_devices_sql "$blast" $((2 * codes)))"
+# A third set of payers has keys: their codes are sent confidential (sealed per push, CONTRACT §8).
+sql "$(bench_devices_sql "$blast" $((3 * codes)))"
+sql "$(bench_device_keys_sql "user_id LIKE 'payer-%' AND substr(user_id, 7)::int > $((2 * codes))")"
 write_blast_envelope "$blast" /tmp/pigeon-codes-blast.xml
 
-# send_codes FIRST COUNT OUTPUT: COUNT codes to payer-FIRST…, one every INTERVAL ms, each line
-# "token started_us answered_us state".
+# send_codes FIRST COUNT OUTPUT [confidential]: COUNT codes to payer-FIRST…, one every INTERVAL
+# ms, each line "token started_us answered_us state".
 send_codes() {
-    python3 - "$HTTP_PORT" "$1" "$2" "$interval" > "$3" <<'PY'
+    python3 - "$HTTP_PORT" "$1" "$2" "$interval" "${4:-clear}" > "$3" <<'PY'
 import http.client, sys, time
 port, first, count, interval = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) / 1000
+flag = "<confidential>true</confidential>" if sys.argv[5] == "confidential" else ""
 connection = http.client.HTTPConnection("127.0.0.1", port)
 body = ('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
         'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
-        '<id>code-{n}-{run}</id><pushContent><text>Code {code}</text><type>PIN_CODE</type></pushContent>'
+        + flag + '<id>code-{n}-{run}</id><pushContent><text>Code {code}</text><type>PIN_CODE</type></pushContent>'
         '<recipients>payer-{n}</recipients><timeout>60</timeout><priority>10</priority>'
         '</notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
 run = int(time.time())
@@ -130,6 +134,11 @@ send_codes 1 "$codes" /tmp/pigeon-codes-idle.txt
 wait_for_codes /tmp/pigeon-codes-idle.txt || log "some idle codes never arrived"
 idle_row=$(latencies /tmp/pigeon-codes-idle.txt "engine idle")
 
+log "$codes confidential codes with the engine idle (each sealed to its phone's key)"
+send_codes $((2 * codes + 1)) "$codes" /tmp/pigeon-codes-confidential.txt confidential
+wait_for_codes /tmp/pigeon-codes-confidential.txt || log "some confidential codes never arrived"
+confidential_row=$(latencies /tmp/pigeon-codes-confidential.txt "confidential, engine idle")
+
 log "blast of $blast iPhones ($(( $(stat -c %s /tmp/pigeon-codes-blast.xml) / 1048576 )) MiB of SOAP)"
 blast_started=$(date +%s.%N)
 curl -sS -o /tmp/pigeon-codes-blast-reply.xml --max-time 1800 -H 'Content-Type: text/xml; charset=utf-8' \
@@ -153,7 +162,13 @@ echo
 echo "| codes sent | count | accepted p50 ms | p99 | max | at the push service p50 ms | p99 | max | arrived | lost or refused |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 echo "$idle_row" | sed 's/^| engine idle | /| engine idle | /'
+echo "$confidential_row"
 echo "$blast_row"
+# The confidential codes' p99 at the push service against the clear ones' (same run, engine idle).
+awk -F'|' -v clear="$idle_row" -v sealed="$confidential_row" 'BEGIN {
+    split(clear, c, "|"); split(sealed, s, "|")
+    printf "\nConfidential codes at the push service: p99 %+.1f ms against clear codes (%.1f vs %.1f ms).\n", s[8] - c[8], s[8], c[8]
+}'
 awk -v s="$blast_started" -v a="$blast_accepted" -v cs="$codes_started" -v cf="$codes_finished" -v b="$before" -v f="$after" -v q="$queued" 'BEGIN {
     printf "\nThe blast was accepted in %.1f s; while the codes were sent the engine pushed %d of its pushes (%.0f/s); %d deliveries were still queued after the last code.\n", a - s, f - b, (f - b) / (cf - cs), q
 }'

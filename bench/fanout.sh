@@ -16,6 +16,8 @@
 # Web Push (a fifth each) and over two apps (the default one and app "business", a half each),
 # every service answered by the same C answerer; Web Push messages are encrypted and signed as
 # for a browser. Also prints the cost of one Web Push message's encryption on its own.
+# PIGEON_BENCH_CONFIDENTIAL=1: every device has a key, and after each fan-out in clear the same
+# fan-out again as a confidential notification (CONTRACT §8: sealed to each device's key).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 cd "$PIGEON_ROOT"
@@ -145,27 +147,31 @@ sql "INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platf
             CASE WHEN n % 2 = 0 THEN md5(n::text) ELSE 'fcm-' || n END, now() - interval '2 days'
      FROM generate_series(1, $recipients) AS n"
 fi
+confidential="${PIGEON_BENCH_CONFIDENTIAL:-0}"
+[ "$confidential" = 1 ] && sql "$(bench_device_keys_sql true)"
 # A bank's device table has its statistics; a million rows inserted a moment ago would not yet
 # (autovacuum analyses within a minute) and the planner would take it for a small table.
 sql "ANALYZE devices; ANALYZE device_reach"
-# request ID: the fan-out's sendNotification.
+# request ID [confidential]: the fan-out's sendNotification.
 request() {
-python3 - "$recipients" "$1" > /tmp/pigeon-fanout-request.xml <<'PY'
+python3 - "$recipients" "$1" "${2:-clear}" > /tmp/pigeon-fanout-request.xml <<'PY'
 import sys
 n, notification = int(sys.argv[1]), sys.argv[2]
+flag = "<confidential>true</confidential>" if sys.argv[3] == "confidential" else ""
 recipients = "".join(f"<recipients>fan-{i}</recipients>" for i in range(1, n + 1))
 print('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
       'xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/"><soapenv:Body><inb:sendNotification><notification>'
-      f'<id>{notification}</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>'
+      f'{flag}<id>{notification}</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent>'
       f'{recipients}<timeout>3600</timeout></notification></inb:sendNotification></soapenv:Body></soapenv:Envelope>')
 PY
 }
 rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$gateway/status"; }
-# fan_out THREADS: one fan-out with the gateway serving with that pushThreads; prints its row.
+# fan_out THREADS [confidential]: one fan-out with the gateway serving with that pushThreads;
+# prints its row.
 fan_out() {
-local threads="$1"
+local threads="$1" mode="${2:-clear}"
 serve "$threads"
-request "fanout-$threads"
+request "fanout-$threads-$mode" "$mode"
 local answered_before; answered_before=$(answered)
 log "fan-out of $recipients recipients, pushThreads $threads"
 started=$(date +%s.%N)
@@ -220,7 +226,7 @@ states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, cou
 # Pushes the answerer took during this fan-out.
 pushes=$(( $(answered) - answered_before ))
 
-awk -v t="$threads" -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" -v lc="$curl_rate" \
+awk -v t="$threads$([ "$mode" = confidential ] && echo ', confidential')" -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$finished" -v c="$ceiling_rate" -v ok="$ceiling_ok" -v lc="$curl_rate" \
     -v states="$states" -v pushes="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v peak="$peak" -v ri="$rss_after_ingest" -v rmin="$rss_min" -v rmax="$rss_max" 'BEGIN {
     rate = n / (f - a)
     printf "| %s | %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", t, n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
@@ -230,6 +236,7 @@ awk -v t="$threads" -v n="$recipients" -v s="$started" -v a="$accepted" -v f="$f
 : > /tmp/pigeon-fanout-rows.txt
 for threads in $thread_counts; do
     fan_out "$threads" >> /tmp/pigeon-fanout-rows.txt
+    [ "$confidential" = 1 ] && fan_out "$threads" confidential >> /tmp/pigeon-fanout-rows.txt
 done
 echo
 echo "| pushThreads | recipients | SOAP accept s | fan-out s | pushes/s | h2load ceiling req/s ($ceiling_ok ok) | ratio | libcurl ceiling req/s | ratio | peak RSS MiB | RSS during fan-out MiB |"
@@ -237,6 +244,10 @@ echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 grep '^|' /tmp/pigeon-fanout-rows.txt
 echo
 grep -v '^|' /tmp/pigeon-fanout-rows.txt || true
+if [ "$confidential" = 1 ]; then
+    # Each confidential fan-out's rate against the clear one before it (same run, same devices).
+    grep '^|' /tmp/pigeon-fanout-rows.txt | awk -F'|' '{ gsub(/ /, "", $6); if ($2 ~ /confidential/) printf "Confidential fan-out (%s): %.0f%% of the same fan-out in clear.\n", $2, 100 * $6 / clear; else clear = $6 }'
+fi
 if [ "$services" = all ]; then
     curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count"; echo
     # One Web Push message's encryption on its own (a fresh key and salt, ECDH, HKDF, AES-GCM),

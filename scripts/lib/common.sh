@@ -156,6 +156,16 @@ ANALYZE devices; ANALYZE device_reach
 SQL
 }
 
+# bench_device_keys_sql CONDITION: gives the devices matching CONDITION a key for confidential
+# notifications (RFC 8291's example P-256 point: sealing costs the same for every key).
+bench_device_keys_sql() {
+    cat <<SQL
+UPDATE devices SET encryption_key_id = 'bench-key',
+    encryption_public_key = decode(translate('BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4', '-_', '+/') || '=', 'base64')
+WHERE $1
+SQL
+}
+
 # write_blast_envelope COUNT FILE: a sendNotification "blast" to blast-1…COUNT, priority 0, a
 # day to live, written in pieces (a million recipients is ~40 MiB of SOAP).
 write_blast_envelope() {

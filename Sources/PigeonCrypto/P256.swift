@@ -66,7 +66,10 @@ public final class P256PrivateKey: @unchecked Sendable {
         let context = try OpenSSLCall.require(EVP_PKEY_CTX_new(key, nil), "deriving the ECDH secret")
         defer { EVP_PKEY_CTX_free(context) }
         try OpenSSLCall.check(EVP_PKEY_derive_init(context), "deriving the ECDH secret")
-        try OpenSSLCall.check(EVP_PKEY_derive_set_peer(context, peer.key), "deriving the ECDH secret")
+        // The peer was checked to lie on the curve when it was read (P256PublicKey); P-256's
+        // cofactor is 1, so OpenSSL's second validation here (a scalar multiplication by the
+        // group order, half the cost of the ECDH itself) would prove nothing more.
+        try OpenSSLCall.check(EVP_PKEY_derive_set_peer_ex(context, peer.key, 0), "deriving the ECDH secret")
         var length = 0
         try OpenSSLCall.check(EVP_PKEY_derive(context, nil, &length), "deriving the ECDH secret")
         var secret = [UInt8](repeating: 0, count: length)

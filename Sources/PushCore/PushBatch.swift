@@ -27,9 +27,27 @@ public struct PushBatch: Sendable {
         self.startBy = startBy
     }
 
-    /// The same messages and start limit with other pushes (a part of this batch).
+    /// The same start limit with other pushes (a part of this batch), and only their messages.
     public func with(pushes: [Push]) -> PushBatch {
-        PushBatch(messages: messages, pushes: pushes, startBy: startBy)
+        PushBatch(messages: messages, pushes: pushes, startBy: startBy).compacted()
+    }
+
+    /// The batch with only the messages its pushes use (renumbered): a transport prepares every
+    /// message of a batch, and a confidential notification has one message per device.
+    public func compacted() -> PushBatch {
+        var position = [Int](repeating: -1, count: messages.count)
+        var kept: [PushMessage] = []
+        var renumbered = pushes
+        for index in renumbered.indices {
+            let message = renumbered[index].message
+            if position[message] < 0 {
+                position[message] = kept.count
+                kept.append(messages[message])
+            }
+            renumbered[index].message = position[message]
+        }
+        guard kept.count < messages.count else { return self }
+        return PushBatch(messages: kept, pushes: renumbered, startBy: startBy)
     }
 
     /// The time after which `push` must not start: its message's expiry or the batch's

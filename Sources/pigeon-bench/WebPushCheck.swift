@@ -43,6 +43,31 @@ enum WebPushCheck {
         return (perMessage, microseconds(ContinuousClock.now - started) / Double(count))
     }
 
+    /// Microseconds per confidential push's sealing (CONTRACT §8: fresh key and salt, ECDH,
+    /// HKDF, AES-GCM over a padded PIN-code content), then per step: key generation, ECDH
+    /// (the device key parsed each time, as the gateway does), HKDF and AES-GCM.
+    static func confidentialCost(count: Int) throws -> [String: Double] {
+        let device = try P256PrivateKey().publicPoint
+        let content = Data(#"{"notificationId":"pin-000001","text":"Код подтверждения 123456","type":"PIN_CODE","target":"123456"}"#.utf8)
+        func time(_ body: () throws -> Void) rethrows -> Double {
+            let started = ContinuousClock.now
+            for _ in 0..<count { try body() }
+            return microseconds(ContinuousClock.now - started) / Double(count)
+        }
+        let ephemeral = try P256PrivateKey()
+        let peer = try P256PublicKey(point: device)
+        return [
+            "seal": try time { _ = try ConfidentialSealing.seal(content, keyId: "k1", devicePublicKey: device, additionalData: Data("pin-000001".utf8)) },
+            "keygen": try time { _ = try P256PrivateKey() },
+            "parse": try time { _ = try P256PublicKey(point: device) },
+            "ecdh": try time { _ = try ephemeral.sharedSecret(with: peer) },
+            "point": try time { _ = try ephemeral.publicPoint },
+            "hkdf": time { _ = HKDFSHA256.derive(salt: Data(count: 16), inputKeyMaterial: Data(count: 32), info: Data(count: 150), length: 28) },
+            "aes": try time { _ = try AES128GCM.seal(Data(count: 256), key: Data(count: 16), nonce: Data(count: 12), additionalData: Data("pin".utf8)) },
+            "random": try time { _ = try RandomBytes.generate(16) },
+        ]
+    }
+
     private static func microseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
     }

@@ -18,7 +18,7 @@ if arguments.first == "apns-token", arguments.count == 4 {
         exit(1)
     }
 }
-if let command = arguments.first, ["webpush-encrypt", "vapid", "webpush-cost"].contains(command) {
+if let command = arguments.first, ["webpush-encrypt", "vapid", "webpush-cost", "confidential-cost"].contains(command) {
     // pigeon-bench webpush-encrypt P256DH AUTH TEXT: the body the gateway would send (base64url).
     // pigeon-bench vapid KEY.pem AUDIENCE SUBJECT: the Authorization header for AUDIENCE.
     // pigeon-bench webpush-cost N: µs per encrypted message, and per P-256 keygen + ECDH alone.
@@ -27,11 +27,16 @@ if let command = arguments.first, ["webpush-encrypt", "vapid", "webpush-cost"].c
         switch (command, values.count) {
         case ("webpush-encrypt", 4): print(try WebPushCheck.encrypt(p256dh: values[1], auth: values[2], plaintext: values[3]))
         case ("vapid", 4): print(try WebPushCheck.vapid(keyPath: values[1], audience: values[2], subject: values[3]))
+        case ("confidential-cost", 2):
+            // pigeon-bench confidential-cost N: µs per confidential push's sealing, and per step.
+            for (step, micros) in try WebPushCheck.confidentialCost(count: Int(values[1]) ?? 10_000).sorted(by: { $0.key < $1.key }) {
+                print(String(format: "%@ %.1f", step, micros))
+            }
         case ("webpush-cost", 2):
             let cost = try WebPushCheck.cost(count: Int(values[1]) ?? 10_000)
             print(String(format: "%.1f %.1f", cost.message, cost.keyAgreement))
         default:
-            FileHandle.standardError.write(Data("pigeon-bench: usage: webpush-encrypt P256DH AUTH TEXT | vapid KEY.pem AUDIENCE SUBJECT | webpush-cost N\n".utf8))
+            FileHandle.standardError.write(Data("pigeon-bench: usage: webpush-encrypt P256DH AUTH TEXT | vapid KEY.pem AUDIENCE SUBJECT | webpush-cost N | confidential-cost N\n".utf8))
             exit(2)
         }
         exit(0)

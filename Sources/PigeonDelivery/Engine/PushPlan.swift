@@ -120,7 +120,7 @@ struct PushPlan {
         return byRoute.sorted { $0.key.description < $1.key.description }.map { route, indices in
             let batch = PushBatch(messages: messages, pushes: indices.map {
                 PushBatch.Push(message: pushes[$0].message, token: pushes[$0].device.pushToken)
-            }, startBy: startBy)
+            }, startBy: startBy).compacted()
             return (route, batch, indices)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonCrypto
 import PigeonSimulator
 import PigeonTestSupport
 import Synchronization
@@ -143,6 +144,37 @@ struct ConsoleTests {
         // Signed out, the cookie is worth nothing.
         #expect(try await console.call("POST", "/console/logout", form: ["csrf": csrf]).status == 303)
         #expect(try await console.call("GET", "/console").status == 303)
+        await flow.stop()
+    }
+
+    @Test("a confidential notification's content is never shown, not even on reveal; a device's key id is",
+          .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+    func confidentialContent() async throws {
+        let flow = try await Self.harness()
+        let bank = flow.gateway.bankBaseURL
+        let signedIn = try await Operator(base: bank).call("POST", "/console/login", form: ["username": "operator", "password": Self.password])
+        let cookie = try #require(WalletPassHarness.firstMatch("pigeon_console=([^;]+)", in: signedIn.headers["set-cookie"] ?? "")?.first)
+        let console = Operator(base: bank, cookie: cookie)
+        let point = try PigeonCrypto.P256PrivateKey().publicPoint
+        let registered = try await flow.call("POST", "/api/v1/devices/register", body: String(DeviceFlowHarness.registration(user: "alice").dropLast())
+            + #","encryptionKey":{"keyId":"alice-key-7","publicKey":"\#(PigeonCrypto.Base64URL.encode(point))"}}"#)
+        #expect(registered.status == 200)
+        let sent = try await flow.gateway.soap("""
+            <inb:sendNotification><notification><confidential>true</confidential><details><entry><key>name</key><value>ACME</value></entry></details>\
+            <id>secret-1</id><pushContent><text>Payment code 482913</text><type>PIN_CODE</type>\
+            <details><entry><key>target</key><value>482913</value></entry></details></pushContent>\
+            <recipients>alice</recipients><timeout>600</timeout></notification></inb:sendNotification>
+            """)
+        #expect(sent.text.contains("<status>OK</status>"))
+        let page = try await console.call("GET", "/console/notification?id=secret-1")
+        #expect(page.status == 200 && page.body.contains("Confidential — not shown"), "\(page.body)")
+        #expect(!page.body.contains("4829") && !page.body.contains("Payment code") && !page.body.contains("ACME"))
+        #expect(!page.body.contains("/console/notification/reveal"), "no reveal button")
+        let csrf = try #require(Operator.csrf(try await console.call("GET", "/console/user?user=alice").body))
+        let revealed = try await console.call("POST", "/console/notification/reveal", form: ["csrf": csrf, "id": "secret-1"])
+        #expect(revealed.status == 200 && !revealed.body.contains("4829") && revealed.body.contains("Confidential — not shown"))
+        let user = try await console.call("GET", "/console/user?user=alice")
+        #expect(user.body.contains("yes, alice-key-7"), "\(user.body)")
         await flow.stop()
     }
 

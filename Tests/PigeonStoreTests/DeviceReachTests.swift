@@ -13,7 +13,7 @@ struct DeviceReachTests {
         }
     }
 
-    @Test("every new device has a reach row from its creation; a push accepted moves it only when it is over an hour old; deleting the device removes it")
+    @Test("every new device has a reach row from its creation; a push accepted moves it only when it is over an hour old or was never reached; deleting the device removes it")
     func reach() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         let store = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
@@ -22,9 +22,16 @@ struct DeviceReachTests {
         #expect(try await reachedAgo(pool, old) >= 0)
         _ = try await pool.withConnection { connection in
             try connection.query("UPDATE device_reach SET reached_at = now() - interval '2 days' WHERE device_id = $1", [String(old)])
-            try connection.query("UPDATE device_reach SET reached_at = now() - interval '10 minutes' WHERE device_id = $1", [String(recent)])
+            try connection.query("UPDATE device_reach SET reached_at = now() - interval '10 minutes', reached = true WHERE device_id = $1", [String(recent)])
         }
-        try await store.markDelivered(deviceIds: [old, recent])
+        // A device never reached: its first push marks it reached however recent its registration.
+        let fresh = try await store.subscribe(bankClientId: "bank", userId: "fresh", deviceId: "d", platform: .ios, pushToken: "ef")
+        func everReached(_ device: Int64) async throws -> String? {
+            try await pool.withConnection { try $0.query("SELECT reached FROM device_reach WHERE device_id = $1", [String(device)]).scalar }
+        }
+        #expect(try await everReached(fresh) == "f")
+        try await store.markDelivered(deviceIds: [old, recent, fresh])
+        #expect(try await everReached(fresh) == "t")
         #expect(try await reachedAgo(pool, old) < 60)
         let recentAge = try await reachedAgo(pool, recent)
         #expect(recentAge >= 600 && recentAge < 700, "\(recentAge)")

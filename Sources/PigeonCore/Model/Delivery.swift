@@ -43,9 +43,12 @@ public struct DeliveryResult: Sendable, Equatable {
     /// The devices to push at that next attempt.
     public var pendingDevices: [Int64]
     public var error: String?
+    /// Each pushed device's outcome of this attempt (kept per device for the console).
+    public var devices: [DevicePush]
 
     public init(delivery: ClaimedDelivery, state: DeliveryState, nextAttemptAt: Date? = nil, pendingDevices: [Int64] = [],
-                error: String? = nil) {
+                error: String? = nil, devices: [DevicePush] = []) {
+        self.devices = devices
         self.delivery = delivery
         self.state = state
         self.nextAttemptAt = nextAttemptAt

@@ -385,8 +385,27 @@ public final class DeliveryEngine: Sendable {
         }
         recorder.add(FinishedDelivery(
             result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt,
-                                   pendingDevices: decision.pendingDevices, error: decision.error),
+                                   pendingDevices: decision.pendingDevices, error: decision.error,
+                                   devices: Self.devicePushes(outcomes, willRetry: decision.nextAttemptAt != nil)),
             deadDevices: decision.deadDevices, reachedDevices: reached, allowance: lane.allowance))
+    }
+
+    /// Each device's outcome as the console shows it; a temporary failure is `RETRYING` only
+    /// when the delivery will be tried again, else `FAILED`.
+    static func devicePushes(_ outcomes: [(device: Device, outcome: PushOutcome)], willRetry: Bool) -> [DevicePush] {
+        outcomes.map { device, outcome in
+            let (state, error, serviceId): (DevicePush.State, String?, String?)
+            switch outcome {
+            case .accepted(let id): (state, error, serviceId) = (.sent, nil, id)
+            case .tokenDead(let reason, _): (state, error, serviceId) = (.invalidToken, reason, nil)
+            case .retry(let reason, _, _), .refreshCredentials(let reason): (state, error, serviceId) = (willRetry ? .retrying : .failed, reason, nil)
+            case .failed(let reason): (state, error, serviceId) = (.failed, reason, nil)
+            case .expired: (state, error, serviceId) = (.expired, "its time ran out before it was pushed", nil)
+            case .deferred: (state, error, serviceId) = (willRetry ? .retrying : .failed, PushOutcome.notStartedReason, nil)
+            }
+            return DevicePush(deviceRowId: device.id, deviceId: device.deviceId, platform: device.platform, appId: device.appId,
+                              maskedToken: Redaction.token(device.pushToken), state: state, error: error, serviceId: serviceId)
+        }
     }
 
     /// One kind of push outcome, for the batch's counters.

@@ -60,6 +60,7 @@ struct ConsoleData: Sendable {
     struct NotificationView: Sendable {
         var notification: PushNotification
         var total: Int
+        var sentAt: Date
         var recipients: [ConsoleStore.Recipient]
     }
 
@@ -79,7 +80,7 @@ struct ConsoleData: Sendable {
               let recipients = try await store.recipients(notificationId: id, offset: (min(max(1, page), Self.lastPage) - 1) * Self.pageSize,
                                                           limit: Self.pageSize)
         else { return nil }
-        return NotificationView(notification: notification, total: recipients.total, recipients: recipients.page)
+        return NotificationView(notification: notification, total: recipients.total, sentAt: recipients.sentAt, recipients: recipients.page)
     }
 
     struct UserView: Sendable {

@@ -48,6 +48,7 @@ struct ConsoleEndpoint: Sendable {
         if path == "/console/login" {
             return ("login", request.method == "POST" ? signIn(request) : page(200, ConsolePages.signIn(message: nil)))
         }
+        if path.hasPrefix("/console/api/") { return await api(request) }
         guard let (id, session) = currentSession(request) else {
             if request.method == "GET" { return ("redirect", Self.redirect("/console/login")) }
             return ("refused", .text(403, "sign in first\n"))
@@ -124,6 +125,54 @@ struct ConsoleEndpoint: Sendable {
             "operator": session.username, "user": LogText.escaped(revoked.user, limit: 100), "device": LogText.escaped(revoked.device.deviceId, limit: 100),
             "platform": revoked.device.platform, "pushToken": Redaction.token(revoked.device.pushToken), "reason": LogText.escaped(reason, limit: 200)])
         return Self.redirect("/console/user?user=\(HTML.query(revoked.user))&message=" + HTML.query("Device \(revoked.device.deviceId) revoked: its authentication token and push token no longer work."))
+    }
+
+    // MARK: JSON
+
+    /// The JSON twins, for a console session or HTTP Basic with the console's credentials (wrong
+    /// credentials count against the address like a sign-in). Read-only: GET only, no CSRF.
+    private func api(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+        var operatorName = currentSession(request)?.1.username
+        if operatorName == nil, let header = request.header("authorization") {
+            if let retryAfter = signInLimit.exhausted(request.peer) {
+                return ("api_refused", APIError(429, "TOO_MANY_ATTEMPTS", "too many wrong credentials from this address; retry in \(retryAfter) s").response)
+            }
+            if credentials.accepts(header) {
+                operatorName = "basic"
+            } else {
+                _ = signInLimit.take(request.peer)
+                logger.warning("console API: credentials refused", metadata: ["peer": request.peer])
+            }
+        }
+        guard operatorName != nil else {
+            var response = APIError(401, "UNAUTHORIZED", "sign in to the console or send the console's credentials (HTTP Basic)").response
+            response.headers.append(("WWW-Authenticate", #"Basic realm="pigeon console""#))
+            return ("api_refused", response)
+        }
+        guard request.method == "GET" else { return ("api", APIError(405, "METHOD_NOT_ALLOWED", "the console API is read-only: use GET").response) }
+        let parts = request.path.dropFirst("/console/api/v1/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard request.path.hasPrefix("/console/api/v1/"), parts.count == 2, let name = parts[1].removingPercentEncoding,
+              !name.isEmpty, name.utf8.count <= 256, !ControlCharacters.present(in: name) else {
+            return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)
+        }
+        do {
+            switch parts[0] {
+            case "notifications":
+                let page = ConsoleData.pageNumber(FormFields.query(request.query)["page"])
+                guard let view = try await data.notification(name, page: page) else {
+                    return ("api_notification", APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id").response)
+                }
+                return ("api_notification", JSONResponse.make(200, ConsoleJSON.notification(view, page: page)))
+            case "users":
+                guard let view = try await data.user(name) else { return ("api_user", APIError(404, "NOT_FOUND", "no user").response) }
+                return ("api_user", JSONResponse.make(200, ConsoleJSON.user(name, view)))
+            default:
+                return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)
+            }
+        } catch {
+            logger.error("console API call failed", metadata: ["path": String(request.path.prefix(100)), "error": "\(error)"])
+            return ("api", APIError(503, "UNAVAILABLE", "the console cannot read the database right now").response)
+        }
     }
 
     // MARK: Sign-in

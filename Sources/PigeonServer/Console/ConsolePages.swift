@@ -145,6 +145,7 @@ enum ConsolePages {
             <tr><th scope="row">Id</th><td>\(HTML.escape(notification.id))</td></tr>
             <tr><th scope="row">Type</th><td>\(HTML.escape(content.type.rawValue))</td></tr>
             <tr><th scope="row">Text</th><td>\(HTML.escape(text))</td></tr>\(details)
+            <tr><th scope="row">Sent</th><td>\(HTML.date(view.sentAt))</td></tr>
             <tr><th scope="row">Timeout</th><td>\(notification.timeoutSeconds) s</td></tr>
             <tr><th scope="row">Priority, perishable</th><td>\(notification.priority.map(String.init) ?? "—"), \(notification.perishable.map { $0 ? "yes" : "no" } ?? "—")</td></tr>
             </tbody></table>
@@ -158,6 +159,12 @@ enum ConsolePages {
         body += "<h2>Recipients (\(view.total))</h2><table><thead><tr><th scope=\"col\">User</th><th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Last error</th><th scope=\"col\">Updated</th></tr></thead><tbody>"
         for recipient in view.recipients {
             body += "<tr><td><a href=\"/console/user?user=\(HTML.query(recipient.user))\">\(HTML.escape(recipient.user))</a></td><td class=\"state\">\(HTML.escape(recipient.state))</td><td>\(recipient.attempts)</td><td>\(HTML.escape(recipient.lastError ?? ""))</td><td>\(HTML.date(recipient.updatedAt))</td></tr>"
+            // Which phone got it: each device's push, under its recipient.
+            for device in recipient.devices {
+                let service = device.serviceId.map { " · id \(HTML.escape($0))" } ?? ""
+                body += "<tr class=\"device\"><td>↳ \(HTML.escape(device.deviceId)) (\(HTML.escape(device.platform)), \(HTML.escape(device.appId.isEmpty ? "default" : device.appId)), <span class=\"token\">\(HTML.escape(device.maskedToken))</span>)</td>"
+                    + "<td class=\"device-state\">\(HTML.escape(device.state))</td><td>\(device.attempts)</td><td>\(HTML.escape(device.lastError ?? ""))\(service)</td><td>\(HTML.date(device.sentAt ?? device.updatedAt))</td></tr>"
+            }
         }
         body += "</tbody></table>" + pager("/console/notification?id=\(HTML.query(id))", page: page, total: view.total)
         return layout(title: "Notification \(id)", session: context.session, body: body)

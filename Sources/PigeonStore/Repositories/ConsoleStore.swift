@@ -14,32 +14,71 @@ public struct ConsoleStore: Sendable {
         self.identifiers = identifiers
     }
 
-    /// One recipient of a notification.
+    /// One recipient of a notification, with what became of each of its devices' pushes.
     public struct Recipient: Sendable, Equatable {
         public var user: String
         public var state: String
         public var attempts: Int
         public var lastError: String?
         public var updatedAt: Date
+        public var devices: [DeviceOutcome] = []
     }
 
-    /// A page of a notification's recipients, in the order they were sent, and how many there are.
-    public func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, page: [Recipient])? {
+    /// One device's push of a delivery (CONTRACT §5).
+    public struct DeviceOutcome: Sendable, Equatable {
+        public var deviceId: String
+        public var platform: String
+        public var appId: String
+        /// Shortened when written; never the whole token.
+        public var maskedToken: String
+        public var state: String
+        public var attempts: Int
+        public var lastError: String?
+        /// APNs' apns-id or FCM's message name.
+        public var serviceId: String?
+        public var sentAt: Date?
+        public var updatedAt: Date
+    }
+
+    /// A page of a notification's recipients in the order they were sent, each with its devices'
+    /// pushes; how many recipients there are and when the notification was sent.
+    public func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            guard let row = try connection.query("SELECT key, recipient_count FROM notifications WHERE id = $1 ORDER BY key DESC LIMIT 1",
-                                                 [notificationId]).rows.first,
-                  let key = row.text(0), let total = row.integer(1) else { return nil }
-            let page = try connection.query("""
-                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision
+            guard let row = try connection.query("""
+                SELECT key, recipient_count, extract(epoch FROM created_at)::double precision FROM notifications
+                WHERE id = $1 ORDER BY key DESC LIMIT 1
+                """, [notificationId]).rows.first,
+                  let key = row.text(0), let total = row.integer(1), let sent = row.text(2).flatMap(Double.init) else { return nil }
+            var positions: [Int] = []
+            var page = try connection.query("""
+                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision, position
                 FROM deliveries WHERE notification_key = $1::bigint
                 ORDER BY position LIMIT \(limit) OFFSET \(offset)
                 """, [key]).rows.compactMap { row -> Recipient? in
-                guard let user = row.text(0), let state = row.text(1), let updated = row.text(4).flatMap(Double.init) else { return nil }
+                guard let user = row.text(0), let state = row.text(1), let updated = row.text(4).flatMap(Double.init),
+                      let position = row.integer(5) else { return nil }
+                positions.append(position)
                 return Recipient(user: user, state: state, attempts: row.integer(2) ?? 0, lastError: row.text(3),
                                  updatedAt: Date(timeIntervalSince1970: updated))
             }
-            return (total, page)
+            guard let first = positions.first, let last = positions.last else { return (total, Date(timeIntervalSince1970: sent), page) }
+            var byPosition: [Int: [DeviceOutcome]] = [:]
+            for row in try connection.query("""
+                SELECT position, device_id, platform, app_id, token_masked, state, attempts, last_error, service_id,
+                       extract(epoch FROM sent_at)::double precision, extract(epoch FROM updated_at)::double precision
+                FROM device_pushes WHERE notification_key = $1::bigint AND position BETWEEN $2 AND $3
+                ORDER BY position, device_row_id
+                """, [key, String(first), String(last)]).rows {
+                guard let position = row.integer(0), let device = row.text(1), let platform = row.text(2), let state = row.text(5),
+                      let updated = row.text(10).flatMap(Double.init) else { continue }
+                byPosition[position, default: []].append(DeviceOutcome(
+                    deviceId: device, platform: platform, appId: row.text(3) ?? "", maskedToken: row.text(4) ?? "", state: state,
+                    attempts: row.integer(6) ?? 0, lastError: row.text(7), serviceId: row.text(8),
+                    sentAt: row.text(9).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)), updatedAt: Date(timeIntervalSince1970: updated)))
+            }
+            for index in page.indices { page[index].devices = byPosition[positions[index]] ?? [] }
+            return (total, Date(timeIntervalSince1970: sent), page)
         }
     }
 
@@ -63,7 +102,7 @@ public struct ConsoleStore: Sendable {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
-                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM r.reached_at)::double precision,
+                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM CASE WHEN r.reached THEN r.reached_at END)::double precision,
                        d.encryption_key_id
                 FROM devices d LEFT JOIN device_reach r ON r.device_id = d.id
                 WHERE d.\(identifiers.userColumn) = $1 ORDER BY d.id LIMIT 100

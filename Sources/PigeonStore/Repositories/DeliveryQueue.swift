@@ -165,11 +165,14 @@ public struct DeliveryQueue: Sendable {
             String(results.map(\.delivery.notificationKey).min() ?? 0),
             String(results.map(\.delivery.notificationKey).max() ?? 0),
             PostgresArray.encode(results.map { "{" + $0.pendingDevices.map(String.init).joined(separator: ",") + "}" }),
-        ]
+        ] + Self.devicePushColumns(results)
         return try await pool.withConnection { connection in
+            // The deliveries' outcomes, and each pushed device's, in one statement: a device's
+            // row is written only for a delivery this owner still held.
             try connection.query("""
+                WITH updated AS (
                 UPDATE deliveries d
-                SET state = v.state, updated_at = now(), last_error = v.error, lease_owner = NULL,
+                SET state = v.state, updated_at = now(), last_error = COALESCE(v.error, d.last_error), lease_owner = NULL,
                     next_attempt_at = CASE WHEN v.state = 'QUEUED' THEN COALESCE(to_timestamp(v.next_at), d.next_attempt_at)
                                            WHEN v.state = 'SENT' THEN to_timestamp(v.next_at) END,
                     pending_devices = CASE WHEN v.next_at IS NOT NULL THEN v.pending::bigint[]
@@ -181,8 +184,44 @@ public struct DeliveryQueue: Sendable {
                   -- A SENT delivery in the queue for its other devices stays SENT.
                   AND (d.state = 'QUEUED' OR v.state = 'SENT')
                   AND d.notification_key BETWEEN $8::bigint AND $9::bigint
-                """, parameters).affected
+                RETURNING d.notification_key, d.position
+                ), written AS (
+                INSERT INTO device_pushes AS p (notification_key, position, device_row_id, device_id, platform, app_id, token_masked,
+                                                state, last_error, service_id, sent_at, updated_at)
+                SELECT v.notification_key, v.position, v.device_row_id, v.device_id, v.platform, v.app_id, v.token_masked,
+                       v.state, v.error, v.service_id, CASE WHEN v.state = 'SENT' THEN now() END, now()
+                FROM unnest($11::bigint[], $12::integer[], $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[],
+                            $18::text[], $19::text[], $20::text[])
+                     AS v(notification_key, position, device_row_id, device_id, platform, app_id, token_masked, state, error, service_id)
+                JOIN updated u ON u.notification_key = v.notification_key AND u.position = v.position
+                ON CONFLICT (notification_key, position, device_row_id) DO UPDATE
+                SET state = EXCLUDED.state, attempts = p.attempts + 1, last_error = COALESCE(EXCLUDED.last_error, p.last_error),
+                    service_id = COALESCE(EXCLUDED.service_id, p.service_id), sent_at = COALESCE(p.sent_at, EXCLUDED.sent_at),
+                    token_masked = EXCLUDED.token_masked, updated_at = now()
+                RETURNING 1
+                )
+                SELECT count(*) FROM updated
+                """, parameters).scalar.flatMap(Int.init) ?? 0
         }
+    }
+
+    /// The per-device outcomes of `results` as the columns of ``record(_:owner:)``'s parameters
+    /// `$11`…`$20`.
+    private static func devicePushColumns(_ results: [DeliveryResult]) -> [String?] {
+        let pushes = results.flatMap { result in result.devices.map { (result.delivery, $0) } }
+        func column(_ value: (ClaimedDelivery, DevicePush) -> String?) -> String? { PostgresArray.encode(pushes.map(value)) }
+        return [
+            column { delivery, _ in String(delivery.notificationKey) },
+            column { delivery, _ in String(delivery.position) },
+            column { _, push in String(push.deviceRowId) },
+            column { _, push in push.deviceId },
+            column { _, push in push.platform.rawValue },
+            column { _, push in push.appId },
+            column { _, push in push.maskedToken },
+            column { _, push in push.state.rawValue },
+            column { _, push in push.error.map { String($0.prefix(500)) } },
+            column { _, push in push.serviceId.map { String($0.prefix(200)) } },
+        ]
     }
 
     /// Hands back every delivery `owner` still holds, due at once, for another process (a

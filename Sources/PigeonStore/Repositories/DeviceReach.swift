@@ -3,13 +3,13 @@ import PigeonCore
 /// When subscriptions were last reached (`device_reach`), for subscription hygiene: a push a
 /// service accepted for the device, or an acknowledgement from it. A device reached within the
 /// last hour is left alone: hygiene counts in days, and a write per push would be work for
-/// nothing.
+/// nothing — except its first reach ever, which marks it `reached` (the console's "never reached").
 enum DeviceReach {
     static func record(deviceIds: [Int64], _ connection: PostgresConnection) throws {
         guard !deviceIds.isEmpty else { return }
         _ = try connection.query("""
-            UPDATE device_reach SET reached_at = now()
-            WHERE device_id = ANY($1::bigint[]) AND reached_at < now() - interval '1 hour'
+            UPDATE device_reach SET reached_at = now(), reached = true
+            WHERE device_id = ANY($1::bigint[]) AND (reached_at < now() - interval '1 hour' OR NOT reached)
             """, [PostgresArray.encode(deviceIds.map(String.init))])
     }
 }

@@ -39,7 +39,7 @@ public struct Retention: Sendable {
                 return RetentionStep(created: 0, dropped: [], ran: false)
             }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
-            // Deliveries before notifications; a table already detached by an interrupted pass
+            // Deliveries and device pushes before notifications; a table already detached by an interrupted pass
             // (no longer a partition, or detach pending) is finished here.
             let aged = try connection.query("""
                 SELECT c.relname, parent.relname, COALESCE(i.inhdetachpending, false)
@@ -47,7 +47,7 @@ public struct Retention: Sendable {
                 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
                 LEFT JOIN pg_class parent ON parent.oid = i.inhparent
                 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
-                  AND c.relname ~ '^(deliveries|notifications)_p[0-9]{8}$'
+                  AND c.relname ~ '^(deliveries|device_pushes|notifications)_p[0-9]{8}$'
                   AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1::timestamptz AT TIME ZONE 'UTC')::date
                 ORDER BY c.relname LIKE 'notifications%', c.relname
                 """, [cutoff]).rows

@@ -1,0 +1,79 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+/// The console's JSON twins (CONTRACT §5) for a bank's support tooling: the same data as the
+/// pages, tokens masked, a confidential notification's content never included.
+enum ConsoleJSON {
+    /// `GET /console/api/v1/notifications/{id}`: the notification and a page of its recipients,
+    /// each with its devices' pushes.
+    static func notification(_ view: ConsoleData.NotificationView, page: Int) -> [String: Any] {
+        let notification = view.notification
+        return [
+            "id": notification.id,
+            "type": notification.pushContent.type.rawValue,
+            "sentAt": timestamp(view.sentAt),
+            "timeout": notification.timeoutSeconds,
+            "confidential": notification.isConfidential,
+            "page": page,
+            "pageSize": ConsoleData.pageSize,
+            "total": view.total,
+            "recipients": view.recipients.map { recipient -> [String: Any] in
+                [
+                    "user": recipient.user,
+                    "state": recipient.state,
+                    "attempts": recipient.attempts,
+                    "lastError": recipient.lastError ?? NSNull(),
+                    "updatedAt": timestamp(recipient.updatedAt),
+                    "devices": recipient.devices.map(device),
+                ]
+            },
+        ]
+    }
+
+    static func device(_ push: ConsoleStore.DeviceOutcome) -> [String: Any] {
+        [
+            "deviceId": push.deviceId,
+            "platform": push.platform,
+            "appId": push.appId.isEmpty ? "default" : push.appId,
+            "pushToken": push.maskedToken,
+            "state": push.state,
+            "attempts": push.attempts,
+            "lastError": push.lastError ?? NSNull(),
+            "service": Platform(rawValue: push.platform)?.pushService ?? push.platform.lowercased(),
+            "serviceId": push.serviceId ?? NSNull(),
+            "sentAt": push.sentAt.map(timestamp) ?? NSNull(),
+            "updatedAt": timestamp(push.updatedAt),
+        ]
+    }
+
+    /// `GET /console/api/v1/users/{user}`: the user's devices (when each was last reached, or
+    /// null) and recent notifications.
+    static func user(_ user: String, _ view: ConsoleData.UserView) -> [String: Any] {
+        [
+            "user": user,
+            "devices": view.devices.map { device -> [String: Any] in
+                [
+                    "deviceId": device.deviceId,
+                    "bankClientId": device.bankClientId,
+                    "platform": device.platform,
+                    "appId": device.appId.isEmpty ? "default" : device.appId,
+                    "environment": device.environment,
+                    "pushToken": Redaction.token(device.pushToken),
+                    "encryptionKeyId": device.encryptionKeyId ?? NSNull(),
+                    "registeredAt": timestamp(device.registeredAt),
+                    "lastReachedAt": device.reachedAt.map(timestamp) ?? NSNull(),
+                ]
+            },
+            "waitingForCode": view.pending.map { ["deviceId": $0.deviceId, "platform": $0.platform, "since": timestamp($0.createdAt)] },
+            "notifications": view.recent.map { notification -> [String: Any] in
+                ["id": notification.notificationId, "state": notification.state, "attempts": notification.attempts,
+                 "sentAt": timestamp(notification.sentAt), "updatedAt": timestamp(notification.updatedAt)]
+            },
+        ]
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+    }
+}

@@ -91,6 +91,13 @@ struct DeviceTruthTests {
         #expect(try await harness.request("GET", "/console/api/v1/notifications/nothing", on: bank, headers: ["Authorization": basic]).status == 404)
         #expect(try await harness.request("GET", "/console/api/v1/users/t-user", on: harness.baseURL, headers: ["Authorization": basic]).status == 404,
                 "not on the phones' listener")
+        // The log names user, device and reason for a failed push and a removed device; no whole token.
+        let lines = harness.logs.records
+        #expect(lines.contains { $0.message == "push failed" && $0.metadata["user"] == "t-lonely" && $0.metadata["device"] == "iphone"
+            && $0.metadata["service"] == "apns" && $0.metadata["reason"]?.isEmpty == false })
+        #expect(lines.contains { $0.message.hasPrefix("device removed") && $0.metadata["user"] == "t-user" && $0.metadata["device"] == "pixel-old" })
+        #expect(lines.contains { $0.message == "push accepted" && $0.metadata["device"] == "iphone-new" && $0.metadata["serviceId"] != nil })
+        #expect(!lines.contains { "\($0.message) \($0.metadata)".contains(Self.failing) || "\($0.metadata)".contains(Self.dead) })
         await harness.gateway.shutdown()
         await setting.database.drop()
     }

@@ -383,11 +383,34 @@ public final class DeliveryEngine: Sendable {
         if !claim.alreadySent {
             metrics.increment(Metric.deliveriesTotal, labels: ["state": decision.state.rawValue])
         }
+        let devicePushes = Self.devicePushes(outcomes, willRetry: decision.nextAttemptAt != nil)
+        logPushes(devicePushes, notification: notification.id, user: claim.userId)
         recorder.add(FinishedDelivery(
             result: DeliveryResult(delivery: claim, state: decision.state, nextAttemptAt: decision.nextAttemptAt,
-                                   pendingDevices: decision.pendingDevices, error: decision.error,
-                                   devices: Self.devicePushes(outcomes, willRetry: decision.nextAttemptAt != nil)),
+                                   pendingDevices: decision.pendingDevices, error: decision.error, devices: devicePushes),
             deadDevices: decision.deadDevices, reachedDevices: reached, allowance: lane.allowance))
+    }
+
+    /// A line per push an operator can grep: failed attempts and removed devices at info,
+    /// accepted pushes at debug; who and which device, never the content or a whole token.
+    private func logPushes(_ pushes: [DevicePush], notification: String, user: String) {
+        for push in pushes {
+            let fields: () -> Logger.Metadata = {
+                var metadata: Logger.Metadata = [
+                    "notification": LogText.escaped(notification, limit: 100), "user": LogText.escaped(user, limit: 100),
+                    "device": LogText.escaped(push.deviceId, limit: 100), "app": push.appId.isEmpty ? "default" : push.appId,
+                    "service": push.platform.pushService, "token": push.maskedToken, "state": push.state.rawValue,
+                ]
+                if let error = push.error { metadata["reason"] = LogText.escaped(error, limit: 300) }
+                if let id = push.serviceId { metadata["serviceId"] = LogText.escaped(id, limit: 100) }
+                return metadata
+            }
+            switch push.state {
+            case .sent: logger.debug("push accepted", metadata: fields())
+            case .invalidToken: logger.info("device removed: its push service declared the token dead", metadata: fields())
+            case .retrying, .failed, .expired: logger.info("push failed", metadata: fields())
+            }
+        }
     }
 
     /// Each device's outcome as the console shows it; a temporary failure is `RETRYING` only

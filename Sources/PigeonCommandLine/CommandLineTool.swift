@@ -187,7 +187,8 @@ public struct CommandLineTool: Sendable {
         FileDescriptorLimit.raise(for: configuration.http, logger: logger)
         let gateway: Gateway
         do {
-            gateway = try await Gateway.start(configuration: configuration, logger: logger)
+            gateway = try await Gateway.start(configuration: configuration, logger: logger,
+                                              build: Gateway.Build(version: BuildInfo.version, commit: BuildInfo.commit))
         } catch {
             logger.critical("cannot start: \(error)")
             return 1

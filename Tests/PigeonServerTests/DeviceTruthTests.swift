@@ -91,6 +91,8 @@ struct DeviceTruthTests {
         #expect(try await harness.request("GET", "/console/api/v1/notifications/nothing", on: bank, headers: ["Authorization": basic]).status == 404)
         #expect(try await harness.request("GET", "/console/api/v1/users/t-user", on: harness.baseURL, headers: ["Authorization": basic]).status == 404,
                 "not on the phones' listener")
+        let metrics = try await harness.request("GET", "/metrics", on: bank).text
+        #expect(metrics.contains(#"pigeon_build_info{commit="unknown",version="unknown"} 1"#))
         // The log names user, device and reason for a failed push and a removed device; no whole token.
         let lines = harness.logs.records
         #expect(lines.contains { $0.message == "push failed" && $0.metadata["user"] == "t-lonely" && $0.metadata["device"] == "iphone"

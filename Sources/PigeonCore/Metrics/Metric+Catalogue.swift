@@ -29,6 +29,8 @@ extension Metric {
     public static let pushRetriesTotal = Metric("pigeon_push_retries_total", .counter, "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
     /// `pigeon_push_credentials_refused_total`
     public static let pushCredentialsRefusedTotal = Metric("pigeon_push_credentials_refused_total", .counter, "Pushes a service refused for our static credentials (RuStore's service token), by service and app.")
+    /// `pigeon_build_info`
+    public static let buildInfo = Metric("pigeon_build_info", .gauge, "1, labelled with the running binary's version and commit.")
     /// `pigeon_confidential_pushes_total`
     public static let confidentialPushesTotal = Metric("pigeon_confidential_pushes_total", .counter, "Pushes of confidential notifications by push service and mode (encrypted to the device's key, or fetch).")
     /// `pigeon_confidential_contents_erased_total`
@@ -105,6 +107,7 @@ extension Metric {
         .apnsProviderTokenThrottledTotal,
         .pushRetriesTotal,
         .pushCredentialsRefusedTotal,
+        .buildInfo,
         .confidentialPushesTotal,
         .confidentialContentsErasedTotal,
         .passUpdatesTotal,

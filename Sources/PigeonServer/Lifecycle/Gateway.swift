@@ -39,7 +39,19 @@ public final class Gateway: Sendable {
     private let components: Task<Void, Never>
 
     /// Opens the database, applies pending migrations and starts serving.
-    public static func start(configuration: GatewayConfiguration, logger: Logger) async throws -> Gateway {
+    /// What the running binary was built from, for `pigeon_build_info`.
+    public struct Build: Sendable {
+        public var version: String
+        public var commit: String
+
+        public init(version: String, commit: String) {
+            self.version = version
+            self.commit = commit
+        }
+    }
+
+    public static func start(configuration: GatewayConfiguration, logger: Logger,
+                             build: Build = Build(version: "unknown", commit: "unknown")) async throws -> Gateway {
         let pool = try openPool(configuration, logger: logger)
         do {
             let migrator = try loadMigrator(configuration)
@@ -49,17 +61,18 @@ public final class Gateway: Sendable {
             // process is waited for longer here than in the hourly pass.
             let created = try await Retention(pool: pool).prepareDays(around: Date(), lockTimeout: .seconds(30))
             if created > 0 { logger.info("history partitions created", metadata: ["tables": String(created)]) }
-            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, logger: logger)
+            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, logger: logger, build: build)
         } catch {
             pool.close()
             throw error
         }
     }
 
-    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger) throws {
+    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger, build: Build) throws {
         let metrics = MetricsRegistry()
         metrics.describe(Metric.catalogue)
         ProcessMetrics.collect(into: metrics)
+        metrics.set(Metric.buildInfo, labels: ["version": build.version, "commit": build.commit], to: 1)
         let identifiers = configuration.identifiers
         // A stored urgent send wakes the engine's urgent lane at once.
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)

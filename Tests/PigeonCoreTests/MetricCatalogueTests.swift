@@ -37,6 +37,18 @@ struct MetricCatalogueTests {
         #expect(named.subtracting(exported).isEmpty, "named in deploy/ but not exported: \(named.subtracting(exported).sorted())")
     }
 
+    @Test("every alert has a runbook_url naming its own section of docs/runbook.md, and every section an alert")
+    func runbooks() throws {
+        let rules = try String(contentsOf: Self.repository.appendingPathComponent("deploy/prometheus/pigeon-alerts.yml"), encoding: .utf8)
+        let runbook = try String(contentsOf: Self.repository.appendingPathComponent("docs/runbook.md"), encoding: .utf8)
+        let alerts = rules.matches(of: /- alert: (\w+)/).map { String($0.output.1) }
+        let links = rules.matches(of: /runbook_url: "docs\/runbook\.md#([a-z0-9-]+)"/).map { String($0.output.1) }
+        let sections = runbook.matches(of: /\n## (\w+)\n/).map { String($0.output.1) }
+        #expect(alerts.count >= 12)
+        #expect(links == alerts.map { $0.lowercased() }, "each alert, in order, links its own section")
+        #expect(Set(sections) == Set(alerts), "sections without an alert: \(Set(sections).subtracting(alerts)); alerts without a section: \(Set(alerts).subtracting(sections))")
+    }
+
     @Test("a registry announces every described family from the first render, sampled or not")
     func announced() {
         let registry = MetricsRegistry()

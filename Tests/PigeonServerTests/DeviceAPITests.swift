@@ -168,6 +168,10 @@ struct DeviceAPITests {
             #expect(answer.json["error"] == code)
             #expect(try await flow.count("SELECT count(*) FROM devices") == 0)
         }
+        // What the PigeonRegistrationsFailing alert watches.
+        let metrics = try await flow.gateway.request("GET", "/metrics").text
+        #expect(metrics.contains(#"pigeon_device_registrations_total{result="bank_unavailable"} 2"#), "\(metrics.split(separator: "\n").filter { $0.contains("registrations") })")
+        #expect(metrics.contains(#"pigeon_device_registrations_total{result="bank_invalid_answer"} 1"#))
         // Back to normal: the same registration goes through (an SMS code this time, as frank
         // is not pre-authorized).
         flow.stub.setMode(.normal)

@@ -29,6 +29,8 @@ extension Metric {
     public static let pushRetriesTotal = Metric("pigeon_push_retries_total", .counter, "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
     /// `pigeon_push_credentials_refused_total`
     public static let pushCredentialsRefusedTotal = Metric("pigeon_push_credentials_refused_total", .counter, "Pushes a service refused for our static credentials (RuStore's service token), by service and app.")
+    /// `pigeon_device_registrations_total`
+    public static let deviceRegistrationsTotal = Metric("pigeon_device_registrations_total", .counter, "Device registrations and verifications by result (subscribed, refreshed, verification_required, verified, refused, bank_unavailable, bank_invalid_answer).")
     /// `pigeon_build_info`
     public static let buildInfo = Metric("pigeon_build_info", .gauge, "1, labelled with the running binary's version and commit.")
     /// `pigeon_confidential_pushes_total`
@@ -107,6 +109,7 @@ extension Metric {
         .apnsProviderTokenThrottledTotal,
         .pushRetriesTotal,
         .pushCredentialsRefusedTotal,
+        .deviceRegistrationsTotal,
         .buildInfo,
         .confidentialPushesTotal,
         .confidentialContentsErasedTotal,

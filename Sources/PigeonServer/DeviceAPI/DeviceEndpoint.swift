@@ -28,6 +28,7 @@ struct DeviceEndpoint: Sendable {
     /// Web Push subscriptions may name: a registration for any other app is refused.
     let apps: [String: WebPushHosts]
     let logger: Logger
+    let metrics: MetricsRegistry
 
     /// The route template (for metrics) and the answer.
     func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
@@ -72,6 +73,7 @@ struct DeviceEndpoint: Sendable {
             try await registry.refresh(device: known.id, pushToken: request.pushToken, environment: identity.environment, token: token.stored,
                                        encryptionKey: request.encryptionKey)
             logger.info("device refreshed its push token", metadata: Self.logged(identity, pushToken: request.pushToken))
+            counted("refreshed")
             return subscribed(token.plain)
         }
         let bank = try requireBank()
@@ -82,15 +84,18 @@ struct DeviceEndpoint: Sendable {
             try await registry.subscribe(identity, pushToken: request.pushToken, token: token.stored, override: overrideSubscriptions,
                                          encryptionKey: request.encryptionKey.newKey)
             logger.info("device subscribed", metadata: Self.logged(identity, pushToken: request.pushToken))
+            counted("subscribed")
             return subscribed(token.plain)
         }
         guard try await bankCall({ try await bank.authorizeSubscription(question) }) else {
+            counted("refused")
             throw APIError(403, "AUTHORIZATION_REFUSED", "the bank could not start authorizing this subscription")
         }
         let registrationId = SecretToken.generate()
         try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId),
                                        encryptionKey: request.encryptionKey.newKey)
         logger.info("device waits for its verification code", metadata: Self.logged(identity, pushToken: nil))
+        counted("verification_required")
         return JSONResponse.make(202, ["state": "VERIFICATION_REQUIRED", "registrationId": registrationId])
     }
 
@@ -113,6 +118,7 @@ struct DeviceEndpoint: Sendable {
                 try await registry.dropPending(bankClientId: request.bankClientId, userId: request.userId, deviceId: request.deviceId)
             }
             logger.info("verification code refused", metadata: ["user": request.userId, "registrationDropped": String(lastAttempt)])
+            counted("refused")
             throw APIError(403, "VERIFICATION_FAILED", lastAttempt
                 ? "the verification code is wrong, and this device has no attempts left: register again later for a new code"
                 : "the verification code is not the one the bank sent")
@@ -121,6 +127,7 @@ struct DeviceEndpoint: Sendable {
         try await registry.subscribe(pending.identity, pushToken: pending.pushToken, token: token.stored, override: overrideSubscriptions,
                                      encryptionKey: pending.encryptionKey)
         logger.info("device verified and subscribed", metadata: Self.logged(pending.identity, pushToken: pending.pushToken))
+        counted("verified")
         return subscribed(token.plain)
     }
 
@@ -138,6 +145,10 @@ struct DeviceEndpoint: Sendable {
             && known.appId == claimed.appId && identifiers.comparable(known.userId) == identifiers.comparable(claimed.userId)
     }
 
+    private func counted(_ result: String) {
+        metrics.increment(Metric.deviceRegistrationsTotal, labels: ["result": result])
+    }
+
     private func requireBank() throws(APIError) -> BankProxyClient {
         guard let bank else {
             throw APIError(503, "BANK_PROXY_NOT_CONFIGURED", "new devices need the bank's authorization, and sbiOutboundWebServiceURL is not set")
@@ -151,15 +162,18 @@ struct DeviceEndpoint: Sendable {
             return try await call()
         } catch {
             guard let error = error as? BankProxyError else {
+                counted("bank_unavailable")
                 throw APIError(503, "BANK_PROXY_UNAVAILABLE", "the bank cannot be reached; nothing was registered, try again later")
             }
             switch error.kind {
             case .bankClientNotExists:
                 throw APIError(404, "BANK_CLIENT_NOT_EXISTS", "the bank does not know this bankClientId")
             case .unavailable:
+                counted("bank_unavailable")
                 logger.warning("bank proxy unavailable", metadata: ["error": error.message])
                 throw APIError(503, "BANK_PROXY_UNAVAILABLE", "the bank cannot be reached; nothing was registered, try again later")
             case .invalidAnswer:
+                counted("bank_invalid_answer")
                 logger.error("bank proxy answered something unexpected", metadata: ["error": error.message])
                 throw APIError(502, "BANK_PROXY_INVALID_ANSWER", "the bank answered something unexpected; nothing was registered")
             }

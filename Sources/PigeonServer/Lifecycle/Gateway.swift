@@ -163,7 +163,7 @@ public final class Gateway: Sendable {
                     tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
                     limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
                     apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
-                    logger: logger.withLabel("pigeon.devices")),
+                    logger: logger.withLabel("pigeon.devices"), metrics: metrics),
                 passKit: PassKitEndpoint(
                     prefix: configuration.passes.webServicePath, store: PassStore(pool: devicePool),
                     limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),

@@ -64,6 +64,28 @@ def test_systemd_unit_verifies():
         assert setting in text, setting
 
 
+def test_sysusers_file_creates_the_units_user():
+    """The unit's User= and Group= exist once systemd-sysusers has read deploy/systemd/pigeon.sysusers
+    (checked in a scratch root, so this machine's users are left alone)."""
+    if shutil.which("systemd-sysusers") is None:
+        pytest.skip("systemd-sysusers is not installed (Debian package systemd)")
+    sysusers = os.path.join(ROOT, "deploy", "systemd", "pigeon.sysusers")
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "etc"))
+        for name in ["passwd", "group"]:
+            open(os.path.join(root, "etc", name), "w").write("root:x:0:0:root:/root:/bin/sh\n" if name == "passwd" else "root:x:0:\n")
+        result = subprocess.run(["systemd-sysusers", f"--root={root}", sysusers], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+        users = open(os.path.join(root, "etc", "passwd")).read()
+        groups = open(os.path.join(root, "etc", "group")).read()
+    unit = open(UNIT).read()
+    user = re.search(r"^User=(\S+)", unit, re.M).group(1)
+    group = re.search(r"^Group=(\S+)", unit, re.M).group(1)
+    entry = next(line for line in users.splitlines() if line.startswith(user + ":"))
+    assert entry.endswith(":/var/lib/pigeon:/usr/sbin/nologin"), entry
+    assert any(line.startswith(group + ":") for line in groups.splitlines())
+
+
 def test_container_image_builds():
     runtime = shutil.which("podman") or shutil.which("docker")
     if runtime is None:

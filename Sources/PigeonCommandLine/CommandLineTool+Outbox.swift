@@ -8,9 +8,12 @@ extension CommandLineTool {
         pigeon outbox list --config FILE
         pigeon outbox retry --config FILE (--id ID[,ID…] | --all)
 
-        Reports the bank refused for longer than reportMaxAgeHours leave the outbox for the dead
-        letters. 'list' prints them (id, kind, notification, users, attempts, written, died, last
-        error); 'retry' puts them back into the outbox, due now, for the running gateways to send.
+        Reports to the bank wait in the outbox until it takes them; those it refused for longer than
+        reportMaxAgeHours leave it for the dead letters. 'list' prints both: the waiting ones (id,
+        kind, notification, users, attempts, written, next attempt, last error; the first 500) and
+        the dead letters (id, kind, notification, users, attempts, written, died, last error), or
+        "none". 'retry' puts dead letters back into the outbox, due now, for the running gateways
+        to send; an id that is not a dead letter is named and the exit status is 1.
         """
 
     func outbox(_ options: [String]) async -> Int32 {
@@ -56,8 +59,12 @@ extension CommandLineTool {
                 defer { pool.close() }
                 let outbox = Outbox(pool: pool)
                 if action == "list" {
+                    let waiting = try await ConsoleStore(pool: pool, identifiers: configuration.identifiers).waitingReports(offset: 0, limit: 500)
+                    print("Waiting to be sent (\(waiting.total)):")
+                    print(waiting.page.isEmpty ? "none" : Self.table(waiting.page))
                     let dead = try await outbox.deadLetters()
-                    print(Self.table(dead))
+                    print("\nDead letters (\(dead.count)):")
+                    print(dead.isEmpty ? "none" : Self.table(dead))
                 } else {
                     let moved = try await outbox.requeue(all ? nil : ids)
                     print("re-queued \(moved.count) report\(moved.count == 1 ? "" : "s")")
@@ -73,6 +80,19 @@ extension CommandLineTool {
                 return 1
             }
         }
+    }
+
+    /// Waiting reports as tab-separated lines under a header.
+    static func table(_ reports: [ConsoleStore.WaitingReport]) -> String {
+        let format = Date.ISO8601FormatStyle()
+        var lines = ["id\tkind\tnotification\tusers\tattempts\twritten\tnext attempt\tlast error"]
+        for report in reports {
+            let users = report.concerned.prefix(5).joined(separator: ",") + (report.concerned.count > 5 ? ",… (\(report.concerned.count))" : "")
+            lines.append([String(report.id), report.kind, LogText.escaped(report.subject, limit: 80), LogText.escaped(users, limit: 200),
+                          String(report.attempts), report.createdAt.formatted(format), report.nextAttemptAt.formatted(format),
+                          LogText.escaped(report.lastError ?? "", limit: 200)].joined(separator: "\t"))
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Dead letters as tab-separated lines under a header.

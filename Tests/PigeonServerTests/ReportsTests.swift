@@ -77,8 +77,11 @@ struct ReportsTests {
         defer { try? FileManager.default.removeItem(at: config) }
         let pigeon = GatewayProcess.executable.path
         let listed = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "list", "--config", config.path]), as: UTF8.self)
-        #expect(listed.contains("pushIsOpened\told-1\talice"), "\(listed)")
-        #expect(!listed.contains("young-1"))
+        // Both: the waiting report and the dead letter, each under its heading.
+        let sections = listed.components(separatedBy: "Dead letters (1):")
+        #expect(sections.count == 2, "\(listed)")
+        #expect(sections.first?.contains("Waiting to be sent (1):") == true && sections.first?.contains("pushIsOpened\tyoung-1\tbob") == true, "\(listed)")
+        #expect(sections.last?.contains("pushIsOpened\told-1\talice") == true && sections.last?.contains("young-1") == false, "\(listed)")
         flow.stub.setMode(.normal)
         // An id that is no dead letter is named, and the command fails.
         let deadId = try await flow.count("SELECT max(id) FROM outbox_dead")
@@ -90,6 +93,9 @@ struct ReportsTests {
         #expect(retried.contains("re-queued 1 report"))
         #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.contains { $0.notificationId == "old-1" } })
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 0)
+        #expect(try await flow.waitUntil(seconds: 20) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
+        let empty = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "list", "--config", config.path]), as: UTF8.self)
+        #expect(empty == "Waiting to be sent (0):\nnone\n\nDead letters (0):\nnone\n", "\(empty)")
         await flow.stop()
     }
 

@@ -58,8 +58,18 @@ struct ConfigurationTests {
         ("urgentPriority = high", "server.conf:1: urgentPriority: 'high' is not a whole number"),
         ("fcmMessagesPerMinute = 0", "server.conf:1: fcmMessagesPerMinute: 0 is outside 1…100000000"),
         ("app.business.fcmMessagesPerMinute = -5", "server.conf:1: app.business.fcmMessagesPerMinute: -5 is outside 1…100000000"),
+        // A typo names the key meant; a key far from any names none.
+        ("dbPoolSzie = 4", "server.conf:1: unknown key 'dbPoolSzie'; did you mean 'dbPoolSize'?"),
+        ("apnstopic = com.bank.app", "unknown key 'apnstopic'; did you mean 'apnsTopic'?"),
+        ("app.business.apnsTopik = x", "unknown key 'apnsTopik' for app 'business'; did you mean 'apnsTopic'?"),
+        ("confidentialType = PIN_CODE", "unknown key 'confidentialType'; did you mean 'confidentialTypes'?"),
+        ("confidentialTypes = PIN_CODE, SECRET", "confidentialTypes: 'SECRET' is not a push type"),
+        ("confidentialAlertText = ", "confidentialAlertText: must be 1 to 200 bytes"),
     ])
     func errors(text: String, expected: String) {
+        if expected.hasPrefix("server.conf:2: unknown key 'bogusKey'") {
+            #expect(NearestKey.suggestion(for: "bogusKey", among: GatewayConfiguration.keyNames) == nil)
+        }
         #expect {
             try GatewayConfiguration.parse(text: text, name: "server.conf")
         } throws: { error in

@@ -56,7 +56,8 @@ extension GatewayConfiguration {
             return try applyPassTypeKey(key, value: value, location: location)
         }
         guard let setter = Self.keys[key] else {
-            throw ConfigurationError(location: location, message: "unknown key '\(key)'")
+            let hint = NearestKey.suggestion(for: key, among: Self.keys.keys).map { "; did you mean '\($0)'?" } ?? ""
+            throw ConfigurationError(location: location, message: "unknown key '\(key)'\(hint)")
         }
         do {
             try setter(&self, value)
@@ -80,7 +81,9 @@ extension GatewayConfiguration {
         guard let setter = Self.appKeys[appKey] else {
             throw ConfigurationError(
                 location: location,
-                message: "unknown key '\(appKey)' for app '\(name)'; an app takes \(Self.appKeys.keys.sorted().joined(separator: ", "))")
+                message: "unknown key '\(appKey)' for app '\(name)'"
+                    + (NearestKey.suggestion(for: appKey, among: Self.appKeys.keys).map { "; did you mean '\($0)'?" } ?? "")
+                    + "; an app takes \(Self.appKeys.keys.sorted().joined(separator: ", "))")
         }
         var app = apps[name] ?? PushApp()
         do {

@@ -19,7 +19,8 @@ public struct CommandLineTool: Sendable {
         commands:
           serve --config FILE         apply pending migrations, then serve until SIGTERM
           migrate --config FILE       apply pending migrations and exit
-          check-config --config FILE  validate the configuration and exit
+          check-config --config FILE [--connect]
+                                      validate the configuration (and reach what it names) and exit
           simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
                                       a local APNs + FCM + OAuth simulator (HTTP/2, TLS)
           bank-stub [--listen HOST:PORT] [--clients …] [--authorized …] [--code CODE]
@@ -50,7 +51,17 @@ public struct CommandLineTool: Sendable {
                 await migrate(configuration, logger: logger)
             }
         case "check-config":
-            return await withConfiguration(command, options, help: "pigeon check-config --config FILE\n\nValidates every key and referenced file, prints a summary, exits 0 if valid.") { configuration, _, _ in
+            // --connect: also reach what the configuration names (database, bank, push hosts).
+            let connect = options.contains("--connect")
+            let help = """
+                pigeon check-config --config FILE [--connect]
+
+                Validates every key and referenced file, prints a summary, exits 0 if valid. With
+                --connect it also connects to the database (and says whether migrations are
+                pending), fetches the bank proxy's WSDL and resolves every push service's host: a
+                line each, OK or FAILED with the reason; any FAILED exits 1.
+                """
+            return await withConfiguration(command, options.filter { $0 != "--connect" }, help: help) { configuration, logger, _ in
                 let bank = configuration.http.bank.map { ", bankListen \($0.host):\($0.port)" } ?? " (SOAP on listen too)"
                 let apps: [String]
                 do {
@@ -62,7 +73,10 @@ public struct CommandLineTool: Sendable {
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
                 apps.forEach { print($0) }
                 configuration.exposureWarnings.forEach { print("warning: \($0.message) (\($0.address))") }
-                return 0
+                guard connect else { return 0 }
+                let lines = await ConnectionCheck.run(configuration, logger: logger)
+                lines.forEach { print($0.description) }
+                return lines.allSatisfy(\.ok) ? 0 : 1
             }
         case "--version", "version":
             print("pigeon \(BuildInfo.version) (commit \(BuildInfo.commit))")

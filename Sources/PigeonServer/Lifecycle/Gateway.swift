@@ -93,15 +93,7 @@ public final class Gateway: Sendable {
             metrics: metrics)
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
         // the gateway's own credentials and the bank's CA.
-        let bankHTTP = try configuration.bankProxyURL.map { url in
-            try HTTP2Client(configuration: .init(
-                maxConnections: 8, maxStreamsPerConnection: 10, timeout: .seconds(configuration.bankProxyTimeoutSeconds),
-                caFile: configuration.bankChannel.caFile,
-                clientCertificate: configuration.bankChannel.clientCertificatePath.map {
-                    HTTP2Client.ClientCertificate(path: $0, type: .pem, keyPath: configuration.bankChannel.clientKeyPath)
-                },
-                threadName: "bank-\(URLComponents(string: url)?.port ?? 0)"))
-        }
+        let bankHTTP = try configuration.bankProxyURL.map { try Self.bankClient(configuration, url: $0) }
         let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
         let bank = configuration.bankProxyURL.flatMap { url in
             bankHTTP.map { BankProxyClient(url: url, http: $0, credentials: bankCredentials) }
@@ -382,6 +374,18 @@ public final class Gateway: Sendable {
 
     /// The database pool of a configuration (no connection is opened until first use), of
     /// `dbPoolSize` connections unless `size` says otherwise.
+    /// The HTTP client of the bank proxy at `url`: HTTP/1.1 or HTTP/2, a few connections, each
+    /// call bounded in time, the gateway's own client certificate and the bank's CA.
+    static func bankClient(_ configuration: GatewayConfiguration, url: String) throws -> HTTP2Client {
+        try HTTP2Client(configuration: .init(
+            maxConnections: 8, maxStreamsPerConnection: 10, timeout: .seconds(configuration.bankProxyTimeoutSeconds),
+            caFile: configuration.bankChannel.caFile,
+            clientCertificate: configuration.bankChannel.clientCertificatePath.map {
+                HTTP2Client.ClientCertificate(path: $0, type: .pem, keyPath: configuration.bankChannel.clientKeyPath)
+            },
+            threadName: "bank-\(URLComponents(string: url)?.port ?? 0)"))
+    }
+
     public static func openPool(_ configuration: GatewayConfiguration, size: Int? = nil, label: String = "pigeon.db", logger: Logger) throws -> PostgresPool {
         guard let url = configuration.database.url else {
             throw StartError(description: "dbUrl is not set")

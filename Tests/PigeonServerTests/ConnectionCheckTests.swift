@@ -1,0 +1,59 @@
+import Foundation
+import PigeonBankStub
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonServer
+
+/// `pigeon check-config --connect` (the real binary): what a configuration reaches, a line each.
+@Suite("check-config --connect", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct ConnectionCheckTests {
+    static func check(_ text: String) throws -> (status: Int32, output: String) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("connect") + ".conf")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try ProgramRun.run(GatewayProcess.executable.path, ["check-config", "--config", file.path, "--connect"], errorsToOutput: true)
+        return (run.status, String(decoding: run.output, as: UTF8.self))
+    }
+
+    @Test("everything reachable: the database (schema current), the bank's WSDL, every push host; exit 0")
+    func reachable() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let stub = try BankStub(configuration: .init(bankClients: ["bank"]), port: 0, logger: .silent)
+        defer { stub.stop() }
+        let (status, output) = try Self.check("""
+            dbUrl = \(database.url)
+            migrationsPath = \(TestDatabase.migrationsDirectory.path)
+            sbiOutboundWebServiceURL = \(stub.serviceURL)
+            \(fixture.simulator.configurationSnippet)
+            """)
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("database postgresql://") && output.contains(": OK (schema current, migration"), "\(output)")
+        #expect(output.contains("bank proxy http://127.0.0.1:") && output.contains("OK (WSDL fetched"), "\(output)")
+        #expect(output.contains("APNs 127.0.0.1: OK (resolves to 127.0.0.1") && output.contains("FCM tokens 127.0.0.1: OK"), "\(output)")
+        #expect(!output.contains("FAILED"))
+        await database.drop()
+    }
+
+    @Test("a stopped PostgreSQL, an unreachable bank, an unresolvable push host: each FAILED with its reason; exit 1")
+    func unreachable() throws {
+        let closed = try #require(LoopbackPort.free()), bank = try #require(LoopbackPort.free())
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        // An empty label: the resolver refuses the name without asking any server.
+        let snippet = fixture.simulator.configurationSnippet.replacingOccurrences(of: "apnsEndpoint = https://127.0.0.1", with: "apnsEndpoint = https://push-host..invalid")
+        let (status, output) = try Self.check("""
+            dbUrl = postgresql://postgres@127.0.0.1:\(closed)/pigeon
+            migrationsPath = \(TestDatabase.migrationsDirectory.path)
+            sbiOutboundWebServiceURL = http://127.0.0.1:\(bank)/sbi-outbound/services/SBIOutbound
+            \(snippet)
+            """)
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("database postgresql://postgres@127.0.0.1:\(closed)/pigeon: FAILED ("), "\(output)")
+        #expect(output.contains("bank proxy http://127.0.0.1:\(bank)/sbi-outbound/services/SBIOutbound: FAILED ("), "\(output)")
+        #expect(output.contains("APNs push-host..invalid: FAILED (the name does not resolve)"), "\(output)")
+        #expect(output.contains("APNs sandbox 127.0.0.1: OK"), "the others are still checked: \(output)")
+    }
+}

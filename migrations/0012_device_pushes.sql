@@ -65,3 +65,22 @@ HAVING count(*) > 0;
 -- never-reached device from then), so alone it cannot tell "never" from "at registration".
 ALTER TABLE device_reach ADD COLUMN reached boolean NOT NULL DEFAULT false;
 UPDATE device_reach r SET reached = true FROM devices d WHERE d.id = r.device_id AND r.reached_at > d.created_at;
+
+-- Devices removed, with when and why (a dead token, the bank's deleteSubscription, a revocation
+-- in the console, a newer device with overrideSubscriptions, no delivery for
+-- deviceExpiredPeriodMillis): the console's "the code went to her old phone" — gone since when?
+-- Kept retentionDays.
+CREATE TABLE removed_devices (
+    id              bigserial   PRIMARY KEY,
+    user_id         text        NOT NULL,
+    user_folded     text        NOT NULL,
+    device_id       text        NOT NULL,
+    platform        text        NOT NULL,
+    app_id          text        NOT NULL,
+    -- The push token shortened; never the whole token.
+    token_masked    text        NOT NULL,
+    reason          text        NOT NULL,
+    removed_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX removed_devices_by_user ON removed_devices (user_folded, removed_at DESC);
+CREATE INDEX removed_devices_by_age ON removed_devices (removed_at);

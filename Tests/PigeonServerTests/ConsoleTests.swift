@@ -108,6 +108,8 @@ struct ConsoleTests {
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0)
         #expect(try await flow.call("GET", "/api/v1/notifications/pin-1/details", bearer: aliceToken).status == 401)
         #expect(flow.gateway.logs.records.contains { $0.message.contains("device revoked") && $0.metadata["reason"] == "phone stolen" })
+        let afterRevoke = try await console.call("GET", "/console/user?user=alice")
+        #expect(afterRevoke.body.contains("Removed devices (1)") && afterRevoke.body.contains("revoked in the console by operator: phone stolen"), "\(afterRevoke.body)")
 
         // "What is the bank proxy refusing?" A dead report, sent again.
         _ = try await flow.database.pool.withConnection { connection in

@@ -79,6 +79,12 @@ struct DeviceTruthTests {
         #expect(reached["iphone-new"] is String)
         #expect(reached["ipad"] is NSNull, "never reached: null")
         #expect((user["notifications"] as? [[String: Any]])?.first?["id"] as? String == "truth-1")
+        // … and the removed one, with when and why.
+        let removed = try #require(user["removedDevices"] as? [[String: Any]])
+        #expect(removed.count == 1)
+        #expect(removed.first?["deviceId"] as? String == "pixel-old" && removed.first?["platform"] as? String == "ANDROID")
+        #expect((removed.first?["reason"] as? String)?.contains("token dead") == true && removed.first?["removedAt"] is String)
+        #expect((removed.first?["pushToken"] as? String)?.contains("…") == true && removed.first?["pushToken"] as? String != Self.dead)
 
         let page = try await DeviceFlowHarness.curlWithHeaders(
             ["-s", "-S", "-i", "--max-time", "30", "-u", "operator:console-password-0123", bank + "/console/notification?id=truth-1"], input: nil)

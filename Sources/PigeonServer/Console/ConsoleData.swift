@@ -87,12 +87,13 @@ struct ConsoleData: Sendable {
         var devices: [ConsoleStore.DeviceSummary]
         var pending: [ConsoleStore.PendingRegistration]
         var recent: [ConsoleStore.UserNotification]
+        var removed: [ConsoleStore.RemovedDevice] = []
     }
 
     func user(_ user: String) async throws -> UserView? {
         guard !user.isEmpty else { return nil }
         return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user),
-                        recent: try await store.recentNotifications(user: user))
+                        recent: try await store.recentNotifications(user: user), removed: try await store.removedDevices(user: user))
     }
 
     struct OutboxView: Sendable {

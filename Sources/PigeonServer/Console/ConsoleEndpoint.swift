@@ -118,7 +118,7 @@ struct ConsoleEndpoint: Sendable {
         guard !reason.isEmpty, reason.count <= 200 else {
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("Give a reason (at most 200 characters) to revoke a device."))
         }
-        guard let revoked = try await data.store.revoke(deviceId: deviceId) else {
+        guard let revoked = try await data.store.revoke(deviceId: deviceId, reason: "revoked in the console by \(session.username): \(reason)") else {
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("That device is already gone."))
         }
         logger.notice("console: device revoked", metadata: [

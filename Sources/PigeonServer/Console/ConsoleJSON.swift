@@ -65,6 +65,10 @@ enum ConsoleJSON {
                     "lastReachedAt": device.reachedAt.map(timestamp) ?? NSNull(),
                 ]
             },
+            "removedDevices": view.removed.map { device -> [String: Any] in
+                ["deviceId": device.deviceId, "platform": device.platform, "appId": device.appId.isEmpty ? "default" : device.appId,
+                 "pushToken": device.maskedToken, "reason": device.reason, "removedAt": timestamp(device.removedAt)]
+            },
             "waitingForCode": view.pending.map { ["deviceId": $0.deviceId, "platform": $0.platform, "since": timestamp($0.createdAt)] },
             "notifications": view.recent.map { notification -> [String: Any] in
                 ["id": notification.notificationId, "state": notification.state, "attempts": notification.attempts,

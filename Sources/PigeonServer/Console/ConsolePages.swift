@@ -207,6 +207,12 @@ enum ConsolePages {
                 """
         }
         if view.devices.isEmpty { body += "<tr><td colspan=\"8\">No subscribed device.</td></tr>" }
+        body += "</tbody></table><h2>Removed devices (\(view.removed.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Removed</th><th scope=\"col\">Why</th></tr></thead><tbody>"
+        for device in view.removed {
+            body += "<tr><td>\(HTML.escape(device.deviceId))</td><td>\(HTML.escape(device.platform))</td><td>\(HTML.escape(device.appId.isEmpty ? "default" : device.appId))</td>"
+                + "<td class=\"token\">\(HTML.escape(device.maskedToken))</td><td>\(HTML.date(device.removedAt))</td><td>\(HTML.escape(device.reason))</td></tr>"
+        }
+        if view.removed.isEmpty { body += "<tr><td colspan=\"6\">None removed.</td></tr>" }
         body += "</tbody></table><h2>Waiting for an SMS code (\(view.pending.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">Since</th></tr></thead><tbody>"
         for pending in view.pending {
             body += "<tr><td>\(HTML.escape(pending.deviceId)) (\(HTML.escape(pending.bankClientId)))</td><td>\(HTML.escape(pending.platform))</td><td>\(HTML.date(pending.createdAt))</td></tr>"

@@ -165,15 +165,43 @@ public struct ConsoleStore: Sendable {
 
     /// Deletes a device, and with it its bearer token and push token; the device as it was, or
     /// nil when there is no such device.
-    public func revoke(deviceId: Int64) async throws -> (user: String, device: DeviceSummary)? {
+    /// `reason`: why, as the user's page lists it among the removed devices.
+    public func revoke(deviceId: Int64, reason: String = "revoked in the console") async throws -> (user: String, device: DeviceSummary)? {
         try await pool.withConnection { connection in
             guard let row = try connection.query("""
-                WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *)
+                WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT g.id, g.bank_client_id, g.device_id, g.platform, g.app_id, g.environment, g.push_token,
-                       extract(epoch FROM g.created_at)::double precision, NULL::double precision, g.user_id
+                       extract(epoch FROM g.created_at)::double precision, NULL::double precision, NULL::text, g.user_id
                 FROM gone g
-                """, [String(deviceId)]).rows.first, let device = Self.device(row), let user = row.text(9) else { return nil }
+                """, [String(deviceId), String(reason.prefix(300))]).rows.first, let device = Self.device(row), let user = row.text(10) else { return nil }
             return (user, device)
+        }
+    }
+
+    /// A device removed: when and why.
+    public struct RemovedDevice: Sendable, Equatable {
+        public var deviceId: String
+        public var platform: String
+        public var appId: String
+        /// Shortened when written.
+        public var maskedToken: String
+        public var reason: String
+        public var removedAt: Date
+    }
+
+    /// The user's devices removed within the retention period, newest first (at most 50).
+    public func removedDevices(user: String) async throws -> [RemovedDevice] {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision
+                FROM removed_devices WHERE user_folded = $1 AND ($2 OR user_id = $3)
+                ORDER BY removed_at DESC LIMIT 50
+                """, [user.lowercased(), identifiers.caseInsensitive ? "true" : "false", user]).rows.compactMap { row -> RemovedDevice? in
+                guard let device = row.text(0), let platform = row.text(1), let reason = row.text(4),
+                      let removed = row.text(5).flatMap(Double.init) else { return nil }
+                return RemovedDevice(deviceId: device, platform: platform, appId: row.text(2) ?? "", maskedToken: row.text(3) ?? "",
+                                     reason: reason, removedAt: Date(timeIntervalSince1970: removed))
+            }
         }
     }
 

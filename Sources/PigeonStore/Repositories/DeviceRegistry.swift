@@ -132,7 +132,10 @@ public struct DeviceRegistry: Sendable {
                                      [key, identity.deviceId, identity.platform.rawValue, identity.appId])
             let id = try Self.insert(identity, pushToken: pushToken, token: token, encryptionKey: encryptionKey, connection)
             if override {
-                _ = try connection.query("DELETE FROM devices WHERE \(column) = $1 AND id <> $2", [key, String(id)])
+                _ = try connection.query("""
+                    WITH gone AS (DELETE FROM devices WHERE \(column) = $1 AND id <> $2 RETURNING *), \(RemovedDevices.noted(reason: "$3"))
+                    SELECT count(*) FROM gone
+                    """, [key, String(id), RemovedDevices.replaced])
             }
             return id
         }

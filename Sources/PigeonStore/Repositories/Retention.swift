@@ -61,6 +61,11 @@ public struct Retention: Sendable {
                 try connection.query("DROP TABLE IF EXISTS \"\(table)\"")
                 dropped.append(table)
             }
+            // Removed devices are kept as long as the deliveries that went to them.
+            _ = try connection.query("""
+                DELETE FROM removed_devices WHERE id IN (
+                    SELECT id FROM removed_devices WHERE removed_at < $1::timestamptz ORDER BY removed_at LIMIT 100000)
+                """, [cutoff])
             return RetentionStep(created: 0, dropped: dropped, ran: true)
         }
     }

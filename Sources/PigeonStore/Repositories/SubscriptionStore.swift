@@ -42,7 +42,10 @@ public struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
         return try await pool.withConnection { connection in
-            try connection.query("DELETE FROM devices WHERE \(column) = $1", [key]).affected
+            try connection.query("""
+                WITH gone AS (DELETE FROM devices WHERE \(column) = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
+                SELECT count(*) FROM gone
+                """, [key, RemovedDevices.deletedByBank]).scalar.flatMap(Int.init) ?? 0
         }
     }
 
@@ -91,7 +94,10 @@ public struct SubscriptionStore: Sendable {
         guard !deviceIds.isEmpty else { return 0 }
         let ids = PostgresArray.encode(deviceIds.map(String.init))
         return try await pool.withConnection { connection in
-            try connection.query("DELETE FROM devices WHERE id = ANY($1::bigint[])", [ids]).affected
+            try connection.query("""
+                WITH gone AS (DELETE FROM devices WHERE id = ANY($1::bigint[]) RETURNING *), \(RemovedDevices.noted(reason: "$2"))
+                SELECT count(*) FROM gone
+                """, [ids, RemovedDevices.deadToken]).scalar.flatMap(Int.init) ?? 0
         }
     }
 

@@ -130,12 +130,16 @@ public struct Sweeps: Sendable {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
             let deleted = try connection.query("""
+                WITH gone AS (
                 DELETE FROM devices WHERE id IN (
                     SELECT d.id FROM device_reach r JOIN devices d ON d.id = r.device_id
                     WHERE d.state = 'SUBSCRIBED' AND r.reached_at < now() - make_interval(secs => $1::double precision)
                     ORDER BY r.reached_at
                     LIMIT \(limit) FOR UPDATE OF d SKIP LOCKED)
-                """, [seconds]).affected
+                RETURNING *
+                ), \(RemovedDevices.noted(reason: "$2"))
+                SELECT count(*) FROM gone
+                """, [seconds, RemovedDevices.stale]).scalar.flatMap(Int.init) ?? 0
             let abandoned = try connection.query("""
                 DELETE FROM pending_registrations WHERE id IN (
                     SELECT id FROM pending_registrations WHERE created_at < now() - interval '1 day'

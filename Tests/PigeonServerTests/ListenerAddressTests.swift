@@ -12,9 +12,19 @@ struct ListenerAddressTests {
                        admit: { _ in .accept(maxBytes: 0) }, handler: { _ in HTTPResponse(status: 204) })
     }
 
+    /// A listener on a port below the kernel's ephemeral range (32768…): no client connection of
+    /// the tests running alongside can be holding it when the test binds it again.
+    static func startBelowEphemeralPorts() throws -> HTTPServer {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            if let server = try? start(port: UInt16.random(in: 20_000..<30_000, using: &generator)) { return server }
+        }
+        return try start(port: 0)
+    }
+
     @Test("a second listener on the same address fails at start and says the address is in use")
     func secondListenerRefused() throws {
-        let first = try Self.start(port: 0)
+        let first = try Self.startBelowEphemeralPorts()
         defer { first.stop() }
         do {
             let second = try Self.start(port: first.port)

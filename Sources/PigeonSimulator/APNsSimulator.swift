@@ -29,6 +29,8 @@ public final class APNsSimulator: Sendable {
         public var collapseId: String?
         public var expiration: String?
         public var payload: Data
+        /// When the simulator accepted it.
+        public var receivedAt = Date()
     }
 
     private struct State {

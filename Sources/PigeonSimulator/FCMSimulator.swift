@@ -14,6 +14,8 @@ public final class FCMSimulator: Sendable {
         public var registrationToken: String
         public var name: String
         public var message: Data
+        /// When the simulator accepted it.
+        public var receivedAt = Date()
     }
 
     public static let tokenLifetime: TimeInterval = 3600

@@ -13,6 +13,8 @@ public final class HuaweiSimulator: Sendable {
         public var appId: String
         public var token: String
         public var message: Data
+        /// When the simulator accepted it.
+        public var receivedAt = Date()
     }
 
     private struct State {

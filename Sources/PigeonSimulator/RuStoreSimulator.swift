@@ -12,6 +12,8 @@ public final class RuStoreSimulator: Sendable {
         public var project: String
         public var token: String
         public var message: Data
+        /// When the simulator accepted it.
+        public var receivedAt = Date()
     }
 
     private struct State {

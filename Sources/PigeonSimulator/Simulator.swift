@@ -155,35 +155,54 @@ extension Simulator {
         Self.pushLines(Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush, wallet: wallet, keyring: keyring, origin: baseURL))
     }
 
-    /// `/simulator/pushes`: a JSON line per accepted push, with what a confidential one opened to
-    /// on its phone when the simulator holds the phone's key (``DeviceKeyring``).
+    /// `/simulator/pushes`: a JSON line per accepted push, in the order they arrived, each with
+    /// its time (`receivedAt`, seconds since 1970), service and app (APNs topic, FCM or RuStore
+    /// project, Huawei app id), and for a confidential one what it opened to on its phone when
+    /// the simulator holds the phone's key (``DeviceKeyring``).
     static func pushLines(_ services: Services) -> String {
         let keyring = services.keyring
         func opened(_ service: String, _ token: String, _ body: Data) -> String {
             keyring.opened(token: token, payload: DeviceKeyring.payload(service: service, body: body))
         }
-        var lines = ""
+        func head(_ service: String, _ date: Date, app: String?) -> String {
+            #"{"service":"\#(service)","receivedAt":\#(String(format: "%.6f", date.timeIntervalSince1970)),"app":\#(app.map { "\"\(JSONText.escaped($0))\"" } ?? "null"),"#
+        }
+        var lines: [(at: Date, line: String)] = []
         for delivery in services.apns.deliveries {
             let payload = String(decoding: delivery.payload, as: UTF8.self)
-            lines += #"{"service":"apns","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"# + "\n"
+            lines.append((delivery.receivedAt, head("apns", delivery.receivedAt, app: delivery.topic)
+                + #""token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"#))
         }
         for delivery in services.fcm.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
-            lines += #"{"service":"fcm","token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)\#(opened("fcm", delivery.registrationToken, delivery.message))}"# + "\n"
+            lines.append((delivery.receivedAt, head("fcm", delivery.receivedAt, app: delivery.project)
+                + #""token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)\#(opened("fcm", delivery.registrationToken, delivery.message))}"#))
         }
         for delivery in services.rustore.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
-            lines += #"{"service":"rustore","token":"\#(delivery.token)","message":\#(message)\#(opened("rustore", delivery.token, delivery.message))}"# + "\n"
+            lines.append((delivery.receivedAt, head("rustore", delivery.receivedAt, app: delivery.project)
+                + #""token":"\#(delivery.token)","message":\#(message)\#(opened("rustore", delivery.token, delivery.message))}"#))
         }
         for delivery in services.webPush.deliveries {
             let message = String(decoding: delivery.plaintext, as: UTF8.self)
-            lines += #"{"service":"webpush","subscription":"\#(delivery.subscriptionId)","message":\#(message)\#(opened("webpush", delivery.subscriptionId, delivery.plaintext))}"# + "\n"
+            lines.append((delivery.receivedAt, head("webpush", delivery.receivedAt, app: nil)
+                + #""subscription":"\#(delivery.subscriptionId)","message":\#(message)\#(opened("webpush", delivery.subscriptionId, delivery.plaintext))}"#))
         }
         for delivery in services.huawei.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
-            lines += #"{"service":"huawei","token":"\#(delivery.token)","message":\#(message)\#(opened("huawei", delivery.token, delivery.message))}"# + "\n"
+            lines.append((delivery.receivedAt, head("huawei", delivery.receivedAt, app: delivery.appId)
+                + #""token":"\#(delivery.token)","message":\#(message)\#(opened("huawei", delivery.token, delivery.message))}"#))
         }
-        return lines
+        // Arrival order across the services (a stable sort keeps each service's own order on ties).
+        return lines.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map { $0.element.line + "\n" }.joined()
+    }
+}
+
+/// JSON string contents, escaped.
+enum JSONText {
+    static func escaped(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text])) ?? Data("[\"\"]".utf8)
+        return String(decoding: data.dropFirst(2).dropLast(2), as: UTF8.self)
     }
 }
 

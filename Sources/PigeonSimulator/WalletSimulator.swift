@@ -206,8 +206,24 @@ extension WalletSimulator {
             }
             let behaviour: Behaviour = object["fetch"] as? String == "never"
                 ? .never : .fetch(afterMilliseconds: (object["fetchDelayMilliseconds"] as? NSNumber)?.intValue ?? 0)
-            inBackground { [self] in await addDevice(id: id, pushToken: token, webServiceURL: url, cards: cards, behaviour: behaviour) }
-            return .json(202, #"{"passes":\#(cards.count)}"#)
+            // Answered once every registration is done (a walkthrough's next update then finds
+            // the device), with each one's status from the gateway; at most 30 s.
+            let done = DispatchSemaphore(value: 0)
+            let statuses = Mutex<[Int]?>(nil)
+            inBackground { [self] in
+                let answered = await addDevice(id: id, pushToken: token, webServiceURL: url, cards: cards, behaviour: behaviour)
+                statuses.withLock { $0 = answered }
+                done.signal()
+            }
+            guard done.wait(timeout: .now() + 30) == .success, let answered = statuses.withLock({ $0 }) else {
+                return .json(504, #"{"error":"the registrations did not finish within 30 s"}"#)
+            }
+            let registrations = zip(cards, answered).map { card, status in
+                ["passTypeIdentifier": card.pass.passTypeIdentifier, "serialNumber": card.pass.serialNumber, "status": status] as [String: Any]
+            }
+            let body = (try? JSONSerialization.data(withJSONObject: ["passes": cards.count, "registrations": registrations], options: [.sortedKeys])) ?? Data("{}".utf8)
+            let registered = answered.allSatisfy { $0 == 200 || $0 == 201 }
+            return H2Server.Response(status: registered ? 200 : 502, headers: ["content-type": "application/json"], body: body)
         case "/simulator/wallet/refresh":
             guard let token = object["pushToken"] as? String, let type = object["passTypeIdentifier"] as? String else {
                 return .json(400, #"{"error":"expected pushToken and passTypeIdentifier"}"#)

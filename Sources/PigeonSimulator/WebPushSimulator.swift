@@ -15,6 +15,8 @@ public final class WebPushSimulator: Sendable {
     public struct Delivery: Sendable, Equatable {
         public var subscriptionId: String
         public var plaintext: Data
+        /// When the simulator accepted it.
+        public var receivedAt = Date()
         public var ttl: String?
         public var urgency: String?
         public var topic: String?

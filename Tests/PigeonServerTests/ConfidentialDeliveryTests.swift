@@ -73,6 +73,11 @@ struct ConfidentialDeliveryTests {
             #expect(decrypted["details"] as? [String: String] == ["name": "ACME Shop"], "\(service)")
         }
         #expect(Set(records.compactMap { $0["service"] as? String }) == ["apns", "fcm", "rustore", "huawei", "webpush"])
+        // The simulator lists pushes in arrival order across services, each with its time and app.
+        let times = records.compactMap { $0["receivedAt"] as? Double }
+        #expect(times.count == records.count && times == times.sorted())
+        #expect(records.first { $0["service"] as? String == "apns" }?["app"] as? String == SimulatorCredentials.topic)
+        #expect(records.first { $0["service"] as? String == "huawei" }?["app"] as? String == SimulatorCredentials.hmsAppId)
         // Android's services get data messages only: nothing for the system to show.
         for record in records where ["fcm", "rustore"].contains(record["service"] as? String) {
             let message = try #require((record["message"] as? [String: Any])?["message"] as? [String: Any])

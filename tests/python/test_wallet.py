@@ -57,11 +57,19 @@ def test_update_pass_and_a_wallet_fetches_it(client, base_url):
 
     device = "zeep-device-" + uuid.uuid4().hex[:8]
     push_token = uuid.uuid4().hex * 2
-    simulator("POST", "/simulator/wallet/devices", {
+    # A wrong authentication token: the simulator says what the gateway answered (401).
+    refused = json.loads(simulator("POST", "/simulator/wallet/devices", {
+        "deviceLibraryIdentifier": device + "-x", "pushToken": push_token[::-1], "webServiceURL": base_url + "/passkit",
+        "passes": [{"passTypeIdentifier": PASS_TYPE, "serialNumber": serial, "authenticationToken": "wrong-token-0123456789"}],
+    }))
+    assert [r["status"] for r in refused["registrations"]] == [401], refused
+    # The call answers once the registration is done: the device is there at once (a cold first run).
+    answer = json.loads(simulator("POST", "/simulator/wallet/devices", {
         "deviceLibraryIdentifier": device, "pushToken": push_token, "webServiceURL": base_url + "/passkit",
         "passes": [{"passTypeIdentifier": PASS_TYPE, "serialNumber": serial, "authenticationToken": TOKEN}],
-    })
-    assert wait_for(lambda: devices(client, serial)[1] == {device: "REGISTERED"})
+    }))
+    assert answer == {"passes": 1, "registrations": [{"passTypeIdentifier": PASS_TYPE, "serialNumber": serial, "status": 201}]}, answer
+    assert devices(client, serial)[1] == {device: "REGISTERED"}
 
     second = client.service.updatePass(passTypeIdentifier=PASS_TYPE, serialNumber=serial, authenticationToken=TOKEN,
                                        **{"pass": pkpass(serial, "balance 42")})

@@ -152,6 +152,29 @@ struct ConfigurationTests {
         #expect(Redaction.withoutCredentials("not a url at all") == "not a url at all")
     }
 
+    @Test("the console's effective settings list every key server.conf accepts (and every app key of each app), secrets redacted")
+    func everyKeyListed() throws {
+        let configuration = try GatewayConfiguration.parse(text: """
+            hmsAppId = 123456
+            hmsClientSecret = hms-secret-0123
+            app.business.rustoreServiceToken = rustore-secret-4567
+            app.business.rustoreProjectId = project-9
+            retentionDays = 12
+            confidentialTypes = PIN_CODE
+            logLevel = debug
+            """, name: "server.conf")
+        let settings = configuration.effectiveSettings()
+        let keys = Set(settings.map(\.key))
+        let missing = GatewayConfiguration.keyNames.filter { !keys.contains($0) && $0 != "gcmAuthKey" }
+        #expect(missing.isEmpty, "not listed: \(missing)")
+        #expect(GatewayConfiguration.appKeyNames.allSatisfy { keys.contains("app.business.\($0)") })
+        #expect(!settings.contains { $0.value.contains("secret-") }, "a secret shown")
+        #expect(settings.contains { $0.key == "confidentialTypes" && $0.value == "PIN_CODE" })
+        #expect(settings.contains { $0.key == "logLevel" && $0.value == "debug" })
+        #expect(settings.contains { $0.key == "urgentPriority" && $0.value == "default" })
+        #expect(Set(settings.map(\.key)).count == settings.count, "each key once")
+    }
+
     @Test("plain HTTP on an address other machines reach, and SOAP without a credential, are warned about; loopback and HTTPS are not")
     func exposureWarnings() throws {
         func warnings(_ text: String) throws -> [String] {

@@ -177,6 +177,10 @@ struct ConsoleTests {
         #expect(revealed.status == 200 && !revealed.body.contains("4829") && revealed.body.contains("Confidential — not shown"))
         let user = try await console.call("GET", "/console/user?user=alice")
         #expect(user.body.contains("yes, alice-key-7"), "\(user.body)")
+        // Nothing masked, nothing to reveal: no button.
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "plain-1", recipients: ["alice"]))
+        let plain = try await console.call("GET", "/console/notification?id=plain-1")
+        #expect(plain.body.contains("Hello") && !plain.body.contains("/console/notification/reveal"), "\(plain.body)")
         await flow.stop()
     }
 

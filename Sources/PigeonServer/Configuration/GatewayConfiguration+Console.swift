@@ -57,6 +57,22 @@ extension GatewayConfiguration {
         for (identifier, certificate) in passes.certificates.sorted(by: { $0.key < $1.key }) {
             settings += [("passType.\(identifier).certificatePath", shown(certificate.path)), ("passType.\(identifier).password", hidden(certificate.password))]
         }
+        // Every other key the file may set: its value as read (a secret redacted), or the default.
+        let listed = Set(settings.map(\.key))
+        for key in Self.keyNames where !listed.contains(key) {
+            settings.append((key, readValues[key].map { Self.isSecret(key) ? secret : $0 } ?? "default"))
+        }
+        for (id, _) in pushApps where !id.isEmpty {
+            for appKey in Self.appKeyNames where !listed.contains("app.\(id).\(appKey)") {
+                let key = "app.\(id).\(appKey)"
+                settings.append((key, readValues[key].map { Self.isSecret(appKey) ? secret : $0 } ?? "default"))
+            }
+        }
         return settings
+    }
+
+    /// Whether a key's value is a secret (never shown).
+    static func isSecret(_ key: String) -> Bool {
+        ["password", "secret", "token"].contains { key.lowercased().contains($0) }
     }
 }

@@ -42,6 +42,8 @@ extension GatewayConfiguration {
 
     /// Every key `server.conf` accepts.
     public static var keyNames: [String] { keys.keys.sorted() }
+    /// Every key an app section (`app.<name>.<key>`) accepts.
+    static var appKeyNames: [String] { appKeys.keys.sorted() }
 
     mutating func apply(key: String, value: String, location: String) throws(ConfigurationError) {
         if key == "gcmAuthKey" {

@@ -136,8 +136,11 @@ enum ConsolePages {
             ? (notification.contentErased ? "Confidential — the content was erased" : "Confidential — not shown")
             : reveal ? content.text : mask(content.text)
         var details = ""
+        // Whether the page hides anything the operator could reveal.
+        var masked = !confidential && !reveal && text != content.text
         for detail in content.details where !confidential {
             let value = reveal || content.type != .pinCode ? detail.value : mask(detail.value, everything: true)
+            if value != detail.value { masked = true }
             details += "<tr><th scope=\"row\">\(HTML.escape(detail.key))</th><td>\(HTML.escape(value))</td></tr>"
         }
         var body = """
@@ -150,7 +153,7 @@ enum ConsolePages {
             <tr><th scope="row">Priority, perishable</th><td>\(notification.priority.map(String.init) ?? "—"), \(notification.perishable.map { $0 ? "yes" : "no" } ?? "—")</td></tr>
             </tbody></table>
             """
-        if !reveal && !confidential {
+        if masked {
             body += """
                 <form method="post" action="/console/notification/reveal">\(csrf(context.session))<input type="hidden" name="id" value="\(HTML.escape(id))">\
                 <input type="hidden" name="page" value="\(page)"><button type="submit">Reveal the content (logged)</button></form>

@@ -21,12 +21,14 @@ extension GatewayConfiguration {
         for entry in file.entries {
             try configuration.apply(key: entry.key, value: entry.value, location: entry.location)
             configuration.readValues[entry.key] = entry.value
+            configuration.keyLocations[entry.key] = entry.location
         }
         for key in Self.keys.keys.sorted() {
             for variable in ["PIGEON_\(key)", "PIGEON_\(key.uppercased())"] {
                 if let value = environment[variable] {
                     try configuration.apply(key: key, value: value, location: "environment variable \(variable)")
                     configuration.readValues[key] = value
+                    configuration.keyLocations[key] = "environment variable \(variable)"
                     break
                 }
             }
@@ -38,6 +40,24 @@ extension GatewayConfiguration {
     /// The keys whose value differs in `newer` (set, changed or removed), by name only.
     public func keysChanged(in newer: GatewayConfiguration) -> [String] {
         Set(readValues.keys).union(newer.readValues.keys).filter { readValues[$0] != newer.readValues[$0] }.sorted()
+    }
+
+    /// The error for a file `key` names that cannot be read — where the key was set, and why —
+    /// or nil when it can be.
+    func unreadableFile(key: String, path: String, location: String) -> ConfigurationError? {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        let reason: String
+        if !manager.fileExists(atPath: path, isDirectory: &isDirectory) {
+            reason = "no such file"
+        } else if isDirectory.boolValue {
+            reason = "it is a directory"
+        } else if !manager.isReadableFile(atPath: path) {
+            reason = "permission denied for this user (uid \(getuid()))"
+        } else {
+            return nil
+        }
+        return ConfigurationError(location: keyLocations[key] ?? location, message: "\(key): cannot read '\(path)': \(reason)")
     }
 
     /// Every key `server.conf` accepts.
@@ -129,9 +149,7 @@ extension GatewayConfiguration {
             }
             for (key, path) in [("apnsCertificatePath", app.apns.certificatePath), ("apnsKeyPath", app.apns.keyPath),
                                 ("fcmServiceAccountPath", app.fcm.serviceAccountPath), ("vapidPrivateKeyPath", app.webPush.vapidPrivateKeyPath)] {
-                if let path, !FileManager.default.isReadableFile(atPath: path) {
-                    throw fail("\(prefix)\(key): cannot read '\(path)'")
-                }
+                if let path, let problem = unreadableFile(key: prefix + key, path: path, location: location) { throw problem }
             }
             let endpoints = [("apnsEndpoint", app.apns.endpoint), ("apnsSandboxEndpoint", app.apns.sandboxEndpoint),
                              ("fcmEndpoint", app.fcm.endpoint), ("fcmTokenEndpoint", app.fcm.tokenEndpoint),
@@ -194,9 +212,7 @@ extension GatewayConfiguration {
             ("tlsCaFile", tlsCaFile),
         ]
         for (key, path) in files {
-            if let path, !FileManager.default.isReadableFile(atPath: path) {
-                throw fail("\(key): cannot read '\(path)'")
-            }
+            if let path, let problem = unreadableFile(key: key, path: path, location: location) { throw problem }
         }
         try validateApps(location: location)
         try validatePasses(location: location)

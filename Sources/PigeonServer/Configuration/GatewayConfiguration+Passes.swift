@@ -98,12 +98,10 @@ extension GatewayConfiguration {
             guard let path = certificate.path else {
                 throw fail("passType.\(identifier).password is set but passType.\(identifier).certificatePath is not")
             }
-            if !FileManager.default.isReadableFile(atPath: path) {
-                throw fail("passType.\(identifier).certificatePath: cannot read '\(path)'")
-            }
+            if let problem = unreadableFile(key: "passType.\(identifier).certificatePath", path: path, location: location) { throw problem }
         }
-        if let path = passes.wwdrCertificatePath, !FileManager.default.isReadableFile(atPath: path) {
-            throw fail("passWwdrCertificatePath: cannot read '\(path)'")
+        if let path = passes.wwdrCertificatePath, let problem = unreadableFile(key: "passWwdrCertificatePath", path: path, location: location) {
+            throw problem
         }
     }
 

@@ -314,6 +314,9 @@ public struct GatewayConfiguration: Sendable {
     /// Every key as it was read (the file, then environment overrides), for telling which keys a
     /// re-read changed (``keysChanged(in:)``); never shown, since values include secrets.
     var readValues: [String: String] = [:]
+    /// Where each key was set (`server.conf:12`, or the environment variable), for errors found
+    /// after the whole file is read (a file a key names that cannot be read).
+    var keyLocations: [String: String] = [:]
 
     public init() {}
 

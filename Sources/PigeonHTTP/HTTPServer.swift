@@ -290,7 +290,7 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 
 /// The headers handlers may read; others are not copied out of the connection.
 private let copiedHeaders = ["content-type", "content-length", "authorization", "host", "soapaction",
-                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since", "cookie"]
+                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since", "cookie", "x-request-id"]
 
 private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
     let method = String(cString: pigeon_http_method(exchange))

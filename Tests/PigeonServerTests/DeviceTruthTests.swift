@@ -114,6 +114,13 @@ struct DeviceTruthTests {
         #expect(try await harness.request("GET", "/console/api/v1/notifications/nothing", on: bank, headers: ["Authorization": basic]).status == 404)
         #expect(try await harness.request("GET", "/console/api/v1/users/t-user", on: harness.baseURL, headers: ["Authorization": basic]).status == 404,
                 "not on the phones' listener")
+        // A request id: the bank's own when plain, on the answer and on the lines the request caused.
+        let traced = try await harness.soap(GatewayHarness.sendNotification(id: "truth-2", recipients: ["t-user"]), headers: ["X-Request-Id": "bank-req-42"])
+        #expect(traced.headers["x-request-id"] == "bank-req-42")
+        #expect(harness.logs.records.contains { $0.message == "notification stored" && $0.metadata["request"] == "bank-req-42" })
+        let odd = try await harness.soap(GatewayHarness.sendNotification(id: "truth-3", recipients: ["t-user"]), headers: ["X-Request-Id": "no spaces; please"])
+        let given = try #require(odd.headers["x-request-id"])
+        #expect(given != "no spaces; please" && !given.isEmpty && given.allSatisfy(\.isHexDigit))
         let metrics = try await harness.request("GET", "/metrics", on: bank).text
         #expect(metrics.contains(#"pigeon_build_info{commit="unknown",version="unknown"} 1"#))
         // The log names user, device and reason for a failed push and a removed device; no whole token.

@@ -64,7 +64,8 @@ public struct Logger: Sendable {
     ) {
         guard level >= threshold.level else { return }
         let extra = extra()
-        let merged = extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }
+        var merged = extra.isEmpty ? metadata : metadata.merging(extra) { _, new in new }
+        if let request = RequestContext.id, merged["request"] == nil { merged["request"] = request }
         handler.write(
             LogRecord(
                 date: Date(), level: level, label: label, message: message(), metadata: merged,

@@ -63,16 +63,23 @@ struct Router: Sendable {
         return .accept(maxBytes: 0)
     }
 
+    /// Answers `request` with its id (`X-Request-Id`, the client's when it sent a plain one) on
+    /// the answer and on every log line written while it is handled.
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let started = ContinuousClock.now
-        let (route, response) = await route(request)
-        let elapsed = ContinuousClock.now - started
-        let seconds = elapsed.inSeconds
-        let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
-        metrics.increment(Metric.httpRequestsTotal, labels: ["route": route, "method": method, "status": String(response.status)])
-        metrics.observe(Metric.httpRequestDurationSeconds, labels: ["route": route], seconds)
-        logger.debug("\(LogText.escaped(request.method)) \(LogText.escaped(request.path, limit: 200)) → \(response.status)", metadata: ["peer": request.peer])
-        return response
+        let id = RequestContext.id(offered: request.header("x-request-id"))
+        return await RequestContext.$id.withValue(id) {
+            let started = ContinuousClock.now
+            var (route, response) = await route(request)
+            let elapsed = ContinuousClock.now - started
+            let seconds = elapsed.inSeconds
+            let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
+            metrics.increment(Metric.httpRequestsTotal, labels: ["route": route, "method": method, "status": String(response.status)])
+            metrics.observe(Metric.httpRequestDurationSeconds, labels: ["route": route], seconds)
+            logger.debug("\(LogText.escaped(request.method)) \(LogText.escaped(request.path, limit: 200)) → \(response.status)", metadata: [
+                "peer": request.peer, "route": route, "milliseconds": String(format: "%.1f", seconds * 1000)])
+            response.headers.append(("X-Request-Id", id))
+            return response
+        }
     }
 
     private func route(_ request: HTTPRequest) async -> (String, HTTPResponse) {

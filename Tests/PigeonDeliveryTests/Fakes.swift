@@ -132,7 +132,7 @@ final class FakeQueue: DeliveryQueueing {
     /// How many deliveries were handed back unpushed.
     let handedBack = Mutex(0)
 
-    fileprivate func rowsHandedBack(_ deliveries: [ClaimedDelivery], owner: String, due: Date) -> Int {
+    fileprivate func rowsHandedBack(_ deliveries: [ClaimedDelivery], owner: String, due: Date, error: String?) -> Int {
         rows.withLock { rows in
             var changed = 0
             for delivery in deliveries {
@@ -143,6 +143,7 @@ final class FakeQueue: DeliveryQueueing {
                 rows[index].leaseEnds = nil
                 rows[index].attempts = max(0, rows[index].attempts - 1)
                 rows[index].dueAt = due
+                if let error { rows[index].error = error }
                 changed += 1
             }
             return changed
@@ -163,10 +164,10 @@ final class FakeQueue: DeliveryQueueing {
 }
 
 extension FakeQueue {
-    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String?) async throws -> Int {
         let due = clock.now().addingTimeInterval(Double(delay.components.seconds))
         handedBack.withLock { $0 += deliveries.count }
-        return rowsHandedBack(deliveries, owner: owner, due: due)
+        return rowsHandedBack(deliveries, owner: owner, due: due, error: error)
     }
 }
 

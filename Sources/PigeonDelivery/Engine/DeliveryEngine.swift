@@ -265,10 +265,10 @@ public final class DeliveryEngine: Sendable {
 
     /// Gives `deliveries` back to the queue unpushed, due again after the hand-back delay, and
     /// frees their room in the lane.
-    private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane) async {
+    private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane, error: String? = nil) async {
         guard !deliveries.isEmpty else { return }
         do {
-            try await services.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay)
+            try await services.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay, error: error)
             metrics.increment(Metric.deliveriesHandedBackTotal, labels: ["lane": lane.name], by: Double(deliveries.count))
         } catch {
             // Their lease ends them in the queue again; they were not pushed.
@@ -284,7 +284,12 @@ public final class DeliveryEngine: Sendable {
     private func push(_ plan: PushPlan, lane: DeliveryLane) async {
         let routes = plan.routesOfClaims
         var deferred: [ClaimedDelivery] = []
-        for index in plan.claimsWithoutPushes { finish(plan, index, lane: lane, routes: routes[index], outcomes: [], deferred: &deferred) }
+        // Deliveries whose every device is on a route this gateway does not serve (another
+        // gateway of the fleet may): handed back with the reason, by route.
+        var unserved: [String: [ClaimedDelivery]] = [:]
+        for index in plan.claimsWithoutPushes {
+            finish(plan, index, lane: lane, routes: routes[index], outcomes: [], deferred: &deferred, unserved: &unserved)
+        }
         var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: plan.claims.count)
         // Counted for the batch and handed to the registry once, not per push.
         var tally: [PushTally: Double] = [:]
@@ -307,9 +312,10 @@ public final class DeliveryEngine: Sendable {
         async let sending: Void = withTaskGroup(of: Void.self) { group in
             for (route, batch, pushes) in batches {
                 guard let sender = senders[route] else {
+                    // Not this gateway's route (a fleet whose configurations differ, for a
+                    // while): not pushed, left for a gateway that serves it.
                     for (index, push) in pushes.enumerated() {
-                        let outcome = PushOutcome.failed(reason: "no push service is configured for \(route)")
-                        results.yield((push, PushBatchResult(index: index, outcome: outcome, duration: nil)))
+                        results.yield((push, PushBatchResult(index: index, outcome: .deferred, duration: nil)))
                     }
                     continue
                 }
@@ -328,6 +334,8 @@ public final class DeliveryEngine: Sendable {
                 await handBack(deferred, lane: lane)
                 deferred.removeAll()
             }
+            for (reason, deliveries) in unserved { await handBack(deliveries, lane: lane, error: reason) }
+            unserved.removeAll()
         }
         await sending
 
@@ -344,7 +352,8 @@ public final class DeliveryEngine: Sendable {
             if let duration = result.duration { durations[route, default: []].append(duration.inSeconds) }
             outcomes[push.claim].append((push.device, outcome))
             if outcomes[push.claim].count == plan.pushCounts[push.claim] {
-                finish(plan, push.claim, lane: lane, routes: routes[push.claim], outcomes: outcomes[push.claim], deferred: &deferred)
+                finish(plan, push.claim, lane: lane, routes: routes[push.claim], outcomes: outcomes[push.claim], deferred: &deferred,
+                       unserved: &unserved)
             }
         }
     }
@@ -352,17 +361,27 @@ public final class DeliveryEngine: Sendable {
     /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over;
     /// one none of whose pushes could start in time joins `deferred`, to go back to the queue.
     private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, routes: Set<PushRoute>,
-                        outcomes: [(device: Device, outcome: PushOutcome)], deferred: inout [ClaimedDelivery]) {
+                        outcomes: [(device: Device, outcome: PushOutcome)], deferred: inout [ClaimedDelivery],
+                        unserved: inout [String: [ClaimedDelivery]]) {
         lane.holds.release(routes)
         let claim = plan.claims[index]
+        func unservedReason(_ device: Device) -> String? {
+            lane.senders[device.route] == nil ? "no gateway serves \(device.route) (not configured on \(owner))" : nil
+        }
         if !outcomes.isEmpty, outcomes.allSatisfy({ $0.outcome == .deferred }) {
-            deferred.append(claim)
+            if let reason = outcomes.lazy.compactMap({ unservedReason($0.device) }).first {
+                unserved[reason, default: []].append(claim)
+            } else {
+                deferred.append(claim)
+            }
             return
         }
-        // Some of its devices were pushed: those not started are tried again like a failure.
+        // Some of its devices were pushed: those not started (a slow service, or a route another
+        // gateway serves) are tried again like a failure.
         let outcomes = outcomes.map { entry -> (device: Device, outcome: PushOutcome) in
             guard entry.outcome == .deferred else { return entry }
-            return (entry.device, .retry(reason: PushOutcome.notStartedReason, after: configuration.handBackDelay, cause: .slow))
+            return (entry.device, .retry(reason: unservedReason(entry.device) ?? PushOutcome.notStartedReason, after: configuration.handBackDelay,
+                                         cause: .slow))
         }
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")

@@ -15,9 +15,18 @@ public protocol DeliveryQueueing: Sendable {
     @discardableResult
     func release(owner: String) async throws -> Int
     /// Hands back `deliveries` `owner` holds without counting their claim as an attempt (they
-    /// were not pushed), due again after `delay`; returns how many.
+    /// were not pushed), due again after `delay`, noting `error` as their last error when given
+    /// (why they were not pushed); returns how many.
     @discardableResult
-    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int
+    func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String?) async throws -> Int
+}
+
+extension DeliveryQueueing {
+    /// ``handBack(_:owner:delay:error:)`` keeping each delivery's last error.
+    @discardableResult
+    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+        try await handBack(deliveries, owner: owner, delay: delay, error: nil)
+    }
 }
 
 /// Where the engine reads a notification's content by its storage key.

@@ -241,7 +241,7 @@ public struct DeliveryQueue: Sendable {
     /// their claim as an attempt: they were not pushed (their push service was slow, and the
     /// engine would not hold them waiting). Returns how many were handed back.
     @discardableResult
-    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String? = nil) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
         let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
@@ -249,14 +249,14 @@ public struct DeliveryQueue: Sendable {
             try connection.query("""
                 UPDATE deliveries d
                 SET lease_owner = NULL, attempts = greatest(d.attempts - 1, 0), updated_at = now(),
-                    next_attempt_at = now() + make_interval(secs => $2::double precision)
+                    next_attempt_at = now() + make_interval(secs => $2::double precision), last_error = COALESCE($8, d.last_error)
                 FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS b(notification_key, user_folded, position)
                 WHERE d.notification_key = b.notification_key AND d.user_folded = b.user_folded
                   AND d.position = b.position AND d.lease_owner = $1 AND d.next_attempt_at IS NOT NULL
                   AND d.notification_key BETWEEN $6::bigint AND $7::bigint
                 """, [owner, delaySeconds, PostgresArray.encode(keys.map(String.init)),
                       PostgresArray.encode(deliveries.map(\.userFolded)), PostgresArray.encode(deliveries.map { String($0.position) }),
-                      String(keys.min() ?? 0), String(keys.max() ?? 0)]).affected
+                      String(keys.min() ?? 0), String(keys.max() ?? 0), error.map { String($0.prefix(500)) }]).affected
         }
     }
 

@@ -17,6 +17,13 @@ struct FleetTests {
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let store = NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let businessToken = String(repeating: "b1", count: 32), retailToken = String(repeating: "a1", count: 32)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "only-business", deviceId: "iphone", platform: .ios, pushToken: businessToken, appId: "business")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone-b", platform: .ios, pushToken: String(repeating: "b2", count: 32), appId: "business")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone-r", platform: .ios, pushToken: retailToken)
+
         // Gateway A: the default app only. Gateway B: the default app and "business" (same
         // simulator, another topic).
         let narrow = try await GatewayHarness { $0.point(at: simulator, database: database.url) }
@@ -26,13 +33,6 @@ struct FleetTests {
             business.apns.topic = "com.example.business"
             configuration.apps["business"] = business
         }
-        let subscriptions = SubscriptionStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
-        let store = NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
-        let businessToken = String(repeating: "b1", count: 32), retailToken = String(repeating: "a1", count: 32)
-        try await subscriptions.subscribe(bankClientId: "bank", userId: "only-business", deviceId: "iphone", platform: .ios, pushToken: businessToken, appId: "business")
-        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone-b", platform: .ios, pushToken: String(repeating: "b2", count: 32), appId: "business")
-        try await subscriptions.subscribe(bankClientId: "bank", userId: "both", deviceId: "iphone-r", platform: .ios, pushToken: retailToken)
-
         _ = try await narrow.soap(GatewayHarness.sendNotification(id: "fleet-1", recipients: ["only-business", "both"], timeout: "600"))
         var topics: [String: String] = [:]
         for _ in 0..<600 {
@@ -44,6 +44,15 @@ struct FleetTests {
                            retailToken: SimulatorCredentials.topic], "every device pushed once, each by a gateway serving its app")
         #expect(try await store.deliveryStatus(id: "fleet-1")?.map(\.state) == [.sent, .sent])
         #expect(simulator.apns.deliveries.count == 3, "nothing pushed twice")
+        // The narrow gateway warned at its start about the business devices it does not serve.
+        var warned = false
+        for _ in 0..<300 where !warned {
+            warned = narrow.logs.records.contains { $0.message.hasPrefix("devices of a route this gateway does not serve")
+                && $0.metadata["route"]?.contains("business") == true && $0.metadata["devices"] == "2" }
+            if !warned { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(warned)
+        #expect(wide?.logs.records.contains { $0.message.hasPrefix("devices of a route this gateway does not serve") } == false)
 
         // Only the narrow gateway left: the business-only user's delivery waits, then expires
         // with the reason when its time runs out (moved to now, as the clock would).

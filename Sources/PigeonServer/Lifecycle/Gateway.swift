@@ -295,9 +295,12 @@ public final class Gateway: Sendable {
             logger.warning("sbiOutboundWebServiceURL is not set: reports to the bank wait in the outbox and new devices cannot register")
         }
         let workers = configuration.delivery.workers
+        let fleetCheck = FleetCheck(subscriptions: SubscriptionStore(pool: enginePool, identifiers: identifiers),
+                                    served: Set(transports.senders.keys), logger: logger.withLabel("pigeon.delivery"))
         components = Task {
             await withTaskGroup(of: Void.self) { group in
                 if let deliveryEngine { group.addTask { await deliveryEngine.run(workers: workers) } }
+                group.addTask { await fleetCheck.run() }
                 group.addTask { await metricsSampler.run() }
                 group.addTask { await passEngine.run() }
                 if console != nil { group.addTask { await pushActivity.run() } }

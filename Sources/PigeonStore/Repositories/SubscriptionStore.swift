@@ -85,6 +85,20 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
+    /// How many subscribed devices each route (platform, app, environment) has.
+    public func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("""
+                SELECT platform, app_id, environment, count(*) FROM devices WHERE state = 'SUBSCRIBED'
+                GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
+                """).rows.compactMap { row in
+                guard let platform = row.text(0).flatMap(Platform.init(rawValue:)), let count = row.integer(3) else { return nil }
+                let environment = row.text(2).flatMap(PushEnvironment.init(rawValue:)) ?? .production
+                return (PushRoute(platform: platform, appId: row.text(1) ?? PushRoute.defaultApp, environment: platform == .ios ? environment : .production), count)
+            }
+        }
+    }
+
     /// The comparable form of a user id under the configured rule.
     public func key(for user: String) -> String { identifiers.comparable(user) }
 

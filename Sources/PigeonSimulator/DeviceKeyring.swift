@@ -74,7 +74,7 @@ public final class DeviceKeyring: Sendable {
             let json = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             return #","decrypted":"# + String(decoding: json, as: UTF8.self)
         } catch let error as DecryptionError {
-            return #","decryptError":"# + Self.quoted(error.description)
+            return #","decryptError":""# + JSONText.escaped(error.description) + "\""
         } catch {
             return #","decryptError":"could not encode the content""#
         }
@@ -98,8 +98,4 @@ public final class DeviceKeyring: Sendable {
         }
     }
 
-    private static func quoted(_ text: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data("[\"\"]".utf8)
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
-    }
 }

@@ -8,7 +8,8 @@ enum RemovedDevices {
     static let stale = "no successful delivery within deviceExpiredPeriodMillis"
 
     /// A CTE `noted` that records the rows of a CTE `gone` (a `DELETE FROM devices … RETURNING *`)
-    /// with the reason in parameter `reason` (e.g. `$2`).
+    /// with the reason in parameter `reason` (e.g. `$2`); the token shortened in SQL as
+    /// `Redaction.token` shortens it in Swift (the whole token never reaches this table).
     static func noted(reason: String) -> String {
         """
         noted AS (

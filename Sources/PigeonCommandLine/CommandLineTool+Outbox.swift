@@ -84,26 +84,41 @@ extension CommandLineTool {
 
     /// Waiting reports as tab-separated lines under a header.
     static func table(_ reports: [ConsoleStore.WaitingReport]) -> String {
-        let format = Date.ISO8601FormatStyle()
-        var lines = ["id\tkind\tnotification\tusers\tattempts\twritten\tnext attempt\tlast error"]
-        for report in reports {
-            let users = report.concerned.prefix(5).joined(separator: ",") + (report.concerned.count > 5 ? ",… (\(report.concerned.count))" : "")
-            lines.append([String(report.id), report.kind, LogText.escaped(report.subject, limit: 80), LogText.escaped(users, limit: 200),
-                          String(report.attempts), report.createdAt.formatted(format), report.nextAttemptAt.formatted(format),
-                          LogText.escaped(report.lastError ?? "", limit: 200)].joined(separator: "\t"))
-        }
-        return lines.joined(separator: "\n")
+        reportTable(lastTime: "next attempt", reports.map {
+            ReportRow(id: $0.id, kind: $0.kind, subject: $0.subject, users: $0.concerned, attempts: $0.attempts,
+                      written: $0.createdAt, lastTime: $0.nextAttemptAt, lastError: $0.lastError)
+        })
     }
 
     /// Dead letters as tab-separated lines under a header.
     static func table(_ reports: [DeadReport]) -> String {
+        reportTable(lastTime: "died", reports.map {
+            ReportRow(id: $0.id, kind: $0.kind, subject: $0.notificationId, users: $0.users, attempts: $0.attempts,
+                      written: $0.createdAt, lastTime: $0.diedAt, lastError: $0.lastError)
+        })
+    }
+
+    /// One report as `outbox list` prints it, waiting or dead.
+    struct ReportRow {
+        var id: Int64
+        var kind: String
+        var subject: String
+        var users: [String]
+        var attempts: Int
+        var written: Date
+        /// The next attempt of a waiting report, when a dead one died.
+        var lastTime: Date
+        var lastError: String?
+    }
+
+    static func reportTable(lastTime: String, _ rows: [ReportRow]) -> String {
         let format = Date.ISO8601FormatStyle()
-        var lines = ["id\tkind\tnotification\tusers\tattempts\twritten\tdied\tlast error"]
-        for report in reports {
-            let users = report.users.prefix(5).joined(separator: ",") + (report.users.count > 5 ? ",… (\(report.users.count))" : "")
-            lines.append([String(report.id), report.kind, LogText.escaped(report.notificationId, limit: 80), LogText.escaped(users, limit: 200),
-                          String(report.attempts), report.createdAt.formatted(format), report.diedAt.formatted(format),
-                          LogText.escaped(report.lastError ?? "", limit: 200)].joined(separator: "\t"))
+        var lines = ["id\tkind\tnotification\tusers\tattempts\twritten\t\(lastTime)\tlast error"]
+        for row in rows {
+            let users = row.users.prefix(5).joined(separator: ",") + (row.users.count > 5 ? ",… (\(row.users.count))" : "")
+            lines.append([String(row.id), row.kind, LogText.escaped(row.subject, limit: 80), LogText.escaped(users, limit: 200),
+                          String(row.attempts), row.written.formatted(format), row.lastTime.formatted(format),
+                          LogText.escaped(row.lastError ?? "", limit: 200)].joined(separator: "\t"))
         }
         return lines.joined(separator: "\n")
     }

@@ -40,6 +40,8 @@ struct PushPlan {
         self.notifications = notifications
         pushCounts = Array(repeating: 0, count: claims.count)
         var messageIndex: [Int64: Int] = [:]
+        // A confidential notification's plaintext, built once and sealed for each keyed device.
+        var sealedContents: [Int64: Data] = [:]
         for (index, claim) in claims.enumerated() {
             guard let notification = notifications[claim.notificationKey] else {
                 claimsWithoutPushes.append(index)
@@ -59,7 +61,9 @@ struct PushPlan {
             for device in userDevices {
                 var deviceMessage = message
                 if notification.isConfidential {
-                    if let sealed = sealedMessage(notification, for: device, shared: messages[message], confidential: confidential) {
+                    let content = sealedContents[claim.notificationKey] ?? Self.sealedContent(of: notification)
+                    sealedContents[claim.notificationKey] = content
+                    if let sealed = sealedMessage(notification, content: content, for: device, shared: messages[message], confidential: confidential) {
                         deviceMessage = messages.count
                         messages.append(sealed)
                     }
@@ -75,12 +79,9 @@ struct PushPlan {
     /// The message of a confidential notification sealed to `device`'s key: `shared` (the
     /// neutral `fetch` message) with the envelope; `nil` when the device has no key or the
     /// sealing failed (noted in ``sealingFailures``: the device is told to fetch).
-    private mutating func sealedMessage(_ notification: PushNotification, for device: Device, shared: PushMessage,
+    private mutating func sealedMessage(_ notification: PushNotification, content: Data, for device: Device, shared: PushMessage,
                                         confidential: ConfidentialPushing) -> PushMessage? {
         guard let key = device.encryptionKey, let sealer = confidential.sealer else { return nil }
-        let content = SealedContent.json(
-            notificationId: notification.id, text: notification.pushContent.text, type: notification.pushContent.type.rawValue,
-            target: notification.pushContent.target, details: notification.details?.map { ($0.key, $0.value) })
         do {
             var message = shared
             message.confidential = .encrypted(try sealer.seal(content, to: key, notificationId: notification.id))
@@ -89,6 +90,13 @@ struct PushPlan {
             sealingFailures.append((device, "\(error)"))
             return nil
         }
+    }
+
+    /// What a confidential notification's sealed pushes carry (CONTRACT §8).
+    static func sealedContent(of notification: PushNotification) -> Data {
+        SealedContent.json(
+            notificationId: notification.id, text: notification.pushContent.text, type: notification.pushContent.type.rawValue,
+            target: notification.pushContent.target, details: notification.details?.map { ($0.key, $0.value) })
     }
 
     /// The routes of each claim's pushes (empty for a claim without pushes).

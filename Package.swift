@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
         // Wallet devices calling the gateway's PassKit web service (over OutboundHTTP).
-        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "OutboundHTTP", "PigeonDecryptor"]),
+        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "OutboundHTTP", "PigeonDecryptor", "PushCore"]),
         .target(
             name: "PigeonStore",
             dependencies: ["CLibPQ", "PigeonCore"]

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCrypto
+import PushCore
 import Synchronization
 
 /// Answers FCM HTTP v1 (`POST /v1/projects/<project>/messages:send`) and Google's OAuth token
@@ -11,7 +12,10 @@ public final class FCMSimulator: Sendable {
     /// A message the simulator accepted.
     public struct Delivery: Sendable, Equatable {
         public var project: String
+        /// The registration token, or the Firebase Installation ID when ``target`` is `fid`.
         public var registrationToken: String
+        /// Which of FCM v1's targets addressed the device: `token` or `fid` (CONTRACT §9).
+        public var target = "token"
         public var name: String
         public var message: Data
         /// When the simulator accepted it.
@@ -110,8 +114,12 @@ public final class FCMSimulator: Sendable {
         else {
             return Self.error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", code: "INVALID_ARGUMENT")
         }
-        guard let token = message["token"] as? String, !token.isEmpty else {
-            return Self.error(400, "INVALID_ARGUMENT", "Exactly one of token, topic or condition must be specified.", code: "INVALID_ARGUMENT")
+        let targets = ["token", "fid", "topic", "condition"].filter { message[$0] != nil }
+        guard targets.count == 1, let target = targets.first, let token = message[target] as? String, !token.isEmpty, target == "token" || target == "fid" else {
+            return Self.error(400, "INVALID_ARGUMENT", "Exactly one of token, fid, topic or condition must be specified.", code: "INVALID_ARGUMENT")
+        }
+        if target == "fid", FirebaseInstallationID.problem(token) != nil {
+            return Self.error(400, "INVALID_ARGUMENT", "The fid is not a valid Firebase Installation ID", code: "INVALID_ARGUMENT")
         }
         if let data = message["data"] {
             guard let values = data as? [String: Any], values.values.allSatisfy({ $0 is String }) else {
@@ -149,25 +157,25 @@ public final class FCMSimulator: Sendable {
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)
         case .goAway?:
-            var response = record(project: project, token: token, body: request.body)
+            var response = record(project: project, token: token, target: target, body: request.body)
             response.action = .goAway
             return response
         case .lowerStreamLimit?:
-            var response = record(project: project, token: token, body: request.body)
+            var response = record(project: project, token: token, target: target, body: request.body)
             response.action = .lowerStreamLimit
             return response
         case .delay(let milliseconds)?:
-            var response = record(project: project, token: token, body: request.body)
+            var response = record(project: project, token: token, target: target, body: request.body)
             response.delayMilliseconds = milliseconds
             return response
         case nil:
-            return record(project: project, token: token, body: request.body)
+            return record(project: project, token: token, target: target, body: request.body)
         }
     }
 
-    private func record(project: String, token: String, body: Data) -> H2Server.Response {
+    private func record(project: String, token: String, target: String, body: Data) -> H2Server.Response {
         let name = "projects/\(project)/messages/\(UUID().uuidString.lowercased())"
-        state.withLock { $0.delivered.append(Delivery(project: project, registrationToken: token, name: name, message: body)) }
+        state.withLock { $0.delivered.append(Delivery(project: project, registrationToken: token, target: target, name: name, message: body)) }
         return .json(200, #"{"name":"\(name)"}"#)
     }
 

@@ -176,7 +176,7 @@ extension Simulator {
         for delivery in services.fcm.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
             lines.append((delivery.receivedAt, head("fcm", delivery.receivedAt, app: delivery.project)
-                + #""token":"\#(delivery.registrationToken)","name":"\#(delivery.name)","message":\#(message)\#(opened("fcm", delivery.registrationToken, delivery.message))}"#))
+                + #""token":"\#(delivery.registrationToken)","target":"\#(delivery.target)","name":"\#(delivery.name)","message":\#(message)\#(opened("fcm", delivery.registrationToken, delivery.message))}"#))
         }
         for delivery in services.rustore.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)

@@ -34,9 +34,7 @@ public struct APNsRequestBuilder: Sendable {
         ]
         if let topic { headers["apns-topic"] = topic }
         // A retried duplicate replaces the first copy on the device instead of stacking.
-        if message.notificationId.utf8.count <= Self.maximumCollapseIdBytes {
-            headers["apns-collapse-id"] = message.notificationId
-        }
+        headers["apns-collapse-id"] = message.collapseIdentifier
         return APNsPreparedMessage(headers: headers, body: body)
     }
 
@@ -52,18 +50,23 @@ public struct APNsRequestBuilder: Sendable {
             // CONTRACT §8: the neutral alert, for the notification service extension to replace.
             let aps: [(String, JSONValue)] = [
                 ("alert", .object([("body", .string(message.text))])), ("mutable-content", .int(1)), ("sound", .string("default")),
-            ]
+            ] + Self.interruptionLevel(message)
             return try Self.checked(JSONValue.object([("aps", .object(aps))] + confidential).encoded)
         }
         var aps: [(String, JSONValue)] = [("alert", .string(message.text))]
         if let badge = message.badge { aps.append(("badge", .int(badge))) }
         aps.append(("sound", .string(message.sound ?? "default")))
+        aps += Self.interruptionLevel(message)
         var root: [(String, JSONValue)] = [("aps", .object(aps))]
         for (key, value) in message.data.sorted(by: { $0.key < $1.key }) where key != "aps" && key != "notificationId" {
             root.append((key, .string(value)))
         }
         root.append(("notificationId", .string(message.notificationId)))
         return try Self.checked(JSONValue.object(root).encoded)
+    }
+
+    private static func interruptionLevel(_ message: PushMessage) -> [(String, JSONValue)] {
+        message.interruptionLevel.map { [("interruption-level", .string($0))] } ?? []
     }
 
     private static func checked(_ payload: Data) throws(PushMessageError) -> Data {

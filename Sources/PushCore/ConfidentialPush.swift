@@ -77,10 +77,11 @@ extension PushMessage {
     }
 
     /// The data of a confidential push to Android (FCM, Huawei, RuStore: strings only): the
-    /// notification id, then `e2e` as a string or `fetch: "true"`. `nil` for a message in clear.
+    /// notification id, then `e2e` as a string or `fetch: "true"`; a data-only message's data
+    /// (sent the same way: no notification block); `nil` for a message in clear.
     var confidentialData: [(String, JSONValue)]? {
         switch confidential {
-        case nil: nil
+        case nil: dataOnly ? dataMembers : nil
         case .encrypted(let envelope): [("notificationId", .string(notificationId)), ("e2e", .string(envelope.text))]
         case .fetch: [("notificationId", .string(notificationId)), ("fetch", .string("true"))]
         }

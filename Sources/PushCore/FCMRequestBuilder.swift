@@ -36,6 +36,8 @@ public struct FCMRequestBuilder: Sendable {
         let data = message.dataMembers
         var notification: [(String, JSONValue)] = [("body", .string(message.text))]
         if let sound = message.sound { notification.append(("sound", .string(sound))) }
+        // A push repeated after a crash replaces the first on the screen (CONTRACT §9).
+        notification.append(("tag", .string(message.collapseIdentifier)))
         let android: [(String, JSONValue)] = [
             ("collapse_key", .string(String(message.notificationId.prefix(64)))),
             ("notification", .object(notification)),
@@ -72,16 +74,20 @@ public struct FCMPreparedMessage: Sendable, Equatable {
     public private(set) var headerLines: [String]
     var bodyPrefix: [UInt8]
     var bodySuffix: [UInt8]
+    /// ``bodyPrefix`` with FCM v1's `fid` member in place of `token`: for a device registered by
+    /// its Firebase Installation ID (`nil` where the service has no such target: Huawei).
+    var installationPrefix: [UInt8]?
 
     /// A JSON request of `{…before, "message": {…message, "token": <token>}}`, written around
     /// the token's place: the token is the last member of `message`, which is the last member of
     /// the document; with `tokenList` it is a list of that one token (Huawei).
     init(path: String, before: [(String, JSONValue)] = [], message: [(String, JSONValue)], tokenList: Bool = false) {
         // The document without its two closing braces, then the token's member.
-        var prefix = Array(JSONValue.object(before + [("message", .object(message))]).encoded.dropLast(2))
-        prefix.append(contentsOf: Array((tokenList ? #","token":["# : #","token":"#).utf8))
+        let document = Array(JSONValue.object(before + [("message", .object(message))]).encoded.dropLast(2))
         self.init(path: path, headers: ["content-type": "application/json; charset=utf-8"],
-                  bodyPrefix: prefix, bodySuffix: Array((tokenList ? "]}}" : "}}").utf8))
+                  bodyPrefix: document + Array((tokenList ? #","token":["# : #","token":"#).utf8),
+                  bodySuffix: Array((tokenList ? "]}}" : "}}").utf8))
+        if !tokenList { installationPrefix = document + Array(#","fid":"#.utf8) }
     }
 
     init(path: String, headers: [String: String], bodyPrefix: [UInt8], bodySuffix: [UInt8]) {
@@ -92,11 +98,19 @@ public struct FCMPreparedMessage: Sendable, Equatable {
         self.bodySuffix = bodySuffix
     }
 
-    /// The body for one registration token.
+    /// The body for one device: its registration token, or — stored as
+    /// ``FirebaseInstallationID/stored(_:)`` — its Firebase Installation ID as the `fid` target.
     public func body(registrationToken: String) -> Data {
-        var bytes = bodyPrefix
-        bytes.reserveCapacity(bodyPrefix.count + registrationToken.utf8.count + bodySuffix.count + 2)
-        JSONValue.writeString(registrationToken, into: &bytes)
+        var bytes: [UInt8]
+        var address = Substring(registrationToken)
+        if let installationPrefix, let fid = FirebaseInstallationID.fid(inStored: registrationToken) {
+            bytes = installationPrefix
+            address = fid
+        } else {
+            bytes = bodyPrefix
+        }
+        bytes.reserveCapacity(bytes.count + address.utf8.count + bodySuffix.count + 2)
+        JSONValue.writeString(String(address), into: &bytes)
         bytes.append(contentsOf: bodySuffix)
         return Data(bytes)
     }

@@ -29,7 +29,8 @@ public struct HuaweiRequestBuilder: Sendable {
         } else {
             let dataString = String(decoding: JSONValue.object(message.dataMembers).encoded, as: UTF8.self)
             let android: [(String, JSONValue)] = [
-                ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))]))])),
+                ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))])),
+                                          ("tag", .string(message.collapseIdentifier))])),
                 ("ttl", .string("\(ttl)s")),
                 ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
             ]

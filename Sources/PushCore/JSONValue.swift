@@ -8,6 +8,9 @@ public enum JSONValue: Sendable, Equatable {
     case int(Int)
     case bool(Bool)
     case object([(String, JSONValue)])
+    /// JSON text written as it is: a value the caller has already checked is JSON (a Live
+    /// Activity's content state as the bank sent it, a number with a fraction).
+    case raw(String)
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -15,6 +18,7 @@ public enum JSONValue: Sendable, Equatable {
         case (.int(let a), .int(let b)): a == b
         case (.bool(let a), .bool(let b)): a == b
         case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.raw(let a), .raw(let b)): a == b
         default: false
         }
     }
@@ -44,6 +48,8 @@ public enum JSONValue: Sendable, Equatable {
                 value.write(into: &bytes)
             }
             bytes.append(UInt8(ascii: "}"))
+        case .raw(let text):
+            bytes.append(contentsOf: text.utf8)
         }
     }
 

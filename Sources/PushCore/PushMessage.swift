@@ -22,9 +22,15 @@ public struct PushMessage: Sendable, Equatable {
     /// Set for a confidential notification (CONTRACT §8): ``text`` is then the neutral alert,
     /// ``data`` is empty, and the content travels sealed (or is fetched by the app).
     public var confidential: ConfidentialMode?
+    /// APNs `aps.interruption-level` (`passive`, `active`, `time-sensitive`); `nil`: not sent.
+    public var interruptionLevel: String?
+    /// True for a data message to Android (FCM, RuStore, Huawei): ``data`` only, no notification
+    /// and no `notificationId` (a Live Activity's or a widget's update for the app, CONTRACT §9).
+    public var dataOnly = false
 
     public init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date,
-                confidential: ConfidentialMode? = nil) {
+                confidential: ConfidentialMode? = nil, interruptionLevel: String? = nil) {
+        self.interruptionLevel = interruptionLevel
         self.confidential = confidential
         self.notificationId = notificationId
         self.text = text
@@ -55,9 +61,25 @@ public struct PushRequest: Sendable, Equatable {
 }
 
 extension PushMessage {
+    /// The identifier that makes a repeated push replace the first on the screen (CONTRACT §9):
+    /// the notification id when it fits the 64 bytes APNs allows for `apns-collapse-id`, else its
+    /// first characters and a hash of the whole id (two long ids sharing a beginning stay apart).
+    /// Android's notification `tag` is the same.
+    public var collapseIdentifier: String {
+        let limit = APNsRequestBuilder.maximumCollapseIdBytes
+        guard notificationId.utf8.count > limit else { return notificationId }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits: stable across processes.
+        for byte in notificationId.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let suffix = "~" + String(hash, radix: 16)
+        var prefix = Substring(notificationId)
+        while prefix.utf8.count + suffix.utf8.count > limit { prefix.removeLast() }
+        return prefix + suffix
+    }
+
     /// The message's data as JSON members of string values, keys sorted (a payload is
     /// reproducible), `notificationId` last: what FCM, RuStore and Huawei carry as data.
     public var dataMembers: [(String, JSONValue)] {
+        if dataOnly { return data.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) } }
         var members = data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
         members.append(("notificationId", .string(notificationId)))
         return members

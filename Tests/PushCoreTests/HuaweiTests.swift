@@ -12,7 +12,7 @@ struct HuaweiTests {
         let prepared = try HuaweiRequestBuilder(appId: "100200").prepare(message, now: now)
         #expect(prepared.path == "/v1/100200/messages:send")
         let body = String(decoding: prepared.body(registrationToken: "IQAAA-token"), as: UTF8.self)
-        #expect(body == #"{"validate_only":false,"message":{"android":{"notification":{"body":"Код 1234","click_action":{"type":3}},"#
+        #expect(body == #"{"validate_only":false,"message":{"android":{"notification":{"body":"Код 1234","click_action":{"type":3},"tag":"pin-1"},"#
             + #""ttl":"300s","urgency":"HIGH"},"data":"{\"type\":\"PIN_CODE\",\"notificationId\":\"pin-1\"}","#
             + #""notification":{"body":"Код 1234"},"token":["IQAAA-token"]}}"#)
         let normal = try HuaweiRequestBuilder(appId: "1").prepare(PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: now), now: now)

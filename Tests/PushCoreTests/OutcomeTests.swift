@@ -206,8 +206,36 @@ struct RequestBuilderTests {
         normal.notificationId = String(repeating: "x", count: 65)
         let second = try APNsRequestBuilder(topic: nil).request(for: normal, deviceToken: "ab", apnsId: id)
         #expect(second.headers["apns-priority"] == "5")
-        #expect(second.headers["apns-collapse-id"] == nil)
+        // An id over APNs' 64 bytes collapses under its beginning and a hash of the whole id.
+        let collapse = try #require(second.headers["apns-collapse-id"])
+        #expect(collapse.utf8.count <= 64 && collapse.hasPrefix("xxxxxxxx"))
+        normal.notificationId = String(repeating: "x", count: 64) + "y"
+        #expect(try APNsRequestBuilder(topic: nil).request(for: normal, deviceToken: "ab", apnsId: id).headers["apns-collapse-id"] != collapse)
         #expect(second.headers["apns-topic"] == nil)
+        #expect(aps["interruption-level"] == nil)
+    }
+
+    @Test("interruption level and collapse identifiers on every platform (CONTRACT §9)")
+    func interruptionAndCollapse() throws {
+        var alert = message
+        alert.interruptionLevel = "time-sensitive"
+        let apns = try APNsRequestBuilder(topic: "com.bank.app").request(for: alert, deviceToken: "ab", apnsId: UUID())
+        let aps = try #require((try JSONSerialization.jsonObject(with: apns.body) as? [String: Any])?["aps"] as? [String: Any])
+        #expect(aps["interruption-level"] as? String == "time-sensitive")
+        var sealed = alert
+        sealed.confidential = .fetch
+        let confidential = try APNsRequestBuilder(topic: "com.bank.app").request(for: sealed, deviceToken: "ab", apnsId: UUID())
+        let sealedAps = try #require((try JSONSerialization.jsonObject(with: confidential.body) as? [String: Any])?["aps"] as? [String: Any])
+        #expect(sealedAps["interruption-level"] as? String == "time-sensitive")
+        #expect(confidential.headers["apns-collapse-id"] == "pay-1")
+
+        let fcm = try FCMRequestBuilder(projectId: "p").request(for: alert, registrationToken: "t", now: expiry.addingTimeInterval(-60))
+        let fcmAndroid = try #require(((try JSONSerialization.jsonObject(with: fcm.body) as? [String: Any])?["message"] as? [String: Any])?["android"] as? [String: Any])
+        #expect((fcmAndroid["notification"] as? [String: Any])?["tag"] as? String == "pay-1")
+
+        let huawei = try HuaweiRequestBuilder(appId: "1").prepare(alert, now: expiry.addingTimeInterval(-60)).body(registrationToken: "t")
+        let huaweiAndroid = try #require(((try JSONSerialization.jsonObject(with: huawei) as? [String: Any])?["message"] as? [String: Any])?["android"] as? [String: Any])
+        #expect((huaweiAndroid["notification"] as? [String: Any])?["tag"] as? String == "pay-1")
     }
 
     @Test("oversized payloads fail before sending")

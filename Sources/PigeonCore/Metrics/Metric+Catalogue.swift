@@ -85,6 +85,10 @@ extension Metric {
     public static let passPushesTotal = Metric("pigeon_pass_pushes_total", .counter, "Pass update pushes by outcome (accepted, token_dead, retry, refresh_credentials, failed).")
     /// `pigeon_pass_deliveries_total`
     public static let passDeliveriesTotal = Metric("pigeon_pass_deliveries_total", .counter, "Registered devices' pass updates settled by the engine, by state (EXPIRED, SENDING_FAILED).")
+    /// `pigeon_activity_pushes_total`
+    public static let activityPushesTotal = Metric("pigeon_activity_pushes_total", .counter, "Live Activity and widget pushes (CONTRACT §9) by kind (start, update, end, widgets) and outcome.")
+    /// `pigeon_activity_broadcasts_total`
+    public static let activityBroadcastsTotal = Metric("pigeon_activity_broadcasts_total", .counter, "Calls to Apple's broadcast channel API by operation (create, delete, broadcast) and result (ok, refused, failed).")
     /// `process_cpu_seconds_total` (Prometheus' standard process metrics: see ProcessMetrics)
     public static let processCPUSecondsTotal = Metric("process_cpu_seconds_total", .counter, "Total user and system CPU time spent in seconds.")
     /// `process_resident_memory_bytes`
@@ -137,6 +141,8 @@ extension Metric {
         .expiryDeadlineStepsTotal,
         .passPushesTotal,
         .passDeliveriesTotal,
+        .activityPushesTotal,
+        .activityBroadcastsTotal,
         .processCPUSecondsTotal,
         .processResidentMemoryBytes,
         .processStartTimeSeconds,

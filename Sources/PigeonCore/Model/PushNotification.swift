@@ -20,6 +20,14 @@ public enum PushType: String, Sendable, CaseIterable, Codable {
     case message = "MESSAGE"
 }
 
+/// How strongly an iOS alert may interrupt (CONTRACT §9): APNs `aps.interruption-level`. A
+/// `time-sensitive` alert breaks through Focus (a fraud alert); `passive` arrives silently.
+public enum InterruptionLevel: String, Sendable, CaseIterable, Codable {
+    case passive
+    case active
+    case timeSensitive = "time-sensitive"
+}
+
 /// The visible part of a push.
 public struct PushContent: Sendable, Equatable {
     public var badge: Int?
@@ -59,12 +67,15 @@ public struct PushNotification: Sendable, Equatable {
     /// True once a confidential notification's content was erased (it is over): its text is
     /// empty and it has neither target nor details.
     public var contentErased: Bool
+    /// The alert's interruption level on iOS, as the bank sent it (`nil`: Apple's default, active).
+    public var interruptionLevel: InterruptionLevel?
 
     public init(
         id: String, recipients: [String], timeoutSeconds: Int, pushContent: PushContent,
         details: [KeyValue]? = nil, perishable: Bool? = nil, priority: Int? = nil, confidential: Bool? = nil,
-        contentErased: Bool = false
+        contentErased: Bool = false, interruptionLevel: InterruptionLevel? = nil
     ) {
+        self.interruptionLevel = interruptionLevel
         self.confidential = confidential
         self.contentErased = contentErased
         self.id = id

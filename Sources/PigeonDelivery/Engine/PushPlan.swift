@@ -140,13 +140,15 @@ struct PushPlan {
                         confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) -> PushMessage {
         if notification.isConfidential {
             return PushMessage(notificationId: notification.id, text: confidential.alertText, badge: notification.pushContent.badge,
-                               sound: "default", urgency: .high, expiresAt: expiresAt, confidential: .fetch)
+                               sound: "default", urgency: .high, expiresAt: expiresAt, confidential: .fetch,
+                               interruptionLevel: notification.interruptionLevel?.rawValue)
         }
         var data = ["type": notification.pushContent.type.rawValue]
         if let target = notification.pushContent.target { data["target"] = target }
         let urgent = notification.pushContent.type == .pinCode || (notification.priority ?? 0) > 0
         return PushMessage(
             notificationId: notification.id, text: notification.pushContent.text, badge: notification.pushContent.badge,
-            sound: notification.pushContent.sound, data: data, urgency: urgent ? .high : .normal, expiresAt: expiresAt)
+            sound: notification.pushContent.sound, data: data, urgency: urgent ? .high : .normal, expiresAt: expiresAt,
+            interruptionLevel: notification.interruptionLevel?.rawValue)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonCrypto
 import PigeonStore
+import PushCore
 
 /// The JSON bodies of the device API, parsed and checked: every field present, a string,
 /// non-empty and within its limit.
@@ -80,9 +81,24 @@ struct RegisterRequest {
             pushToken = try Self.webSubscription(fields.raw("pushToken"), hosts: webPushHosts).storedForm
             return
         }
+        let tokenType = try fields.optionalString("tokenType", maxLength: 16) ?? "token"
         pushToken = try fields.string("pushToken", maxLength: PushTokenFormat.fcmLength.upperBound)
-        if let problem = PushTokenFormat.problem(with: pushToken, for: platform) {
-            throw .badRequest("INVALID_PUSH_TOKEN", problem)
+        switch (tokenType, platform) {
+        case ("token", _):
+            if let problem = PushTokenFormat.problem(with: pushToken, for: platform) {
+                throw .badRequest("INVALID_PUSH_TOKEN", problem)
+            }
+            if FirebaseInstallationID.fid(inStored: pushToken) != nil {
+                throw .badRequest("INVALID_PUSH_TOKEN", "a registration token does not start with 'fid:'; send a Firebase Installation ID with \"tokenType\": \"fid\"")
+            }
+        case ("fid", .android):
+            // CONTRACT §9: addressed with FCM v1's `fid` target.
+            if let problem = FirebaseInstallationID.problem(pushToken) { throw .badRequest("INVALID_PUSH_TOKEN", problem) }
+            pushToken = FirebaseInstallationID.stored(pushToken)
+        case ("fid", _):
+            throw .badRequest("INVALID_FIELD", "'tokenType' fid is for ANDROID (Firebase) devices only")
+        default:
+            throw .badRequest("INVALID_FIELD", "'tokenType' must be token or fid")
         }
     }
 }

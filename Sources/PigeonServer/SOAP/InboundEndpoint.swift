@@ -162,7 +162,8 @@ extension PushNotification {
             details: message.details?.map { KeyValue($0.key, $0.value) },
             perishable: message.perishable,
             priority: message.priority.map(Int.init),
-            confidential: message.confidential)
+            confidential: message.confidential,
+            interruptionLevel: message.interruptionLevel.flatMap(InterruptionLevel.init(rawValue:)))
     }
 }
 
@@ -173,6 +174,7 @@ extension NotificationMessage {
             confidential: notification.confidential,
             details: notification.details?.map { MapEntry(key: $0.key, value: $0.value) },
             id: notification.id,
+            interruptionLevel: notification.interruptionLevel?.rawValue,
             perishable: notification.perishable,
             priority: notification.priority.map { Int32(clamping: $0) },
             pushContent: PushContentMessage(

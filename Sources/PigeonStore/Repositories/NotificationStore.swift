@@ -73,7 +73,7 @@ public struct NotificationStore: Sendable {
                 """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
             var found: [Int64: PushNotification] = [:]
             for row in rows.rows {
-                guard let key = row.text(14).flatMap(Int64.init) else { continue }
+                guard let key = row.text(15).flatMap(Int64.init) else { continue }
                 found[key] = Self.content(row, recipients: [])
             }
             return found
@@ -84,7 +84,7 @@ public struct NotificationStore: Sendable {
     private static let contentColumns = """
         id, timeout_seconds, perishable, priority, push_badge, push_sound,
             push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values,
-            confidential, content_erased_at IS NOT NULL
+            confidential, content_erased_at IS NOT NULL, interruption_level
         """
 
     /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
@@ -118,7 +118,8 @@ public struct NotificationStore: Sendable {
             perishable: row.boolean(2),
             priority: row.integer(3),
             confidential: row.boolean(12),
-            contentErased: row.boolean(13) ?? false)
+            contentErased: row.boolean(13) ?? false,
+            interruptionLevel: row[14].flatMap(InterruptionLevel.init(rawValue:)))
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.

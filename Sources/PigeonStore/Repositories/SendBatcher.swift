@@ -243,17 +243,17 @@ final class SendBatcher: Sendable {
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::boolean[], $5::integer[],
                 $6::integer[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-                $12::text[], $13::text[], $20::boolean[]) WITH ORDINALITY
+                $12::text[], $13::text[], $20::boolean[], $21::text[]) WITH ORDINALITY
             AS i(id, recipient_count, timeout_seconds, perishable, priority, badge, sound, push_text,
-                 push_type, push_detail_keys, push_detail_values, detail_keys, detail_values, confidential, index)
+                 push_type, push_detail_keys, push_detail_values, detail_keys, detail_values, confidential, interruption_level, index)
         ),
         inserted AS (
             INSERT INTO notifications (key, id, recipient_count, timeout_seconds, perishable, priority,
                 push_badge, push_sound, push_text, push_type, push_detail_keys, push_detail_values,
-                detail_keys, detail_values, confidential, created_at, expires_at)
+                detail_keys, detail_values, confidential, interruption_level, created_at, expires_at)
             SELECT pigeon_notification_key($14::timestamptz), id, recipient_count, timeout_seconds,
                 perishable, priority, badge, sound, push_text, push_type, push_detail_keys::text[],
-                push_detail_values::text[], detail_keys::text[], detail_values::text[], confidential, $14::timestamptz,
+                push_detail_values::text[], detail_keys::text[], detail_values::text[], confidential, interruption_level, $14::timestamptz,
                 $14::timestamptz + make_interval(secs => timeout_seconds)
             FROM input i
             WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)
@@ -311,6 +311,7 @@ final class SendBatcher: Sendable {
             recipients.lookup,
             recipients.positions,
             column { $0.confidential.map { $0 ? "true" : "false" } },
+            column { $0.interruptionLevel?.rawValue },
         ]
     }
 

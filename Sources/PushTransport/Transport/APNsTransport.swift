@@ -116,12 +116,39 @@ public final class APNsTransport: Sendable {
     /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most
     /// `maxInFlight` at once; one outcome per token, in order.
     public func sendPassUpdates(passTypeIdentifier: String, tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
+        await send(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier), to: tokens, maxInFlight: maxInFlight)
+    }
+
+    /// A request built elsewhere (a Wallet pass update, a Live Activity event, a widget refresh:
+    /// its own push type and topic) to each of `tokens`, at most `maxInFlight` at once, with this
+    /// transport's credentials; one outcome per token, in order.
+    public func send(_ prepared: APNsPreparedMessage, to tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
         let outcomes = Mutex([PushOutcome](repeating: .retry(reason: "not sent", after: nil), count: tokens.count))
-        await send([.success(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier))], expiries: [nil],
+        await send([.success(prepared)], expiries: [nil],
                    pushes: tokens.map { PushBatch.Push(message: 0, token: $0) }, maxInFlight: maxInFlight) { result in
             outcomes.withLock { $0[result.index] = result.outcome }
         }
         return outcomes.withLock { $0 }
+    }
+
+    /// One call to Apple's broadcast and channel management API (CONTRACT §9) with this
+    /// transport's provider token (or client certificate): `path` on this transport's host, or
+    /// `url` whole (the channel management host). The answer, or the transport failure.
+    public func call(method: String, path: String? = nil, url: String? = nil, headers: [String: String], body: Data) async
+        -> Result<HTTP2Client.Response, APNsCallFailure> {
+        var headers = headers
+        switch bearer() {
+        case .success(let authorization?): headers["authorization"] = "bearer \(authorization)"
+        case .success(nil): break
+        case .failure(let failure): return .failure(APNsCallFailure(message: failure.description))
+        }
+        headers["apns-request-id"] = UUID().uuidString.lowercased()
+        do {
+            return .success(try await client.send(url: url ?? endpoint + (path ?? "/"), method: method, headers: headers, body: body,
+                                                  wantHeaders: ["apns-channel-id", "apns-request-id", "apns-id"]))
+        } catch {
+            return .failure(APNsCallFailure(message: "transport: \(error)"))
+        }
     }
 
     private func send(_ prepared: [Result<APNsPreparedMessage, PushMessageError>], expiries: [Date?], pushes: [PushBatch.Push], maxInFlight: Int,
@@ -210,4 +237,10 @@ public final class APNsTransport: Sendable {
             break
         }
     }
+}
+
+/// Why a call to Apple's API got no answer (a provider token that cannot be signed, a transport failure).
+public struct APNsCallFailure: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

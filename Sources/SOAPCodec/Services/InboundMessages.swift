@@ -23,6 +23,8 @@ public struct NotificationMessage: Sendable, Equatable {
     public var confidential: Bool?
     public var details: [MapEntry]?
     public var id: String
+    /// `passive`, `active` or `time-sensitive` (CONTRACT §9), checked against the schema's enumeration.
+    public var interruptionLevel: String?
     public var perishable: Bool?
     public var priority: Int32?
     public var pushContent: PushContentMessage
@@ -30,9 +32,10 @@ public struct NotificationMessage: Sendable, Equatable {
     public var timeout: Int32
 
     public init(
-        confidential: Bool? = nil, details: [MapEntry]?, id: String, perishable: Bool?, priority: Int32?,
+        confidential: Bool? = nil, details: [MapEntry]?, id: String, interruptionLevel: String? = nil, perishable: Bool?, priority: Int32?,
         pushContent: PushContentMessage, recipients: [String], timeout: Int32
     ) {
+        self.interruptionLevel = interruptionLevel
         self.confidential = confidential
         self.details = details
         self.id = id
@@ -83,6 +86,7 @@ public struct NotificationMessage: Sendable, Equatable {
             confidential: record.boolean("confidential"),
             details: record.record("details").map(Self.entries),
             id: id,
+            interruptionLevel: record.string("interruptionLevel"),
             perishable: record.boolean("perishable"),
             priority: record.int("priority"),
             pushContent: PushContentMessage(
@@ -108,6 +112,7 @@ public struct NotificationMessage: Sendable, Equatable {
         notification["confidential"] = confidential.map(SOAPValue.boolean)
         notification["details"] = details.map { .record(Self.map($0)) }
         notification["id"] = .string(id)
+        notification["interruptionLevel"] = interruptionLevel.map(SOAPValue.string)
         notification["perishable"] = perishable.map(SOAPValue.boolean)
         notification["priority"] = priority.map(SOAPValue.int)
         notification["pushContent"] = .record(content)

@@ -35,6 +35,9 @@ public enum InboundService {
         values: ["QUEUED", "SENT", "DELIVERED", "READ", "SENDING_FAILED", "INVALID_SUBSCRIPTION", "EXPIRED"])
     public static let passDeviceState = EnumerationType(
         name: "passDeviceState", values: PassDeliveryState.allCases.map(\.rawValue))
+    /// CONTRACT §9: APNs `interruption-level` values.
+    public static let interruptionLevel = EnumerationType(
+        name: "interruptionLevel", values: InterruptionLevel.allCases.map(\.rawValue))
     public static let pushType = EnumerationType(
         name: "pushType", values: ["UNIVERSAL", "PRODUCT", "FORM", "SHOW_MAP", "URL", "PIN_CODE", "MESSAGE"])
 
@@ -75,6 +78,8 @@ public enum InboundService {
             .optional("confidential", .boolean),
             .optional("details", .complex(stringMap)),
             Field("id", .string(maxLength: Limits.identifier)),
+            // CONTRACT §9; optional like `confidential`.
+            .optional("interruptionLevel", .enumeration(interruptionLevel)),
             .optional("perishable", .boolean),
             .optional("priority", .int),
             Field("pushContent", .complex(pushContent)),

@@ -1,0 +1,200 @@
+import Foundation
+import PigeonCore
+import PushCore
+
+/// Pushes Live Activity events and widget refreshes (CONTRACT §9) until cancelled: claims due
+/// pushes under a lease, drops any that would not be newer than what the device already has,
+/// pushes the rest grouped by route and event (an event's payload is built once for all its
+/// devices), and writes what became of each. Woken at once when the bank or a phone queues
+/// something; a stop hands back what it holds.
+public struct ActivityEngine: Sendable {
+    var queue: any ActivityQueueing
+    var pusher: any ActivityPushing
+    var owner: String
+    var clock: any DeliveryClock
+    var random: any RandomSource
+    var wake: WakeSignal
+    var retrySchedule = RetrySchedule(initialDelay: .seconds(1), maximumDelay: .seconds(300), maximumAttempts: 12)
+    var batchSize = 500
+    var lease: Duration = .seconds(60)
+    /// How long an idle engine waits for a wake before claiming again.
+    var idlePoll: Duration = .seconds(5)
+    var metrics: MetricsRegistry
+    var logger: Logger
+
+    public init(queue: any ActivityQueueing, pusher: any ActivityPushing, owner: String, wake: WakeSignal,
+                clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
+                metrics: MetricsRegistry, logger: Logger) {
+        self.queue = queue
+        self.pusher = pusher
+        self.owner = owner
+        self.wake = wake
+        self.clock = clock
+        self.random = random
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Runs until the task is cancelled, then hands back what it holds.
+    public func run() async {
+        logger.info("activity engine started")
+        while !Task.isCancelled {
+            let claims: [ClaimedActivityPush]
+            do {
+                claims = try await queue.claim(owner: owner, limit: batchSize, lease: lease)
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning("cannot claim activity pushes", metadata: ["error": "\(error)"])
+                try? await clock.sleep(for: .seconds(1))
+                continue
+            }
+            if claims.isEmpty {
+                await wake.wait(upTo: idlePoll, clock: clock)
+                continue
+            }
+            let results = await process(claims)
+            await CancellationShield.run { await record(results) }
+        }
+        await CancellationShield.run {
+            do {
+                let released = try await queue.release(owner: owner)
+                if released > 0 { logger.notice("activity pushes handed back", metadata: ["claims": String(released)]) }
+            } catch {
+                logger.warning("cannot hand back activity pushes; they come due when their lease ends", metadata: ["error": "\(error)"])
+            }
+        }
+        logger.info("activity engine stopped")
+    }
+
+    /// What became of each claim: stale ones dropped, the rest pushed per route and event.
+    func process(_ claims: [ClaimedActivityPush]) async -> [ActivityPushResult] {
+        var results: [ActivityPushResult] = []
+        var groups: [Group: [ClaimedActivityPush]] = [:]
+        for claim in claims {
+            if claim.isStale {
+                results.append(ActivityPushResult(claim: claim, change: .dropped))
+            } else if claim.token.isEmpty {
+                results.append(ActivityPushResult(claim: claim, change: .failed(error: "no push-to-start token for \(claim.activityType)")))
+            } else {
+                groups[Group(claim), default: []].append(claim)
+            }
+        }
+        let pusher = self.pusher
+        let now = clock.now()
+        let answered = await withTaskGroup(of: [(ClaimedActivityPush, PushOutcome)].self) { tasks in
+            for (group, members) in groups {
+                tasks.addTask {
+                    let tokens = members.map(\.token)
+                    let first = members[0]
+                    let outcomes: [PushOutcome]
+                    if group.route.platform == .ios {
+                        outcomes = await pusher.pushAPNs({ topic throws(PushMessageError) in try Self.apnsRequest(first, appTopic: topic) },
+                                                         route: group.route, tokens: tokens)
+                    } else {
+                        outcomes = await pusher.pushData(Self.dataMessage(first, now: now), route: group.route, tokens: tokens)
+                    }
+                    return Array(zip(members, outcomes))
+                }
+            }
+            var all: [(ClaimedActivityPush, PushOutcome)] = []
+            for await part in tasks { all += part }
+            return all
+        }
+        var generator = RandomSourceGenerator(source: random)
+        for (claim, outcome) in answered {
+            metrics.increment(Metric.activityPushesTotal, labels: ["kind": claim.kind.rawValue, "outcome": outcome.label])
+            results.append(ActivityPushResult(claim: claim, change: change(after: outcome, for: claim, now: now, random: &generator)))
+        }
+        return results
+    }
+
+    /// The change `outcome` makes to a claim.
+    func change(after outcome: PushOutcome, for claim: ClaimedActivityPush, now: Date, random: inout some RandomNumberGenerator) -> ActivityPushResult.Change {
+        func retry(_ reason: String, after: Duration?) -> ActivityPushResult.Change {
+            // An activity's event has no expiry of its own: retries stop after the schedule's attempts.
+            guard let at = retrySchedule.nextAttempt(after: claim.attempts, now: now, expiresAt: .distantFuture, perishable: false,
+                                                     serviceDelay: after, random: &random)
+            else { return .failed(error: "gave up after \(claim.attempts) attempts: \(reason)") }
+            return .retry(at: at, error: reason)
+        }
+        switch outcome {
+        case .accepted: return .sent
+        case .tokenDead(let reason, _): return .tokenDead(reason: reason)
+        case .retry(let reason, let after, _): return retry(reason, after: after)
+        case .refreshCredentials(let reason): return retry(reason, after: nil)
+        case .failed(let reason): return .failed(error: reason)
+        case .expired, .deferred: return retry(outcome.label, after: nil)
+        }
+    }
+
+    /// The APNs request of a claim's event (or widget refresh) on the app's topic.
+    static func apnsRequest(_ claim: ClaimedActivityPush, appTopic: String) throws(PushMessageError) -> APNsPreparedMessage {
+        guard claim.kind != .widgets else { return LiveActivityRequests.widgets(appTopic: appTopic) }
+        return try LiveActivityRequests.activity(event(claim), appTopic: appTopic)
+    }
+
+    /// The data message of a claim for an Android device.
+    static func dataMessage(_ claim: ClaimedActivityPush, now: Date) -> PushMessage {
+        let expiresAt = now.addingTimeInterval(3600)
+        guard claim.kind != .widgets else { return LiveActivityRequests.androidWidgets(expiresAt: expiresAt) }
+        return LiveActivityRequests.androidData(activityId: claim.activityId, event: event(claim), expiresAt: expiresAt)
+    }
+
+    static func event(_ claim: ClaimedActivityPush) -> LiveActivityEvent {
+        let kind: LiveActivityEvent.Kind = switch claim.kind {
+        case .start: .start
+        case .end: .end
+        case .update, .widgets: .update
+        }
+        let content = claim.content
+        return LiveActivityEvent(
+            kind: kind, timestamp: claim.timestamp, contentState: content.contentState ?? "{}", alertTitle: content.alertTitle,
+            alertBody: content.alertBody, staleDate: content.staleDate, dismissalDate: content.dismissalDate,
+            attributesType: kind == .start ? claim.activityType : nil, attributes: kind == .start ? (claim.attributes ?? "{}") : nil,
+            relevanceScore: content.relevanceScore, priority: content.priority)
+    }
+
+    private func record(_ results: [ActivityPushResult]) async {
+        for result in results {
+            let claim = result.claim
+            var fields = ["activity": LogText.escaped(claim.activityId, limit: 128), "kind": claim.kind.rawValue,
+                          "user": claim.device.userId, "device": String(claim.device.id)]
+            switch result.change {
+            case .failed(let error):
+                fields["error"] = LogText.escaped(error, limit: 200)
+                logger.warning("activity push failed for good", metadata: fields)
+            case .tokenDead(let reason):
+                fields["reason"] = reason
+                logger.info("activity token refused by the push service; only that token is removed", metadata: fields)
+            case .dropped:
+                logger.info("activity event dropped: the device already has a newer one", metadata: fields)
+            case .sent, .retry:
+                break
+            }
+        }
+        for attempt in 1...3 {
+            do {
+                try await queue.record(results, owner: owner)
+                return
+            } catch {
+                logger.warning("cannot record activity pushes", metadata: ["attempt": String(attempt), "error": "\(error)"])
+                if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
+            }
+        }
+    }
+
+    /// Claims pushed together: one route, one event (or widget refresh) and one token kind.
+    struct Group: Hashable {
+        var route: PushRoute
+        var activityId: String
+        var kind: ActivityPushKind
+        var timestamp: Int64
+
+        init(_ claim: ClaimedActivityPush) {
+            route = claim.device.route
+            activityId = claim.activityId
+            kind = claim.kind
+            timestamp = claim.timestamp
+        }
+    }
+}

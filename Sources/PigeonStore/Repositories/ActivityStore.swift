@@ -1,0 +1,362 @@
+import Foundation
+import PigeonCore
+
+/// Live Activities and widget refreshes in PostgreSQL (CONTRACT §9): the phones' push-to-start
+/// and update tokens, the bank's activities and their recipients, and the queue of pushes the
+/// activity engine claims under a lease. Every event of an activity gets an `aps.timestamp`
+/// larger than the last one, and a device has at most one push waiting per activity: a newer
+/// event replaces one not yet pushed, so nothing is ever sent out of order.
+public struct ActivityStore: Sendable {
+    let pool: PostgresPool
+    let identifiers: UserIdentifiers
+
+    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+        self.pool = pool
+        self.identifiers = identifiers
+    }
+
+    /// What `startActivity` did.
+    public enum StartOutcome: Sendable, Equatable {
+        /// Each recipient's state, in the order sent.
+        case started([(user: String, state: ActivityRecipientState)])
+        case duplicate
+
+        public static func == (lhs: StartOutcome, rhs: StartOutcome) -> Bool {
+            switch (lhs, rhs) {
+            case (.duplicate, .duplicate): true
+            case (.started(let a), .started(let b)): a.map(\.user) == b.map(\.user) && a.map(\.state) == b.map(\.state)
+            default: false
+            }
+        }
+    }
+
+    /// What an update or end did.
+    public enum EventOutcome: Sendable, Equatable {
+        /// Pushes queued (or waiting for an update token), one per device the activity reaches.
+        case queued(devices: Int)
+        case notFound
+        case ended
+    }
+
+    /// What the phone's update token call did.
+    public enum TokenOutcome: Sendable, Equatable {
+        case saved
+        /// The activity does not reach this device.
+        case notFound
+        case ended
+    }
+
+    // MARK: Phones
+
+    /// Stores an iPhone's push-to-start token for an activity type (replacing the last one).
+    public func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO activity_start_tokens (device_row_id, activity_type, token) VALUES ($1, $2, $3)
+                ON CONFLICT (device_row_id, activity_type) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
+                """, [String(deviceRowId), activityType, token])
+        }
+    }
+
+    /// Stores a running activity's update token for a device: the activity is RUNNING there,
+    /// and what waited for the token (an update, an end) is due now.
+    public func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
+        try await pool.transaction { connection in
+            let state = try connection.query("""
+                SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 FOR UPDATE
+                """, [activityId, String(deviceRowId)]).rows.first?.text(0)
+            guard let state else { return .notFound }
+            guard state != "ENDED" else { return .ended }
+            try connection.query("""
+                UPDATE activity_devices SET update_token = $3, state = 'RUNNING' WHERE activity_id = $1 AND device_row_id = $2
+                """, [activityId, String(deviceRowId), token])
+            try connection.query("""
+                UPDATE activity_pushes SET next_attempt_at = now() WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner IS NULL
+                """, [activityId, String(deviceRowId)])
+            return .saved
+        }
+    }
+
+    /// The phone ended the activity: no more pushes to this device for it.
+    public func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
+        try await pool.transaction { connection in
+            let changed = try connection.query("""
+                UPDATE activity_devices SET state = 'ENDED', update_token = NULL WHERE activity_id = $1 AND device_row_id = $2
+                """, [activityId, String(deviceRowId)]).affected
+            try connection.query("DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2", [activityId, String(deviceRowId)])
+            return changed > 0
+        }
+    }
+
+    // MARK: The bank
+
+    /// Starts an activity: every subscribed device of the recipients that can show it (an iPhone
+    /// with a push-to-start token for the type; an Android device, by data message) gets the
+    /// start. `now` gives the first `aps.timestamp`.
+    public func start(_ start: ActivityStart, now: Date) async throws -> StartOutcome {
+        let users = PostgresArray.encode(start.recipients)
+        let lookup = PostgresArray.encode(start.recipients.map(identifiers.comparable))
+        let column = identifiers.userColumn
+        let content = Self.contentParameters(start.content)
+        return try await pool.transaction { connection in
+            guard let timestamp = try connection.query("""
+                INSERT INTO activities (activity_id, activity_type, attributes, last_timestamp) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (activity_id) DO NOTHING RETURNING last_timestamp
+                """, [start.activityId, start.activityType, start.attributes, String(Self.seconds(now))]).rows.first?.text(0)
+            else { return .duplicate }
+            try connection.query("""
+                INSERT INTO activity_recipients (activity_id, position, user_id)
+                SELECT $1, r.position, r.user_id FROM unnest($2::text[]) WITH ORDINALITY AS r(user_id, position)
+                """, [start.activityId, users])
+            try connection.query("""
+                INSERT INTO activity_devices (activity_id, device_row_id, user_id, state)
+                SELECT $1, d.id, min(r.user_id), 'STARTING'
+                FROM unnest($2::text[], $3::text[]) AS r(user_id, lookup)
+                JOIN devices d ON d.\(column) = r.lookup AND d.state = 'SUBSCRIBED'
+                LEFT JOIN activity_start_tokens st ON st.device_row_id = d.id AND st.activity_type = $4
+                WHERE (d.platform = 'IOS' AND st.token IS NOT NULL) OR d.platform IN ('ANDROID', 'RUSTORE', 'HUAWEI')
+                GROUP BY d.id
+                """, [start.activityId, users, lookup, start.activityType])
+            try Self.queue(activityId: start.activityId, kind: .start, timestamp: timestamp, content: content, connection)
+            return .started(try Self.states(activityId: start.activityId, connection))
+        }
+    }
+
+    /// An update or the end of an activity, queued for every device it reaches that has not
+    /// ended it. An update's or end's timestamp is larger than every earlier event's.
+    public func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
+        let parameters = Self.contentParameters(content)
+        return try await pool.transaction { connection in
+            guard let row = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId]).rows.first else {
+                return .notFound
+            }
+            guard row.boolean(0) != true else { return .ended }
+            let timestamp = try connection.query("""
+                UPDATE activities SET last_timestamp = GREATEST(last_timestamp + 1, $2), updated_at = now(), ended = $3
+                WHERE activity_id = $1 RETURNING last_timestamp
+                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false"]).rows.first?.text(0) ?? "0"
+            if kind == .end {
+                // A start not yet pushed never needs an end: that device is done.
+                try connection.query("""
+                    WITH dropped AS (
+                        DELETE FROM activity_pushes WHERE activity_id = $1 AND kind = 'start' AND lease_owner IS NULL RETURNING device_row_id
+                    )
+                    UPDATE activity_devices SET state = 'ENDED' WHERE activity_id = $1 AND device_row_id IN (SELECT device_row_id FROM dropped)
+                    """, [activityId])
+            }
+            let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: timestamp, content: parameters, connection)
+            return .queued(devices: queued)
+        }
+    }
+
+    /// Each recipient's state in the order sent, or `nil` for an unknown activity.
+    public func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]? {
+        try await pool.withConnection(idempotent: true) { connection in
+            guard try connection.query("SELECT 1 FROM activities WHERE activity_id = $1", [activityId]).rows.first != nil else { return nil }
+            return try Self.states(activityId: activityId, connection)
+        }
+    }
+
+    /// Queues a widget refresh for every subscribed iPhone and Android device of `users`;
+    /// returns how many devices each user has that get it, in the order given.
+    public func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)] {
+        let column = identifiers.userColumn
+        let lookup = users.map(identifiers.comparable)
+        return try await pool.transaction { connection in
+            let rows = try connection.query("""
+                WITH targets AS (
+                    SELECT DISTINCT d.id, d.\(column) AS lookup FROM devices d
+                    WHERE d.\(column) = ANY($1::text[]) AND d.state = 'SUBSCRIBED' AND d.platform IN ('IOS', 'ANDROID', 'RUSTORE', 'HUAWEI')
+                ),
+                queued AS (
+                    INSERT INTO activity_pushes (activity_id, device_row_id, kind, event_timestamp)
+                    SELECT '', id, 'widgets', 0 FROM targets
+                    ON CONFLICT (activity_id, device_row_id) DO UPDATE SET attempts = 0, last_error = NULL,
+                        next_attempt_at = CASE WHEN activity_pushes.lease_owner IS NULL THEN now() ELSE activity_pushes.next_attempt_at END
+                    RETURNING device_row_id
+                )
+                SELECT t.lookup, count(*) FROM targets t JOIN queued q ON q.device_row_id = t.id GROUP BY t.lookup
+                """, [PostgresArray.encode(lookup)]).rows
+            var counts: [String: Int] = [:]
+            for row in rows { counts[row.text(0) ?? ""] = row.integer(1) ?? 0 }
+            return zip(users, lookup).map { ($0, counts[$1] ?? 0) }
+        }
+    }
+
+    // MARK: The engine's queue
+
+    /// Up to `limit` due pushes that can go now, leased to `owner` for `lease`: starts and
+    /// widget refreshes, Android pushes, and iPhone updates and ends once the phone sent its
+    /// update token.
+    public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush] {
+        let limit = max(1, min(limit, 10_000))
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                WITH due AS (
+                    SELECT p.activity_id, p.device_row_id FROM activity_pushes p
+                    JOIN devices d ON d.id = p.device_row_id
+                    LEFT JOIN activity_devices ad ON ad.activity_id = p.activity_id AND ad.device_row_id = p.device_row_id
+                    WHERE p.next_attempt_at <= now()
+                      AND (p.kind IN ('start', 'widgets') OR d.platform <> 'IOS' OR ad.update_token IS NOT NULL)
+                    ORDER BY p.next_attempt_at LIMIT \(limit) FOR UPDATE OF p SKIP LOCKED
+                )
+                UPDATE activity_pushes p
+                SET lease_owner = $1, attempts = p.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision)
+                FROM due
+                JOIN devices d ON d.id = due.device_row_id
+                LEFT JOIN activity_devices ad ON ad.activity_id = due.activity_id AND ad.device_row_id = due.device_row_id
+                LEFT JOIN activities a ON a.activity_id = due.activity_id
+                LEFT JOIN activity_start_tokens st ON st.device_row_id = due.device_row_id AND st.activity_type = a.activity_type
+                WHERE p.activity_id = due.activity_id AND p.device_row_id = due.device_row_id
+                RETURNING p.activity_id, a.activity_type, p.kind, p.event_timestamp, p.content_state, p.alert_title, p.alert_body,
+                    p.stale_date, p.dismissal_date, p.relevance_score, p.priority, a.attributes,
+                    d.id, d.bank_client_id, d.user_id, d.device_id, d.platform, d.push_token, d.app_id, d.environment,
+                    CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END,
+                    COALESCE(ad.last_sent_timestamp, 0), p.attempts
+                """, [owner, String(lease.inSeconds)]).rows.compactMap(Self.claimed)
+        }
+    }
+
+    /// Writes what became of claims `owner` still holds. A push whose row a newer event
+    /// replaced while it was in flight leaves the row due at once (the newer event goes next).
+    public func record(_ results: [ActivityPushResult], owner: String) async throws {
+        guard !results.isEmpty else { return }
+        try await pool.transaction { connection in
+            for result in results { try Self.record(result, owner: owner, connection) }
+        }
+    }
+
+    /// Hands back every claim `owner` holds, due at once; returns how many.
+    @discardableResult
+    public func release(owner: String) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query("UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = $1", [owner]).affected
+        }
+    }
+
+    /// Drops activities not changed for `days` days, and pushes queued as long ago (an update
+    /// that waited in vain for its token); returns how many rows went.
+    @discardableResult
+    public func dropOlderThan(days: Int) async throws -> Int {
+        try await pool.withConnection { connection in
+            let interval = String(max(1, days))
+            return try connection.query("DELETE FROM activity_pushes WHERE created_at < now() - make_interval(days => $1::integer)", [interval]).affected
+                + connection.query("DELETE FROM activities WHERE updated_at < now() - make_interval(days => $1::integer)", [interval]).affected
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
+
+    /// `content_state` … `priority` as statement parameters.
+    private static func contentParameters(_ content: ActivityContent) -> [String?] {
+        [content.contentState, content.alertTitle, content.alertBody, content.staleDate.map(String.init), content.dismissalDate.map(String.init),
+         content.relevanceScore.map { String($0) }, content.priority.map(String.init)]
+    }
+
+    /// Queues `kind` for every device of the activity that has not ended it, replacing a push
+    /// not yet sent (a start keeps being a start, with the newer content); returns how many.
+    @discardableResult
+    private static func queue(activityId: String, kind: ActivityPushKind, timestamp: String, content: [String?],
+                              _ connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            INSERT INTO activity_pushes (activity_id, device_row_id, kind, event_timestamp, content_state, alert_title, alert_body,
+                                         stale_date, dismissal_date, relevance_score, priority)
+            SELECT $1, ad.device_row_id, $2, $3::bigint, $4, $5, $6, $7::bigint, $8::bigint, $9::double precision, $10::integer
+            FROM activity_devices ad WHERE ad.activity_id = $1 AND ad.state <> 'ENDED'
+            ON CONFLICT (activity_id, device_row_id) DO UPDATE SET
+                kind = CASE WHEN activity_pushes.kind = 'start' AND activity_pushes.lease_owner IS NULL AND EXCLUDED.kind = 'update'
+                            THEN 'start' ELSE EXCLUDED.kind END,
+                event_timestamp = EXCLUDED.event_timestamp, content_state = EXCLUDED.content_state,
+                alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body, stale_date = EXCLUDED.stale_date,
+                dismissal_date = EXCLUDED.dismissal_date, relevance_score = EXCLUDED.relevance_score, priority = EXCLUDED.priority,
+                attempts = 0, last_error = NULL,
+                next_attempt_at = CASE WHEN activity_pushes.lease_owner IS NULL THEN now() ELSE activity_pushes.next_attempt_at END
+            """, [activityId, kind.rawValue, timestamp] + content).affected
+    }
+
+    private static func states(activityId: String, _ connection: PostgresConnection) throws -> [(user: String, state: ActivityRecipientState)] {
+        try connection.query("""
+            SELECT r.user_id, CASE
+                WHEN count(ad.device_row_id) = 0 THEN 'NO_TOKEN'
+                WHEN bool_or(ad.state = 'RUNNING') THEN 'RUNNING'
+                WHEN bool_or(ad.state = 'STARTING') THEN 'STARTING'
+                ELSE 'ENDED' END
+            FROM activity_recipients r
+            LEFT JOIN activity_devices ad ON ad.activity_id = r.activity_id AND ad.user_id = r.user_id
+            WHERE r.activity_id = $1 GROUP BY r.position, r.user_id ORDER BY r.position
+            """, [activityId]).rows.map { row in
+            (row.text(0) ?? "", row.text(1).flatMap(ActivityRecipientState.init(rawValue:)) ?? .noToken)
+        }
+    }
+
+    private static func claimed(_ row: [String?]) -> ClaimedActivityPush? {
+        guard let activityId = row.text(0), let kind = row.text(2).flatMap(ActivityPushKind.init(rawValue:)),
+              let timestamp = row.text(3).flatMap(Int64.init), let deviceId = row.text(12).flatMap(Int64.init),
+              let platform = row.text(16).flatMap(Platform.init(rawValue:))
+        else { return nil }
+        let device = Device(id: deviceId, bankClientId: row.text(13) ?? "", userId: row.text(14) ?? "", deviceId: row.text(15) ?? "",
+                            platform: platform, pushToken: row.text(17) ?? "", appId: row.text(18) ?? PushRoute.defaultApp,
+                            environment: row.text(19).flatMap(PushEnvironment.init(rawValue:)) ?? .production)
+        let content = ActivityContent(
+            contentState: row.text(4), alertTitle: row.text(5), alertBody: row.text(6), staleDate: row.text(7).flatMap(Int64.init),
+            dismissalDate: row.text(8).flatMap(Int64.init), relevanceScore: row.text(9).flatMap(Double.init), priority: row.integer(10))
+        return ClaimedActivityPush(activityId: activityId, activityType: row.text(1) ?? "", kind: kind, timestamp: timestamp, content: content,
+                                   attributes: row.text(11), device: device, token: row.text(20) ?? "",
+                                   lastSentTimestamp: row.text(21).flatMap(Int64.init) ?? 0, attempts: row.integer(22) ?? 1)
+    }
+
+    private static func record(_ result: ActivityPushResult, owner: String, _ connection: PostgresConnection) throws {
+        let claim = result.claim
+        let key = [claim.activityId, String(claim.device.id), owner, String(claim.timestamp)]
+        // The row is this claim's while it holds the lease and no newer event replaced it.
+        func finish() throws {
+            let deleted = try connection.query("""
+                DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3 AND event_timestamp = $4
+                """, key).affected
+            if deleted == 0 { try handBack(error: nil) }
+        }
+        func handBack(error: String?, at: Date? = nil) throws {
+            try connection.query("""
+                UPDATE activity_pushes SET lease_owner = NULL, last_error = COALESCE($5, last_error),
+                    next_attempt_at = CASE WHEN event_timestamp = $4 AND $6::double precision IS NOT NULL THEN to_timestamp($6::double precision) ELSE now() END
+                WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3
+                """, key + [error.map { String($0.prefix(500)) }, at.map { String($0.timeIntervalSince1970) }])
+        }
+        switch result.change {
+        case .sent:
+            try finish()
+            guard claim.kind != .widgets else { return }
+            let startingUntilToken = claim.kind == .start && claim.device.platform == .ios
+            try connection.query("""
+                UPDATE activity_devices SET last_sent_timestamp = GREATEST(last_sent_timestamp, $3),
+                    state = CASE WHEN state = 'ENDED' OR $4 = 'end' THEN 'ENDED'
+                                 WHEN $5 AND update_token IS NULL THEN 'STARTING' ELSE 'RUNNING' END
+                WHERE activity_id = $1 AND device_row_id = $2
+                """, [claim.activityId, String(claim.device.id), String(claim.timestamp), claim.kind.rawValue, startingUntilToken ? "true" : "false"])
+        case .dropped, .failed:
+            try finish()
+        case .retry(let at, let error):
+            try handBack(error: error, at: at)
+        case .tokenDead(let reason):
+            switch (claim.kind, claim.device.platform) {
+            case (.start, .ios):
+                // Only that push-to-start token: the device cannot start this type until the phone sends a new one.
+                try connection.query("DELETE FROM activity_start_tokens WHERE device_row_id = $1 AND token = $2",
+                                     [String(claim.device.id), claim.token])
+                try finish()
+                try connection.query("DELETE FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 AND update_token IS NULL",
+                                     [claim.activityId, String(claim.device.id)])
+            case (.update, .ios), (.end, .ios):
+                // Only that update token: the push waits for the phone's next one.
+                try connection.query("""
+                    UPDATE activity_devices SET update_token = NULL WHERE activity_id = $1 AND device_row_id = $2 AND update_token = $3
+                    """, [claim.activityId, String(claim.device.id), claim.token])
+                try handBack(error: reason)
+            default:
+                try finish()
+            }
+        }
+    }
+}

@@ -16,6 +16,8 @@ CREATE TABLE activities (
     activity_type   text        NOT NULL,
     -- The start's attributes (a JSON object text), pushed with the start.
     attributes      text        NOT NULL,
+    -- The newest content state sent: an end without one ends on it.
+    content_state   text        NOT NULL,
     ended           boolean     NOT NULL DEFAULT false,
     last_timestamp  bigint      NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),

@@ -28,6 +28,8 @@ public final class APNsSimulator: Sendable {
         public var priority: String?
         public var collapseId: String?
         public var expiration: String?
+        /// `apns-push-type` (alert, liveactivity, widgets, …).
+        public var pushType: String?
         public var payload: Data
         /// When the simulator accepted it.
         public var receivedAt = Date()
@@ -52,6 +54,10 @@ public final class APNsSimulator: Sendable {
 
     private let authentication: Authentication
     private let state = Mutex(State())
+    /// Each Live Activity token's newest `aps.timestamp`, and the pushes that were not newer.
+    public let activityOrder = ActivityOrder()
+    /// Broadcast channels and the broadcasts sent on them (CONTRACT §9).
+    public let channels = SimulatedChannels()
     private let clock: @Sendable () -> Date
 
     public init(authentication: Authentication, clock: @escaping @Sendable () -> Date = Date.init) {
@@ -85,6 +91,12 @@ public final class APNsSimulator: Sendable {
     /// How many times a new provider token replaced an earlier one.
     public var providerTokenRefreshes: Int { state.withLock { $0.tokenRefreshes } }
 
+    /// The broadcast channel API (management and broadcasts), authenticated like pushes.
+    public func handleChannels(_ request: H2Server.Request) -> H2Server.Response {
+        if let failure = authenticate(request) { return .json(failure.status, #"{"reason":"\#(failure.reason)"}"#) }
+        return channels.handle(request)
+    }
+
     public func handle(_ request: H2Server.Request) -> H2Server.Response {
         let apnsId = request.headers["apns-id"] ?? UUID().uuidString.lowercased()
         func reject(_ status: Int, _ reason: String, timestamp: Date? = nil) -> H2Server.Response {
@@ -101,7 +113,7 @@ public final class APNsSimulator: Sendable {
         if let failure = authenticate(request) { return reject(failure.status, failure.reason) }
         if let priority = request.headers["apns-priority"], !["10", "5", "1"].contains(priority) { return reject(400, "BadPriority") }
         if let pushType = request.headers["apns-push-type"],
-           !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"].contains(pushType) {
+           !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"].contains(pushType) {
             return reject(400, "InvalidPushType")
         }
         if let expiration = request.headers["apns-expiration"], Int64(expiration) == nil { return reject(400, "BadExpirationDate") }
@@ -109,7 +121,11 @@ public final class APNsSimulator: Sendable {
         if request.headers["apns-topic"] == nil && request.clientSubject == nil { return reject(400, "MissingTopic") }
         guard !request.body.isEmpty else { return reject(400, "PayloadEmpty") }
         guard request.body.count <= Self.maximumPayloadBytes else { return reject(413, "PayloadTooLarge") }
-        guard (try? JSONSerialization.jsonObject(with: request.body)) is [String: Any] else { return reject(400, "BadPayload") }
+        guard let payload = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] else { return reject(400, "BadPayload") }
+        if let problem = NewerPushTypes.problem(request.headers, payload: payload) { return reject(400, problem) }
+        if request.headers["apns-push-type"] == "liveactivity", let timestamp = NewerPushTypes.timestamp(payload) {
+            activityOrder.note(token: token, timestamp: timestamp)
+        }
 
         switch state.withLock({ $0.faults.next(for: token) }) {
         case .none:
@@ -150,7 +166,7 @@ public final class APNsSimulator: Sendable {
         let delivery = Delivery(
             deviceToken: token, apnsId: apnsId, topic: request.headers["apns-topic"],
             priority: request.headers["apns-priority"], collapseId: request.headers["apns-collapse-id"],
-            expiration: request.headers["apns-expiration"], payload: request.body)
+            expiration: request.headers["apns-expiration"], pushType: request.headers["apns-push-type"], payload: request.body)
         let listeners = state.withLock { state in
             state.delivered.append(delivery)
             return state.listeners
@@ -178,7 +194,7 @@ public final class APNsSimulator: Sendable {
     }
 
     /// `nil` when the request is authenticated, else Apple's status and reason.
-    private func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
+    func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
         guard let authorization = request.headers["authorization"] else {
             if authentication.acceptClientCertificates && request.clientSubject != nil { return nil }
             return (403, "MissingProviderToken")

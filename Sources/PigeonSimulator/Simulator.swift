@@ -76,6 +76,7 @@ public final class Simulator: Sendable {
         """
         apnsEndpoint = \(baseURL)
         apnsSandboxEndpoint = \(baseURL)
+        apnsChannelEndpoint = \(baseURL)
         apnsKeyPath = \(credentials.apnsKey)
         apnsKeyId = \(SimulatorCredentials.keyId)
         apnsTeamId = \(SimulatorCredentials.teamId)
@@ -113,6 +114,7 @@ public final class Simulator: Sendable {
     static func route(_ request: H2Server.Request, services: Services) -> H2Server.Response {
         let (apns, fcm, rustore, huawei, webPush) = (services.apns, services.fcm, services.rustore, services.huawei, services.webPush)
         if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
+        if SimulatedChannels.serves(request.path) { return apns.handleChannels(request) }
         if request.path.hasPrefix("/webpush/") {
             return webPush.handle(request, id: String(request.path.dropFirst("/webpush/".count)), origin: services.origin)
         }
@@ -171,7 +173,7 @@ extension Simulator {
         for delivery in services.apns.deliveries {
             let payload = String(decoding: delivery.payload, as: UTF8.self)
             lines.append((delivery.receivedAt, head("apns", delivery.receivedAt, app: delivery.topic)
-                + #""token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"#))
+                + #""pushType":"\#(delivery.pushType ?? "alert")","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"#))
         }
         for delivery in services.fcm.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
@@ -192,6 +194,10 @@ extension Simulator {
             let message = String(decoding: delivery.message, as: UTF8.self)
             lines.append((delivery.receivedAt, head("huawei", delivery.receivedAt, app: delivery.appId)
                 + #""token":"\#(delivery.token)","message":\#(message)\#(opened("huawei", delivery.token, delivery.message))}"#))
+        }
+        for broadcast in services.apns.channels.broadcasts {
+            lines.append((broadcast.receivedAt, head("apns-broadcast", broadcast.receivedAt, app: broadcast.bundleId)
+                + #""channelId":"\#(JSONText.escaped(broadcast.channelId))","payload":\#(String(decoding: broadcast.payload, as: UTF8.self))}"#))
         }
         // Arrival order across the services (a stable sort keeps each service's own order on ties).
         return lines.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map { $0.element.line + "\n" }.joined()

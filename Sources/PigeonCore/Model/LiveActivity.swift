@@ -137,6 +137,17 @@ public enum ActivityFields {
         return nil
     }
 
+    /// Why `value` is not a broadcast channel id (Apple's are base64: 1–128 of `A-Z a-z 0-9 + / = - _`), or `nil`.
+    public static func channelIdProblem(_ value: String, name: String) -> String? {
+        guard !value.isEmpty, value.utf8.count <= maximumIdentifierLength else {
+            return "\(name) must be 1–\(maximumIdentifierLength) characters, got \(value.utf8.count)"
+        }
+        guard value.utf8.allSatisfy({ isIdentifierByte($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=") }) else {
+            return "\(name) may hold only the characters of base64 (letters, digits, + / = - _)"
+        }
+        return nil
+    }
+
     /// Why `text` is not a JSON object within the limit, or `nil`.
     public static func objectProblem(_ text: String, name: String) -> String? {
         guard text.utf8.count <= maximumJSONBytes else {

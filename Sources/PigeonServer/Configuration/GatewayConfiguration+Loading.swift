@@ -152,6 +152,7 @@ extension GatewayConfiguration {
                 if let path, let problem = unreadableFile(key: prefix + key, path: path, location: location) { throw problem }
             }
             let endpoints = [("apnsEndpoint", app.apns.endpoint), ("apnsSandboxEndpoint", app.apns.sandboxEndpoint),
+                             ("apnsChannelEndpoint", app.apns.channelEndpoint),
                              ("fcmEndpoint", app.fcm.endpoint), ("fcmTokenEndpoint", app.fcm.tokenEndpoint),
                              ("rustoreEndpoint", app.rustore.endpoint), ("hmsEndpoint", app.huawei.endpoint),
                              ("hmsTokenEndpoint", app.huawei.tokenEndpoint)]
@@ -290,6 +291,7 @@ extension GatewayConfiguration {
         "apnsIsProduction": { $0.apns.isProduction = try boolean($1) },
         "apnsEndpoint": { $0.apns.endpoint = try url($1) },
         "apnsSandboxEndpoint": { $0.apns.sandboxEndpoint = try url($1) },
+        "apnsChannelEndpoint": { $0.apns.channelEndpoint = try url($1) },
         "apnsTopic": { $0.apns.topic = try nonEmpty($1) },
         "apnsKeyPath": { $0.apns.keyPath = try nonEmpty($1) },
         "apnsKeyId": { $0.apns.keyId = try nonEmpty($1) },

@@ -103,6 +103,9 @@ public struct GatewayConfiguration: Sendable {
         /// `apnsSandboxEndpoint`: base URL for devices registered with `environment = sandbox`;
         /// Apple's sandbox host by default.
         public var sandboxEndpoint: String?
+        /// `apnsChannelEndpoint`: base URL of Apple's broadcast channel management API
+        /// (CONTRACT §9); defaults by ``isProduction`` (port 2196, sandbox 2195).
+        public var channelEndpoint: String?
         public var topic: String?
         public var keyPath: String?
         public var keyId: String?
@@ -116,6 +119,12 @@ public struct GatewayConfiguration: Sendable {
         /// The base URL pushes to sandbox tokens go to.
         public var resolvedSandboxEndpoint: String {
             sandboxEndpoint ?? "https://api.sandbox.push.apple.com"
+        }
+
+        /// The base URL of the channel management API.
+        public var resolvedChannelEndpoint: String {
+            channelEndpoint ?? (isProduction ? "https://api-manage-broadcast.push.apple.com:2196"
+                : "https://api-manage-broadcast.sandbox.push.apple.com:2195")
         }
 
         /// Whether APNs is configured at all (a signing key or a certificate).

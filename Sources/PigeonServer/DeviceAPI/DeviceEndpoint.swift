@@ -29,6 +29,10 @@ struct DeviceEndpoint: Sendable {
     let apps: [String: WebPushHosts]
     let logger: Logger
     let metrics: MetricsRegistry
+    /// Live Activity tokens (CONTRACT §9); `nil`: the calls are unknown.
+    var activities: ActivityStore?
+    /// Told when a token makes waiting activity pushes due: wakes the activity engine.
+    var onActivityQueued: @Sendable () -> Void = {}
 
     /// The route template (for metrics) and the answer.
     func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
@@ -47,6 +51,8 @@ struct DeviceEndpoint: Sendable {
                 return ("api_opened", try await acknowledge(parts[1], .read, request))
             case ("GET", 3, "notifications", "details"):
                 return ("api_details", try await details(parts[1], request))
+            case (_, 2..., "activities", _):
+                return try await activityCall(request, parts: parts)
             case (_, 2, "devices", "register"), (_, 2, "devices", "verify"), (_, 3, "notifications", "delivered"), (_, 3, "notifications", "opened"):
                 throw APIError(405, "METHOD_NOT_ALLOWED", "use POST")
             case (_, 3, "notifications", "details"):
@@ -200,7 +206,7 @@ struct DeviceEndpoint: Sendable {
         return token.isEmpty || token.utf8.count > 256 ? nil : token
     }
 
-    private func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
+    func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
         guard let token = bearerToken(request), let device = try await registry.authenticate(digest: SecretToken.digest(token)) else {
             throw APIError.unauthorized
         }

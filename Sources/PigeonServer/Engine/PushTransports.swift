@@ -22,6 +22,13 @@ struct PushTransports {
     /// pass types without a certificate of their own go through it (``PassPushers``), on its
     /// connections and with its provider token — one token per key, as Apple counts them.
     var defaultAppKeyTransport: APNsTransport?
+    /// Per iOS route, APNs on the urgent lane's connection with the app's topic, for Live
+    /// Activity events and widget refreshes (CONTRACT §9): they are seconds-relevant, and a
+    /// blast must not hold them up.
+    var activityAPNs: [PushRoute: (transport: APNsTransport, topic: String)] = [:]
+    /// Per app, APNs for broadcast channels: the production transport and the channel
+    /// management API's base URL.
+    var channelAPNs: [ActivityChannels.App] = []
 
     init(configuration: GatewayConfiguration, logger: Logger, metrics: MetricsRegistry) throws {
         var configured = false
@@ -96,6 +103,11 @@ struct PushTransports {
         }
         if let urgentAPNs {
             let sandbox = settings.resolvedSandboxEndpoint
+            if let topic = settings.topic {
+                activityAPNs[PushRoute(platform: .ios, appId: appId, environment: .production)] = (urgentAPNs, topic)
+                activityAPNs[PushRoute(platform: .ios, appId: appId, environment: .sandbox)] = (urgentAPNs.sending(to: sandbox), topic)
+                channelAPNs.append(.init(appId: appId, transport: urgentAPNs, channelEndpoint: settings.resolvedChannelEndpoint, bundleId: topic))
+            }
             register(PushRoute(platform: .ios, appId: appId, environment: .production), apns, urgent: urgentAPNs)
             register(PushRoute(platform: .ios, appId: appId, environment: .sandbox), apns.map { $0.sending(to: sandbox) },
                      urgent: urgentAPNs.sending(to: sandbox))

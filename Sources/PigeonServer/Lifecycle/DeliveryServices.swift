@@ -38,6 +38,7 @@ extension DeliveryEngine.Configuration {
 
 extension Outbox: ReportQueue {}
 extension PassStore: PassUpdateQueueing {}
+extension ActivityStore: ActivityQueueing {}
 extension Sweeps: SweepJobs {}
 
 extension Sweeps: DeadlineJobs {

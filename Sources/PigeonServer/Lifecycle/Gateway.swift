@@ -78,7 +78,10 @@ public final class Gateway: Sendable {
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
         // A stored send's deadline goes to the expiry watcher, which reports it when it passes.
         let deadlines = DeadlineNotes()
-        let inbound = InboundEndpoint(
+        // A queued Live Activity event, widget refresh or update token wakes the activity engine.
+        let activityWake = WakeSignal()
+        let channelApps = LateList<ActivityChannels.App>()
+        var inboundEndpoint = InboundEndpoint(
             notifications: NotificationStore(pool: pool, identifiers: identifiers),
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             passes: PassStore(pool: pool),
@@ -91,6 +94,11 @@ public final class Gateway: Sendable {
             },
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
+        inboundEndpoint.activities = ActivityStore(pool: pool, identifiers: identifiers)
+        inboundEndpoint.channels = ActivityChannels(apps: channelApps, store: ActivityStore(pool: pool, identifiers: identifiers),
+                                                    metrics: metrics, logger: logger.withLabel("pigeon.activities"))
+        inboundEndpoint.onActivityQueued = { activityWake.signal() }
+        let inbound = inboundEndpoint
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
         // the gateway's own credentials and the bank's CA.
         let bankHTTP = try configuration.bankProxyURL.map { try Self.bankClient(configuration, url: $0) }
@@ -155,7 +163,8 @@ public final class Gateway: Sendable {
                     tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
                     limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
                     apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
-                    logger: logger.withLabel("pigeon.devices"), metrics: metrics),
+                    logger: logger.withLabel("pigeon.devices"), metrics: metrics,
+                    activities: ActivityStore(pool: devicePool, identifiers: identifiers), onActivityQueued: { activityWake.signal() }),
                 passKit: PassKitEndpoint(
                     prefix: configuration.passes.webServicePath, store: PassStore(pool: devicePool),
                     limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
@@ -275,6 +284,12 @@ public final class Gateway: Sendable {
             policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
             owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-passes-\(UUID().uuidString.prefix(8))",
             metrics: metrics, logger: logger.withLabel("pigeon.passes"))
+        channelApps.set(transports.channelAPNs)
+        let activityEngine = ActivityEngine(
+            queue: ActivityStore(pool: enginePool, identifiers: identifiers),
+            pusher: ActivityPushers(apns: transports.activityAPNs, senders: transports.urgentSenders),
+            owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-activities-\(UUID().uuidString.prefix(8))",
+            wake: activityWake, metrics: metrics, logger: logger.withLabel("pigeon.activities"))
         MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
         pushClientList.set(transports.clients + passPushers.clients)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: enginePool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
@@ -303,6 +318,7 @@ public final class Gateway: Sendable {
                 group.addTask { await fleetCheck.run() }
                 group.addTask { await metricsSampler.run() }
                 group.addTask { await passEngine.run() }
+                group.addTask { await activityEngine.run() }
                 if console != nil { group.addTask { await pushActivity.run() } }
                 group.addTask { await sweeps.run() }
                 group.addTask { await expiryWatcher.run() }

@@ -24,6 +24,13 @@ struct InboundEndpoint: Sendable {
     let onStored: @Sendable (PushNotification) -> Void
     let logger: Logger
     let metrics: MetricsRegistry
+    /// Live Activities and widget refreshes (CONTRACT §9); `nil`: the operations answer a fault.
+    var activities: ActivityStore?
+    /// Broadcast channels; `nil` without APNs.
+    var channels: ActivityChannels?
+    /// Told of every activity push queued: wakes the activity engine.
+    var onActivityQueued: @Sendable () -> Void = {}
+    var clock: @Sendable () -> Date = Date.init
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
     init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
@@ -140,6 +147,22 @@ struct InboundEndpoint: Sendable {
             return try await updatePass(parameters)
         case InboundService.getPassStatus.name:
             return try await getPassStatus(parameters)
+        case InboundService.startActivity.name:
+            return try await startActivity(parameters)
+        case InboundService.updateActivity.name:
+            return try await updateActivity(parameters)
+        case InboundService.endActivity.name:
+            return try await endActivity(parameters)
+        case InboundService.getActivityStatus.name:
+            return try await getActivityStatus(parameters)
+        case InboundService.refreshWidgets.name:
+            return try await refreshWidgets(parameters)
+        case InboundService.createActivityChannel.name:
+            return try await createActivityChannel(parameters)
+        case InboundService.deleteActivityChannel.name:
+            return try await deleteActivityChannel(parameters)
+        case InboundService.broadcastActivityUpdate.name:
+            return try await broadcastActivityUpdate(parameters)
         default:
             throw SOAPFault.client("unknown operation '\(request.operation.name)'")
         }

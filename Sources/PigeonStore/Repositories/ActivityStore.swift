@@ -100,9 +100,10 @@ public struct ActivityStore: Sendable {
         let content = Self.contentParameters(start.content)
         return try await pool.transaction { connection in
             guard let timestamp = try connection.query("""
-                INSERT INTO activities (activity_id, activity_type, attributes, last_timestamp) VALUES ($1, $2, $3, $4)
+                INSERT INTO activities (activity_id, activity_type, attributes, content_state, last_timestamp) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (activity_id) DO NOTHING RETURNING last_timestamp
-                """, [start.activityId, start.activityType, start.attributes, String(Self.seconds(now))]).rows.first?.text(0)
+                """, [start.activityId, start.activityType, start.attributes, start.content.contentState ?? "{}", String(Self.seconds(now))])
+                .rows.first?.text(0)
             else { return .duplicate }
             try connection.query("""
                 INSERT INTO activity_recipients (activity_id, position, user_id)
@@ -125,16 +126,19 @@ public struct ActivityStore: Sendable {
     /// An update or the end of an activity, queued for every device it reaches that has not
     /// ended it. An update's or end's timestamp is larger than every earlier event's.
     public func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
-        let parameters = Self.contentParameters(content)
-        return try await pool.transaction { connection in
+        try await pool.transaction { connection in
             guard let row = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId]).rows.first else {
                 return .notFound
             }
             guard row.boolean(0) != true else { return .ended }
-            let timestamp = try connection.query("""
-                UPDATE activities SET last_timestamp = GREATEST(last_timestamp + 1, $2), updated_at = now(), ended = $3
-                WHERE activity_id = $1 RETURNING last_timestamp
-                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false"]).rows.first?.text(0) ?? "0"
+            // An end without a content state ends on the newest one sent.
+            let updated = try connection.query("""
+                UPDATE activities SET last_timestamp = GREATEST(last_timestamp + 1, $2), updated_at = now(), ended = $3,
+                    content_state = COALESCE($4, content_state)
+                WHERE activity_id = $1 RETURNING last_timestamp, content_state
+                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false", content.contentState]).rows.first
+            var content = content
+            content.contentState = updated?.text(1) ?? content.contentState
             if kind == .end {
                 // A start not yet pushed never needs an end: that device is done.
                 try connection.query("""
@@ -144,7 +148,8 @@ public struct ActivityStore: Sendable {
                     UPDATE activity_devices SET state = 'ENDED' WHERE activity_id = $1 AND device_row_id IN (SELECT device_row_id FROM dropped)
                     """, [activityId])
             }
-            let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: timestamp, content: parameters, connection)
+            let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: updated?.text(0) ?? "0",
+                                        content: Self.contentParameters(content), connection)
             return .queued(devices: queued)
         }
     }
@@ -234,14 +239,56 @@ public struct ActivityStore: Sendable {
         }
     }
 
-    /// Drops activities not changed for `days` days, and pushes queued as long ago (an update
-    /// that waited in vain for its token); returns how many rows went.
-    @discardableResult
-    public func dropOlderThan(days: Int) async throws -> Int {
+    // MARK: Broadcast channels
+
+    /// A broadcast channel as stored.
+    public struct Channel: Sendable, Equatable {
+        public var channelId: String
+        public var appId: String
+        public var activityType: String
+        public var storagePolicy: Int
+
+        public init(channelId: String, appId: String, activityType: String, storagePolicy: Int) {
+            self.channelId = channelId
+            self.appId = appId
+            self.activityType = activityType
+            self.storagePolicy = storagePolicy
+        }
+    }
+
+    /// Stores a channel Apple created.
+    public func saveChannel(_ channel: Channel) async throws {
         try await pool.withConnection { connection in
-            let interval = String(max(1, days))
-            return try connection.query("DELETE FROM activity_pushes WHERE created_at < now() - make_interval(days => $1::integer)", [interval]).affected
-                + connection.query("DELETE FROM activities WHERE updated_at < now() - make_interval(days => $1::integer)", [interval]).affected
+            try connection.query("""
+                INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (channel_id) DO NOTHING
+                """, [channel.channelId, channel.appId, channel.activityType, String(channel.storagePolicy)])
+        }
+    }
+
+    /// The stored channel, or `nil`.
+    public func channel(id: String) async throws -> Channel? {
+        try await pool.withConnection(idempotent: true) { connection in
+            try connection.query("SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
+                .rows.first.map { Channel(channelId: $0.text(0) ?? "", appId: $0.text(1) ?? "", activityType: $0.text(2) ?? "",
+                                          storagePolicy: $0.integer(3) ?? 0) }
+        }
+    }
+
+    /// Forgets a channel; returns whether it was stored.
+    @discardableResult
+    public func deleteChannel(id: String) async throws -> Bool {
+        try await pool.withConnection { connection in
+            try connection.query("DELETE FROM activity_channels WHERE channel_id = $1", [id]).affected > 0
+        }
+    }
+
+    /// The `aps.timestamp` of a channel's next broadcast: larger than every earlier one.
+    public func nextChannelTimestamp(id: String, now: Date) async throws -> Int64? {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, $2) WHERE channel_id = $1 RETURNING last_timestamp
+                """, [id, String(Self.seconds(now))]).rows.first?.text(0).flatMap(Int64.init)
         }
     }
 

@@ -66,6 +66,10 @@ public struct Retention: Sendable {
                 DELETE FROM removed_devices WHERE id IN (
                     SELECT id FROM removed_devices WHERE removed_at < $1::timestamptz ORDER BY removed_at LIMIT 100000)
                 """, [cutoff])
+            // Live Activities (CONTRACT §9) not changed for as long, and pushes that waited as
+            // long in vain (an update whose phone never sent its token).
+            _ = try connection.query("DELETE FROM activity_pushes WHERE created_at < $1::timestamptz", [cutoff])
+            _ = try connection.query("DELETE FROM activities WHERE updated_at < $1::timestamptz", [cutoff])
             return RetentionStep(created: 0, dropped: dropped, ran: true)
         }
     }

@@ -141,10 +141,103 @@ public enum InboundService {
         ],
         returnType: result("passStatusResult", [.optional("version", .long), .optional("devices", .complex(passDeviceMap))]))
 
+    // MARK: Live Activities, broadcast channels, widgets (CONTRACT §9)
+
+    public static let activityState = EnumerationType(
+        name: "activityState", values: ActivityRecipientState.allCases.map(\.rawValue))
+    static let activityStatusEntry = ComplexType(
+        name: "activityStatusEntry",
+        fields: [Field("key", .string(maxLength: Limits.identifier)), Field("value", .enumeration(activityState))])
+    static let activityStatusMap = ComplexType(
+        name: "activityStatusMap", fields: [.list("entry", .complex(activityStatusEntry))])
+
+    /// Limits of the activity fields.
+    public enum ActivityLimits {
+        public static let identifier = ActivityFields.maximumIdentifierLength
+        public static let json = ActivityFields.maximumJSONBytes
+        public static let alertTitle = 256
+        public static let alertBody = 1_024
+    }
+
+    static let activityAlert: [Field] = [
+        .optional("alertTitle", .string(maxLength: ActivityLimits.alertTitle)),
+        .optional("alertBody", .string(maxLength: ActivityLimits.alertBody)),
+    ]
+
+    /// Starts a Live Activity on every device of the recipients that can show it: `attributes`
+    /// and `contentState` are JSON object texts; the answer has each recipient's state.
+    public static let startActivity = OperationDescription(
+        name: "startActivity",
+        requestFields: [
+            Field("activityId", .string(maxLength: ActivityLimits.identifier)),
+            Field("activityType", .string(maxLength: ActivityLimits.identifier)),
+            .list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users),
+            Field("attributes", .string(maxLength: ActivityLimits.json)),
+            Field("contentState", .string(maxLength: ActivityLimits.json)),
+        ] + activityAlert + [
+            .optional("staleAfterSeconds", .int),
+            .optional("relevanceScore", .int),
+        ],
+        returnType: result("startActivityResult", [.optional("activityStatus", .complex(activityStatusMap))]))
+    public static let updateActivity = OperationDescription(
+        name: "updateActivity",
+        requestFields: [
+            Field("activityId", .string(maxLength: ActivityLimits.identifier)),
+            Field("contentState", .string(maxLength: ActivityLimits.json)),
+        ] + activityAlert + [
+            .optional("staleAfterSeconds", .int),
+            .optional("priority", .int),
+        ],
+        returnType: result("updateActivityResult", []))
+    public static let endActivity = OperationDescription(
+        name: "endActivity",
+        requestFields: [
+            Field("activityId", .string(maxLength: ActivityLimits.identifier)),
+            .optional("contentState", .string(maxLength: ActivityLimits.json)),
+            .optional("dismissAfterSeconds", .int),
+        ],
+        returnType: result("endActivityResult", []))
+    public static let getActivityStatus = OperationDescription(
+        name: "getActivityStatus",
+        requestFields: [Field("activityId", .string(maxLength: ActivityLimits.identifier))],
+        returnType: result("activityStatusResult", [.optional("activityStatus", .complex(activityStatusMap))]))
+    /// Creates a broadcast channel for an activity type through Apple's channel management API
+    /// (`storagePolicy` 0: no message storage, 1: the most recent message stored); `appId`
+    /// names the app (absent: the default app).
+    public static let createActivityChannel = OperationDescription(
+        name: "createActivityChannel",
+        requestFields: [
+            Field("activityType", .string(maxLength: ActivityLimits.identifier)),
+            .optional("appId", .string(maxLength: 64)),
+            Field("storagePolicy", .int),
+        ],
+        returnType: result("createActivityChannelResult", [.optional("channelId", .string(maxLength: .max))]))
+    public static let deleteActivityChannel = OperationDescription(
+        name: "deleteActivityChannel",
+        requestFields: [Field("channelId", .string(maxLength: ActivityLimits.identifier))],
+        returnType: result("deleteActivityChannelResult", []))
+    public static let broadcastActivityUpdate = OperationDescription(
+        name: "broadcastActivityUpdate",
+        requestFields: [
+            Field("channelId", .string(maxLength: ActivityLimits.identifier)),
+            Field("contentState", .string(maxLength: ActivityLimits.json)),
+        ] + activityAlert + [
+            .optional("end", .boolean),
+            .optional("staleAfterSeconds", .int),
+        ],
+        returnType: result("broadcastActivityUpdateResult", []))
+    /// Asks every iPhone (widgets push) and Android device (data message) of the recipients to
+    /// refresh the app's widgets.
+    public static let refreshWidgets = OperationDescription(
+        name: "refreshWidgets",
+        requestFields: [.list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
+        returnType: result("refreshWidgetsResult", []))
+
     /// The whole service.
     public static let description = ServiceDescription(
         name: "SBIInboundWebService",
         targetNamespace: namespace,
         operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists,
-                     updatePass, getPassStatus])
+                     updatePass, getPassStatus, startActivity, updateActivity, endActivity, getActivityStatus,
+                     createActivityChannel, deleteActivityChannel, broadcastActivityUpdate, refreshWidgets])
 }

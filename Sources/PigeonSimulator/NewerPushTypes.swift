@@ -85,6 +85,11 @@ public final class SimulatedChannels: Sendable {
         state.withLock { _ = $0.withoutCapability.insert(bundleId) }
     }
 
+    /// Apple drops the channel on its side (as it may for a channel unused for long).
+    public func drop(channelId: String) {
+        state.withLock { _ = $0.channels.removeValue(forKey: channelId) }
+    }
+
     /// Whether `path` is the channel API's.
     static func serves(_ path: String) -> Bool { path.hasPrefix("/1/apps/") || path.hasPrefix("/4/broadcasts/apps/") }
 

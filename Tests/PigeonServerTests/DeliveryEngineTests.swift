@@ -198,6 +198,7 @@ extension GatewayConfiguration {
         let credentials = simulator.credentials
         self.database.url = database
         apns.endpoint = simulator.baseURL
+        apns.channelEndpoint = simulator.baseURL
         apns.keyPath = credentials.apnsKey
         apns.keyId = SimulatorCredentials.keyId
         apns.teamId = SimulatorCredentials.teamId

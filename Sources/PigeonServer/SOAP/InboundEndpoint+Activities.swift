@@ -75,7 +75,8 @@ extension InboundEndpoint {
                            activityId: activityId)
         switch try await store.event(activityId: activityId, kind: kind, content: content, now: now) {
         case .notFound:
-            return InboundResult(status: .entityNotFound, errorMessage: "no activity '\(activityId)'")
+            // Acting on an activity that was never started is the caller's mistake: nothing was queued.
+            throw SOAPFault.client("element 'activityId' names no activity: '\(activityId)' was never started (startActivity first)")
         case .ended:
             return InboundResult(status: .entityNotFound, errorMessage: "activity '\(activityId)' has ended")
         case .queued(let devices):

@@ -34,6 +34,8 @@ def test_wsdl_describes_every_operation(client):
     assert operations == {
         "sendNotification", "getNotificationDetails", "getDeliveryStatus",
         "deleteSubscription", "checkSubscriptionExists", "updatePass", "getPassStatus",
+        "startActivity", "updateActivity", "endActivity", "getActivityStatus", "refreshWidgets",
+        "createActivityChannel", "deleteActivityChannel", "broadcastActivityUpdate",
     }
 
 
@@ -135,3 +137,53 @@ def test_push_arrives_at_the_simulator(client, unique, subscribe):
     assert len(mine) == 1
     assert mine[0]["payload"]["aps"]["alert"] == "Ваш код подтверждения: 4242"
     assert mine[0]["payload"]["type"] == "PIN_CODE"
+
+
+def test_interruption_level_round_trips(client, unique, subscribe):
+    nid = unique("fraud")
+    subscribe(unique("frank"))
+    assert client.service.sendNotification(notification=notification(nid, ["nobody"], interruptionLevel="time-sensitive")).status == "OK"
+    assert client.service.getNotificationDetails(id=nid).notification.interruptionLevel == "time-sensitive"
+    with pytest.raises(zeep.exceptions.Fault) as fault:
+        # zeep checks enumerations only when asked to; the gateway refuses the value itself.
+        client.service.sendNotification(notification=notification(unique("bad-level"), ["u"], interruptionLevel="urgent"))
+    assert "interruptionLevel" in fault.value.message
+
+
+def test_live_activity_operations(client, unique, subscribe):
+    """CONTRACT §9 through a stock client: start, status, update, end, and the faults."""
+    alice, nobody = unique("alice"), unique("nobody")
+    subscribe(alice, platform="ANDROID")  # an Android device: the activity reaches it by data message
+    aid = unique("transfer")
+    started = client.service.startActivity(activityId=aid, activityType="TransferAttributes", recipients=[alice, nobody],
+                                           attributes='{"transferId": "T-1"}', contentState='{"step": "accepted"}',
+                                           alertTitle="Transfer", staleAfterSeconds=600)
+    assert started.status == "OK"
+    states = {e.key: e.value for e in started.activityStatus.entry}
+    assert states == {alice: "STARTING", nobody: "NO_TOKEN"}
+    assert client.service.updateActivity(activityId=aid, contentState='{"step": "sent"}', priority=10).status == "OK"
+    status = client.service.getActivityStatus(activityId=aid)
+    assert status.status == "OK" and {e.key for e in status.activityStatus.entry} == {alice, nobody}
+    assert client.service.endActivity(activityId=aid, dismissAfterSeconds=60).status == "OK"
+    assert client.service.updateActivity(activityId=aid, contentState="{}").status == "ENTITY_NOT_FOUND"
+    assert client.service.startActivity(activityId=aid, activityType="T", recipients=[alice], attributes="{}", contentState="{}").status == "DUPLICATED_ENTITY"
+    assert client.service.getActivityStatus(activityId=unique("unknown")).status == "ENTITY_NOT_FOUND"
+    with pytest.raises(zeep.exceptions.Fault) as fault:
+        client.service.startActivity(activityId=unique("bad"), activityType="T", recipients=[alice], attributes="[1]", contentState="{}")
+    assert "attributes" in fault.value.message
+    with pytest.raises(zeep.exceptions.Fault) as fault:
+        client.service.updateActivity(activityId=unique("never"), contentState="{}")
+    assert "activityId" in fault.value.message
+
+
+def test_widgets_and_channels(client, unique, subscribe):
+    bob = unique("bob")
+    subscribe(bob)
+    assert client.service.refreshWidgets(recipients=[bob]).status == "OK"
+    assert client.service.refreshWidgets(recipients=[unique("nobody")]).status == "ENTITY_NOT_FOUND"
+    created = client.service.createActivityChannel(activityType="MatchAttributes", storagePolicy=1)
+    assert created.status == "OK" and created.channelId
+    assert client.service.broadcastActivityUpdate(channelId=created.channelId, contentState='{"score": "1:0"}', alertTitle="Goal").status == "OK"
+    assert client.service.deleteActivityChannel(channelId=created.channelId).status == "OK"
+    gone = client.service.broadcastActivityUpdate(channelId=created.channelId, contentState="{}")
+    assert gone.status == "ENTITY_NOT_FOUND" and created.channelId in gone.errorMessage

@@ -38,32 +38,16 @@ public struct ActivityEngine: Sendable {
     /// Runs until the task is cancelled, then hands back what it holds.
     public func run() async {
         logger.info("activity engine started")
-        while !Task.isCancelled {
-            let claims: [ClaimedActivityPush]
-            do {
-                claims = try await queue.claim(owner: owner, limit: batchSize, lease: lease)
-            } catch {
-                if Task.isCancelled { break }
-                logger.warning("cannot claim activity pushes", metadata: ["error": "\(error)"])
-                try? await clock.sleep(for: .seconds(1))
-                continue
-            }
-            if claims.isEmpty {
-                await wake.wait(upTo: idlePoll, clock: clock)
-                continue
-            }
-            let results = await process(claims)
-            await CancellationShield.run { await record(results) }
-        }
-        await CancellationShield.run {
-            do {
-                let released = try await queue.release(owner: owner)
-                if released > 0 { logger.notice("activity pushes handed back", metadata: ["claims": String(released)]) }
-            } catch {
-                logger.warning("cannot hand back activity pushes; they come due when their lease ends", metadata: ["error": "\(error)"])
-            }
-        }
+        let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)
+        await loop.run(
+            claim: { try await queue.claim(owner: owner, limit: batchSize, lease: lease) },
+            work: { claims in await process(claims) }, write: { results in await record(results) },
+            release: { try await queue.release(owner: owner) })
         logger.info("activity engine stopped")
+    }
+
+    private var loop: LeasedWorkLoop<ClaimedActivityPush> {
+        LeasedWorkLoop(what: "activity pushes", clock: clock, logger: logger, idlePoll: idlePoll, wake: wake)
     }
 
     /// What became of each claim: stale ones dropped, the rest pushed per route and event.
@@ -172,15 +156,8 @@ public struct ActivityEngine: Sendable {
                 break
             }
         }
-        for attempt in 1...3 {
-            do {
-                try await queue.record(results, owner: owner)
-                return
-            } catch {
-                logger.warning("cannot record activity pushes", metadata: ["attempt": String(attempt), "error": "\(error)"])
-                if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
-            }
-        }
+        let (queue, owner) = (queue, owner)
+        await loop.record { try await queue.record(results, owner: owner) }
     }
 
     /// Claims pushed together: one route, one event (or widget refresh) and one token kind.

@@ -42,32 +42,16 @@ public struct PassUpdateEngine: Sendable {
     public func run() async {
         logger.info("pass update engine started", metadata: ["fetchTimeoutSeconds": String(policy.fetchTimeout.components.seconds),
                                                               "fetchRetries": String(policy.fetchRetries)])
-        while !Task.isCancelled {
-            let claims: [ClaimedPassPush]
-            do {
-                claims = try await queue.claimPassPushes(owner: owner, limit: batchSize, lease: lease)
-            } catch {
-                if Task.isCancelled { break }
-                logger.warning("cannot claim pass update pushes", metadata: ["error": "\(error)"])
-                try? await clock.sleep(for: .seconds(1))
-                continue
-            }
-            if claims.isEmpty {
-                try? await clock.sleep(for: idlePoll)
-                continue
-            }
-            let results = await process(claims)
-            await CancellationShield.run { await record(results) }
-        }
-        await CancellationShield.run {
-            do {
-                let released = try await queue.releasePassPushes(owner: owner)
-                if released > 0 { logger.notice("pass update pushes handed back", metadata: ["claims": String(released)]) }
-            } catch {
-                logger.warning("cannot hand back pass update pushes; they come due when their lease ends", metadata: ["error": "\(error)"])
-            }
-        }
+        let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)
+        await loop.run(
+            claim: { try await queue.claimPassPushes(owner: owner, limit: batchSize, lease: lease) },
+            work: { claims in await process(claims) }, write: { results in await record(results) },
+            release: { try await queue.releasePassPushes(owner: owner) })
         logger.info("pass update engine stopped")
+    }
+
+    private var loop: LeasedWorkLoop<ClaimedPassPush> {
+        LeasedWorkLoop(what: "pass update pushes", clock: clock, logger: logger, idlePoll: idlePoll, wake: nil)
     }
 
     /// The results of one round of claims: expiries at once, pushes per pass type.
@@ -120,17 +104,8 @@ public struct PassUpdateEngine: Sendable {
                 break
             }
         }
-        // A failed write is tried again: the pushes were made, and an unwritten SENT would push
-        // again when the lease ends.
-        for attempt in 1...3 {
-            do {
-                try await queue.recordPassPushes(results, owner: owner)
-                break
-            } catch {
-                logger.warning("cannot record pass update pushes", metadata: ["attempt": String(attempt), "error": "\(error)"])
-                if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
-            }
-        }
+        let (queue, owner) = (queue, owner)
+        await loop.record { try await queue.recordPassPushes(results, owner: owner) }
         for (state, count) in settled { metrics.increment(Metric.passDeliveriesTotal, labels: ["state": state], by: count) }
     }
 }

@@ -40,27 +40,12 @@ public struct OutboxSender: Sendable {
     /// Sends until the task is cancelled.
     public func run() async {
         logger.info("outbox sender started")
-        while !Task.isCancelled {
-            let claimed: [ClaimedReport]
-            do {
-                claimed = try await outbox.claim(limit: batchSize, lease: lease)
-            } catch {
-                logger.warning("cannot read the outbox", metadata: ["error": "\(error)"])
-                try? await clock.sleep(for: .seconds(1))
-                continue
-            }
-            if claimed.isEmpty {
-                if let wake {
-                    await wake.wait(upTo: idlePoll, clock: clock)
-                } else {
-                    try? await clock.sleep(for: idlePoll)
-                }
-                continue
-            }
-            // What the bank answered is written down even while the sender stops, so no report
-            // is sent twice for it.
-            await CancellationShield.run { await send(claimed) }
-        }
+        let (outbox, batchSize, lease) = (outbox, batchSize, lease)
+        // What the bank answered is written down even while the sender stops, so no report is
+        // sent twice for it.
+        await LeasedWorkLoop<ClaimedReport>(what: "outbox reports", clock: clock, logger: logger, idlePoll: idlePoll, wake: wake).run(
+            claim: { try await outbox.claim(limit: batchSize, lease: lease) },
+            work: { claimed in claimed }, write: { claimed in await send(claimed) })
         logger.info("outbox sender stopped")
     }
 

@@ -6,7 +6,7 @@ import Synchronization
 /// An HTTP/2-over-TLS client on libcurl's multi interface: one thread drives every transfer,
 /// many streams share each connection. Callers `await` a response; nothing blocks the
 /// cooperative pool. This small interface is all the transports use, so the HTTP/2 stack can be
-/// replaced (libcurl 7.88 has known HTTP/2 defects; see the README).
+/// replaced (libcurl 7.88 has known HTTP/2 defects; see docs/push-services.md, HTTP/2 notes).
 public final class HTTP2Client: Sendable {
     /// Connections, streams and TLS material.
     public struct Configuration: Sendable {

@@ -21,8 +21,9 @@ public struct CommandLineTool: Sendable {
           migrate --config FILE       apply pending migrations and exit
           check-config --config FILE [--connect]
                                       validate the configuration (and reach what it names) and exit
-          simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit]
-                                      a local APNs + FCM + OAuth simulator (HTTP/2, TLS)
+          simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit] [--wallet-ca FILE]
+                                      local APNs, FCM, RuStore, Huawei Push Kit, Web Push and
+                                      Wallet devices (HTTP/2, TLS) for runs without credentials
           bank-stub [--listen HOST:PORT] [--clients …] [--authorized …] [--code CODE]
                                       a reference bank proxy (SBIOutbound) for local runs
           outbox list|retry --config FILE [--id ID,… | --all]
@@ -43,7 +44,7 @@ public struct CommandLineTool: Sendable {
             print(Self.usage)
             return 0
         case "serve":
-            return await withConfiguration(command, options, help: "pigeon serve --config FILE\n\nApplies pending migrations, then serves HTTP until SIGTERM or SIGINT; SIGHUP reloads what can be reloaded (see the README).") { configuration, logger, path in
+            return await withConfiguration(command, options, help: "pigeon serve --config FILE\n\nApplies pending migrations, then serves HTTP until SIGTERM or SIGINT; SIGHUP reloads what can be reloaded (see docs/operating.md).") { configuration, logger, path in
                 await serve(configuration, path: path, logger: logger)
             }
         case "migrate":
@@ -96,17 +97,23 @@ public struct CommandLineTool: Sendable {
     static let simulateHelp = """
         pigeon simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit] [--wallet-ca FILE]
 
-        Serves APNs (/3/device/<token>), FCM HTTP v1 (/v1/projects/<p>/messages:send) and the
-        OAuth token endpoint (/token) over HTTP/2 and TLS, validating like Apple and Google.
-        Credentials (CA, server certificate, client .p12, .p8 key, service-account JSON) are made
-        in the state folder on first run (default ./.local/pigeon-simulator); the server.conf lines
-        that point a gateway here are printed at start. Admin: GET /simulator/pushes,
-        PUT /simulator/faults, GET /simulator/health. --rapid-reset-limit enforces nghttp2's
-        stream-reset limit as Debian ships it. Default listen: 127.0.0.1:2197. Stops on SIGTERM.
+        Plays the push services over HTTP/2 and TLS, validating like Apple, Google, RuStore and
+        Huawei do: APNs (/3/device/<token>: alert, liveactivity and widgets pushes; broadcast
+        channels at /1/apps/<bundle>/channels and /4/broadcasts/apps/<bundle>), FCM HTTP v1
+        (/v1/projects/<p>/messages:send, token or fid targets) and its OAuth endpoint (/token),
+        RuStore (/rustore), Huawei Push Kit and its OAuth endpoint (/hms), and a Web Push service
+        (/webpush) that decrypts what it receives. Credentials (CA, server certificate, client
+        .p12, .p8 key, service-account JSON, VAPID key) are made in the state folder on first run
+        (default ./.local/pigeon-simulator); the server.conf lines that point a gateway here are
+        printed at start. Admin: GET /simulator/pushes (every accepted push in arrival order),
+        PUT /simulator/faults, GET /simulator/health, POST /simulator/webpush/subscriptions,
+        POST /simulator/devices/keys (a phone's key: confidential pushes are shown decrypted).
         Wallet devices: POST /simulator/wallet/devices registers a device's passes with a
         gateway's PassKit web service, and the device fetches when APNs gets a push on a pass
         type's topic for it; POST /simulator/wallet/refresh, GET /simulator/wallet/fetches.
         --wallet-ca FILE: the CA the simulated devices check an HTTPS gateway against.
+        --rapid-reset-limit enforces nghttp2's stream-reset limit as Debian ships it.
+        Default listen: 127.0.0.1:2197. Stops on SIGTERM.
         """
 
     private func simulate(_ options: [String]) async -> Int32 {

@@ -53,7 +53,13 @@ struct ConfidentialDeliveryTests {
         #expect(reply.status == 200, "\(reply.text)")
         #expect(try await setting.settledStates(id: "conf-1") == [RecipientState(user: "c-user", state: .sent), RecipientState(user: "c-keyless", state: .sent)])
 
-        let records = try Self.records(simulator)
+        // A delivery is SENT once one device accepted; the other services' pushes may still be
+        // on their way (a loaded machine retries a timed-out one): wait for all six.
+        var records = try Self.records(simulator)
+        for _ in 0..<300 where records.count < 6 {
+            try await Task.sleep(for: .milliseconds(100))
+            records = try Self.records(simulator)
+        }
         #expect(records.count == 6)
         for record in records {
             let line = String(decoding: try JSONSerialization.data(withJSONObject: record.filter { $0.key != "decrypted" }), as: UTF8.self)

@@ -9,8 +9,10 @@ import Testing
 
 /// Apple's and Google's newer push surface end to end (CONTRACT §9): the bank's SOAP calls, the
 /// phones' token calls, the activity engine and the simulator's APNs, FCM and channel API over
-/// HTTP/2 + TLS.
-@Suite("Live Activities, widgets and broadcast channels end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+/// HTTP/2 + TLS. Its tests run one after the other: each starts a gateway, and the suites beside
+/// it time their pushes.
+@Suite("Live Activities, widgets and broadcast channels end to end", .serialized,
+       .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct LiveActivityTests {
     static let startToken = String(repeating: "5a", count: 32)
     static let updateToken = String(repeating: "7b", count: 32)
@@ -265,7 +267,8 @@ struct LiveActivityTests {
         await setting.database.drop()
     }
 
-    @Test("bad input is a SOAP fault naming the field, and nothing is stored or pushed", arguments: [
+    /// Requests that must be refused, and the field each fault must name.
+    static let badRequests: [(request: String, field: String)] = [
         ("<inb:updateActivity><activityId>never-started</activityId><contentState>{}</contentState></inb:updateActivity>", "activityId"),
         ("<inb:endActivity><activityId>never-started</activityId></inb:endActivity>", "activityId"),
         (start(id: "bad-1", recipients: ["b-user"], attributes: "[1,2]"), "attributes"),
@@ -278,17 +281,23 @@ struct LiveActivityTests {
         (start(id: "bad-6", recipients: ["b-user"], extra: "<staleAfterSeconds>0</staleAfterSeconds>"), "staleAfterSeconds"),
         (update(id: "bad-1", contentState: "{}", extra: "<priority>7</priority>"), "priority"),
         ("<inb:sendNotification><notification><id>il-1</id><interruptionLevel>urgent</interruptionLevel><pushContent><text>t</text><type>MESSAGE</type></pushContent><recipients>b-user</recipients><timeout>60</timeout></notification></inb:sendNotification>", "interruptionLevel"),
-    ])
-    func badInput(request: String, field: String) async throws {
+    ]
+
+    @Test("bad input is a SOAP fault naming the field, and nothing is stored or pushed")
+    func badInput() async throws {
+        // One gateway for every case, one after the other: a gateway per case in parallel loads
+        // the machine under the suites that run beside this one.
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
         let (simulator, harness, pool) = (setting.simulator, setting.harness, setting.database.pool)
         let iphone = try await Self.device(setting, user: "b-user", deviceId: "iphone", platform: .ios, pushToken: String(repeating: "f6", count: 32))
         #expect(try await Self.put(harness, "/api/v1/activities/start-tokens/TransferAttributes", bearer: iphone,
                                    #"{"pushToStartToken":"\#(Self.startToken)"}"#).status == 200)
-        let answer = try await harness.soap(request)
-        #expect(answer.status == 500, "\(answer.text)")
-        #expect(answer.text.contains("Fault") && answer.text.contains(field), "\(answer.text)")
+        for (request, field) in Self.badRequests {
+            let answer = try await harness.soap(request)
+            #expect(answer.status == 500, "\(field): \(answer.text)")
+            #expect(answer.text.contains("Fault") && answer.text.contains(field), "\(field): \(answer.text)")
+        }
         let stored = try await pool.withConnection { connection in
             (try connection.query("SELECT count(*) FROM activities").scalar, try connection.query("SELECT count(*) FROM activity_pushes").scalar,
              try connection.query("SELECT count(*) FROM notifications").scalar)

@@ -4,8 +4,12 @@ import subprocess
 import uuid
 
 import pytest
+import requests
 import zeep
 from zeep.transports import Transport
+from urllib.parse import urlsplit
+
+from openapi_check import OpenAPIChecker
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +44,23 @@ def subscribe():
             check=True, input=(sql + ";\n").encode(), capture_output=True,
         )
     return register
+
+
+@pytest.fixture(scope="session", autouse=True)
+def answers_match_the_openapi_document():
+    """Every device-API and PassKit answer any test receives through requests is checked against
+    docs/openapi.yaml: a documented status, and a body that validates against its schema."""
+    checker = OpenAPIChecker()
+    original = requests.Session.send
+
+    def send(session, request, **kwargs):
+        response = original(session, request, **kwargs)
+        path = urlsplit(request.url).path
+        if path.startswith("/api/v1/") or path.startswith("/passkit/"):
+            problem = checker.problem(request.method, path, response.status_code, response.headers.get("Content-Type"), response.content)
+            assert problem is None, f"the answer does not match docs/openapi.yaml: {problem}"
+        return response
+
+    requests.Session.send = send
+    yield checker
+    requests.Session.send = original

@@ -71,7 +71,7 @@ def test_schemathesis_finds_nothing_outside_the_document(tmp_path, unique):
              "--max-examples", os.environ.get("PIGEON_SCHEMATHESIS_EXAMPLES", "50"),
              "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
              "--seed", "20261203", "--request-timeout", "30", "--no-color", "--header", f"Authorization: Bearer {bearer}"],
-            capture_output=True, text=True, timeout=900)
+            capture_output=True, text=True, timeout=900, cwd=tmp_path)  # its cache goes there, not into the checkout
         assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
         assert gateway.poll() is None, "the gateway stopped under the fuzzer"
     finally:

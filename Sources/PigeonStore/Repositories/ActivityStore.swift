@@ -62,8 +62,9 @@ public struct ActivityStore: Sendable {
     /// and what waited for the token (an update, an end) is due now.
     public func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
         try await pool.transaction { connection in
+            try Self.lock(activities: [activityId], connection)
             let state = try connection.query("""
-                SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 FOR UPDATE
+                SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2
                 """, [activityId, String(deviceRowId)]).rows.first?.text(0)
             guard let state else { return .notFound }
             guard state != "ENDED" else { return .ended }
@@ -80,6 +81,7 @@ public struct ActivityStore: Sendable {
     /// The phone ended the activity: no more pushes to this device for it.
     public func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
         try await pool.transaction { connection in
+            try Self.lock(activities: [activityId], connection)
             let changed = try connection.query("""
                 UPDATE activity_devices SET state = 'ENDED', update_token = NULL WHERE activity_id = $1 AND device_row_id = $2
                 """, [activityId, String(deviceRowId)]).affected
@@ -227,6 +229,7 @@ public struct ActivityStore: Sendable {
     public func record(_ results: [ActivityPushResult], owner: String) async throws {
         guard !results.isEmpty else { return }
         try await pool.transaction { connection in
+            try Self.lock(activities: results.map(\.claim.activityId), connection)
             for result in results { try Self.record(result, owner: owner, connection) }
         }
     }
@@ -293,6 +296,17 @@ public struct ActivityStore: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Locks the activities' rows, in id order. Every transaction that changes an activity's
+    /// devices and pushes takes its activity's lock first (the engine's record, the phone's token
+    /// and end calls, the bank's events), so two of them never lock those rows in opposite orders
+    /// (the phone ending an activity while the engine records its last push deadlocked).
+    private static func lock(activities ids: [String], _ connection: PostgresConnection) throws {
+        let ids = Set(ids.filter { !$0.isEmpty })  // widget refreshes belong to no activity
+        guard !ids.isEmpty else { return }
+        try connection.query("SELECT 1 FROM activities WHERE activity_id = ANY($1::text[]) ORDER BY activity_id FOR UPDATE",
+                             [PostgresArray.encode(ids.sorted())])
+    }
 
     private static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
 

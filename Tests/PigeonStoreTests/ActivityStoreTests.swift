@@ -1,0 +1,77 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonStore
+
+/// Live Activities in PostgreSQL under concurrency (CONTRACT §9): the engine recording pushes
+/// while phones send tokens and end activities and the bank sends events never deadlocks, and a
+/// newer event is never lost to an older one being recorded.
+@Suite("Activity store (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct ActivityStoreTests {
+    static let identifiers = UserIdentifiers(caseInsensitive: false)
+
+    /// Subscribes `count` Android devices for `user` (they need no token) and returns their row ids.
+    static func devices(_ pool: PostgresPool, user: String, count: Int) async throws -> [Int64] {
+        try await pool.withConnection { connection in
+            try (0..<count).map { index in
+                try connection.query("""
+                    INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                    VALUES ('bank', $1, lower($1), $2, 'ANDROID', $3) RETURNING id
+                    """, [user, "pixel-\(index)", "token-\(index)-" + String(repeating: "x", count: 40)]).scalar.flatMap(Int64.init) ?? -1
+            }
+        }
+    }
+
+    @Test("forty rounds of the engine recording, the phones ending and the bank updating the same activities at once: no deadlock, no error")
+    func noDeadlock() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        let rows = try await Self.devices(pool, user: "race-user", count: 8)
+        for round in 0..<40 {
+            let ids = (0..<4).map { "race-\(round)-\($0)" }
+            for id in ids {
+                _ = try await store.start(ActivityStart(activityId: id, activityType: "T", recipients: ["race-user"], attributes: "{}",
+                                                        content: ActivityContent(contentState: "{}")), now: Date())
+            }
+            let claims = try await store.claim(owner: "engine", limit: 1000, lease: .seconds(60))
+            #expect(claims.count == ids.count * rows.count)
+            // The engine records every start as sent while, for the same activities in reverse
+            // order, phones end them and the bank sends an update.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await store.record(claims.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine") }
+                for id in ids.reversed() {
+                    for row in rows.reversed() {
+                        group.addTask { _ = try await store.endedOnDevice(activityId: id, deviceRowId: row) }
+                    }
+                    group.addTask { _ = try await store.event(activityId: id, kind: .update, content: ActivityContent(contentState: #"{"n":1}"#), now: Date()) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        await drop()
+    }
+
+    @Test("an event replacing a push the engine holds: recording the older push leaves the newer due, never deletes it")
+    func newerEventSurvivesRecord() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        _ = try await Self.devices(pool, user: "order-user", count: 1)
+        _ = try await store.start(ActivityStart(activityId: "order-1", activityType: "T", recipients: ["order-user"], attributes: "{}",
+                                                content: ActivityContent(contentState: #"{"n":0}"#)), now: Date())
+        let started = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(started.map(\.kind) == [.start])
+        try await store.record(started.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        #expect(try await store.event(activityId: "order-1", kind: .update, content: ActivityContent(contentState: #"{"n":1}"#), now: Date()) == .queued(devices: 1))
+        let first = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(first.map(\.content.contentState) == [#"{"n":1}"#])
+        // While that push is in flight the bank sends a newer one: it replaces the row but keeps the lease.
+        #expect(try await store.event(activityId: "order-1", kind: .update, content: ActivityContent(contentState: #"{"n":2}"#), now: Date()) == .queued(devices: 1))
+        #expect(try await store.claim(owner: "engine", limit: 10, lease: .seconds(60)).isEmpty, "the row is still leased to the push in flight")
+        try await store.record(first.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        let next = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(next.map(\.content.contentState) == [#"{"n":2}"#], "the newer update is due at once")
+        #expect(next.first.map { $0.timestamp > first[0].timestamp && $0.lastSentTimestamp == first[0].timestamp } == true)
+        await drop()
+    }
+}

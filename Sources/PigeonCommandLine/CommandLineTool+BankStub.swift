@@ -5,17 +5,18 @@ import PigeonCore
 
 extension CommandLineTool {
     static let bankStubHelp = """
-        pigeon bank-stub [--listen HOST:PORT] [--clients ID,ID…] [--authorized USER,USER…] [--code CODE]
+        pigeon bank-stub [--listen HOST:PORT] [--clients ID,ID…] [--authorized USER,USER…|*] [--code CODE]
 
         A reference bank proxy implementing the SBIOutbound service (the WSDL the gateway serves
         at /pigeon/services/SBIOutbound?wsdl), for local runs and integrators. --clients lists
         the bank client ids it knows (default: any); --authorized lists users whose
-        subscriptions are authorized without an SMS code; other users get a code, written to
-        this log instead of sent (--code fixes it, default random six digits). Every report
-        (reportNotificationExpired, pushIsOpened, reportPassUpdateNotFetched) is logged. Admin on the same port:
-        GET /stub/reports, GET /stub/codes, PUT /stub/mode {"mode": "normal|down|slow|garbage"},
-        GET /stub/health. The service address is printed at start. Default listen:
-        127.0.0.1:8088. Stops on SIGTERM.
+        subscriptions are authorized without an SMS code (* for everyone); other users get a
+        code, written to this log instead of sent (--code fixes it, default random six digits).
+        Every report (reportNotificationExpired, pushIsOpened, reportPassUpdateNotFetched) is
+        logged. Admin on the same port: GET /stub/reports, GET /stub/codes (JSON lines),
+        PUT /stub/mode {"mode": "normal|down|slow|garbage|dropAfterAction", "milliseconds": N}
+        (dropAfterAction sends the SMS, then hangs up without answering), GET /stub/health.
+        The service address is printed at start. Default listen: 127.0.0.1:8088. Stops on SIGTERM.
         """
 
     func bankStub(_ options: [String]) async -> Int32 {

@@ -24,7 +24,7 @@ public struct CommandLineTool: Sendable {
           simulate [--listen HOST:PORT] [--state DIR] [--rapid-reset-limit] [--wallet-ca FILE]
                                       local APNs, FCM, RuStore, Huawei Push Kit, Web Push and
                                       Wallet devices (HTTP/2, TLS) for runs without credentials
-          bank-stub [--listen HOST:PORT] [--clients …] [--authorized …] [--code CODE]
+          bank-stub [--listen HOST:PORT] [--clients …] [--authorized …|*] [--code CODE]
                                       a reference bank proxy (SBIOutbound) for local runs
           outbox list|retry --config FILE [--id ID,… | --all]
                                       dead-lettered reports to the bank: list, send again
@@ -48,7 +48,7 @@ public struct CommandLineTool: Sendable {
                 await serve(configuration, path: path, logger: logger)
             }
         case "migrate":
-            return await withConfiguration(command, options, help: "pigeon migrate --config FILE\n\nApplies pending SQL migrations from migrations/ and exits.") { configuration, logger, _ in
+            return await withConfiguration(command, options, help: "pigeon migrate --config FILE\n\nApplies pending SQL migrations (from migrationsPath, else the migrations folder found from the binary) and exits.") { configuration, logger, _ in
                 await migrate(configuration, logger: logger)
             }
         case "check-config":

@@ -50,7 +50,7 @@ public struct ActivityStore: Sendable {
 
     /// Stores an iPhone's push-to-start token for an activity type (replacing the last one).
     public func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws {
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.query("""
                 INSERT INTO activity_start_tokens (device_row_id, activity_type, token) VALUES ($1, $2, $3)
                 ON CONFLICT (device_row_id, activity_type) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
@@ -261,7 +261,7 @@ public struct ActivityStore: Sendable {
 
     /// Stores a channel Apple created.
     public func saveChannel(_ channel: Channel) async throws {
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.query("""
                 INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (channel_id) DO NOTHING

@@ -74,4 +74,22 @@ struct ActivityStoreTests {
         #expect(next.first.map { $0.timestamp > first[0].timestamp && $0.lastSentTimestamp == first[0].timestamp } == true)
         await drop()
     }
+
+    @Test("a device keeps push-to-start tokens for at most 64 activity types; a known type's token is still replaced")
+    func startTokensBounded() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        let row = try await Self.devices(pool, user: "types-user", count: 1)[0]
+        for index in 0..<ActivityStore.maximumStartTokensPerDevice {
+            #expect(try await store.saveStartToken(deviceRowId: row, activityType: "Type\(index)", token: "ab"))
+        }
+        #expect(try await store.saveStartToken(deviceRowId: row, activityType: "OneTooMany", token: "ab") == false)
+        #expect(try await store.saveStartToken(deviceRowId: row, activityType: "Type0", token: "cd"))
+        let stored = try await pool.withConnection { connection in
+            (try connection.query("SELECT count(*) FROM activity_start_tokens").scalar,
+             try connection.query("SELECT token FROM activity_start_tokens WHERE activity_type = 'Type0'").scalar)
+        }
+        #expect(stored.0 == "64" && stored.1 == "cd")
+        await drop()
+    }
 }

@@ -29,7 +29,10 @@ extension DeviceEndpoint {
         let (store, device) = try await activityDevice(request)
         let activityType = try Self.pathIdentifier(raw, name: "activity type")
         let token = try Self.apnsToken(JSONFields(request.body), "pushToStartToken")
-        try await store.saveStartToken(deviceRowId: device.id, activityType: activityType, token: token)
+        guard try await store.saveStartToken(deviceRowId: device.id, activityType: activityType, token: token) else {
+            throw APIError.badRequest("TOO_MANY_ACTIVITY_TYPES",
+                                      "this device already has push-to-start tokens for \(ActivityStore.maximumStartTokensPerDevice) activity types")
+        }
         logger.info("push-to-start token saved", metadata: ["user": device.userId, "activityType": activityType, "token": Redaction.token(token)])
         return JSONResponse.make(200, ["activityType": activityType, "state": "SAVED"])
     }

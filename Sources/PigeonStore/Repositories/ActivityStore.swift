@@ -48,13 +48,23 @@ public struct ActivityStore: Sendable {
 
     // MARK: Phones
 
-    /// Stores an iPhone's push-to-start token for an activity type (replacing the last one).
-    public func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws {
-        _ = try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO activity_start_tokens (device_row_id, activity_type, token) VALUES ($1, $2, $3)
+    /// The most activity types one device keeps push-to-start tokens for: an app has a handful
+    /// of attributes types, and the table must not grow with whatever a phone sends.
+    public static let maximumStartTokensPerDevice = 64
+
+    /// Stores an iPhone's push-to-start token for an activity type (replacing the last one);
+    /// false when the device already has tokens for ``maximumStartTokensPerDevice`` other types.
+    public func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
+        try await pool.transaction { connection in
+            // The device's row serializes its token calls, so two at once cannot both pass the count.
+            try connection.query("SELECT 1 FROM devices WHERE id = $1 FOR UPDATE", [String(deviceRowId)])
+            return try connection.query("""
+                INSERT INTO activity_start_tokens (device_row_id, activity_type, token)
+                SELECT $1, $2, $3
+                WHERE EXISTS (SELECT 1 FROM activity_start_tokens WHERE device_row_id = $1 AND activity_type = $2)
+                   OR (SELECT count(*) FROM activity_start_tokens WHERE device_row_id = $1) < $4
                 ON CONFLICT (device_row_id, activity_type) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
-                """, [String(deviceRowId), activityType, token])
+                """, [String(deviceRowId), activityType, token, String(Self.maximumStartTokensPerDevice)]).affected > 0
         }
     }
 

@@ -92,4 +92,33 @@ struct ActivityStoreTests {
         #expect(stored.0 == "64" && stored.1 == "cd")
         await drop()
     }
+
+    @Test("an update replacing a start in flight: sent, the update waits as an update; the process dead, the start goes again with the newer content")
+    func updateOverStartInFlight() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        _ = try await Self.devices(pool, user: "flight-user", count: 1)
+        func start(_ id: String) async throws -> [ClaimedActivityPush] {
+            _ = try await store.start(ActivityStart(activityId: id, activityType: "T", recipients: ["flight-user"], attributes: "{}",
+                                                    content: ActivityContent(contentState: #"{"n":0}"#)), now: Date())
+            let claims = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+            #expect(claims.map(\.kind) == [.start])
+            #expect(try await store.event(activityId: id, kind: .update, content: ActivityContent(contentState: #"{"n":1}"#), now: Date())
+                == .queued(devices: 1))
+            return claims
+        }
+        // The start's push succeeds: the newer content waits as an update, never a second start.
+        let sent = try await start("flight-sent")
+        try await store.record(sent.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        let next = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(next.map(\.kind) == [.update] && next.first?.content.contentState == #"{"n":1}"#)
+        try await store.record(next.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        // The process holding the start dies (its lease handed back, as a lapsed lease would be):
+        // the start goes again, with the newer content.
+        _ = try await start("flight-dead")
+        try await store.release(owner: "engine")
+        let again = try await store.claim(owner: "restarted", limit: 10, lease: .seconds(60))
+        #expect(again.map(\.kind) == [.start] && again.first?.content.contentState == #"{"n":1}"#)
+        await drop()
+    }
 }

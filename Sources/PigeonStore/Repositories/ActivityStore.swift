@@ -327,7 +327,10 @@ public struct ActivityStore: Sendable {
     }
 
     /// Queues `kind` for every device of the activity that has not ended it, replacing a push
-    /// not yet sent (a start keeps being a start, with the newer content); returns how many.
+    /// not yet sent; a start stays a start with the newer content, even while it is in flight:
+    /// if its push succeeds, recording it turns the row into an update, and if its process dies,
+    /// the start goes again once the lease ends (an update alone would wait for a token that
+    /// never comes). Returns how many.
     @discardableResult
     private static func queue(activityId: String, kind: ActivityPushKind, timestamp: String, content: [String?],
                               _ connection: PostgresConnection) throws -> Int {
@@ -337,8 +340,7 @@ public struct ActivityStore: Sendable {
             SELECT $1, ad.device_row_id, $2, $3::bigint, $4, $5, $6, $7::bigint, $8::bigint, $9::double precision, $10::integer
             FROM activity_devices ad WHERE ad.activity_id = $1 AND ad.state <> 'ENDED'
             ON CONFLICT (activity_id, device_row_id) DO UPDATE SET
-                kind = CASE WHEN activity_pushes.kind = 'start' AND activity_pushes.lease_owner IS NULL AND EXCLUDED.kind = 'update'
-                            THEN 'start' ELSE EXCLUDED.kind END,
+                kind = CASE WHEN activity_pushes.kind = 'start' AND EXCLUDED.kind = 'update' THEN 'start' ELSE EXCLUDED.kind END,
                 event_timestamp = EXCLUDED.event_timestamp, content_state = EXCLUDED.content_state,
                 alert_title = EXCLUDED.alert_title, alert_body = EXCLUDED.alert_body, stale_date = EXCLUDED.stale_date,
                 dismissal_date = EXCLUDED.dismissal_date, relevance_score = EXCLUDED.relevance_score, priority = EXCLUDED.priority,
@@ -397,6 +399,14 @@ public struct ActivityStore: Sendable {
         }
         switch result.change {
         case .sent:
+            if claim.kind == .start {
+                // A newer event replaced this start while it was in flight: the start is done, so
+                // what waits is the newer content as an update.
+                try connection.query("""
+                    UPDATE activity_pushes SET kind = 'update'
+                    WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3 AND event_timestamp <> $4 AND kind = 'start'
+                    """, key)
+            }
             try finish()
             guard claim.kind != .widgets else { return }
             let startingUntilToken = claim.kind == .start && claim.device.platform == .ios

@@ -97,15 +97,18 @@ let package = Package(
         // The delivery engine, written against small protocols (queue, notifications, devices,
         // push senders, clock, random source) and tested with in-memory fakes.
         .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PushCore"]),
+        // `server.conf`: the configuration language, the gateway's settings with their ranges and
+        // defaults, and the checks made before start-up (certificates, push apps, exposure).
+        .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
         .target(
             name: "PigeonCommandLine",
-            dependencies: ["PigeonServer", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub"]
+            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -124,7 +127,7 @@ let package = Package(
         .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
@@ -138,7 +141,7 @@ let package = Package(
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import PigeonConfiguration
 import Foundation
 import PigeonServer
 import PigeonCore

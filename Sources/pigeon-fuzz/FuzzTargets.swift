@@ -1,4 +1,5 @@
 #if PIGEON_FUZZ
+import PigeonConfiguration
 import Foundation
 import PigeonCore
 import PigeonHTTP

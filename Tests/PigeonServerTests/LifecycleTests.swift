@@ -1,3 +1,4 @@
+@testable import PigeonConfiguration
 import Foundation
 import PigeonCore
 import PigeonServer

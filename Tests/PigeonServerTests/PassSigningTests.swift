@@ -3,6 +3,7 @@ import PigeonCore
 import PigeonCrypto
 import PigeonTestSupport
 import Testing
+@testable import PigeonConfiguration
 @testable import PigeonServer
 
 /// Passes the gateway signs (CONTRACT §7, optional signing): a test PKI like Apple's — a root, a

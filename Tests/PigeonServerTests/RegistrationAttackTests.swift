@@ -1,3 +1,4 @@
+@testable import PigeonConfiguration
 import Foundation
 import PigeonBankStub
 import PigeonCore

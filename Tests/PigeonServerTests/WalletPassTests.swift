@@ -4,6 +4,7 @@ import PigeonCore
 import PigeonSimulator
 import PigeonTestSupport
 import Testing
+@testable import PigeonConfiguration
 @testable import PigeonServer
 
 /// Wallet passes end to end (CONTRACT §7): Apple's web service with its status codes, the bank's

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonConfiguration
 import PigeonStore
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonConfiguration
 import OutboundHTTP
 import PigeonCore
 import PigeonCrypto

@@ -1,5 +1,6 @@
 import BankProxy
 import Foundation
+import PigeonConfiguration
 import PigeonCore
 import PigeonCrypto
 import PigeonDelivery

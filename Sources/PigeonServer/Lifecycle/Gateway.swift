@@ -1,5 +1,6 @@
 import BankProxy
 import Foundation
+import PigeonConfiguration
 import OutboundHTTP
 import PigeonCore
 import PigeonDelivery

@@ -41,7 +41,7 @@ public struct ConfigurationFile: Sendable {
 }
 
 extension StringProtocol {
-    func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         var scalars = Substring(self)
         while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
         while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }

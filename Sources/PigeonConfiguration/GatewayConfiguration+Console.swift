@@ -12,7 +12,7 @@ extension GatewayConfiguration {
 
     /// Whether the console can be served: configured, and on a listener that does not face
     /// phones (`bankListen`, or a loopback `listen` carrying everything).
-    var consoleIsServed: Bool {
+    package var consoleIsServed: Bool {
         console.isConfigured && (http.bank != nil || Self.isLoopback(http.host))
     }
 

@@ -100,9 +100,12 @@ let package = Package(
         // `server.conf`: the configuration language, the gateway's settings with their ranges and
         // defaults, and the checks made before start-up (certificates, push apps, exposure).
         .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
+        // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
+        // signing, and the ZIP writer under it (CONTRACT §7).
+        .target(name: "PigeonWallet", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -139,9 +142,10 @@ let package = Package(
         .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,7 @@
 import Testing
+@testable import PigeonHTTP
 @testable import PigeonServer
+@testable import PigeonWallet
 
 @Suite("Per-address limits")
 struct RateLimitTests {
@@ -26,9 +28,9 @@ struct RateLimitTests {
 
     @Test("IPv6 clients are counted by their /64, IPv4 ones by their address")
     func clientKeys() {
-        #expect(DeviceRateLimits.clientKey("2001:db8:1:2::5") == DeviceRateLimits.clientKey("2001:db8:1:2:ffff::9"))
-        #expect(DeviceRateLimits.clientKey("2001:db8:1:2::5") != DeviceRateLimits.clientKey("2001:db8:1:3::5"))
-        #expect(DeviceRateLimits.clientKey("192.0.2.7") == "192.0.2.7")
-        #expect(DeviceRateLimits.clientKey("::1") == "::1")
+        #expect(AddressRateLimit.clientKey("2001:db8:1:2::5") == AddressRateLimit.clientKey("2001:db8:1:2:ffff::9"))
+        #expect(AddressRateLimit.clientKey("2001:db8:1:2::5") != AddressRateLimit.clientKey("2001:db8:1:3::5"))
+        #expect(AddressRateLimit.clientKey("192.0.2.7") == "192.0.2.7")
+        #expect(AddressRateLimit.clientKey("::1") == "::1")
     }
 }

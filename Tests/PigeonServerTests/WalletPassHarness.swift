@@ -4,7 +4,9 @@ import PigeonCore
 import PigeonSimulator
 import PigeonTestSupport
 import Testing
+@testable import PigeonHTTP
 @testable import PigeonServer
+@testable import PigeonWallet
 
 /// Wallet passes end to end (CONTRACT §7): a gateway with its simulator (APNs and the simulated
 /// Wallets) and bank stub, the bank's SOAP calls, and the web service called as Wallet does.

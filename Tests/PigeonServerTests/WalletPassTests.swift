@@ -5,7 +5,9 @@ import PigeonSimulator
 import PigeonTestSupport
 import Testing
 @testable import PigeonConfiguration
+@testable import PigeonHTTP
 @testable import PigeonServer
+@testable import PigeonWallet
 
 /// Wallet passes end to end (CONTRACT §7): Apple's web service with its status codes, the bank's
 /// updatePass/getPassStatus, update pushes on the pass type's topic, the simulated Wallets'

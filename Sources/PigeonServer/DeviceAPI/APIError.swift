@@ -29,11 +29,3 @@ struct APIError: Error, Equatable {
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(400, code, message) }
     static let unauthorized = APIError(401, "UNAUTHORIZED", "missing, unknown, revoked or expired authentication token; register the device again")
 }
-
-/// JSON bodies for the device API.
-enum JSONResponse {
-    static func make(_ status: Int, _ object: [String: Any]) -> HTTPResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8"), ("Cache-Control", "no-store")], body: data)
-    }
-}

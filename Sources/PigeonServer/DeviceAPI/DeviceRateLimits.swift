@@ -1,4 +1,5 @@
 import Foundation
+import PigeonHTTP
 import PigeonConfiguration
 import PigeonStore
 import Synchronization
@@ -22,18 +23,6 @@ final class DeviceRateLimits: Sendable {
         if let retryAfter = addresses.take(address) {
             throw .rateLimited(retryAfter: retryAfter, "too many registrations from this address; try again later")
         }
-    }
-
-    /// The key a client address is counted under: an IPv4 address itself, an IPv6 address by its
-    /// /64 (one subscriber's network: counting single IPv6 addresses would let one client take
-    /// a fresh address for every call).
-    static func clientKey(_ address: String) -> String {
-        guard address.contains(":") else { return address }
-        var bytes = in6_addr()
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        let prefix = withUnsafeBytes(of: bytes) { Array($0.prefix(8)) }
-        if prefix == [0, 0, 0, 0, 0, 0, 0, 0] { return address }  // ::1, IPv4-mapped: keep whole
-        return prefix.map { String(format: "%02x", $0) }.joined() + "::/64"
     }
 
     /// Counts a registration of `user` that will reach the bank; throws 429 beyond the limit.

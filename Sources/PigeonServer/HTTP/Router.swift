@@ -1,4 +1,5 @@
 import Foundation
+import PigeonWallet
 import PigeonCore
 import PigeonHTTP
 import PigeonStore

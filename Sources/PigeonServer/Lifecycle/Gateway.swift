@@ -1,5 +1,6 @@
 import BankProxy
 import Foundation
+import PigeonWallet
 import PigeonConfiguration
 import OutboundHTTP
 import PigeonCore

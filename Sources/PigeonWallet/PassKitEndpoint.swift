@@ -9,37 +9,46 @@ import PigeonStore
 /// and posts its logs. Every path part, header and body is a phone's: ``PassKitCall`` checks their
 /// shapes before anything is looked up, bodies are capped before they are read, calls are limited
 /// per client address, and a wrong or missing `ApplePass` token changes nothing (401).
-struct PassKitEndpoint: Sendable {
+package struct PassKitEndpoint: Sendable {
     /// Wallet's log calls carry no credential (Apple's protocol), so nothing of them is stored:
     /// they go to the gateway's log, bounded (``PassKitCall``), under a per-address and a global
     /// budget: `/v1/log` calls per client address, and from all addresses together, per minute.
-    static let logCallsPerAddressPerMinute = 10
-    static let logCallsPerMinute = 120
+    package static let logCallsPerAddressPerMinute = 10
+    package static let logCallsPerMinute = 120
 
     /// The configured path (`/passkit`): the pass's `webServiceURL` ends with it.
-    let prefix: String
-    let store: PassStore
-    let limits: PassStore.RegistrationLimits
-    let addressLimit: AddressRateLimit
+    package let prefix: String
+    package let store: PassStore
+    package let limits: PassStore.RegistrationLimits
+    package let addressLimit: AddressRateLimit
     /// `/v1/log` calls per address, and from every address together (one shared key).
-    let logAddressLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerAddressPerMinute)
-    let logGlobalLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerMinute)
-    let metrics: MetricsRegistry
-    let logger: Logger
+    package let logAddressLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerAddressPerMinute)
+    package let logGlobalLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerMinute)
+    package let metrics: MetricsRegistry
+    package let logger: Logger
+
+    package init(prefix: String, store: PassStore, limits: PassStore.RegistrationLimits, addressLimit: AddressRateLimit, metrics: MetricsRegistry, logger: Logger) {
+        self.prefix = prefix
+        self.store = store
+        self.limits = limits
+        self.addressLimit = addressLimit
+        self.metrics = metrics
+        self.logger = logger
+    }
 
     /// Whether `path` is this service's.
-    func serves(_ path: String) -> Bool {
+    package func serves(_ path: String) -> Bool {
         path.hasPrefix(prefix + "/")
     }
 
     /// How much body a request may send, from its head.
-    func maximumBody(_ head: HTTPRequestHead) -> Int {
+    package func maximumBody(_ head: HTTPRequestHead) -> Int {
         guard head.method == "POST" else { return 0 }
         return head.path == prefix + "/v1/log" ? PassKitCall.maximumLogBytes : PassKitCall.maximumRegistrationBytes
     }
 
     /// The route template (for metrics) and the answer.
-    func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+    package func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         let parts = PassKitCall.parts(of: request.path, prefix: prefix)
         let route = PassKitCall.route(parts)
         if let retryAfter = addressLimit.take(request.peer) {

@@ -2,13 +2,13 @@ import Foundation
 
 /// Writes a ZIP archive of stored (uncompressed) entries: what a `.pkpass` is. Wallet reads
 /// stored entries as well as deflated ones; passes are mostly PNG images, which do not deflate.
-struct ZIPWriter {
+package struct ZIPWriter {
     private var data = Data()
     private var directory = Data()
     private var count = 0
 
     /// Adds an entry; names are relative paths with `/` separators.
-    mutating func add(_ name: String, _ content: Data) {
+    package mutating func add(_ name: String, _ content: Data) {
         let nameBytes = Data(name.utf8)
         let crc = CRC32.checksum(content)
         let offset = UInt32(data.count)
@@ -32,7 +32,7 @@ struct ZIPWriter {
     }
 
     /// The archive: entries, central directory, end record.
-    func finish() -> Data {
+    package func finish() -> Data {
         var archive = data
         let directoryOffset = UInt32(archive.count)
         archive.append(directory)
@@ -46,14 +46,14 @@ struct ZIPWriter {
 }
 
 /// CRC-32 (IEEE 802.3, as ZIP uses it).
-enum CRC32 {
+package enum CRC32 {
     private static let table: [UInt32] = (0..<256).map { index in
         var value = UInt32(index)
         for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
         return value
     }
 
-    static func checksum(_ data: Data) -> UInt32 {
+    package static func checksum(_ data: Data) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         data.withUnsafeBytes { bytes in
             for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
@@ -63,11 +63,11 @@ enum CRC32 {
 }
 
 extension Data {
-    mutating func append(le16 value: UInt16) {
+    package mutating func append(le16 value: UInt16) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 
-    mutating func append(le32 value: UInt32) {
+    package mutating func append(le32 value: UInt32) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }

@@ -2,12 +2,12 @@ import Foundation
 
 /// HTTP dates (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) for `Last-Modified` and
 /// `If-Modified-Since`, written and read without a locale-dependent formatter.
-enum HTTPDate {
+package enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// `date` in whole seconds.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -18,7 +18,7 @@ enum HTTPDate {
 
     /// An IMF-fixdate, or nil for anything else (the obsolete forms are not sent by Wallet; a
     /// date that cannot be read only means the whole pass is sent).
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let fields = text.split(separator: " ")
         guard text.utf8.count <= 40, fields.count == 6, fields[0].hasSuffix(","), fields[5] == "GMT",
               let day = Int(fields[1]), (1...31).contains(day), let month = months.firstIndex(of: String(fields[2])),

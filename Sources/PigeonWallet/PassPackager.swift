@@ -8,11 +8,11 @@ import SOAPCodec
 /// with the pass type's certificate (and the WWDR intermediate), all stored in one ZIP. The pass
 /// must name the pass type, serial number and token of the request, so a mix-up cannot put one
 /// customer's card under another's serial.
-enum PassPackager {
+package enum PassPackager {
     /// Names the gateway writes itself.
-    static let reservedNames: Set<String> = ["pass.json", "manifest.json", "signature"]
+    package static let reservedNames: Set<String> = ["pass.json", "manifest.json", "signature"]
 
-    static func package(passJson: String, files: [(name: String, content: Data)], for pass: PassIdentity, token: String,
+    package static func package(passJson: String, files: [(name: String, content: Data)], for pass: PassIdentity, token: String,
                         signer: PassSigner) throws -> Data {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(passJson.utf8))) as? [String: Any] else {
             throw SOAPFault.client("element 'passJson' is not a JSON object")
@@ -46,7 +46,7 @@ enum PassPackager {
 
     /// Why `name` cannot be a file of a pass, or nil: a relative path of letters, digits and
     /// `. _ - @ /` (`en.lproj/logo@2x.png`), not one the gateway writes.
-    static func nameProblem(_ name: String) -> String? {
+    package static func nameProblem(_ name: String) -> String? {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@/")
         guard !name.isEmpty, name.count <= InboundService.Limits.passFileName, name.allSatisfy(allowed.contains) else {
             return "a file name is a relative path of letters, digits and . _ - @ /"

@@ -6,7 +6,7 @@ import PigeonHTTP
 /// One call of Apple's PassKit web service (CONTRACT §7), read and checked from the request alone:
 /// path parts, method, `ApplePass` token, body and conditional headers. Nothing here touches the
 /// store, so every byte a phone can send is parsed by pure code (and fuzzed as such).
-enum PassKitCall: Equatable {
+package enum PassKitCall: Equatable {
     /// `POST v1/devices/{device}/registrations/{passType}/{serial}` with `{"pushToken": …}`.
     case register(device: String, pass: PassIdentity, pushToken: String, authenticationDigest: Data)
     /// `DELETE v1/devices/{device}/registrations/{passType}/{serial}`.
@@ -19,21 +19,21 @@ enum PassKitCall: Equatable {
     case log(messages: [String])
 
     /// The largest registration body (`{"pushToken": …}`).
-    static let maximumRegistrationBytes = 4 * 1024
+    package static let maximumRegistrationBytes = 4 * 1024
     /// The largest `/v1/log` body, how many of its messages are logged, and how long each may be.
-    static let maximumLogBytes = 4 * 1024
-    static let maximumLogMessages = 10
-    static let maximumLogMessageLength = 256
+    package static let maximumLogBytes = 4 * 1024
+    package static let maximumLogMessages = 10
+    package static let maximumLogMessageLength = 256
 
     /// The parts of `path` after the service's `prefix` (`/passkit`), empty ones kept so that
     /// `v1//log` does not pass for `v1/log`.
-    static func parts(of path: String, prefix: String) -> [String] {
+    package static func parts(of path: String, prefix: String) -> [String] {
         path.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
     }
 
     /// The call `request` makes, or why it is refused (a status and a one-line reason). Checks run
     /// in the order a phone can act on: the route, the body's size, identifiers, the token, the body.
-    static func parse(_ request: HTTPRequest, parts: [String]) throws(PassKitRefusal) -> PassKitCall {
+    package static func parse(_ request: HTTPRequest, parts: [String]) throws(PassKitRefusal) -> PassKitCall {
         switch (request.method, parts.count, parts.first, parts.count > 1 ? parts[1] : nil, parts.count > 3 ? parts[3] : nil) {
         case ("POST", 6, "v1", "devices", "registrations"):
             if request.bodyTooLarge { throw PassKitRefusal(413, "a registration's body is at most \(maximumRegistrationBytes) bytes") }
@@ -81,7 +81,7 @@ enum PassKitCall: Equatable {
     }
 
     /// A bounded route label for metrics.
-    static func route(_ parts: [String]) -> String {
+    package static func route(_ parts: [String]) -> String {
         switch (parts.count, parts.first, parts.count > 1 ? parts[1] : nil) {
         case (6, "v1", "devices"): "passkit_registration"
         case (5, "v1", "devices"): "passkit_serials"
@@ -113,24 +113,24 @@ enum PassKitCall: Equatable {
 }
 
 /// A PassKit request refused with a status and a one-line reason (and `Allow` for 405).
-struct PassKitRefusal: Error, Equatable {
-    var status: Int
-    var message: String
-    var allow: String?
+package struct PassKitRefusal: Error, Equatable {
+    package var status: Int
+    package var message: String
+    package var allow: String?
 
-    init(_ status: Int, _ message: String, allow: String? = nil) {
+    package init(_ status: Int, _ message: String, allow: String? = nil) {
         self.status = status
         self.message = message
         self.allow = allow
     }
 
-    static let unauthorized = PassKitRefusal(401, "missing or wrong ApplePass authentication token")
+    package static let unauthorized = PassKitRefusal(401, "missing or wrong ApplePass authentication token")
 
-    static func methodNotAllowed(_ allowed: String) -> PassKitRefusal {
+    package static func methodNotAllowed(_ allowed: String) -> PassKitRefusal {
         PassKitRefusal(405, "method not allowed; use \(allowed)", allow: allowed)
     }
 
-    var response: HTTPResponse {
+    package var response: HTTPResponse {
         var response = HTTPResponse.text(status, message + "\n")
         if let allow { response.headers.append(("Allow", allow)) }
         return response

@@ -4,13 +4,13 @@ import Foundation
 /// directory, nothing inflated) holding at least `pass.json`, `manifest.json` and `signature`,
 /// with no entry whose name climbs out of the archive. Wallet checks the signature itself; this
 /// catches a bank sending the wrong bytes with a clear error instead of a pass no phone can read.
-enum PassArchive {
-    static let requiredEntries: Set<String> = ["pass.json", "manifest.json", "signature"]
+package enum PassArchive {
+    package static let requiredEntries: Set<String> = ["pass.json", "manifest.json", "signature"]
     /// Entries a pass may hold (images at several scales and localisations stay far below).
-    static let maximumEntries = 1_000
+    package static let maximumEntries = 1_000
 
     /// Why `data` is not a usable `.pkpass`, or nil.
-    static func problem(_ data: Data) -> String? {
+    package static func problem(_ data: Data) -> String? {
         switch entryNames(data) {
         case .failure(let reason):
             return reason.message
@@ -24,12 +24,12 @@ enum PassArchive {
         }
     }
 
-    struct Malformed: Error {
+    package struct Malformed: Error {
         var message: String
     }
 
     /// The names in the archive's central directory.
-    static func entryNames(_ data: Data) -> Result<[String], Malformed> {
+    package static func entryNames(_ data: Data) -> Result<[String], Malformed> {
         let bytes = [UInt8](data)
         guard bytes.count >= 22, bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) else {
             return .failure(Malformed(message: "it is not a ZIP archive (a .pkpass is one)"))

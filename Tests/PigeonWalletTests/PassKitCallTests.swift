@@ -3,7 +3,7 @@ import PigeonCore
 import PigeonCrypto
 import PigeonHTTP
 import Testing
-@testable import PigeonServer
+@testable import PigeonWallet
 
 /// The PassKit web service's requests read without a store or a listener: which call each
 /// is, and what is refused with which status before anything is looked up.

@@ -1,21 +1,21 @@
 /// Fixed-window attempt counters per key, bounded in size: the pure core of the per-address
 /// limits (no clock or lock of its own; the caller passes the time in seconds).
-struct FixedWindowCounter: Sendable {
+package struct FixedWindowCounter: Sendable {
     /// Attempts allowed per key and window.
-    let limit: Int
-    let windowSeconds: Double
+    package let limit: Int
+    package let windowSeconds: Double
     /// Keys tracked at most; when full, ended windows are dropped, then the oldest tenth.
-    let capacity: Int
+    package let capacity: Int
     private var windows: [String: (start: Double, count: Int)] = [:]
 
-    init(limit: Int, windowSeconds: Double, capacity: Int = 100_000) {
+    package init(limit: Int, windowSeconds: Double, capacity: Int = 100_000) {
         self.limit = limit
         self.windowSeconds = windowSeconds
         self.capacity = capacity
     }
 
     /// Counts an attempt by `key` at `now`: nil when allowed, else the seconds until its window ends.
-    mutating func take(_ key: String, now: Double) -> Int? {
+    package mutating func take(_ key: String, now: Double) -> Int? {
         guard limit > 0 else { return nil }
         var window = windows[key] ?? (now, 0)
         if now - window.start >= windowSeconds { window = (now, 0) }
@@ -28,7 +28,7 @@ struct FixedWindowCounter: Sendable {
 
     /// Whether `key` has used up its window at `now` (nothing is counted): nil when it may go
     /// on, else the seconds until its window ends.
-    func exhausted(_ key: String, now: Double) -> Int? {
+    package func exhausted(_ key: String, now: Double) -> Int? {
         guard limit > 0, let window = windows[key], now - window.start < windowSeconds, window.count >= limit else { return nil }
         return max(1, Int((window.start + windowSeconds - now).rounded(.up)))
     }

@@ -3,7 +3,7 @@ import Foundation
 import PigeonCore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
+@testable import PigeonWallet
 
 /// The Wallet pieces without a gateway: HTTP dates, the `.pkpass` archive check and writer, and
 /// the pass configuration keys.

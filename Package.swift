@@ -103,9 +103,12 @@ let package = Package(
         // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
         // signing, and the ZIP writer under it (CONTRACT §7).
         .target(name: "PigeonWallet", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
+        // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
+        // reads from the stores and the metrics.
+        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -145,7 +148,7 @@ let package = Package(
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@
 import Foundation
 import PigeonCore
 import Testing
+@testable import PigeonHTTP
 @testable import PigeonServer
 
 @Suite("Apps in server.conf and at registration")

@@ -5,6 +5,7 @@ import PigeonSimulator
 import PigeonTestSupport
 import Synchronization
 import Testing
+@testable import PigeonConsole
 @testable import PigeonServer
 
 /// The operator console (issue 11) over HTTP: only on the bank-facing listener, behind its own

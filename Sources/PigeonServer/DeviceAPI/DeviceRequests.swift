@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonHTTP
 import PigeonCrypto
 import PigeonStore
 import PushCore

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonWallet
+import PigeonConsole
 import PigeonCore
 import PigeonHTTP
 import PigeonStore

@@ -3,6 +3,7 @@ import Foundation
 import PigeonWallet
 import PigeonConfiguration
 import OutboundHTTP
+import PigeonConsole
 import PigeonCore
 import PigeonDelivery
 import PigeonHTTP
@@ -113,7 +114,7 @@ public final class Gateway: Sendable {
         let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         let pushActivity = PushActivity(metrics: metrics)
         let pushClientList = LateList<(service: String, app: String, client: HTTP2Client)>()
-        let certificateList = LateList<ListenerCertificate>()
+        let certificateList = LateList<(listener: String, server: HTTPServer)>()
         let console = configuration.consoleIsServed ? ConsoleEndpoint(
             credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
             sessions: ConsoleSessions(), signInLimit: AddressRateLimit(perMinute: 10),
@@ -241,7 +242,7 @@ public final class Gateway: Sendable {
         self.enginePool = enginePool
         self.servers = servers
         self.listenerCertificates = listenerCertificates
-        certificateList.set(listenerCertificates)
+        certificateList.set(listenerCertificates.map { ($0.files.addressKey, $0.server) })
         self.port = publicServer.port
         self.bankPort = servers.last?.port ?? publicServer.port
         self.logger = logger

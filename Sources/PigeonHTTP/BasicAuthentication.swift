@@ -2,26 +2,26 @@ import Foundation
 
 /// HTTP Basic credentials checked in constant time, so response timing tells an attacker nothing
 /// about how much of a guess was right.
-struct BasicAuthentication: Sendable {
-    let expected: [UInt8]
+package struct BasicAuthentication: Sendable {
+    package let expected: [UInt8]
 
-    init(username: String, password: String) {
+    package init(username: String, password: String) {
         expected = Array("\(username):\(password)".utf8)
     }
 
     /// Whether an `Authorization` header carries the expected credentials.
-    func accepts(_ header: String?) -> Bool {
+    package func accepts(_ header: String?) -> Bool {
         guard let header, header.count < 4096 else { return false }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-              let decoded = Data(base64Encoded: String(parts[1]).trimmingWhitespace())
+              let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces))
         else { return false }
         return Self.constantTimeEqual(Array(decoded), expected)
     }
 
     /// Whether the two are the same bytes, in time that depends on their lengths only: a
     /// different length never matches (the right password followed by NUL bytes is wrong).
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         var difference: UInt8 = lhs.count == rhs.count ? 0 : 1
         for index in 0..<max(lhs.count, rhs.count) {
             let left = index < lhs.count ? lhs[index] : 0

@@ -6,21 +6,21 @@ import Synchronization
 /// `HttpOnly`, `SameSite=Strict` cookie, and with it a random token every form must carry back
 /// (CSRF). A session ends after `idleSeconds` without a request or `absoluteSeconds` after sign-in;
 /// at most `capacity` live at once (the oldest goes first). A gateway restart signs everyone out.
-final class ConsoleSessions: Sendable {
-    struct Session: Sendable {
+package final class ConsoleSessions: Sendable {
+    package struct Session: Sendable {
         var username: String
         var csrfToken: String
         var started: Double
         var lastSeen: Double
     }
 
-    let idleSeconds: Double
-    let absoluteSeconds: Double
-    let capacity: Int
+    package let idleSeconds: Double
+    package let absoluteSeconds: Double
+    package let capacity: Int
     private let sessions = Mutex<[Data: Session]>([:])
     private let clock: @Sendable () -> Double
 
-    init(idleSeconds: Double = 1_800, absoluteSeconds: Double = 8 * 3_600, capacity: Int = 1_000,
+    package init(idleSeconds: Double = 1_800, absoluteSeconds: Double = 8 * 3_600, capacity: Int = 1_000,
          clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.idleSeconds = idleSeconds
         self.absoluteSeconds = absoluteSeconds
@@ -29,7 +29,7 @@ final class ConsoleSessions: Sendable {
     }
 
     /// A new session for `username`: its id (the cookie) and CSRF token.
-    func start(username: String) -> (id: String, session: Session) {
+    package func start(username: String) -> (id: String, session: Session) {
         let id = SecretToken.generate()
         let now = clock()
         let session = Session(username: username, csrfToken: SecretToken.generate(), started: now, lastSeen: now)
@@ -46,7 +46,7 @@ final class ConsoleSessions: Sendable {
     }
 
     /// The live session of a cookie's id, its idle time reset; nil when unknown or ended.
-    func session(id: String) -> Session? {
+    package func session(id: String) -> Session? {
         let key = SecretToken.digest(id)
         let now = clock()
         return sessions.withLock { sessions in
@@ -61,7 +61,7 @@ final class ConsoleSessions: Sendable {
         }
     }
 
-    func end(id: String) {
+    package func end(id: String) {
         _ = sessions.withLock { $0.removeValue(forKey: SecretToken.digest(id)) }
     }
 

@@ -4,13 +4,13 @@ import PigeonStore
 
 /// The console's HTML: plain forms and tables, no script, one stylesheet. Every value from the
 /// database, a phone or the bank goes through ``HTML/escape(_:)``.
-enum ConsolePages {
-    struct Context {
+package enum ConsolePages {
+    package struct Context {
         var session: ConsoleSessions.Session
         var operatorName: String
     }
 
-    static func layout(title: String, session: ConsoleSessions.Session?, body: String) -> String {
+    package static func layout(title: String, session: ConsoleSessions.Session?, body: String) -> String {
         var navigation = ""
         if let session {
             navigation = """
@@ -28,11 +28,11 @@ enum ConsolePages {
             """
     }
 
-    static func csrf(_ session: ConsoleSessions.Session) -> String {
+    package static func csrf(_ session: ConsoleSessions.Session) -> String {
         "<input type=\"hidden\" name=\"csrf\" value=\"\(HTML.escape(session.csrfToken))\">"
     }
 
-    static func signIn(message: String?) -> String {
+    package static func signIn(message: String?) -> String {
         layout(title: "Sign in", session: nil, body: """
             \(message.map { "<p class=\"error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? "")
             <form method="post" action="/console/login">
@@ -44,7 +44,7 @@ enum ConsolePages {
 
     // MARK: Overview
 
-    static func overview(_ overview: ConsoleData.Overview, _ context: Context) -> String {
+    package static func overview(_ overview: ConsoleData.Overview, _ context: Context) -> String {
         let oldest = overview.oldestDueSeconds.map { $0 < 1 ? "none waiting" : String(format: "%.0f s", $0) } ?? "—"
         let whole = { (value: Double?) in value.map { String(Int($0)) } ?? "—" }
         let outbox = overview.outboxDepth.map { "\(Int($0)) (oldest \(String(format: "%.0f", overview.outboxOldestSeconds ?? 0)) s)" } ?? "—"
@@ -69,7 +69,7 @@ enum ConsolePages {
 
     /// A row per HTTPS listener: when its certificate expires, marked under 14 days (as the
     /// PigeonCertificateExpiring alert).
-    static func certificateRows(_ certificates: [(listener: String, expiry: Date?)], now: Date) -> String {
+    package static func certificateRows(_ certificates: [(listener: String, expiry: Date?)], now: Date) -> String {
         certificates.map { certificate in
             let name = HTML.escape(certificate.listener)
             guard let expiry = certificate.expiry else {
@@ -83,7 +83,7 @@ enum ConsolePages {
 
     /// Pushes a minute over the last hour as bars (SVG, no script), and the hour's pushes by
     /// service and app and by outcome.
-    static func activity(_ minutes: [PushActivity.Minute]) -> String {
+    package static func activity(_ minutes: [PushActivity.Minute]) -> String {
         let peak = max(1, minutes.map(\.total).max() ?? 1)
         let width = 600, height = 120
         let barWidth = Double(width) / Double(PushActivity.keptMinutes + 1)
@@ -116,7 +116,7 @@ enum ConsolePages {
 
     // MARK: Notification
 
-    static func notificationSearch(_ context: Context, message: String? = nil) -> String {
+    package static func notificationSearch(_ context: Context, message: String? = nil) -> String {
         layout(title: "Notification", session: context.session, body: """
             \(message.map { "<p class=\"error\" role=\"alert\">\(HTML.escape($0))</p>" } ?? "")
             <form method="get" action="/console/notification"><p><label for="id">Notification id</label><br>
@@ -124,7 +124,7 @@ enum ConsolePages {
             """)
     }
 
-    static func notification(_ id: String, _ view: ConsoleData.NotificationView?, page: Int, reveal: Bool, _ context: Context) -> String {
+    package static func notification(_ id: String, _ view: ConsoleData.NotificationView?, page: Int, reveal: Bool, _ context: Context) -> String {
         guard let view else { return notificationSearch(context, message: "No notification with id \(id).") }
         let notification = view.notification
         let content = notification.pushContent
@@ -174,7 +174,7 @@ enum ConsolePages {
     }
 
     /// Hides what could be a one-time code: every run of four or more digits (or the whole value).
-    static func mask(_ text: String, everything: Bool = false) -> String {
+    package static func mask(_ text: String, everything: Bool = false) -> String {
         if everything { return String(repeating: "•", count: min(8, max(4, text.count))) }
         var masked = "", digits = ""
         for character in text {
@@ -191,7 +191,7 @@ enum ConsolePages {
 
     // MARK: User
 
-    static func user(_ user: String, _ view: ConsoleData.UserView?, message: String?, _ context: Context) -> String {
+    package static func user(_ user: String, _ view: ConsoleData.UserView?, message: String?, _ context: Context) -> String {
         var body = """
             \(message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? "")
             <form method="get" action="/console/user"><p><label for="user">User id</label><br>
@@ -230,7 +230,7 @@ enum ConsolePages {
 
     // MARK: Outbox
 
-    static func outbox(_ view: ConsoleData.OutboxView, message: String?, _ context: Context) -> String {
+    package static func outbox(_ view: ConsoleData.OutboxView, message: String?, _ context: Context) -> String {
         var body = message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
         body += "<h2>Waiting (\(view.total))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Next attempt</th><th scope=\"col\">Last error</th></tr></thead><tbody>"
         for report in view.waiting {
@@ -251,13 +251,13 @@ enum ConsolePages {
 
     // MARK: Configuration
 
-    static func configuration(_ settings: [(key: String, value: String)], _ context: Context) -> String {
+    package static func configuration(_ settings: [(key: String, value: String)], _ context: Context) -> String {
         var body = "<p>The configuration this process runs with; secrets are shown as <code>\(HTML.escape(Redaction.secret))</code>.</p><table><tbody>"
         for (key, value) in settings { body += "<tr><th scope=\"row\">\(HTML.escape(key))</th><td>\(HTML.escape(value))</td></tr>" }
         return layout(title: "Configuration", session: context.session, body: body + "</tbody></table>")
     }
 
-    static func pager(_ base: String, page: Int, total: Int) -> String {
+    package static func pager(_ base: String, page: Int, total: Int) -> String {
         let pages = max(1, (total + ConsoleData.pageSize - 1) / ConsoleData.pageSize)
         guard pages > 1 else { return "" }
         var links = "<nav aria-label=\"Pages\" class=\"pager\">Page \(page) of \(pages)"
@@ -266,7 +266,7 @@ enum ConsolePages {
         return links + "</nav>"
     }
 
-    static let style = """
+    package static let style = """
         body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
         header{background:#22313f;color:#fff;padding:.6em 1em}
         nav{padding:.5em 1em;background:#e8edf2}nav a{margin-right:1em}

@@ -5,9 +5,9 @@ import Synchronization
 /// The last hour of push outcomes for the console's overview, from the registry's
 /// `pigeon_push_outcomes_total`: a sample a minute of each (service, app, outcome) series, kept
 /// 60 minutes; the current minute is read live.
-final class PushActivity: Sendable {
+package final class PushActivity: Sendable {
     /// Pushes of one minute by (platform, app), and by outcome.
-    struct Minute: Sendable, Equatable {
+    package struct Minute: Sendable, Equatable {
         var start: Date
         var byRoute: [String: Double]
         var byOutcome: [String: Double]
@@ -20,18 +20,18 @@ final class PushActivity: Sendable {
         var minutes: [Minute] = []
     }
 
-    static let keptMinutes = 60
+    package static let keptMinutes = 60
     private let metrics: MetricsRegistry
     private let state = Mutex(State())
     private let clock: @Sendable () -> Date
 
-    init(metrics: MetricsRegistry, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(metrics: MetricsRegistry, clock: @escaping @Sendable () -> Date = Date.init) {
         self.metrics = metrics
         self.clock = clock
     }
 
     /// Samples once a minute until cancelled.
-    func run() async {
+    package func run() async {
         while !Task.isCancelled {
             sample()
             try? await Task.sleep(for: .seconds(60))
@@ -39,7 +39,7 @@ final class PushActivity: Sendable {
     }
 
     /// Closes the minute since the last sample.
-    func sample() {
+    package func sample() {
         let now = clock()
         let current = Self.read(metrics)
         state.withLock { state in
@@ -53,7 +53,7 @@ final class PushActivity: Sendable {
     }
 
     /// The kept minutes, oldest first, and the minute under way.
-    func lastHour() -> [Minute] {
+    package func lastHour() -> [Minute] {
         let current = Self.read(metrics)
         return state.withLock { state in
             state.minutes + [Self.delta(from: state.last, to: current, start: state.lastAt ?? clock())]

@@ -8,12 +8,12 @@ import Synchronization
 /// pages behind their own sign-in (`consoleUsername`/`consolePassword`), a session cookie
 /// (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS), a CSRF token in every form, a strict
 /// Content-Security-Policy (no script, styles from the console only), and no caching.
-struct ConsoleEndpoint: Sendable {
-    static let prefix = "/console"
-    static let cookie = "pigeon_console"
+package struct ConsoleEndpoint: Sendable {
+    package static let prefix = "/console"
+    package static let cookie = "pigeon_console"
     /// Console forms are small.
-    static let maximumBodyBytes = 8 * 1024
-    static let securityHeaders: [(name: String, value: String)] = [
+    package static let maximumBodyBytes = 8 * 1024
+    package static let securityHeaders: [(name: String, value: String)] = [
         ("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
         ("X-Frame-Options", "DENY"),
         ("X-Content-Type-Options", "nosniff"),
@@ -21,19 +21,28 @@ struct ConsoleEndpoint: Sendable {
         ("Cache-Control", "no-store"),
     ]
 
-    let credentials: BasicAuthentication
-    let sessions: ConsoleSessions
-    let signInLimit: AddressRateLimit
-    let secureCookie: Bool
-    let data: ConsoleData
-    let logger: Logger
+    package let credentials: BasicAuthentication
+    package let sessions: ConsoleSessions
+    package let signInLimit: AddressRateLimit
+    package let secureCookie: Bool
+    package let data: ConsoleData
+    package let logger: Logger
 
-    func serves(_ path: String) -> Bool {
+    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit, secureCookie: Bool, data: ConsoleData, logger: Logger) {
+        self.credentials = credentials
+        self.sessions = sessions
+        self.signInLimit = signInLimit
+        self.secureCookie = secureCookie
+        self.data = data
+        self.logger = logger
+    }
+
+    package func serves(_ path: String) -> Bool {
         path == Self.prefix || path.hasPrefix(Self.prefix + "/")
     }
 
     /// The route template (for metrics) and the answer, with the console's security headers.
-    func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+    package func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         var (route, response) = await route(request)
         response.headers.append(contentsOf: Self.securityHeaders)
         return ("console_" + route, response)
@@ -218,7 +227,7 @@ struct ConsoleEndpoint: Sendable {
 
 extension BasicAuthentication {
     /// A username and password from a form, in constant time like the header.
-    func accepts(username: String, password: String) -> Bool {
+    package func accepts(username: String, password: String) -> Bool {
         Self.constantTimeEqual(Array("\(username):\(password)".utf8), expected)
     }
 }

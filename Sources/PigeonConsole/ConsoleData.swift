@@ -1,28 +1,42 @@
 import Foundation
 import OutboundHTTP
 import PigeonCore
+import PigeonHTTP
 import PigeonStore
 import Synchronization
 
 /// What the console's pages show, read from the stores, the metrics and the push clients.
-struct ConsoleData: Sendable {
-    let store: ConsoleStore
-    let notifications: NotificationStore
-    let outbox: Outbox
+package struct ConsoleData: Sendable {
+    package let store: ConsoleStore
+    package let notifications: NotificationStore
+    package let outbox: Outbox
     /// The queue's and the outbox's gauges, sampled every 5 s by ``MetricsSampler``: the
     /// overview shows what `/metrics` shows, without querying them again.
-    let metrics: MetricsRegistry
-    let pool: PostgresPool
-    let migrator: Migrator
-    let activity: PushActivity
+    package let metrics: MetricsRegistry
+    package let pool: PostgresPool
+    package let migrator: Migrator
+    package let activity: PushActivity
     /// The push services' clients, known once the transports are made (after the listeners).
-    let pushClients: LateList<(service: String, app: String, client: HTTP2Client)>
-    /// The HTTPS listeners, for their certificates' expiry.
-    let listenerCertificates: LateList<ListenerCertificate>
+    package let pushClients: LateList<(service: String, app: String, client: HTTP2Client)>
+    /// The HTTPS listeners by address, for their certificates' expiry.
+    package let listenerCertificates: LateList<(listener: String, server: HTTPServer)>
     /// The effective configuration, secrets redacted.
-    let settings: [(key: String, value: String)]
+    package let settings: [(key: String, value: String)]
 
-    struct Overview: Sendable {
+    package init(store: ConsoleStore, notifications: NotificationStore, outbox: Outbox, metrics: MetricsRegistry, pool: PostgresPool, migrator: Migrator, activity: PushActivity, pushClients: LateList<(service: String, app: String, client: HTTP2Client)>, listenerCertificates: LateList<(listener: String, server: HTTPServer)>, settings: [(key: String, value: String)]) {
+        self.store = store
+        self.notifications = notifications
+        self.outbox = outbox
+        self.metrics = metrics
+        self.pool = pool
+        self.migrator = migrator
+        self.activity = activity
+        self.pushClients = pushClients
+        self.listenerCertificates = listenerCertificates
+        self.settings = settings
+    }
+
+    package struct Overview: Sendable {
         var database: String
         var databaseUp: Bool
         var queueDepth: Double?
@@ -37,13 +51,13 @@ struct ConsoleData: Sendable {
     }
 
     /// The overview; a database that does not answer is shown as such, not as an error page.
-    func overview() async throws -> Overview {
+    package func overview() async throws -> Overview {
         var overview = Overview(
             database: "", databaseUp: false, queueDepth: metrics.gauge(Metric.deliveryQueueDepth),
             oldestDueSeconds: metrics.gauge(Metric.deliveryOldestDueSeconds), outboxDepth: metrics.gauge(Metric.outboxDepth),
             outboxOldestSeconds: metrics.gauge(Metric.outboxOldestAgeSeconds), deadReports: metrics.gauge(Metric.outboxDeadLetters),
             connections: PushClientCounts.summed(pushClients.elements).map { ($0.service, $0.app, $0.opened, $0.restarted) },
-            certificates: listenerCertificates.elements.map { ($0.files.addressKey, $0.server.certificateExpiry) },
+            certificates: listenerCertificates.elements.map { ($0.listener, $0.server.certificateExpiry) },
             minutes: activity.lastHour())
         do {
             let pending = try await migrator.pending(pool)
@@ -57,25 +71,25 @@ struct ConsoleData: Sendable {
         return overview
     }
 
-    struct NotificationView: Sendable {
+    package struct NotificationView: Sendable {
         var notification: PushNotification
         var total: Int
         var sentAt: Date
         var recipients: [ConsoleStore.Recipient]
     }
 
-    static let pageSize = 50
+    package static let pageSize = 50
     /// The last page the console shows (50 million rows): a page number from a URL is brought
     /// into 1…this, so no arithmetic on it can overflow.
-    static let lastPage = 1_000_000
+    package static let lastPage = 1_000_000
 
     /// The page a `page` parameter asks for: 1 when missing or not a number, within 1…``lastPage``.
-    static func pageNumber(_ text: String?) -> Int {
+    package static func pageNumber(_ text: String?) -> Int {
         guard let text, text.utf8.count <= 20, let number = Int(text) else { return 1 }
         return min(max(1, number), lastPage)
     }
 
-    func notification(_ id: String, page: Int) async throws -> NotificationView? {
+    package func notification(_ id: String, page: Int) async throws -> NotificationView? {
         guard let notification = try await notifications.notification(id: id, recipients: false),
               let recipients = try await store.recipients(notificationId: id, offset: (min(max(1, page), Self.lastPage) - 1) * Self.pageSize,
                                                           limit: Self.pageSize)
@@ -83,41 +97,29 @@ struct ConsoleData: Sendable {
         return NotificationView(notification: notification, total: recipients.total, sentAt: recipients.sentAt, recipients: recipients.page)
     }
 
-    struct UserView: Sendable {
+    package struct UserView: Sendable {
         var devices: [ConsoleStore.DeviceSummary]
         var pending: [ConsoleStore.PendingRegistration]
         var recent: [ConsoleStore.UserNotification]
         var removed: [ConsoleStore.RemovedDevice] = []
     }
 
-    func user(_ user: String) async throws -> UserView? {
+    package func user(_ user: String) async throws -> UserView? {
         guard !user.isEmpty else { return nil }
         return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user),
                         recent: try await store.recentNotifications(user: user), removed: try await store.removedDevices(user: user))
     }
 
-    struct OutboxView: Sendable {
+    package struct OutboxView: Sendable {
         var page: Int
         var total: Int
         var waiting: [ConsoleStore.WaitingReport]
         var dead: [DeadReport]
     }
 
-    func outbox(page: Int) async throws -> OutboxView {
+    package func outbox(page: Int) async throws -> OutboxView {
         let page = min(max(1, page), Self.lastPage)
         let waiting = try await store.waitingReports(offset: (page - 1) * Self.pageSize, limit: Self.pageSize)
         return OutboxView(page: page, total: waiting.total, waiting: waiting.page, dead: try await outbox.deadLetters(limit: 100))
-    }
-}
-
-/// Parts of a gateway the console shows that are made after it (the push clients, the
-/// listeners), set once they exist.
-final class LateList<Element: Sendable>: Sendable {
-    private let list = Mutex<[Element]>([])
-
-    var elements: [Element] { list.withLock { $0 } }
-
-    func set(_ elements: [Element]) {
-        list.withLock { $0 = elements }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Text made safe for HTML element content and quoted attribute values.
-enum HTML {
-    static func escape(_ text: String) -> String {
+package enum HTML {
+    package static func escape(_ text: String) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {
@@ -25,14 +25,14 @@ enum HTML {
     }
 
     /// A date in UTC, to the second.
-    static func date(_ date: Date?) -> String {
+    package static func date(_ date: Date?) -> String {
         guard let date else { return "—" }
         return date.formatted(Date.ISO8601FormatStyle().year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false).timeSeparator(.colon))
             .replacingOccurrences(of: "T", with: " ") + " UTC"
     }
 
     /// A URL query value.
-    static func query(_ value: String) -> String {
+    package static func query(_ value: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
@@ -40,9 +40,9 @@ enum HTML {
 }
 
 /// `application/x-www-form-urlencoded` bodies and query strings of the console's forms.
-enum FormFields {
+package enum FormFields {
     /// The fields of `body`, the first value of each name; nil when it is not form-encoded text.
-    static func parse(_ body: Data) -> [String: String]? {
+    package static func parse(_ body: Data) -> [String: String]? {
         guard let text = String(data: body, encoding: .utf8) else { return nil }
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
@@ -56,7 +56,7 @@ enum FormFields {
     }
 
     /// A query's arguments, decoded.
-    static func query(_ arguments: [(name: String, value: String?)]) -> [String: String] {
+    package static func query(_ arguments: [(name: String, value: String?)]) -> [String: String] {
         var fields: [String: String] = [:]
         for argument in arguments {
             guard let name = decode(Substring(argument.name)), fields[name] == nil else { continue }

@@ -4,10 +4,10 @@ import PigeonStore
 
 /// The console's JSON twins (CONTRACT §5) for a bank's support tooling: the same data as the
 /// pages, tokens masked, a confidential notification's content never included.
-enum ConsoleJSON {
+package enum ConsoleJSON {
     /// `GET /console/api/v1/notifications/{id}`: the notification and a page of its recipients,
     /// each with its devices' pushes.
-    static func notification(_ view: ConsoleData.NotificationView, page: Int) -> [String: Any] {
+    package static func notification(_ view: ConsoleData.NotificationView, page: Int) -> [String: Any] {
         let notification = view.notification
         return [
             "id": notification.id,
@@ -31,7 +31,7 @@ enum ConsoleJSON {
         ]
     }
 
-    static func device(_ push: ConsoleStore.DeviceOutcome) -> [String: Any] {
+    package static func device(_ push: ConsoleStore.DeviceOutcome) -> [String: Any] {
         [
             "deviceId": push.deviceId,
             "platform": push.platform,
@@ -49,7 +49,7 @@ enum ConsoleJSON {
 
     /// `GET /console/api/v1/users/{user}`: the user's devices (when each was last reached, or
     /// null) and recent notifications.
-    static func user(_ user: String, _ view: ConsoleData.UserView) -> [String: Any] {
+    package static func user(_ user: String, _ view: ConsoleData.UserView) -> [String: Any] {
         [
             "user": user,
             "devices": view.devices.map { device -> [String: Any] in
@@ -77,7 +77,7 @@ enum ConsoleJSON {
         ]
     }
 
-    static func timestamp(_ date: Date) -> String {
+    package static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
     }
 }

@@ -106,9 +106,12 @@ let package = Package(
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
         .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
+        // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
+        // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
+        .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -148,7 +151,7 @@ let package = Package(
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import Foundation
 import PigeonCore
 import Testing
 @testable import PigeonHTTP
+@testable import PigeonDeviceAPI
 @testable import PigeonServer
 
 @Suite("Apps in server.conf and at registration")

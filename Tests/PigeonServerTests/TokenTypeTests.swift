@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PushCore
 import Testing
+@testable import PigeonDeviceAPI
 @testable import PigeonServer
 
 /// Registration's `tokenType` (CONTRACT §9): `fid` for Android devices addressed by their

@@ -2,6 +2,7 @@ import Foundation
 import PigeonWallet
 import PigeonConsole
 import PigeonCore
+import PigeonDeviceAPI
 import PigeonHTTP
 import PigeonStore
 

@@ -5,6 +5,7 @@ import PigeonConfiguration
 import OutboundHTTP
 import PigeonConsole
 import PigeonCore
+import PigeonDeviceAPI
 import PigeonDelivery
 import PigeonHTTP
 import PigeonStore

@@ -9,24 +9,24 @@ import Synchronization
 /// reach the bank per user, and verification attempts per (bank client, user, device) reserved in
 /// the database before the bank is called, so concurrent guesses and several gateway processes
 /// share one count.
-final class DeviceRateLimits: Sendable {
-    let settings: GatewayConfiguration.DeviceLimits
+package final class DeviceRateLimits: Sendable {
+    package let settings: GatewayConfiguration.DeviceLimits
     private let addresses: AddressRateLimit
 
-    init(_ settings: GatewayConfiguration.DeviceLimits, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    package init(_ settings: GatewayConfiguration.DeviceLimits, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.settings = settings
         addresses = AddressRateLimit(perMinute: settings.registrationsPerAddressPerMinute, clock: clock)
     }
 
     /// Counts a register or verify call from `address`; throws 429 beyond the limit.
-    func admitAddress(_ address: String) throws(APIError) {
+    package func admitAddress(_ address: String) throws(APIError) {
         if let retryAfter = addresses.take(address) {
             throw .rateLimited(retryAfter: retryAfter, "too many registrations from this address; try again later")
         }
     }
 
     /// Counts a registration of `user` that will reach the bank; throws 429 beyond the limit.
-    func admitRegistration(bankClientId: String, userKey: String, store: RateLimitStore) async throws -> Void {
+    package func admitRegistration(bankClientId: String, userKey: String, store: RateLimitStore) async throws -> Void {
         guard settings.registrationsPerUserPerHour > 0 else { return }
         let decision = try await store.take(bucket: "register:\(bankClientId)\u{1F}\(userKey)", limit: settings.registrationsPerUserPerHour, window: .seconds(3600))
         guard decision.allowed else {
@@ -37,7 +37,7 @@ final class DeviceRateLimits: Sendable {
     /// Reserves one verification attempt of this device before the bank sees the code; throws
     /// 429 once `verificationAttempts` were used within the window. Returns whether this was the
     /// last attempt allowed.
-    func reserveVerification(bankClientId: String, userKey: String, deviceId: String, store: RateLimitStore) async throws -> Bool {
+    package func reserveVerification(bankClientId: String, userKey: String, deviceId: String, store: RateLimitStore) async throws -> Bool {
         let decision = try await store.take(
             bucket: "verify:\(bankClientId)\u{1F}\(userKey)\u{1F}\(deviceId)", limit: settings.verificationAttempts,
             window: .seconds(60 * settings.verificationWindowMinutes))

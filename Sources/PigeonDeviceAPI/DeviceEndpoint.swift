@@ -12,30 +12,46 @@ import PigeonStore
 /// (`checkSubscriptionAuthorized`, or an SMS code checked by `verifySubscriptionAuthorization`)
 /// or with the device's own current bearer token. A verification subscribes exactly the push
 /// token of the registration whose single-use id it presents.
-struct DeviceEndpoint: Sendable {
-    static let prefix = "/api/v1/"
+package struct DeviceEndpoint: Sendable {
+    package static let prefix = "/api/v1/"
 
-    let registry: DeviceRegistry
-    let acknowledgements: AcknowledgementStore
+    package let registry: DeviceRegistry
+    package let acknowledgements: AcknowledgementStore
     /// Nil when `sbiOutboundWebServiceURL` is not set: only known devices can register then.
-    let bank: BankProxyClient?
-    let overrideSubscriptions: Bool
-    let tokenLifetime: Duration
-    let limits: DeviceRateLimits
-    let rateLimits: RateLimitStore
-    let identifiers: UserIdentifiers
+    package let bank: BankProxyClient?
+    package let overrideSubscriptions: Bool
+    package let tokenLifetime: Duration
+    package let limits: DeviceRateLimits
+    package let rateLimits: RateLimitStore
+    package let identifiers: UserIdentifiers
     /// The configured apps by id (``PushRoute/defaultApp`` among them), each with the hosts its
     /// Web Push subscriptions may name: a registration for any other app is refused.
-    let apps: [String: WebPushHosts]
-    let logger: Logger
-    let metrics: MetricsRegistry
+    package let apps: [String: WebPushHosts]
+    package let logger: Logger
+    package let metrics: MetricsRegistry
     /// Live Activity tokens (CONTRACT §9); `nil`: the calls are unknown.
-    var activities: ActivityStore?
+    package var activities: ActivityStore?
     /// Told when a token makes waiting activity pushes due: wakes the activity engine.
-    var onActivityQueued: @Sendable () -> Void = {}
+    package var onActivityQueued: @Sendable () -> Void = {}
+
+    package init(registry: DeviceRegistry, acknowledgements: AcknowledgementStore, bank: BankProxyClient?, overrideSubscriptions: Bool, tokenLifetime: Duration, limits: DeviceRateLimits, rateLimits: RateLimitStore, identifiers: UserIdentifiers, apps: [String: WebPushHosts], logger: Logger, metrics: MetricsRegistry, activities: ActivityStore?, onActivityQueued: @escaping @Sendable () -> Void = {}) {
+        self.registry = registry
+        self.acknowledgements = acknowledgements
+        self.bank = bank
+        self.overrideSubscriptions = overrideSubscriptions
+        self.tokenLifetime = tokenLifetime
+        self.limits = limits
+        self.rateLimits = rateLimits
+        self.identifiers = identifiers
+        self.apps = apps
+        self.logger = logger
+        self.metrics = metrics
+        self.activities = activities
+        self.onActivityQueued = onActivityQueued
+    }
 
     /// The route template (for metrics) and the answer.
-    func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+    package func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         do {
             switch (request.method, parts.count, parts.first, parts.last) {
@@ -206,7 +222,7 @@ struct DeviceEndpoint: Sendable {
         return token.isEmpty || token.utf8.count > 256 ? nil : token
     }
 
-    func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
+    package func authenticate(_ request: HTTPRequest) async throws -> AuthenticatedDevice {
         guard let token = bearerToken(request), let device = try await registry.authenticate(digest: SecretToken.digest(token)) else {
             throw APIError.unauthorized
         }
@@ -251,7 +267,7 @@ struct DeviceEndpoint: Sendable {
     }
 
     /// What the app may read: the push content with its details, and the notification's details.
-    static func json(_ notification: PushNotification) -> [String: Any] {
+    package static func json(_ notification: PushNotification) -> [String: Any] {
         var content: [String: Any] = [
             "text": notification.pushContent.text,
             "type": notification.pushContent.type.rawValue,

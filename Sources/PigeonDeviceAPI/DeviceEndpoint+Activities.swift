@@ -8,7 +8,7 @@ import PigeonStore
 /// `PUT activities/{activityId}/token` `{"pushToken"}` and `DELETE activities/{activityId}`.
 extension DeviceEndpoint {
     /// The route template and the answer of an `activities/…` call (`parts` after the prefix).
-    func activityCall(_ request: HTTPRequest, parts: [String]) async throws -> (String, HTTPResponse) {
+    package func activityCall(_ request: HTTPRequest, parts: [String]) async throws -> (String, HTTPResponse) {
         switch (request.method, parts.count) {
         case ("PUT", 3) where parts[1] == "start-tokens":
             return ("api_activity_start_token", try await saveStartToken(request, activityType: parts[2]))

@@ -7,14 +7,14 @@ import PushCore
 
 /// The JSON bodies of the device API, parsed and checked: every field present, a string,
 /// non-empty and within its limit.
-struct JSONFields {
+package struct JSONFields {
     /// Device-API bodies are small; anything larger is refused before parsing.
-    static let maximumBodyBytes = 16 * 1024
-    static let maximumIdentifierLength = 256
+    package static let maximumBodyBytes = 16 * 1024
+    package static let maximumIdentifierLength = 256
 
     private let object: [String: Any]
 
-    init(_ body: Data) throws(APIError) {
+    package init(_ body: Data) throws(APIError) {
         guard body.count <= Self.maximumBodyBytes else {
             throw APIError(413, "BODY_TOO_LARGE", "request bodies of the device API are at most \(Self.maximumBodyBytes) bytes")
         }
@@ -26,7 +26,7 @@ struct JSONFields {
     }
 
     /// A required string field of at most `maxLength` UTF-8 bytes.
-    func string(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String {
+    package func string(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String {
         guard let raw = object[name], !(raw is NSNull) else { throw .badRequest("MISSING_FIELD", "'\(name)' is required") }
         guard let value = raw as? String else { throw .badRequest("INVALID_FIELD", "'\(name)' must be a string") }
         guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw .badRequest("INVALID_FIELD", "'\(name)' must not be empty") }
@@ -40,25 +40,25 @@ struct JSONFields {
     }
 
     /// A field as parsed, whatever its type (nil when absent).
-    func raw(_ name: String) -> Any? { object[name] }
+    package func raw(_ name: String) -> Any? { object[name] }
 
     /// An optional string field: nil when absent or null, else checked as ``string(_:maxLength:)``.
-    func optionalString(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String? {
+    package func optionalString(_ name: String, maxLength: Int = maximumIdentifierLength) throws(APIError) -> String? {
         guard let raw = object[name], !(raw is NSNull) else { return nil }
         return try string(name, maxLength: maxLength)
     }
 }
 
 /// `POST /api/v1/devices/register`.
-struct RegisterRequest {
-    var identity: DeviceIdentity
-    var pushToken: String
+package struct RegisterRequest {
+    package var identity: DeviceIdentity
+    package var pushToken: String
     /// `encryptionKey`: absent (a refresh keeps the device's key), `null` (removed), or a key.
-    var encryptionKey: EncryptionKeyUpdate = .keep
+    package var encryptionKey: EncryptionKeyUpdate = .keep
 
     /// `apps`: the configured apps by id, each with the hosts its Web Push subscriptions may
     /// name; `appId` must name one of them (absent: the default app).
-    init(_ body: Data, apps: [String: WebPushHosts] = [PushRoute.defaultApp: WebPushHosts(patterns: [])]) throws(APIError) {
+    package init(_ body: Data, apps: [String: WebPushHosts] = [PushRoute.defaultApp: WebPushHosts(patterns: [])]) throws(APIError) {
         let fields = try JSONFields(body)
         let platformName = try fields.string("platform", maxLength: 16)
         guard let platform = Platform(rawValue: platformName) else {
@@ -108,7 +108,7 @@ extension RegisterRequest {
     /// The `encryptionKey` member (CONTRACT §8): `{"keyId", "publicKey"}` with a key id of 1–64
     /// of `A-Z a-z 0-9 _ -` and a public key that is the base64url (no padding) of a 65-byte
     /// uncompressed point on P-256. Anything else is 400 `BAD_ENCRYPTION_KEY`.
-    static func encryptionKey(_ raw: Any?) throws(APIError) -> EncryptionKeyUpdate {
+    package static func encryptionKey(_ raw: Any?) throws(APIError) -> EncryptionKeyUpdate {
         guard let raw else { return .keep }
         if raw is NSNull { return .remove }
         func refused(_ reason: String) -> APIError { .badRequest("BAD_ENCRYPTION_KEY", "'encryptionKey' \(reason)") }
@@ -129,7 +129,7 @@ extension RegisterRequest {
 
     /// A browser's subscription, checked: its shape, its key a point on P-256, its endpoint's
     /// host one the app allows (the gateway will POST to it).
-    static func webSubscription(_ raw: Any?, hosts: WebPushHosts) throws(APIError) -> WebPushSubscription {
+    package static func webSubscription(_ raw: Any?, hosts: WebPushHosts) throws(APIError) -> WebPushSubscription {
         guard let raw, !(raw is NSNull) else { throw .badRequest("MISSING_FIELD", "'pushToken' is required") }
         // Some apps send the subscription as the string JSON.stringify made of it.
         let object = (raw as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? raw
@@ -150,15 +150,15 @@ extension RegisterRequest {
 }
 
 /// `POST /api/v1/devices/verify`.
-struct VerifyRequest {
-    var bankClientId: String
-    var userId: String
-    var deviceId: String
+package struct VerifyRequest {
+    package var bankClientId: String
+    package var userId: String
+    package var deviceId: String
     /// The id the 202 answer of `/register` carried.
-    var registrationId: String
-    var verificationCode: String
+    package var registrationId: String
+    package var verificationCode: String
 
-    init(_ body: Data) throws(APIError) {
+    package init(_ body: Data) throws(APIError) {
         let fields = try JSONFields(body)
         bankClientId = try fields.string("bankClientId")
         userId = try fields.string("userId")

@@ -66,7 +66,11 @@ let package = Package(
 
         // MARK: Swift modules
         .target(name: "PigeonCore"),
-        .target(name: "SOAPCodec", dependencies: ["CXMLShim", "PigeonCore"]),
+        .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
+        // The bank's SOAP contract (CONTRACT §1, §3): the inbound and outbound services' messages
+        // and types as SOAPCodec describes them, shared by the gateway, the bank proxy's client,
+        // the bank stub and the load generator.
+        .target(name: "BankContract", dependencies: ["SOAPCodec", "PigeonCore"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
         // Opens confidential pushes (CONTRACT §8) as a phone does: plain Swift on CryptoKit on
         // Apple platforms (a notification service extension copies it), on PigeonCrypto elsewhere.
@@ -80,9 +84,9 @@ let package = Package(
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
         .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonCore"]),
         // The bank proxy's SOAP client (CONTRACT §3).
-        .target(name: "BankProxy", dependencies: ["SOAPCodec", "OutboundHTTP"]),
+        .target(name: "BankProxy", dependencies: ["BankContract", "SOAPCodec", "OutboundHTTP"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
-        .target(name: "PigeonBankStub", dependencies: ["SOAPCodec", "PigeonHTTP", "PigeonCore"]),
+        .target(name: "PigeonBankStub", dependencies: ["BankContract", "SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
         // Wallet devices calling the gateway's PassKit web service (over OutboundHTTP).
         .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "OutboundHTTP", "PigeonDecryptor", "PushCore"]),
@@ -102,7 +106,7 @@ let package = Package(
         .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
         // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
         // signing, and the ZIP writer under it (CONTRACT §7).
-        .target(name: "PigeonWallet", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
+        .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
         .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
@@ -111,7 +115,7 @@ let package = Package(
         .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["BankContract", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -133,15 +137,15 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore"]),
-        .testTarget(name: "SOAPCodecTests", dependencies: ["SOAPCodec"]),
+        .testTarget(name: "SOAPCodecTests", dependencies: ["BankContract", "SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonCore", "PigeonCrypto", "PigeonTestSupport"]),

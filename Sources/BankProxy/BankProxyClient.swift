@@ -1,5 +1,6 @@
 import Foundation
 import OutboundHTTP
+import BankContract
 import SOAPCodec
 
 /// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonHTTP
+import BankContract
 import SOAPCodec
 import Synchronization
 

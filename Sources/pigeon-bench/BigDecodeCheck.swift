@@ -1,4 +1,5 @@
 import Foundation
+import BankContract
 import SOAPCodec
 
 /// Decodes one sendNotification of `recipients` users and encodes its answer, printing the

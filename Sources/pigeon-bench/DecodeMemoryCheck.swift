@@ -1,4 +1,5 @@
 import Foundation
+import BankContract
 import SOAPCodec
 
 /// Decodes the same valid and malformed requests many times and reports resident memory after

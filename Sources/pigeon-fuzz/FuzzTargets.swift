@@ -4,6 +4,7 @@ import Foundation
 import PigeonCore
 import PigeonHTTP
 @testable import PigeonServer
+import BankContract
 import SOAPCodec
 
 /// The parsers of bytes from outside, each as a function that must return for any input: no

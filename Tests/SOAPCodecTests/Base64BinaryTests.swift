@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BankContract
 @testable import SOAPCodec
 
 /// `xs:base64Binary` (updatePass's `pass`): MIME-style line breaks accepted, anything outside the

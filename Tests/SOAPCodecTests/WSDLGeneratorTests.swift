@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BankContract
 @testable import SOAPCodec
 
 @Suite("WSDL")

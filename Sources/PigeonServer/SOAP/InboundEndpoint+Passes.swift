@@ -3,6 +3,7 @@ import PigeonWallet
 import PigeonCore
 import PigeonCrypto
 import PigeonStore
+import BankContract
 import SOAPCodec
 
 /// The bank's Wallet operations (CONTRACT §1, §7): `updatePass` stores a new version of a signed

@@ -3,6 +3,7 @@ import PigeonCore
 import PigeonCrypto
 import PigeonHTTP
 import PigeonStore
+import BankContract
 import SOAPCodec
 
 /// The SOAP service the bank calls (CONTRACT §1): decodes, runs the operation against the store,

@@ -1,5 +1,3 @@
-import PigeonCore
-
 /// A SOAP Fault: the sender's mistake (`Client` in SOAP 1.1, `Sender` in 1.2) or ours
 /// (`Server` / `Receiver`). The reason is safe to show to the caller.
 public struct SOAPFault: Error, Equatable, CustomStringConvertible {
@@ -36,14 +34,4 @@ public struct SOAPFault: Error, Equatable, CustomStringConvertible {
     public static func server(_ reason: String) -> SOAPFault { SOAPFault(.server, reason) }
 
     public var description: String { "\(code == .client ? "Client" : "Server") fault: \(reason)" }
-}
-
-extension SOAPFault {
-    /// Throws a Client fault naming `field` when `value` breaks the identifier rule
-    /// (``ControlCharacters``).
-    public static func refuseControlCharacters(_ value: String, in field: String) throws(SOAPFault) {
-        if ControlCharacters.present(in: value) {
-            throw .client("element '\(field)' contains control characters (CR, LF, NUL, …)")
-        }
-    }
 }

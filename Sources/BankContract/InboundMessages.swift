@@ -1,4 +1,5 @@
 import PigeonCore
+import SOAPCodec
 
 /// `pushContent` of a notification.
 public struct PushContentMessage: Sendable, Equatable {

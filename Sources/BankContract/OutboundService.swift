@@ -1,4 +1,5 @@
 import PigeonCore
+import SOAPCodec
 
 /// The bank proxy's service (`SBIOutbound`, CONTRACT §3), described once: the gateway's client,
 /// the reference `pigeon bank-stub` and the WSDL served at

@@ -1,4 +1,5 @@
 import PigeonCore
+import SOAPCodec
 
 /// The inbound service the bank backend calls (`SBIInboundWebService`), described once: the
 /// decoder, the encoder and the WSDL all read this description.

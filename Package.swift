@@ -113,9 +113,12 @@ let package = Package(
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
         .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
+        // The bank's SOAP service (CONTRACT §1, §9): every operation against the stores, the WSDL,
+        // and the outbound WSDL the bank's proxy implements.
+        .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PigeonWallet"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["BankContract", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -155,7 +158,7 @@ let package = Package(
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@
 import Foundation
 import PigeonCore
 import Testing
+@testable import PigeonBankService
 @testable import PigeonServer
 
 @Suite("server.conf")

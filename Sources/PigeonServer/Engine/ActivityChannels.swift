@@ -1,5 +1,6 @@
 import Foundation
 import OutboundHTTP
+import PigeonBankService
 import PigeonCore
 import PigeonStore
 import PushCore
@@ -10,14 +11,8 @@ import PushTransport
 /// APNs' `/4/broadcasts/apps/{bundleId}`. Stored so a broadcast finds its app and gets a
 /// timestamp larger than the channel's last one. Every refusal comes back as a message naming
 /// Apple's reason, for the bank's answer.
-struct ActivityChannels: Sendable {
-    /// Why a channel call did not succeed.
-    enum Failure: Error, Equatable {
-        /// The channel is unknown here or Apple no longer has it.
-        case notFound(String)
-        /// Apple refused (a bundle without the capability, a bad request) or could not be reached.
-        case refused(String)
-    }
+struct ActivityChannels: BroadcastChannels {
+    typealias Failure = BroadcastChannelFailure
 
     /// An app's APNs for channels: its transport, the channel management API's base URL and
     /// its bundle id.

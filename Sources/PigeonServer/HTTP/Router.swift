@@ -1,6 +1,7 @@
 import Foundation
 import PigeonWallet
 import PigeonConsole
+import PigeonBankService
 import PigeonCore
 import PigeonDeviceAPI
 import PigeonHTTP

@@ -4,6 +4,7 @@ import PigeonWallet
 import PigeonConfiguration
 import OutboundHTTP
 import PigeonConsole
+import PigeonBankService
 import PigeonCore
 import PigeonDeviceAPI
 import PigeonDelivery

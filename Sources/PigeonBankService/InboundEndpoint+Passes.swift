@@ -10,7 +10,7 @@ import SOAPCodec
 /// pass and queues an update push to every device registered for it; `getPassStatus` tells where
 /// each device stands. Bad values are SOAP faults naming the field, and nothing is stored.
 extension InboundEndpoint {
-    func updatePass(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func updatePass(_ parameters: SOAPRecord) async throws -> InboundResult {
         let pass = try Self.passIdentity(parameters)
         let token = parameters.string("authenticationToken") ?? ""
         if let problem = PassFields.authenticationTokenProblem(token) { throw SOAPFault.client("element 'authenticationToken': \(problem)") }
@@ -48,7 +48,7 @@ extension InboundEndpoint {
         }
     }
 
-    func getPassStatus(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func getPassStatus(_ parameters: SOAPRecord) async throws -> InboundResult {
         let pass = try Self.passIdentity(parameters)
         guard let status = try await passes.status(pass) else {
             return InboundResult(status: .entityNotFound, errorMessage: "no pass \(pass)")

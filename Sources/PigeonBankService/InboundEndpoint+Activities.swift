@@ -10,11 +10,11 @@ import SOAPCodec
 /// refuses comes back in `status` and `errorMessage`.
 extension InboundEndpoint {
     /// The longest `staleAfterSeconds` accepted: eight hours (an activity lives at most eight on the lock screen, then twelve more ended).
-    static let maximumStaleAfterSeconds = 12 * 3600
+    package static let maximumStaleAfterSeconds = 12 * 3600
     /// Apple removes an ended activity at most four hours after its end.
-    static let maximumDismissAfterSeconds = 4 * 3600
+    package static let maximumDismissAfterSeconds = 4 * 3600
 
-    func startActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func startActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
         let store = try activityStore()
         let activityId = try Self.identifier(parameters, "activityId")
         let activityType = try Self.identifier(parameters, "activityType")
@@ -44,7 +44,7 @@ extension InboundEndpoint {
         }
     }
 
-    func updateActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func updateActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
         let activityId = try Self.identifier(parameters, "activityId")
         let now = clock()
         var content = try Self.content(parameters, now: now)
@@ -55,7 +55,7 @@ extension InboundEndpoint {
         return try await event(activityId: activityId, kind: .update, content: content, now: now)
     }
 
-    func endActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func endActivity(_ parameters: SOAPRecord) async throws -> InboundResult {
         let activityId = try Self.identifier(parameters, "activityId")
         let now = clock()
         var content = ActivityContent(contentState: try parameters.string("contentState").map { _ in try Self.object(parameters, "contentState") })
@@ -87,7 +87,7 @@ extension InboundEndpoint {
         }
     }
 
-    func getActivityStatus(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func getActivityStatus(_ parameters: SOAPRecord) async throws -> InboundResult {
         let store = try activityStore()
         let activityId = try Self.identifier(parameters, "activityId")
         guard let states = try await store.status(activityId: activityId) else {
@@ -96,7 +96,7 @@ extension InboundEndpoint {
         return InboundResult(status: .ok).with("activityStatus", .entries(states.map { MapEntry(key: $0.user, value: $0.state.rawValue) }))
     }
 
-    func refreshWidgets(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func refreshWidgets(_ parameters: SOAPRecord) async throws -> InboundResult {
         let store = try activityStore()
         let recipients = parameters.strings("recipients")
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) { throw SOAPFault.client("element 'recipients' number \(blank + 1) is empty") }
@@ -113,7 +113,7 @@ extension InboundEndpoint {
 
     // MARK: Broadcast channels
 
-    func createActivityChannel(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func createActivityChannel(_ parameters: SOAPRecord) async throws -> InboundResult {
         let channels = try activityChannels()
         let activityType = try Self.identifier(parameters, "activityType")
         let policy = parameters.int("storagePolicy") ?? -1
@@ -127,7 +127,7 @@ extension InboundEndpoint {
         }
     }
 
-    func deleteActivityChannel(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func deleteActivityChannel(_ parameters: SOAPRecord) async throws -> InboundResult {
         let channels = try activityChannels()
         let channelId = try Self.channelId(parameters)
         switch try await channels.delete(channelId: channelId) {
@@ -136,7 +136,7 @@ extension InboundEndpoint {
         }
     }
 
-    func broadcastActivityUpdate(_ parameters: SOAPRecord) async throws -> InboundResult {
+    package func broadcastActivityUpdate(_ parameters: SOAPRecord) async throws -> InboundResult {
         let channels = try activityChannels()
         let channelId = try Self.channelId(parameters)
         let now = clock()
@@ -162,12 +162,12 @@ extension InboundEndpoint {
         return activities
     }
 
-    private func activityChannels() throws(SOAPFault) -> ActivityChannels {
+    private func activityChannels() throws(SOAPFault) -> any BroadcastChannels {
         guard let channels else { throw SOAPFault.server("broadcast channels need APNs (apnsKeyPath or apnsCertificatePath, with apnsTopic)") }
         return channels
     }
 
-    private static func result(_ failure: ActivityChannels.Failure) -> InboundResult {
+    private static func result(_ failure: BroadcastChannelFailure) -> InboundResult {
         switch failure {
         case .notFound(let message): InboundResult(status: .entityNotFound, errorMessage: message)
         case .refused(let message): InboundResult(status: .internalServerError, errorMessage: message)

@@ -9,32 +9,32 @@ import SOAPCodec
 /// The SOAP service the bank calls (CONTRACT §1): decodes, runs the operation against the store,
 /// answers. Business outcomes are `return/status`; bad requests are SOAP Faults with HTTP 500,
 /// and nothing is stored for them.
-struct InboundEndpoint: Sendable {
-    static let path = "/pigeon/services/SBIInboundWebService"
+package struct InboundEndpoint: Sendable {
+    package static let path = "/pigeon/services/SBIInboundWebService"
 
-    let codec: SOAPCodec
-    let wsdl = WSDLGenerator(service: InboundService.description)
-    let notifications: NotificationStore
-    let subscriptions: SubscriptionStore
-    let passes: PassStore
+    package let codec: SOAPCodec
+    package let wsdl = WSDLGenerator(service: InboundService.description)
+    package let notifications: NotificationStore
+    package let subscriptions: SubscriptionStore
+    package let passes: PassStore
     /// Signers of the pass types with a certificate, for passes sent unsigned.
-    let passSigners: [String: PassSigner]
+    package let passSigners: [String: PassSigner]
     /// Push types always sent confidential (`confidentialTypes`).
-    let confidentialTypes: Set<PushType>
+    package let confidentialTypes: Set<PushType>
     /// Told of every notification stored (not of a duplicate): wakes the delivery engine.
-    let onStored: @Sendable (PushNotification) -> Void
-    let logger: Logger
-    let metrics: MetricsRegistry
+    package let onStored: @Sendable (PushNotification) -> Void
+    package let logger: Logger
+    package let metrics: MetricsRegistry
     /// Live Activities and widget refreshes (CONTRACT §9); `nil`: the operations answer a fault.
-    var activities: ActivityStore?
+    package var activities: ActivityStore?
     /// Broadcast channels; `nil` without APNs.
-    var channels: ActivityChannels?
+    package var channels: (any BroadcastChannels)?
     /// Told of every activity push queued: wakes the activity engine.
-    var onActivityQueued: @Sendable () -> Void = {}
-    var clock: @Sendable () -> Date = Date.init
+    package var onActivityQueued: @Sendable () -> Void = {}
+    package var clock: @Sendable () -> Date = Date.init
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
-    init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
+    package init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
          maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification) -> Void = { _ in },
          logger: Logger, metrics: MetricsRegistry) {
         self.confidentialTypes = confidentialTypes
@@ -49,14 +49,14 @@ struct InboundEndpoint: Sendable {
     }
 
     /// `GET …?wsdl`: the WSDL with the address built from the request's Host header.
-    func describe(_ request: HTTPRequest, scheme: String) -> HTTPResponse {
+    package func describe(_ request: HTTPRequest, scheme: String) -> HTTPResponse {
         let host = request.header("host") ?? "localhost"
         let address = "\(scheme)://\(host)\(Self.path)"
         return .text(200, wsdl.wsdl(address: address), contentType: "text/xml; charset=utf-8")
     }
 
     /// `POST`: one operation.
-    func call(_ request: HTTPRequest) async -> HTTPResponse {
+    package func call(_ request: HTTPRequest) async -> HTTPResponse {
         let contentType = request.header("content-type")
         let decoded: SOAPRequest
         do {
@@ -172,7 +172,7 @@ struct InboundEndpoint: Sendable {
 
 extension PushNotification {
     /// The domain notification of a decoded SOAP message (its enums already validated).
-    init(_ message: NotificationMessage) {
+    package init(_ message: NotificationMessage) {
         self.init(
             id: message.id,
             recipients: message.recipients,
@@ -193,7 +193,7 @@ extension PushNotification {
 
 extension NotificationMessage {
     /// The SOAP message of a stored notification, as it was sent.
-    init(_ notification: PushNotification) {
+    package init(_ notification: PushNotification) {
         self.init(
             confidential: notification.confidential,
             details: notification.details?.map { MapEntry(key: $0.key, value: $0.value) },

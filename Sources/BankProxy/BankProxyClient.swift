@@ -1,6 +1,6 @@
+import BankContract
 import Foundation
 import OutboundHTTP
-import BankContract
 import SOAPCodec
 
 /// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.

@@ -1,8 +1,8 @@
+import BankContract
 import Foundation
 import PigeonCore
 import PigeonStore
 import PushCore
-import BankContract
 import SOAPCodec
 
 /// The bank's Live Activity, broadcast channel and widget operations (CONTRACT §9). Bad values

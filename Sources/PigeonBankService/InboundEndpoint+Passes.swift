@@ -1,9 +1,9 @@
+import BankContract
 import Foundation
-import PigeonWallet
 import PigeonCore
 import PigeonCrypto
 import PigeonStore
-import BankContract
+import PigeonWallet
 import SOAPCodec
 
 /// The bank's Wallet operations (CONTRACT §1, §7): `updatePass` stores a new version of a signed

@@ -1,9 +1,9 @@
+import BankContract
 import Foundation
 import PigeonCore
 import PigeonCrypto
 import PigeonHTTP
 import PigeonStore
-import BankContract
 import SOAPCodec
 
 /// The SOAP service the bank calls (CONTRACT §1): decodes, runs the operation against the store,

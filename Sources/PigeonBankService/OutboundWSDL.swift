@@ -1,7 +1,7 @@
+import BankContract
 import Foundation
 import PigeonCore
 import PigeonHTTP
-import BankContract
 import SOAPCodec
 
 /// `GET /pigeon/services/SBIOutbound?wsdl`: the WSDL of the service the bank proxy implements,

@@ -1,7 +1,7 @@
+import BankContract
 import Foundation
 import PigeonCore
 import PigeonHTTP
-import BankContract
 import SOAPCodec
 import Synchronization
 

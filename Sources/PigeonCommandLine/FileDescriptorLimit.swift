@@ -1,7 +1,7 @@
-import PigeonConfiguration
 import Foundation
-import PigeonServer
+import PigeonConfiguration
 import PigeonCore
+import PigeonServer
 #if canImport(Glibc)
 import Glibc
 #endif

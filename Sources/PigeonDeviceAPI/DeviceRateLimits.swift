@@ -1,6 +1,6 @@
 import Foundation
-import PigeonHTTP
 import PigeonConfiguration
+import PigeonHTTP
 import PigeonStore
 import Synchronization
 

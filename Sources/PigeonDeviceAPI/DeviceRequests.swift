@@ -1,7 +1,7 @@
 import Foundation
 import PigeonCore
-import PigeonHTTP
 import PigeonCrypto
+import PigeonHTTP
 import PigeonStore
 import PushCore
 

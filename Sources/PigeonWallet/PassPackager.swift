@@ -1,7 +1,7 @@
+import BankContract
 import Foundation
 import PigeonCore
 import PigeonCrypto
-import BankContract
 import SOAPCodec
 
 /// Builds a signed `.pkpass` from what a bank sends instead of one (`passJson` and its files):

@@ -1,5 +1,5 @@
-import Foundation
 import BankContract
+import Foundation
 import SOAPCodec
 
 /// Decodes one sendNotification of `recipients` users and encodes its answer, printing the

@@ -1,5 +1,5 @@
-import Foundation
 import BankContract
+import Foundation
 import SOAPCodec
 
 /// Decodes the same valid and malformed requests many times and reports resident memory after

@@ -1,10 +1,10 @@
 #if PIGEON_FUZZ
-import PigeonConfiguration
+import BankContract
 import Foundation
+import PigeonConfiguration
 import PigeonCore
 import PigeonHTTP
 @testable import PigeonServer
-import BankContract
 import SOAPCodec
 
 /// The parsers of bytes from outside, each as a function that must return for any input: no

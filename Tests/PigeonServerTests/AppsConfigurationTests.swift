@@ -1,10 +1,10 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
-import Testing
-@testable import PigeonHTTP
 @testable import PigeonDeviceAPI
+@testable import PigeonHTTP
 @testable import PigeonServer
+import Testing
 
 @Suite("Apps in server.conf and at registration")
 struct AppsConfigurationTests {

@@ -1,11 +1,11 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// Two apps in one gateway, each with its own APNs key, topic and FCM project, and the default
 /// app's sandbox tokens on their own host: every device's push goes out with its app's

@@ -1,8 +1,8 @@
 import Foundation
-import Testing
 @testable import PigeonHTTP
 @testable import PigeonServer
 @testable import PigeonWallet
+import Testing
 
 /// HTTP Basic credentials: exactly the configured bytes, nothing padded.
 @Suite("Basic authentication")

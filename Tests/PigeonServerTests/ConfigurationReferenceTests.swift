@@ -1,7 +1,7 @@
-@testable import PigeonConfiguration
 import Foundation
-import Testing
+@testable import PigeonConfiguration
 @testable import PigeonServer
+import Testing
 
 /// docs/configuration.md is the configuration reference: every key the parser knows is in its
 /// table, every key in the table is one the parser knows, and every default written as a value

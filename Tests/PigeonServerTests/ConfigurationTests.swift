@@ -1,9 +1,9 @@
-@testable import PigeonConfiguration
 import Foundation
-import PigeonCore
-import Testing
 @testable import PigeonBankService
+@testable import PigeonConfiguration
+import PigeonCore
 @testable import PigeonServer
+import Testing
 
 @Suite("server.conf")
 struct ConfigurationTests {

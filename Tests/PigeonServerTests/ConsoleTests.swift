@@ -1,12 +1,12 @@
 import Foundation
+@testable import PigeonConsole
 import PigeonCore
 import PigeonCrypto
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonTestSupport
 import Synchronization
 import Testing
-@testable import PigeonConsole
-@testable import PigeonServer
 
 /// The operator console (issue 11) over HTTP: only on the bank-facing listener, behind its own
 /// sign-in, a CSRF token on every action, a strict Content-Security-Policy, and no secret or full

@@ -1,11 +1,11 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// The whole path: SOAP sendNotification → PostgreSQL → delivery engine → APNs/FCM over HTTP/2
 /// and TLS → `pigeon simulate` → states recorded.

@@ -1,12 +1,12 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonDelivery
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

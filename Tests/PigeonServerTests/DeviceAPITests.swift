@@ -1,11 +1,11 @@
-@testable import PigeonConfiguration
 import Foundation
 import PigeonBankStub
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// The device API (CONTRACT §2) against `pigeon bank-stub` and `pigeon simulate`.
 @Suite("Device API", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))

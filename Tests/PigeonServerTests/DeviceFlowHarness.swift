@@ -1,11 +1,11 @@
-@testable import PigeonConfiguration
 import Foundation
 import PigeonBankStub
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
-@testable import PigeonServer
 
 /// A gateway with everything CONTRACT §2–§3 needs: its own database, `pigeon simulate` and
 /// `pigeon bank-stub`, plus a device-API client (curl: URLSession stalls on 401 answers).

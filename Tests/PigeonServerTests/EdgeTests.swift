@@ -1,12 +1,12 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
-import SOAPCodec
 import PigeonTestSupport
+import SOAPCodec
 import Testing
-@testable import PigeonServer
 
 /// The HTTP edge (CONTRACT §5): two listeners, what each serves, client certificates, TLS
 /// versions, slow and greedy clients, oversized and hostile bodies. Each attack must fail over

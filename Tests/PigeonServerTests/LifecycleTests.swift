@@ -1,5 +1,5 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonServer
 import PigeonTestSupport

@@ -1,12 +1,12 @@
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonCrypto
-import PigeonTestSupport
-import Testing
-@testable import PigeonConfiguration
 @testable import PigeonHTTP
 @testable import PigeonServer
+import PigeonTestSupport
 @testable import PigeonWallet
+import Testing
 
 /// Passes the gateway signs (CONTRACT §7, optional signing): a test PKI like Apple's — a root, a
 /// "WWDR" intermediate, a Pass Type ID certificate under it in a `.p12` — and `openssl smime

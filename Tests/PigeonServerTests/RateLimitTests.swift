@@ -1,7 +1,7 @@
-import Testing
 @testable import PigeonHTTP
 @testable import PigeonServer
 @testable import PigeonWallet
+import Testing
 
 @Suite("Per-address limits")
 struct RateLimitTests {

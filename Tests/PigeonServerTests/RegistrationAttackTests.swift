@@ -1,12 +1,12 @@
-@testable import PigeonConfiguration
 import Foundation
 import PigeonBankStub
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonHTTP
+@testable import PigeonServer
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// Attacks on the device registration flow (CONTRACT §2): each must fail, over real HTTP against a
 /// running gateway and `pigeon bank-stub`.

@@ -1,9 +1,9 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
+@testable import PigeonServer
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 @Suite("HTTPS listener", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct TLSTests {

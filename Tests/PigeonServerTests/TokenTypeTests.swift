@@ -1,9 +1,9 @@
 import Foundation
 import PigeonCore
-import PushCore
-import Testing
 @testable import PigeonDeviceAPI
 @testable import PigeonServer
+import PushCore
+import Testing
 
 /// Registration's `tokenType` (CONTRACT §9): `fid` for Android devices addressed by their
 /// Firebase Installation ID, checked for the FID's shape and stored so FCM v1's `fid` target

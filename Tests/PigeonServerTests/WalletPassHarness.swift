@@ -1,12 +1,12 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
-import PigeonSimulator
-import PigeonTestSupport
-import Testing
 @testable import PigeonHTTP
 @testable import PigeonServer
+import PigeonSimulator
+import PigeonTestSupport
 @testable import PigeonWallet
+import Testing
 
 /// Wallet passes end to end (CONTRACT §7): a gateway with its simulator (APNs and the simulated
 /// Wallets) and bank stub, the bank's SOAP calls, and the web service called as Wallet does.

@@ -1,13 +1,13 @@
 import Foundation
 import PigeonBankStub
-import PigeonCore
-import PigeonSimulator
-import PigeonTestSupport
-import Testing
 @testable import PigeonConfiguration
+import PigeonCore
 @testable import PigeonHTTP
 @testable import PigeonServer
+import PigeonSimulator
+import PigeonTestSupport
 @testable import PigeonWallet
+import Testing
 
 /// Wallet passes end to end (CONTRACT §7): Apple's web service with its status codes, the bank's
 /// updatePass/getPassStatus, update pushes on the pass type's topic, the simulated Wallets'

@@ -2,8 +2,8 @@ import Foundation
 import PigeonCore
 import PigeonCrypto
 import PigeonHTTP
-import Testing
 @testable import PigeonWallet
+import Testing
 
 /// The PassKit web service's requests read without a store or a listener: which call each
 /// is, and what is refused with which status before anything is looked up.

@@ -1,9 +1,9 @@
-@testable import PigeonConfiguration
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonTestSupport
-import Testing
 @testable import PigeonWallet
+import Testing
 
 /// The Wallet pieces without a gateway: HTTP dates, the `.pkpass` archive check and writer, and
 /// the pass configuration keys.

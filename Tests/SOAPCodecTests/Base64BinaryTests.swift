@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import BankContract
+import Foundation
 @testable import SOAPCodec
+import Testing
 
 /// `xs:base64Binary` (updatePass's `pass`): MIME-style line breaks accepted, anything outside the
 /// alphabet refused rather than skipped, the size bound checked, and the bytes written back.

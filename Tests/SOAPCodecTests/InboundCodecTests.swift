@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import BankContract
+import Foundation
 @testable import SOAPCodec
+import Testing
 
 @Suite("Inbound SOAP codec")
 struct InboundCodecTests {

@@ -1,6 +1,6 @@
 import Foundation
-import PigeonConfiguration
 import OutboundHTTP
+import PigeonConfiguration
 import PigeonCore
 import PigeonDelivery
 import PushCore

@@ -1,11 +1,11 @@
 import Foundation
-import PigeonWallet
-import PigeonConsole
 import PigeonBankService
+import PigeonConsole
 import PigeonCore
 import PigeonDeviceAPI
 import PigeonHTTP
 import PigeonStore
+import PigeonWallet
 
 /// Maps requests to endpoints for one listener, enforces authentication and body limits, and
 /// records request metrics by route template.

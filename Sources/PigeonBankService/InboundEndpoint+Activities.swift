@@ -157,7 +157,7 @@ extension InboundEndpoint {
 
     // MARK: Fields
 
-    private func activityStore() throws(SOAPFault) -> ActivityStore {
+    private func activityStore() throws(SOAPFault) -> any ActivityKeeping {
         guard let activities else { throw SOAPFault.server("Live Activities are not available on this gateway") }
         return activities
     }

@@ -14,9 +14,9 @@ package struct InboundEndpoint: Sendable {
 
     package let codec: SOAPCodec
     package let wsdl = WSDLGenerator(service: InboundService.description)
-    package let notifications: NotificationStore
-    package let subscriptions: SubscriptionStore
-    package let passes: PassStore
+    package let notifications: any NotificationRecording
+    package let subscriptions: any SubscriptionKeeping
+    package let passes: any PassKeeping
     /// Signers of the pass types with a certificate, for passes sent unsigned.
     package let passSigners: [String: PassSigner]
     /// Push types always sent confidential (`confidentialTypes`).
@@ -26,7 +26,7 @@ package struct InboundEndpoint: Sendable {
     package let logger: Logger
     package let metrics: MetricsRegistry
     /// Live Activities and widget refreshes (CONTRACT §9); `nil`: the operations answer a fault.
-    package var activities: ActivityStore?
+    package var activities: (any ActivityKeeping)?
     /// Broadcast channels; `nil` without APNs.
     package var channels: (any BroadcastChannels)?
     /// Told of every activity push queued: wakes the activity engine.
@@ -34,7 +34,7 @@ package struct InboundEndpoint: Sendable {
     package var clock: @Sendable () -> Date = Date.init
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
-    package init(notifications: NotificationStore, subscriptions: SubscriptionStore, passes: PassStore, passSigners: [String: PassSigner] = [:],
+    package init(notifications: any NotificationRecording, subscriptions: any SubscriptionKeeping, passes: any PassKeeping, passSigners: [String: PassSigner] = [:],
          maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification) -> Void = { _ in },
          logger: Logger, metrics: MetricsRegistry) {
         self.confidentialTypes = confidentialTypes
@@ -120,7 +120,7 @@ package struct InboundEndpoint: Sendable {
         case InboundService.getNotificationDetails.name:
             let id = parameters.string("id") ?? ""
             try SOAPFault.refuseControlCharacters(id, in: "id")
-            guard let notification = try await notifications.notification(id: id) else {
+            guard let notification = try await notifications.notification(id: id, recipients: true) else {
                 return InboundResult(status: .entityNotFound, errorMessage: "no notification with id '\(id)'")
             }
             return InboundResult(status: .ok).with(notification: NotificationMessage(notification))

@@ -65,7 +65,7 @@ extension DeviceEndpoint {
     }
 
     /// The store and the authenticated iPhone (Live Activities are iOS's).
-    private func activityDevice(_ request: HTTPRequest) async throws -> (ActivityStore, AuthenticatedDevice) {
+    private func activityDevice(_ request: HTTPRequest) async throws -> (any ActivityTokenRecording, AuthenticatedDevice) {
         guard let activities else { throw APIError(404, "NOT_FOUND", "no such device API call") }
         let device = try await authenticate(request)
         guard device.identity.platform == .ios else {

@@ -15,14 +15,14 @@ import PigeonStore
 package struct DeviceEndpoint: Sendable {
     package static let prefix = "/api/v1/"
 
-    package let registry: DeviceRegistry
-    package let acknowledgements: AcknowledgementStore
+    package let registry: any DeviceRegistering
+    package let acknowledgements: any AcknowledgementRecording
     /// Nil when `sbiOutboundWebServiceURL` is not set: only known devices can register then.
-    package let bank: BankProxyClient?
+    package let bank: (any SubscriptionAuthorizing)?
     package let overrideSubscriptions: Bool
     package let tokenLifetime: Duration
     package let limits: DeviceRateLimits
-    package let rateLimits: RateLimitStore
+    package let rateLimits: any RateLimitCounting
     package let identifiers: UserIdentifiers
     /// The configured apps by id (``PushRoute/defaultApp`` among them), each with the hosts its
     /// Web Push subscriptions may name: a registration for any other app is refused.
@@ -30,11 +30,11 @@ package struct DeviceEndpoint: Sendable {
     package let logger: Logger
     package let metrics: MetricsRegistry
     /// Live Activity tokens (CONTRACT §9); `nil`: the calls are unknown.
-    package var activities: ActivityStore?
+    package var activities: (any ActivityTokenRecording)?
     /// Told when a token makes waiting activity pushes due: wakes the activity engine.
     package var onActivityQueued: @Sendable () -> Void = {}
 
-    package init(registry: DeviceRegistry, acknowledgements: AcknowledgementStore, bank: BankProxyClient?, overrideSubscriptions: Bool, tokenLifetime: Duration, limits: DeviceRateLimits, rateLimits: RateLimitStore, identifiers: UserIdentifiers, apps: [String: WebPushHosts], logger: Logger, metrics: MetricsRegistry, activities: ActivityStore?, onActivityQueued: @escaping @Sendable () -> Void = {}) {
+    package init(registry: any DeviceRegistering, acknowledgements: any AcknowledgementRecording, bank: (any SubscriptionAuthorizing)?, overrideSubscriptions: Bool, tokenLifetime: Duration, limits: DeviceRateLimits, rateLimits: any RateLimitCounting, identifiers: UserIdentifiers, apps: [String: WebPushHosts], logger: Logger, metrics: MetricsRegistry, activities: (any ActivityTokenRecording)?, onActivityQueued: @escaping @Sendable () -> Void = {}) {
         self.registry = registry
         self.acknowledgements = acknowledgements
         self.bank = bank
@@ -114,7 +114,7 @@ package struct DeviceEndpoint: Sendable {
             throw APIError(403, "AUTHORIZATION_REFUSED", "the bank could not start authorizing this subscription")
         }
         let registrationId = SecretToken.generate()
-        try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId),
+        try await registry.savePending(identity, pushToken: request.pushToken, registrationDigest: SecretToken.digest(registrationId), keep: 5,
                                        encryptionKey: request.encryptionKey.newKey)
         logger.info("device waits for its verification code", metadata: Self.logged(identity, pushToken: nil))
         counted("verification_required")
@@ -171,7 +171,7 @@ package struct DeviceEndpoint: Sendable {
         metrics.increment(Metric.deviceRegistrationsTotal, labels: ["result": result])
     }
 
-    private func requireBank() throws(APIError) -> BankProxyClient {
+    private func requireBank() throws(APIError) -> any SubscriptionAuthorizing {
         guard let bank else {
             throw APIError(503, "BANK_PROXY_NOT_CONFIGURED", "new devices need the bank's authorization, and sbiOutboundWebServiceURL is not set")
         }

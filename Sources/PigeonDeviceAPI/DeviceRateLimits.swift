@@ -26,7 +26,7 @@ package final class DeviceRateLimits: Sendable {
     }
 
     /// Counts a registration of `user` that will reach the bank; throws 429 beyond the limit.
-    package func admitRegistration(bankClientId: String, userKey: String, store: RateLimitStore) async throws -> Void {
+    package func admitRegistration(bankClientId: String, userKey: String, store: any RateLimitCounting) async throws -> Void {
         guard settings.registrationsPerUserPerHour > 0 else { return }
         let decision = try await store.take(bucket: "register:\(bankClientId)\u{1F}\(userKey)", limit: settings.registrationsPerUserPerHour, window: .seconds(3600))
         guard decision.allowed else {
@@ -37,7 +37,7 @@ package final class DeviceRateLimits: Sendable {
     /// Reserves one verification attempt of this device before the bank sees the code; throws
     /// 429 once `verificationAttempts` were used within the window. Returns whether this was the
     /// last attempt allowed.
-    package func reserveVerification(bankClientId: String, userKey: String, deviceId: String, store: RateLimitStore) async throws -> Bool {
+    package func reserveVerification(bankClientId: String, userKey: String, deviceId: String, store: any RateLimitCounting) async throws -> Bool {
         let decision = try await store.take(
             bucket: "verify:\(bankClientId)\u{1F}\(userKey)\u{1F}\(deviceId)", limit: settings.verificationAttempts,
             window: .seconds(60 * settings.verificationWindowMinutes))

@@ -18,7 +18,7 @@ package struct PassKitEndpoint: Sendable {
 
     /// The configured path (`/passkit`): the pass's `webServiceURL` ends with it.
     package let prefix: String
-    package let store: PassStore
+    package let store: any WalletRegistering
     package let limits: PassStore.RegistrationLimits
     package let addressLimit: AddressRateLimit
     /// `/v1/log` calls per address, and from every address together (one shared key).
@@ -27,7 +27,7 @@ package struct PassKitEndpoint: Sendable {
     package let metrics: MetricsRegistry
     package let logger: Logger
 
-    package init(prefix: String, store: PassStore, limits: PassStore.RegistrationLimits, addressLimit: AddressRateLimit, metrics: MetricsRegistry, logger: Logger) {
+    package init(prefix: String, store: any WalletRegistering, limits: PassStore.RegistrationLimits, addressLimit: AddressRateLimit, metrics: MetricsRegistry, logger: Logger) {
         self.prefix = prefix
         self.store = store
         self.limits = limits

@@ -5,9 +5,18 @@ import PigeonStore
 
 /// `/health` (the process answers) and `/ready` (the database answers and its schema is current).
 struct HealthEndpoint: Sendable {
-    let pool: PostgresPool
-    let migrator: Migrator
+    /// The migrations the database still lacks; throws when it does not answer.
+    let pendingMigrations: @Sendable () async throws -> [Int]
     let logger: Logger
+
+    init(pendingMigrations: @escaping @Sendable () async throws -> [Int], logger: Logger) {
+        self.pendingMigrations = pendingMigrations
+        self.logger = logger
+    }
+
+    init(pool: PostgresPool, migrator: Migrator, logger: Logger) {
+        self.init(pendingMigrations: { try await migrator.pending(pool) }, logger: logger)
+    }
 
     func live() -> HTTPResponse {
         .text(200, "{\"status\":\"UP\"}", contentType: "application/json")
@@ -15,7 +24,7 @@ struct HealthEndpoint: Sendable {
 
     func ready() async -> HTTPResponse {
         do {
-            let pending = try await migrator.pending(pool)
+            let pending = try await pendingMigrations()
             guard pending.isEmpty else {
                 return .text(503, "{\"status\":\"DOWN\",\"reason\":\"pending migrations: \(pending.map(String.init).joined(separator: ","))\"}", contentType: "application/json")
             }

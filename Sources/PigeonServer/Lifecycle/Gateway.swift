@@ -86,8 +86,9 @@ public final class Gateway: Sendable {
         // A queued Live Activity event, widget refresh or update token wakes the activity engine.
         let activityWake = WakeSignal()
         let channelApps = LateList<ActivityChannels.App>()
+        let notificationStore = NotificationStore(pool: pool, identifiers: identifiers)
         var inboundEndpoint = InboundEndpoint(
-            notifications: NotificationStore(pool: pool, identifiers: identifiers),
+            notifications: notificationStore,
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
             passes: PassStore(pool: pool),
             passSigners: try configuration.passes.signers(),
@@ -122,7 +123,7 @@ public final class Gateway: Sendable {
             sessions: ConsoleSessions(), signInLimit: AddressRateLimit(perMinute: 10),
             secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
             data: ConsoleData(
-                store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: inbound.notifications, outbox: Outbox(pool: pool),
+                store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: notificationStore, outbox: Outbox(pool: pool),
                 metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
                 listenerCertificates: certificateList,
                 settings: configuration.effectiveSettings()),

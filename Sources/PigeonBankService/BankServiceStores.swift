@@ -1,0 +1,39 @@
+import Foundation
+import PigeonCore
+import PigeonStore
+
+// The bank's SOAP service's seams: what ``InboundEndpoint`` asks of the database. PostgreSQL's
+// stores conform where the gateway is composed; tests use the in-memory fakes of
+// `PigeonTestSupport`.
+
+/// Notifications as the bank sends and looks them up (``NotificationStore``).
+package protocol NotificationRecording: Sendable {
+    /// Stores a notification and its deliveries, or tells it is a duplicate of a stored one.
+    func send(_ notification: PushNotification) async throws -> SendOutcome
+    /// A stored notification (with its recipients), or nil.
+    func notification(id: String, recipients: Bool) async throws -> PushNotification?
+    /// Each recipient's state, or nil for an unknown notification.
+    func deliveryStatus(id: String) async throws -> [RecipientState]?
+}
+
+/// The bank's view of its users' subscriptions (``SubscriptionStore``).
+package protocol SubscriptionKeeping: Sendable {
+    /// Deletes every device of `user`: how many there were.
+    func deleteAll(user: String) async throws -> Int
+    /// Whether each user has at least one device.
+    func exist(users: [String]) async throws -> [Bool]
+}
+
+/// Wallet passes as the bank updates them (``PassStore``).
+package protocol PassKeeping: Sendable {
+    func update(_ pass: PassIdentity, authenticationDigest: Data, content: Data) async throws -> PassStore.UpdateResult
+    func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])?
+}
+
+/// Live Activities and widget refreshes as the bank starts and moves them (``ActivityStore``).
+package protocol ActivityKeeping: Sendable {
+    func start(_ start: ActivityStart, now: Date) async throws -> ActivityStore.StartOutcome
+    func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> ActivityStore.EventOutcome
+    func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]?
+    func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)]
+}

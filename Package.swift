@@ -129,7 +129,7 @@ let package = Package(
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
             name: "PigeonTestSupport",
-            dependencies: ["PigeonStore", "PigeonCore", "PigeonSimulator"]
+            dependencies: ["BankProxy", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonSimulator"]
         ),
         // jemalloc replaces glibc's malloc in the server: dozens of connection threads allocate
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
@@ -156,6 +156,8 @@ let package = Package(
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
+        // The unit tier's request side: the router and every endpoint on in-memory stores.
+        .testTarget(name: "RequestSideTests", dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonStore", "PigeonTestSupport", "BankProxy"]),
         .testTarget(
             name: "PigeonServerTests",
             dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]

@@ -29,6 +29,12 @@ public struct PendingRegistration: Sendable, Equatable {
     public var identity: DeviceIdentity
     public var pushToken: String
     public var encryptionKey: DeviceEncryptionKey?
+
+    public init(identity: DeviceIdentity, pushToken: String, encryptionKey: DeviceEncryptionKey?) {
+        self.identity = identity
+        self.pushToken = pushToken
+        self.encryptionKey = encryptionKey
+    }
 }
 
 /// A device an authentication token belongs to.
@@ -37,6 +43,12 @@ public struct AuthenticatedDevice: Sendable, Equatable {
     public var userId: String
     /// The device as it registered (user id as stored).
     public var identity: DeviceIdentity
+
+    public init(id: Int64, userId: String, identity: DeviceIdentity) {
+        self.id = id
+        self.userId = userId
+        self.identity = identity
+    }
 }
 
 /// What a registration does to a device's encryption key (CONTRACT §8).

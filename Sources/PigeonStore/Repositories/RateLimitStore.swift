@@ -12,6 +12,12 @@ public struct RateLimitStore: Sendable {
         public var retryAfterSeconds: Int
         /// Whether this attempt is within the limit.
         public var allowed: Bool
+
+        public init(count: Int, retryAfterSeconds: Int, allowed: Bool) {
+            self.count = count
+            self.retryAfterSeconds = retryAfterSeconds
+            self.allowed = allowed
+        }
     }
 
     private let pool: PostgresPool

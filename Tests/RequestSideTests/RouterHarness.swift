@@ -1,0 +1,143 @@
+import BankProxy
+import Foundation
+@testable import PigeonBankService
+@testable import PigeonConfiguration
+import PigeonCore
+@testable import PigeonDeviceAPI
+import PigeonHTTP
+@testable import PigeonServer
+import PigeonStore
+import PigeonTestSupport
+@testable import PigeonWallet
+import Synchronization
+
+/// The gateway's request side without sockets or PostgreSQL: one ``Router`` composed as
+/// `Gateway` composes it, on ``InMemoryStores``, ``InMemoryWallet`` and a ``FakeBank``.
+/// A request goes in, a response comes out, in microseconds.
+struct RouterHarness {
+    let stores = InMemoryStores()
+    let wallet = InMemoryWallet()
+    let bank: FakeBank
+    let metrics = MetricsRegistry()
+    let router: Router
+    /// The ids of the notifications stored, in order (what wakes the engine).
+    var stored: [String] { storedIds.ids }
+    private let storedIds = StoredIds()
+
+    final class StoredIds: Sendable {
+        private let list = Mutex<[String]>([])
+        var ids: [String] { list.withLock { $0 } }
+        func append(_ id: String) { list.withLock { $0.append(id) } }
+    }
+
+    static let soapUser = "bank-user"
+    static let soapPassword = "s3cret-bank-password"
+
+    /// `adjust` changes the configuration the endpoints are built from (as `server.conf` would).
+    init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
+         bankConfigured: Bool = true, adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+        var configuration = try GatewayConfiguration.parse(text: "", name: "server.conf")
+        adjust(&configuration)
+        let bank = FakeBank(authorizedUsers: authorizedUsers)
+        self.bank = bank
+        let ids = storedIds
+        let inbound = InboundEndpoint(
+            notifications: stores, subscriptions: stores, passes: wallet, maxRequestBytes: configuration.http.maxRequestBytes,
+            confidentialTypes: configuration.confidential.types, onStored: { notification in ids.append(notification.id) },
+            logger: .silent, metrics: metrics)
+        let devices = DeviceEndpoint(
+            registry: stores, acknowledgements: stores, bank: bankConfigured ? bank : nil,
+            overrideSubscriptions: configuration.overrideSubscriptions,
+            tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
+            limits: DeviceRateLimits(configuration.deviceLimits), rateLimits: stores, identifiers: configuration.identifiers,
+            apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
+            logger: .silent, metrics: metrics, activities: nil)
+        let passKit = PassKitEndpoint(
+            prefix: configuration.passes.webServicePath, store: wallet,
+            limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
+            addressLimit: AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute), metrics: metrics, logger: .silent)
+        router = Router(
+            surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: nil,
+            outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
+            health: HealthEndpoint(pendingMigrations: { [] }, logger: .silent), metrics: metrics,
+            soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,
+            scheme: "https", maxRequestBytes: configuration.http.maxRequestBytes, logger: .silent)
+    }
+
+    /// An answer: status, headers, body as text and, for JSON bodies, its string members.
+    struct Answer {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: String] {
+            guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return [:] }
+            return object.compactMapValues { $0 as? String }
+        }
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+    }
+
+    /// One request through the router, with the body admission the listener would apply.
+    func call(_ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:],
+              bearer: String? = nil, peer: String = "192.0.2.10") async -> Answer {
+        var headers = headers
+        if let bearer { headers["authorization"] = "Bearer \(bearer)" }
+        let split = path.split(separator: "?", maxSplits: 1)
+        let query = split.count > 1 ? split[1].split(separator: "&").map { part -> (name: String, value: String?) in
+            let pair = part.split(separator: "=", maxSplits: 1)
+            return (String(pair[0]), pair.count > 1 ? String(pair[1]) : nil)
+        } : []
+        let bytes = Data((body ?? "").utf8)
+        let head = HTTPRequestHead(method: method, path: String(split[0]), authorization: headers["authorization"])
+        let tooLarge: Bool
+        switch router.admit(head) {
+        case .refuse: tooLarge = true
+        case .accept(let maxBytes): tooLarge = bytes.count > maxBytes
+        }
+        let request = HTTPRequest(method: method, path: String(split[0]), query: query, headers: headers,
+                                  body: tooLarge ? Data() : bytes, bodyTooLarge: tooLarge, peer: peer)
+        let response = await router.handle(request)
+        return Answer(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// A SOAP 1.1 call of the inbound service: `operation` is the body's inner XML.
+    func soap(_ operation: String, credentials: (String, String)? = nil) async -> Answer {
+        let envelope = """
+            <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/">\
+            <soapenv:Body>\(operation)</soapenv:Body></soapenv:Envelope>
+            """
+        var headers = ["content-type": "text/xml; charset=utf-8"]
+        if let (user, password) = credentials {
+            headers["authorization"] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        }
+        return await call("POST", InboundEndpoint.path, body: envelope, headers: headers)
+    }
+
+    static func registration(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil,
+                             bank: String = "bank", extra: String = "") -> String {
+        let pushToken = token ?? (platform == "IOS" ? String(repeating: "ab", count: 32) : "fcm-" + String(repeating: "x", count: 150))
+        return #"{"bankClientId":"\#(bank)","userId":"\#(user)","deviceId":"\#(device)","platform":"\#(platform)","pushToken":"\#(pushToken)"\#(extra)}"#
+    }
+
+    static func verification(user: String, device: String = "phone-1", registrationId: String, code: String, bank: String = "bank") -> String {
+        #"{"bankClientId":"\#(bank)","userId":"\#(user)","deviceId":"\#(device)","registrationId":"\#(registrationId)","verificationCode":"\#(code)"}"#
+    }
+
+    /// Registers an authorized user's device and returns its bearer token.
+    func register(user: String = "alice", device: String = "phone-1", platform: String = "IOS") async throws -> String {
+        let answer = await call("POST", "/api/v1/devices/register", body: Self.registration(user: user, device: device, platform: platform))
+        guard answer.status == 200, let token = answer.json["authenticationToken"] else {
+            throw HarnessError(description: "registration failed: \(answer.status) \(answer.text)")
+        }
+        return token
+    }
+
+    /// A sendNotification body (elements in the WSDL's order).
+    static func send(id: String, to users: [String], text: String = "Your code is 4711", type: String = "PIN_CODE",
+                     timeout: Int = 60, extra: String = "") -> String {
+        "<inb:sendNotification><notification><id>\(id)</id><pushContent><text>\(text)</text><type>\(type)</type></pushContent>"
+            + users.map { "<recipients>\($0)</recipients>" }.joined() + "<timeout>\(timeout)</timeout>\(extra)</notification></inb:sendNotification>"
+    }
+
+    struct HarnessError: Error, CustomStringConvertible { var description: String }
+}

@@ -78,7 +78,7 @@ struct RouterHarness {
     }
 
     /// One request through the router, with the body admission the listener would apply.
-    func call(_ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:],
+    func call(_ method: String, _ path: String, body: String? = nil, bytes raw: Data? = nil, headers: [String: String] = [:],
               bearer: String? = nil, peer: String = "192.0.2.10") async -> Answer {
         var headers = headers
         if let bearer { headers["authorization"] = "Bearer \(bearer)" }
@@ -87,7 +87,7 @@ struct RouterHarness {
             let pair = part.split(separator: "=", maxSplits: 1)
             return (String(pair[0]), pair.count > 1 ? String(pair[1]) : nil)
         } : []
-        let bytes = Data((body ?? "").utf8)
+        let bytes = raw ?? Data((body ?? "").utf8)
         let head = HTTPRequestHead(method: method, path: String(split[0]), authorization: headers["authorization"])
         let tooLarge: Bool
         switch router.admit(head) {
@@ -111,6 +111,11 @@ struct RouterHarness {
             headers["authorization"] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         }
         return await call("POST", InboundEndpoint.path, body: envelope, headers: headers)
+    }
+
+    /// Raw bytes to the inbound service, as a SOAP client would post them.
+    func soapRaw(_ body: Data) async -> Answer {
+        await call("POST", InboundEndpoint.path, bytes: body, headers: ["content-type": "text/xml; charset=utf-8"])
     }
 
     static func registration(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil,

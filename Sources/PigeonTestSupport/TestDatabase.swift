@@ -11,8 +11,8 @@ public enum TestDatabase {
     /// The database URL, if the environment names one.
     public static var url: String? { ProcessInfo.processInfo.environment[environmentVariable] }
 
-    /// Whether integration tests can run.
-    public static var isAvailable: Bool { url != nil }
+    /// Whether database tests can run: a database is named and the tier includes integration.
+    public static var isAvailable: Bool { url != nil && TestTier.runsIntegration }
 
     /// The repository's `migrations/` folder.
     public static var migrationsDirectory: URL {

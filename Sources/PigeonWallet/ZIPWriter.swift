@@ -7,6 +7,8 @@ package struct ZIPWriter {
     private var directory = Data()
     private var count = 0
 
+    package init() {}
+
     /// Adds an entry; names are relative paths with `/` separators.
     package mutating func add(_ name: String, _ content: Data) {
         let nameBytes = Data(name.utf8)

@@ -1,11 +1,11 @@
 import Foundation
-import Testing
 @testable import OutboundHTTP
 import PigeonTestSupport
 import Synchronization
+import Testing
 
 /// The HTTP/2 client against Debian's `nghttpd` (a reference HTTP/2 server) over TLS.
-@Suite("HTTP/2 client", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd"), "needs nghttp2-server"))
+@Suite("HTTP/2 client", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd"), "needs nghttp2-server"), .enabled(if: TestTier.runsIntegration, "integration tier (sockets and nghttpd): PIGEON_TEST_TIER"))
 struct HTTP2ClientTests {
     /// A running nghttpd with a self-signed certificate, serving `answer`.
     final class ReferenceServer: @unchecked Sendable {

@@ -1,11 +1,11 @@
 import Foundation
 import PigeonCore
+@testable import PigeonServer
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
-@Suite("A send of five million recipients (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("A send of five million recipients (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (five million recipients): PIGEON_TEST_TIER"))
 struct BigSendTests {
     static let recipients = 5_000_000
 

@@ -7,7 +7,7 @@ import Testing
 /// Erasing confidential content survives a crash (CONTRACT §8): `kill -9` in the middle of
 /// erasing leaves each notification with its whole content or none of it, and the next process
 /// finishes the erasure.
-@Suite("Confidential erasure under kill -9", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("Confidential erasure under kill -9", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (a gateway killed with -9): PIGEON_TEST_TIER"))
 struct ConfidentialErasureCrashTests {
     static let total = 200_000
 

@@ -1,10 +1,10 @@
 import Foundation
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -12,7 +12,7 @@ import FoundationNetworking
 /// The gateway while its database goes away: the primary restarted, and the primary killed with
 /// a standby promoted in its place. Each test starts its own primary and streaming standby
 /// (`scripts/pg-pair.sh`, synchronous replication) and a gateway whose `dbUrl` names both.
-@Suite("Database restart and failover", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL and PostgreSQL's binaries"))
+@Suite("Database restart and failover", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL and PostgreSQL's binaries"), .enabled(if: TestTier.runsSystem, "system tier (PostgreSQL restarted and failed over): PIGEON_TEST_TIER"))
 struct DatabaseFailoverTests {
     static let script = TestDatabase.migrationsDirectory.deletingLastPathComponent().appendingPathComponent("scripts/pg-pair.sh").path
     static let batchSize = 500

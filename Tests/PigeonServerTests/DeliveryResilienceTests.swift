@@ -13,7 +13,7 @@ import FoundationNetworking
 
 /// The engine when things go wrong: processes killed mid fan-out, SIGTERM with sends in flight,
 /// and a push service enforcing HTTP/2's rapid-reset limit against libcurl's stream resets.
-@Suite("Delivery engine under failure", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("Delivery engine under failure", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (gateways killed with -9): PIGEON_TEST_TIER"))
 struct DeliveryResilienceTests {
     @Test("kill -9 in the middle of a 5,000-recipient fan-out: a second process finishes it, duplicates bounded by the pushes in flight and one commit group, not by claimed batches")
     func killMidFanOut() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import PigeonCore
 import PigeonHTTP
+import PigeonTestSupport
 import Testing
 
 /// One process per address: a second listener on an address in use fails at start, naming it,
 /// instead of sharing the port (SO_REUSEPORT) and taking half of the connections unnoticed.
-@Suite("Listener addresses")
+@Suite("Listener addresses", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct ListenerAddressTests {
     static func start(port: UInt16) throws -> HTTPServer {
         try HTTPServer(configuration: .init(host: "127.0.0.1", port: port, handlerThreads: 1), logger: .silent,

@@ -1,15 +1,15 @@
 import Foundation
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// One-time codes against a blast, end to end: SOAP → PostgreSQL → the engine's lanes → HTTP/2
 /// and TLS → `pigeon simulate` answering slowly. No assertion rests on a time budget: each waits
 /// for a state, and the blast is held far longer than any wait.
-@Suite("Urgent lane end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("Urgent lane end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (streams held for minutes): PIGEON_TEST_TIER"))
 struct UrgentLaneTests {
     /// `count` users `blast-1…`, each with one iPhone, inserted at once.
     static func blastAudience(_ setting: EndToEnd, count: Int) async throws {
@@ -93,7 +93,7 @@ struct UrgentLaneTests {
 
 /// A push service changing its limits under the engine: nothing it accepted is sent again, and
 /// nothing is lost.
-@Suite("Push service limits end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("Push service limits end to end", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (streams held for minutes): PIGEON_TEST_TIER"))
 struct PushServiceLimitTests {
     @Test("APNs lowering a connection's stream limit to 1, or sending GOAWAY: every push arrives exactly once", arguments: [
         ("lowered stream limit", FaultRules.Fault.lowerStreamLimit, 2),

@@ -1,13 +1,13 @@
 import Foundation
 import PigeonBankStub
 import PigeonCore
+@testable import PigeonServer
 import PigeonSimulator
 import PigeonTestSupport
 import Testing
-@testable import PigeonServer
 
 /// Pass updates across a crash (CONTRACT §7: nothing lost on a crash or restart).
-@Suite("Wallet passes across a crash", .serialized, .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("Wallet passes across a crash", .serialized, .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"), .enabled(if: TestTier.runsSystem, "system tier (gateways killed with -9): PIGEON_TEST_TIER"))
 struct WalletPassResilienceTests {
     @Test("kill -9 between the push and the fetch: the next process keeps waiting, re-pushes, serves the fetch (FETCHED) and expires the silent Wallet with one report")
     func killBetweenPushAndFetch() async throws {

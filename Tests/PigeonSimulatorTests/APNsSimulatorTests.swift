@@ -1,16 +1,16 @@
 import Foundation
 import OutboundHTTP
 import PigeonCrypto
-import PigeonTestSupport
-import Synchronization
-import Testing
 @testable import PigeonSimulator
+import PigeonTestSupport
 @testable import PushCore
 @testable import PushTransport
+import Synchronization
+import Testing
 
 /// Our APNs requests (builder, provider tokens, HTTP/2 client) against the simulator's
 /// validation, over real HTTP/2 and TLS.
-@Suite("APNs simulator")
+@Suite("APNs simulator", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct APNsSimulatorTests {
     final class Setup: @unchecked Sendable {
         let certificates: H2ServerTests.Certificates

@@ -1,14 +1,15 @@
 import Foundation
 import OutboundHTTP
 import PigeonCrypto
-import Testing
 @testable import PigeonSimulator
+import PigeonTestSupport
 @testable import PushCore
 @testable import PushTransport
+import Testing
 
 /// Our FCM side (service-account assertion, cached access token, message builder, HTTP/2
 /// client) against the simulator's OAuth endpoint and FCM v1 checks.
-@Suite("FCM simulator")
+@Suite("FCM simulator", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct FCMSimulatorTests {
     final class Setup: @unchecked Sendable {
         let certificates: H2ServerTests.Certificates

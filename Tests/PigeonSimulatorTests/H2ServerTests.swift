@@ -1,14 +1,14 @@
 import Foundation
 import OutboundHTTP
-import PigeonTestSupport
-import Synchronization
-import Testing
 @testable import PigeonSimulator
+import PigeonTestSupport
 @testable import PushCore
 @testable import PushTransport
+import Synchronization
+import Testing
 
 /// Our HTTP/2 server against our HTTP/2 client, over real TLS with a CA made by openssl.
-@Suite("HTTP/2 server")
+@Suite("HTTP/2 server", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct H2ServerTests {
     final class Certificates: @unchecked Sendable {
         let folder: URL

@@ -1,14 +1,14 @@
 import Foundation
 import OutboundHTTP
-import PigeonTestSupport
-import Testing
 @testable import PigeonSimulator
+import PigeonTestSupport
 @testable import PushCore
 @testable import PushTransport
+import Testing
 
 /// The assembled simulator as `pigeon simulate` runs it: generated credentials, APNs certificate
 /// authentication with the client `.p12`, FCM through its own OAuth endpoint, admin calls.
-@Suite("pigeon simulate")
+@Suite("pigeon simulate", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct SimulatorTests {
     @Test("generated credentials work end to end for both services, and faults can be set over HTTP")
     func endToEnd() async throws {

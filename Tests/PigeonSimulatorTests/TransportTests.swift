@@ -1,14 +1,14 @@
 import Foundation
 import OutboundHTTP
-import PigeonTestSupport
-import Synchronization
-import Testing
 @testable import PigeonSimulator
+import PigeonTestSupport
 @testable import PushCore
 @testable import PushTransport
+import Synchronization
+import Testing
 
 /// The APNs and FCM transports against `pigeon simulate`'s endpoints.
-@Suite("Push transports")
+@Suite("Push transports", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct TransportTests {
     @Test("APNs with token auth: one provider token reused across many pushes, replaced after 50 minutes")
     func apnsTokenReuse() async throws {

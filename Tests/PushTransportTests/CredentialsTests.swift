@@ -1,11 +1,11 @@
 import Foundation
 import PigeonCrypto
 import PigeonTestSupport
-import Testing
 @testable import PushTransport
+import Testing
 
 /// Keys are made by the openssl command line, an implementation independent of our wrapper.
-@Suite("Signing: ES256 provider tokens and RS256 service-account assertions")
+@Suite("Signing: ES256 provider tokens and RS256 service-account assertions", .enabled(if: TestTier.runsIntegration, "integration tier (keys made by openssl): PIGEON_TEST_TIER"))
 struct CredentialsTests {
     static func openssl(_ arguments: [String], input: Data? = nil) throws -> Data {
         try ChildProcess.runBlocking("/usr/bin/openssl", arguments, input: input)

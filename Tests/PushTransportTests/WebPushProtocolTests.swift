@@ -75,7 +75,7 @@ struct WebPushProtocolTests {
         #expect((payload["data"] as? [String: String])?["type"] == "PIN_CODE")
     }
 
-    @Test("VAPID: an ES256 token for the origin, expiring within 24 hours, with the contact, signed by the key in k; reused per origin")
+    @Test("VAPID: an ES256 token for the origin, expiring within 24 hours, with the contact, signed by the key in k; reused per origin", .enabled(if: TestTier.runsIntegration, "integration tier (runs openssl): PIGEON_TEST_TIER"))
     func vapid() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vapid-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

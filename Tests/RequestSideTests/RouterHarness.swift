@@ -35,7 +35,8 @@ struct RouterHarness {
 
     /// `adjust` changes the configuration the endpoints are built from (as `server.conf` would).
     init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
-         bankConfigured: Bool = true, adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+         bankConfigured: Bool = true, database: Database = .current,
+         adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         var configuration = try GatewayConfiguration.parse(text: "", name: "server.conf")
         adjust(&configuration)
         let bank = FakeBank(authorizedUsers: authorizedUsers)
@@ -59,9 +60,26 @@ struct RouterHarness {
         router = Router(
             surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: nil,
             outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
-            health: HealthEndpoint(pendingMigrations: { [] }, logger: .silent), metrics: metrics,
+            health: HealthEndpoint(pendingMigrations: database.pendingMigrations, logger: .silent), metrics: metrics,
             soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,
             scheme: "https", maxRequestBytes: configuration.http.maxRequestBytes, logger: .silent)
+    }
+
+    /// What `/ready` finds in the database.
+    enum Database: Sendable {
+        case current
+        case pending([Int])
+        case unreachable
+
+        struct Unreachable: Error {}
+
+        var pendingMigrations: @Sendable () async throws -> [Int] {
+            switch self {
+            case .current: { [] }
+            case .pending(let versions): { versions }
+            case .unreachable: { throw Unreachable() }
+            }
+        }
     }
 
     /// An answer: status, headers, body as text and, for JSON bodies, its string members.

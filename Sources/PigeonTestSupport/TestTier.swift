@@ -1,0 +1,35 @@
+import Foundation
+
+/// The test tiers, chosen with the environment variable `PIGEON_TEST_TIER` (`unit`,
+/// `integration` or `system`; unset: every tier). Each tier includes the ones below it:
+///
+/// - **unit**: no PostgreSQL, no sockets, no processes — pure types, the engine on fakes, the
+///   request side through the router harness. `scripts/test-unit.sh` runs it in seconds.
+/// - **integration**: a real PostgreSQL, real listeners and HTTP/2 clients, the simulator and
+///   child processes such as `openssl` and `curl`.
+/// - **system**: whole gateways killed with -9, PostgreSQL restarted and failed over, sends of
+///   millions, push services holding streams for minutes; run one group at a time.
+///
+/// Suites above the unit tier say so with `.enabled(if: TestTier.runsIntegration, …)` or
+/// `TestTier.runsSystem`; ``TestDatabase/isAvailable`` is false in the unit tier.
+public enum TestTier: Int, Comparable, Sendable {
+    case unit, integration, system
+
+    public static let environmentVariable = "PIGEON_TEST_TIER"
+
+    /// The highest tier this run includes.
+    public static var selected: TestTier {
+        switch ProcessInfo.processInfo.environment[environmentVariable] {
+        case "unit": .unit
+        case "integration": .integration
+        default: .system
+        }
+    }
+
+    /// Whether integration suites run (PostgreSQL, sockets, processes).
+    public static var runsIntegration: Bool { selected >= .integration }
+    /// Whether system suites run (crashes, failover, millions of recipients).
+    public static var runsSystem: Bool { selected >= .system }
+
+    public static func < (lhs: TestTier, rhs: TestTier) -> Bool { lhs.rawValue < rhs.rawValue }
+}

@@ -15,7 +15,9 @@ import Synchronization
 /// `Gateway` composes it, on ``InMemoryStores``, ``InMemoryWallet`` and a ``FakeBank``.
 /// A request goes in, a response comes out, in microseconds.
 struct RouterHarness {
-    let stores = InMemoryStores()
+    /// The stores' time (token expiry, rate-limit windows); tests move it forward.
+    let clock = TestClock()
+    let stores: InMemoryStores
     let wallet = InMemoryWallet()
     let bank: FakeBank
     let metrics = MetricsRegistry()
@@ -23,6 +25,13 @@ struct RouterHarness {
     /// The ids of the notifications stored, in order (what wakes the engine).
     var stored: [String] { storedIds.ids }
     private let storedIds = StoredIds()
+
+    /// A clock that moves only when told to.
+    final class TestClock: Sendable {
+        private let time = Mutex(Date())
+        var now: Date { time.withLock { $0 } }
+        func advance(seconds: Double) { time.withLock { $0 += seconds } }
+    }
 
     final class StoredIds: Sendable {
         private let list = Mutex<[String]>([])
@@ -37,6 +46,7 @@ struct RouterHarness {
     init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
          bankConfigured: Bool = true, database: Database = .current,
          adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+        stores = InMemoryStores(clock: { [clock] in clock.now })
         var configuration = try GatewayConfiguration.parse(text: "", name: "server.conf")
         adjust(&configuration)
         let bank = FakeBank(authorizedUsers: authorizedUsers)

@@ -25,6 +25,9 @@ package final class FakeBank: SubscriptionAuthorizing, Sendable {
     /// Calls the bank has answered or failed.
     package var calls: Int { state.withLock { $0.calls } }
 
+    /// Who subscribes without a code from now on.
+    package func setAuthorized(_ users: Set<String>) { state.withLock { $0.authorizedUsers = users } }
+
     package func setFailure(_ failure: BankProxyError?) { state.withLock { $0.failure = failure } }
 
     /// The code the bank last sent to this device, if any.

@@ -33,13 +33,11 @@ struct LiveActivityTests {
 
     static func start(id: String, recipients: [String], contentState: String = #"{"step":"accepted"}"#,
                       attributes: String = #"{"transferId":"T-1"}"#, extra: String = "") -> String {
-        "<inb:startActivity><activityId>\(id)</activityId><activityType>TransferAttributes</activityType>"
-            + recipients.map { "<recipients>\($0)</recipients>" }.joined()
-            + "<attributes>\(attributes.xmlEscaped)</attributes><contentState>\(contentState.xmlEscaped)</contentState>\(extra)</inb:startActivity>"
+        ActivitySOAP.start(id: id, recipients: recipients, contentState: contentState, attributes: attributes, extra: extra)
     }
 
     static func update(id: String, contentState: String, extra: String = "") -> String {
-        "<inb:updateActivity><activityId>\(id)</activityId><contentState>\(contentState.xmlEscaped)</contentState>\(extra)</inb:updateActivity>"
+        ActivitySOAP.update(id: id, contentState: contentState, extra: extra)
     }
 
     /// Each recipient's state in a SOAP answer's `activityStatus`.
@@ -268,46 +266,6 @@ struct LiveActivityTests {
     }
 
     /// Requests that must be refused, and the field each fault must name.
-    static let badRequests: [(request: String, field: String)] = [
-        ("<inb:updateActivity><activityId>never-started</activityId><contentState>{}</contentState></inb:updateActivity>", "activityId"),
-        ("<inb:endActivity><activityId>never-started</activityId></inb:endActivity>", "activityId"),
-        (start(id: "bad-1", recipients: ["b-user"], attributes: "[1,2]"), "attributes"),
-        (start(id: "bad-2", recipients: ["b-user"], attributes: "not json"), "attributes"),
-        (start(id: "bad-3", recipients: ["b-user"], contentState: "5"), "contentState"),
-        (start(id: "bad-4", recipients: ["b-user"], contentState: "{\"a\":\"" + String(repeating: "x", count: 5000) + "\"}"), "contentState"),
-        (start(id: "bad-5", recipients: ["b-user"], contentState: "{\"a\":\"" + String(repeating: "x", count: 2500) + "\"}",
-               attributes: "{\"b\":\"" + String(repeating: "y", count: 2500) + "\"}"), "attributes, contentState"),
-        (start(id: "bad id", recipients: ["b-user"]), "activityId"),
-        (start(id: "bad-6", recipients: ["b-user"], extra: "<staleAfterSeconds>0</staleAfterSeconds>"), "staleAfterSeconds"),
-        (update(id: "bad-1", contentState: "{}", extra: "<priority>7</priority>"), "priority"),
-        ("<inb:sendNotification><notification><id>il-1</id><interruptionLevel>urgent</interruptionLevel><pushContent><text>t</text><type>MESSAGE</type></pushContent><recipients>b-user</recipients><timeout>60</timeout></notification></inb:sendNotification>", "interruptionLevel"),
-    ]
-
-    @Test("bad input is a SOAP fault naming the field, and nothing is stored or pushed")
-    func badInput() async throws {
-        // One gateway for every case, one after the other: a gateway per case in parallel loads
-        // the machine under the suites that run beside this one.
-        let setting = try await EndToEnd.start()
-        defer { setting.fixture.stop() }
-        let (simulator, harness, pool) = (setting.simulator, setting.harness, setting.database.pool)
-        let iphone = try await Self.device(setting, user: "b-user", deviceId: "iphone", platform: .ios, pushToken: String(repeating: "f6", count: 32))
-        #expect(try await Self.put(harness, "/api/v1/activities/start-tokens/TransferAttributes", bearer: iphone,
-                                   #"{"pushToStartToken":"\#(Self.startToken)"}"#).status == 200)
-        for (request, field) in Self.badRequests {
-            let answer = try await harness.soap(request)
-            #expect(answer.status == 500, "\(field): \(answer.text)")
-            #expect(answer.text.contains("Fault") && answer.text.contains(field), "\(field): \(answer.text)")
-        }
-        let stored = try await pool.withConnection { connection in
-            (try connection.query("SELECT count(*) FROM activities").scalar, try connection.query("SELECT count(*) FROM activity_pushes").scalar,
-             try connection.query("SELECT count(*) FROM notifications").scalar)
-        }
-        #expect(stored.0 == "0" && stored.1 == "0" && stored.2 == "0")
-        #expect(simulator.apns.deliveries.isEmpty && simulator.fcm.deliveries.isEmpty)
-        await harness.gateway.shutdown()
-        await setting.database.drop()
-    }
-
     @Test("interruptionLevel reaches APNs and getNotificationDetails; every push carries its collapse identifier; a FID device is addressed by FCM v1's fid target")
     func interruptionCollapseAndFID() async throws {
         let setting = try await EndToEnd.start()
@@ -342,11 +300,5 @@ extension String {
     func between(_ start: String, _ end: String) -> String? {
         guard let from = range(of: start), let to = range(of: end, range: from.upperBound..<endIndex) else { return nil }
         return String(self[from.upperBound..<to.lowerBound])
-    }
-
-    /// The text escaped for an XML element.
-    var xmlEscaped: String {
-        replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-            .replacingOccurrences(of: "\"", with: "&quot;")
     }
 }

@@ -18,6 +18,10 @@ struct RouterHarness {
     /// The stores' time (token expiry, rate-limit windows); tests move it forward.
     let clock = TestClock()
     let stores: InMemoryStores
+    let activities: InMemoryActivities
+    /// How many times the activity engine was woken.
+    var activityWakes: Int { activityWakeCount.ids.count }
+    private let activityWakeCount = StoredIds()
     let wallet = InMemoryWallet()
     let bank: FakeBank
     let metrics = MetricsRegistry()
@@ -44,25 +48,29 @@ struct RouterHarness {
 
     /// `adjust` changes the configuration the endpoints are built from (as `server.conf` would).
     init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
-         bankConfigured: Bool = true, database: Database = .current,
+         bankConfigured: Bool = true, liveActivities: Bool = true, database: Database = .current,
          adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         stores = InMemoryStores(clock: { [clock] in clock.now })
+        activities = InMemoryActivities(devices: stores)
+        let wakes = activityWakeCount
         var configuration = try GatewayConfiguration.parse(text: "", name: "server.conf")
         adjust(&configuration)
         let bank = FakeBank(authorizedUsers: authorizedUsers)
         self.bank = bank
         let ids = storedIds
-        let inbound = InboundEndpoint(
+        var inbound = InboundEndpoint(
             notifications: stores, subscriptions: stores, passes: wallet, maxRequestBytes: configuration.http.maxRequestBytes,
             confidentialTypes: configuration.confidential.types, onStored: { notification in ids.append(notification.id) },
             logger: .silent, metrics: metrics)
+        inbound.activities = liveActivities ? activities : nil
+        inbound.onActivityQueued = { wakes.append("wake") }
         let devices = DeviceEndpoint(
             registry: stores, acknowledgements: stores, bank: bankConfigured ? bank : nil,
             overrideSubscriptions: configuration.overrideSubscriptions,
             tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
             limits: DeviceRateLimits(configuration.deviceLimits), rateLimits: stores, identifiers: configuration.identifiers,
             apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
-            logger: .silent, metrics: metrics, activities: nil)
+            logger: .silent, metrics: metrics, activities: liveActivities ? activities : nil, onActivityQueued: { wakes.append("wake") })
         let passKit = PassKitEndpoint(
             prefix: configuration.passes.webServicePath, store: wallet,
             limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),

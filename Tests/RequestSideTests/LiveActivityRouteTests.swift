@@ -1,0 +1,134 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+
+/// Live Activities and widget refreshes (CONTRACT §9) through the router: the bank's SOAP
+/// operations and the phone's token calls on in-memory stores. Pushes and their order are the
+/// end-to-end suite's (`LiveActivityTests`).
+@Suite("Live Activities through the router")
+struct LiveActivityRouteTests {
+    static let startToken = String(repeating: "5a", count: 32)
+    static let updateToken = String(repeating: "6b", count: 32)
+
+    static func states(_ text: String) -> [String: String] {
+        var states: [String: String] = [:]
+        for entry in text.components(separatedBy: "<entry>").dropFirst() {
+            guard let key = entry.components(separatedBy: "<key>").dropFirst().first?.components(separatedBy: "</key>").first,
+                  let value = entry.components(separatedBy: "<value>").dropFirst().first?.components(separatedBy: "</value>").first else { continue }
+            states[key] = value
+        }
+        return states
+    }
+
+    @Test("an activity's life: NO_TOKEN without a start token, STARTING with one, RUNNING with the update token, ENDED; each call wakes the engine")
+    func life() async throws {
+        let harness = try RouterHarness(authorizedUsers: ["alice", "bob", "dana"])
+        let alice = try await harness.register(user: "alice")
+        _ = try await harness.register(user: "bob", device: "b")
+        _ = try await harness.register(user: "dana", device: "pixel", platform: "ANDROID")
+        let saved = await harness.call("PUT", "/api/v1/activities/start-tokens/TransferAttributes",
+                                       body: #"{"pushToStartToken":"\#(Self.startToken)"}"#, bearer: alice)
+        #expect(saved.status == 200)
+        #expect(saved.json["state"] == "SAVED")
+
+        let started = await harness.soap(ActivitySOAP.start(id: "t-1", recipients: ["alice", "bob", "dana"]))
+        #expect(started.text.contains("<status>OK</status>"), "\(started.text)")
+        #expect(Self.states(started.text) == ["alice": "STARTING", "bob": "NO_TOKEN", "dana": "STARTING"])
+        #expect(harness.activityWakes == 1)
+        #expect(await harness.soap(ActivitySOAP.start(id: "t-1", recipients: ["alice"])).text.contains("<status>DUPLICATED_ENTITY</status>"))
+
+        let token = await harness.call("PUT", "/api/v1/activities/t-1/token", body: #"{"pushToken":"\#(Self.updateToken)"}"#, bearer: alice)
+        #expect(token.status == 200)
+        #expect(token.json["state"] == "RUNNING")
+        #expect(Self.states(await harness.soap(ActivitySOAP.status(id: "t-1")).text)["alice"] == "RUNNING")
+        #expect(await harness.soap(ActivitySOAP.update(id: "t-1", contentState: #"{"step":"sent"}"#)).text.contains("<status>OK</status>"))
+        #expect(await harness.soap(ActivitySOAP.end(id: "t-1", extra: "<dismissAfterSeconds>60</dismissAfterSeconds>")).text.contains("<status>OK</status>"))
+        #expect(harness.activities.events("t-1") == 2)
+        #expect(harness.activityWakes == 4)
+        let late = await harness.soap(ActivitySOAP.update(id: "t-1", contentState: "{}"))
+        #expect(late.text.contains("<status>ENTITY_NOT_FOUND</status>") && late.text.contains("has ended"))
+        let afterEnd = await harness.call("PUT", "/api/v1/activities/t-1/token", body: #"{"pushToken":"\#(Self.updateToken)"}"#, bearer: alice)
+        #expect(afterEnd.status == 410)
+        #expect(afterEnd.json["error"] == "ACTIVITY_ENDED")
+        #expect(await harness.soap(ActivitySOAP.status(id: "nothing")).text.contains("<status>ENTITY_NOT_FOUND</status>"))
+    }
+
+    @Test("bad input is a SOAP fault naming the field, and nothing is stored")
+    func badInput() async throws {
+        let harness = try RouterHarness()
+        for (request, field) in ActivitySOAP.badRequests {
+            let answer = await harness.soap(request)
+            #expect(answer.status == 500, "\(field): \(answer.text)")
+            #expect(answer.text.contains("Fault") && answer.text.contains(field), "\(field): \(answer.text)")
+        }
+        #expect(harness.activities.activityIds.isEmpty)
+        #expect(harness.stored.isEmpty)
+        #expect(harness.activityWakes == 0)
+    }
+
+    @Test("the phone's calls: bearer required, iPhones only, identifiers and tokens checked, 404/405 as the device API answers them")
+    func phoneCalls() async throws {
+        let harness = try RouterHarness(authorizedUsers: ["alice", "dana"])
+        let alice = try await harness.register(user: "alice")
+        let dana = try await harness.register(user: "dana", device: "pixel", platform: "ANDROID")
+        let body = #"{"pushToStartToken":"\#(Self.startToken)"}"#
+        #expect(await harness.call("PUT", "/api/v1/activities/start-tokens/T", body: body).status == 401)
+        let android = await harness.call("PUT", "/api/v1/activities/start-tokens/T", body: body, bearer: dana)
+        #expect(android.status == 400 && android.json["error"] == "NOT_AN_IPHONE")
+        let badType = await harness.call("PUT", "/api/v1/activities/start-tokens/bad%20type", body: body, bearer: alice)
+        #expect(badType.status == 400 && badType.json["error"] == "INVALID_ACTIVITY", "\(badType.text)")
+        let badToken = await harness.call("PUT", "/api/v1/activities/start-tokens/T", body: #"{"pushToStartToken":"xyz"}"#, bearer: alice)
+        #expect(badToken.status == 400 && badToken.json["error"] == "INVALID_PUSH_TOKEN")
+        #expect(await harness.call("GET", "/api/v1/activities/start-tokens/T", bearer: alice).status == 405)
+        #expect(await harness.call("POST", "/api/v1/activities/a-1", bearer: alice).status == 405)
+        let unknown = await harness.call("PUT", "/api/v1/activities/never/token", body: #"{"pushToken":"\#(Self.updateToken)"}"#, bearer: alice)
+        #expect(unknown.status == 404 && unknown.json["error"] == "ACTIVITY_NOT_FOUND")
+        #expect(await harness.call("DELETE", "/api/v1/activities/never", bearer: alice).status == 404)
+        #expect(harness.activityWakes == 0)
+    }
+
+    @Test("a device keeps push-to-start tokens for at most 64 activity types: the 65th is 400 TOO_MANY_ACTIVITY_TYPES, a known type is replaced")
+    func startTokenTypes() async throws {
+        let harness = try RouterHarness()
+        let alice = try await harness.register(user: "alice")
+        let body = #"{"pushToStartToken":"\#(Self.startToken)"}"#
+        for index in 0..<64 {
+            #expect(await harness.call("PUT", "/api/v1/activities/start-tokens/Type\(index)", body: body, bearer: alice).status == 200)
+        }
+        let refused = await harness.call("PUT", "/api/v1/activities/start-tokens/Type64", body: body, bearer: alice)
+        #expect(refused.status == 400 && refused.json["error"] == "TOO_MANY_ACTIVITY_TYPES")
+        #expect(await harness.call("PUT", "/api/v1/activities/start-tokens/Type7", body: body, bearer: alice).status == 200)
+    }
+
+    @Test("the phone ends an activity on its side: 204, the recipient ENDED")
+    func endedOnPhone() async throws {
+        let harness = try RouterHarness()
+        let alice = try await harness.register(user: "alice")
+        _ = await harness.call("PUT", "/api/v1/activities/start-tokens/TransferAttributes", body: #"{"pushToStartToken":"\#(Self.startToken)"}"#, bearer: alice)
+        _ = await harness.soap(ActivitySOAP.start(id: "t-2", recipients: ["alice"]))
+        #expect(await harness.call("DELETE", "/api/v1/activities/t-2", bearer: alice).status == 204)
+        #expect(Self.states(await harness.soap(ActivitySOAP.status(id: "t-2")).text) == ["alice": "ENDED"])
+    }
+
+    @Test("refreshWidgets: OK when a recipient has a device, ENTITY_NOT_FOUND when nobody has one, a fault for an empty recipient")
+    func widgets() async throws {
+        let harness = try RouterHarness()
+        _ = try await harness.register(user: "alice")
+        #expect(await harness.soap("<inb:refreshWidgets><recipients>alice</recipients><recipients>zed</recipients></inb:refreshWidgets>").text.contains("<status>OK</status>"))
+        #expect(harness.activityWakes == 1)
+        #expect(await harness.soap("<inb:refreshWidgets><recipients>zed</recipients></inb:refreshWidgets>").text.contains("<status>ENTITY_NOT_FOUND</status>"))
+        let empty = await harness.soap("<inb:refreshWidgets><recipients></recipients></inb:refreshWidgets>")
+        #expect(empty.status == 500 && empty.text.contains("'recipients' number 1 is empty"))
+        #expect(harness.activityWakes == 1)
+    }
+
+    @Test("without Live Activities the bank's operations are a Server fault and the phone's calls 404")
+    func notAvailable() async throws {
+        let harness = try RouterHarness(liveActivities: false)
+        let alice = try await harness.register(user: "alice")
+        let answer = await harness.soap(ActivitySOAP.start(id: "t-3", recipients: ["alice"]))
+        #expect(answer.status == 500 && answer.text.contains("Live Activities are not available"))
+        #expect(await harness.call("PUT", "/api/v1/activities/start-tokens/T", body: #"{"pushToStartToken":"\#(Self.startToken)"}"#, bearer: alice).status == 404)
+    }
+}

@@ -45,57 +45,6 @@ struct InboundSOAPTests {
         #expect(deletedAgain.text.contains("<status>ENTITY_NOT_FOUND</status>"))
     }
 
-    @Test("SOAP 1.2, an unqualified wrapper and the seed-style bare request")
-    func requestStyles() async throws {
-        let harness = try await GatewayHarness()
-        let id1 = TestDatabase.unique("s12"), id2 = TestDatabase.unique("bare")
-        let soap12 = """
-            <env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"><env:Body>\
-            <ns:sendNotification xmlns:ns="http://inbound.sbi.pigeon.idamobile.com/"><ns:notification><ns:id>\(id1)</ns:id>\
-            <ns:pushContent><ns:text>t</ns:text><ns:type>URL</ns:type></ns:pushContent><ns:recipients>u</ns:recipients><ns:timeout>5</ns:timeout>\
-            </ns:notification></ns:sendNotification></env:Body></env:Envelope>
-            """
-        let reply12 = try await harness.soapRaw(Data(soap12.utf8), contentType: "application/soap+xml; charset=utf-8")
-        #expect(reply12.status == 200)
-        #expect(reply12.headers["content-type"]?.hasPrefix("application/soap+xml") == true)
-        #expect(reply12.text.contains("http://www.w3.org/2003/05/soap-envelope"))
-        #expect(reply12.text.contains("<status>OK</status>"))
-
-        // The original product's documentation example: no namespaces on the payload at all.
-        let seed = """
-            <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>
-            <sendNotification>
-               <notification>
-                  <details><entry><key>logo_url</key><value>http://www.idamob.ru/ic.png</value></entry></details>
-                  <id>\(id2)</id>
-                  <pushContent><badge>0</badge><details><entry><key>target</key><value>nil</value></entry></details>
-                     <sound>default</sound><text>Текст для отображения в шторке телефона</text><type>UNIVERSAL</type></pushContent>
-                  <recipients>id_user_1</recipients>
-                  <recipients>id_user_2</recipients>
-                  <timeout>1000</timeout>
-               </notification>
-            </sendNotification></soapenv:Body></soapenv:Envelope>
-            """
-        let replySeed = try await harness.soapRaw(Data(seed.utf8), headers: [:])
-        #expect(replySeed.status == 200)
-        #expect(replySeed.text.contains("<entry><key>id_user_1</key><value>INVALID_SUBSCRIPTION</value></entry>"))
-        let details = try await harness.soap("<getNotificationDetails><id>\(id2)</id></getNotificationDetails>")
-        #expect(details.text.contains("<text>Текст для отображения в шторке телефона</text>"))
-        #expect(details.text.contains("<value>http://www.idamob.ru/ic.png</value>"))
-    }
-
-    @Test("the WSDL is served with the request's host in the address")
-    func wsdl() async throws {
-        let harness = try await GatewayHarness()
-        let reply = try await harness.request("GET", GatewayHarness.soapPath + "?wsdl")
-        #expect(reply.status == 200)
-        #expect(reply.text.contains("<soap:address location=\"http://127.0.0.1:\(harness.gateway.port)/pigeon/services/SBIInboundWebService\"/>"))
-        let upper = try await harness.request("GET", GatewayHarness.soapPath + "?WSDL")
-        #expect(upper.status == 200)
-        let wrongMethod = try await harness.request("PUT", GatewayHarness.soapPath, body: Data("x".utf8))
-        #expect(wrongMethod.status == 405)
-    }
-
     @Test("health, readiness and metrics")
     func operatorEndpoints() async throws {
         let harness = try await GatewayHarness()

@@ -66,7 +66,7 @@ struct BankServiceRouteTests {
         #expect(harness.stored.isEmpty)
     }
 
-    @Test("the WSDL carries the request's host; ?WSDL too; other methods are 405 with Allow")
+    @Test("the WSDL carries the request's host; ?WSDL too; other methods are 405 with Allow; the outbound WSDL describes the bank proxy's service at its URL")
     func wsdl() async throws {
         let harness = try RouterHarness()
         let reply = await harness.call("GET", "/pigeon/services/SBIInboundWebService?wsdl", headers: ["host": "gateway.bank.example:8443"])
@@ -78,7 +78,11 @@ struct BankServiceRouteTests {
         #expect(wrong.header("Allow") == "GET, POST")
         let outbound = await harness.call("GET", "/pigeon/services/SBIOutbound?wsdl")
         #expect(outbound.status == 200)
-        #expect(outbound.text.contains("checkSubscriptionAuthorized"))
+        for operation in ["checkSubscriptionAuthorized", "authorizeSubscription", "verifySubscriptionAuthorization", "reportNotificationExpired", "pushIsOpened", "BankClientNotExistsException"] {
+            #expect(outbound.text.contains("name=\"\(operation)\""), "\(operation)")
+        }
+        #expect(outbound.text.contains("http://outbound.sbi.pigeon.idamobile.com/"))
+        #expect(outbound.text.contains("https://bank.example/sbi"), "the address is sbiOutboundWebServiceURL")
         #expect(await harness.call("GET", "/pigeon/services/SBIOutbound").status == 404)
     }
 
@@ -107,5 +111,76 @@ struct BankServiceRouteTests {
         #expect(big.status == 413)
         #expect(big.text.contains("maxRequestBytes (4096 bytes)"))
         #expect(await harness.soap(RouterHarness.send(id: "small", to: ["alice"])).status == 200)
+    }
+}
+
+/// The request shapes and notification options the bank's SOAP stacks send.
+@Suite("Bank SOAP requests and options through the router")
+struct BankRequestStyleRouteTests {
+    @Test("SOAP 1.2, an unqualified wrapper and the seed-style bare request are all understood")
+    func requestStyles() async throws {
+        let harness = try RouterHarness()
+        let soap12 = """
+            <env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"><env:Body>\
+            <ns:sendNotification xmlns:ns="http://inbound.sbi.pigeon.idamobile.com/"><ns:notification><ns:id>s12</ns:id>\
+            <ns:pushContent><ns:text>t</ns:text><ns:type>URL</ns:type></ns:pushContent><ns:recipients>u</ns:recipients><ns:timeout>5</ns:timeout>\
+            </ns:notification></ns:sendNotification></env:Body></env:Envelope>
+            """
+        let reply12 = await harness.soapRaw(Data(soap12.utf8), contentType: "application/soap+xml; charset=utf-8")
+        #expect(reply12.status == 200)
+        #expect(reply12.header("Content-Type")?.hasPrefix("application/soap+xml") == true)
+        #expect(reply12.text.contains("http://www.w3.org/2003/05/soap-envelope"))
+        #expect(reply12.text.contains("<status>OK</status>"))
+        let seed = """
+            <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>
+            <sendNotification>
+               <notification>
+                  <details><entry><key>logo_url</key><value>http://www.idamob.ru/ic.png</value></entry></details>
+                  <id>bare</id>
+                  <pushContent><badge>0</badge><details><entry><key>target</key><value>nil</value></entry></details>
+                     <sound>default</sound><text>Текст для отображения в шторке телефона</text><type>UNIVERSAL</type></pushContent>
+                  <recipients>id_user_1</recipients>
+                  <recipients>id_user_2</recipients>
+                  <timeout>1000</timeout>
+               </notification>
+            </sendNotification></soapenv:Body></soapenv:Envelope>
+            """
+        let replySeed = await harness.soapRaw(Data(seed.utf8))
+        #expect(replySeed.status == 200)
+        #expect(replySeed.text.contains("<entry><key>id_user_1</key><value>INVALID_SUBSCRIPTION</value></entry>"))
+        let details = await harness.soap("<getNotificationDetails><id>bare</id></getNotificationDetails>")
+        #expect(details.text.contains("<text>Текст для отображения в шторке телефона</text>"))
+        #expect(details.text.contains("<value>http://www.idamob.ru/ic.png</value>"))
+        #expect(harness.stored == ["s12", "bare"])
+    }
+
+    @Test("interruptionLevel is stored and answered by getNotificationDetails; each recipient once, whatever its case")
+    func interruptionLevelAndRecipients() async throws {
+        let harness = try RouterHarness()
+        _ = try await harness.register(user: "alice")
+        let sent = await harness.soap(RouterHarness.send(id: "il", to: ["alice", "ALICE", "bob"], extra: "<interruptionLevel>time-sensitive</interruptionLevel>"))
+        #expect(sent.text.contains("<deliveryStatus><entry><key>alice</key><value>QUEUED</value></entry><entry><key>bob</key><value>INVALID_SUBSCRIPTION</value></entry></deliveryStatus>"), "\(sent.text)")
+        let details = await harness.soap("<inb:getNotificationDetails><id>il</id></inb:getNotificationDetails>")
+        #expect(details.text.contains("<interruptionLevel>time-sensitive</interruptionLevel>"), "\(details.text)")
+    }
+
+    @Test("confidential: the flag or confidentialTypes makes a send confidential; text over 1,024 bytes is a fault naming text; the phone reads it until it is over (410 after)")
+    func confidential() async throws {
+        let harness = try RouterHarness { $0.confidential.types = [.pinCode] }
+        let alice = try await harness.register(user: "alice")
+        let long = String(repeating: "x", count: 1025)
+        let tooLong = await harness.soap(RouterHarness.send(id: "c-long", to: ["alice"], text: long))
+        #expect(tooLong.status == 500 && tooLong.text.contains("text"), "\(tooLong.text)")
+        let flagged = await harness.soap(RouterHarness.send(id: "c-flag", to: ["alice"], type: "UNIVERSAL", extra: "<confidential>true</confidential>"))
+        #expect(flagged.text.contains("<status>OK</status>"), "\(flagged.text)")
+        #expect(await harness.soap(RouterHarness.send(id: "c-type", to: ["alice"], text: "Code 4711")).text.contains("<status>OK</status>"))
+        #expect(harness.stored == ["c-flag", "c-type"])
+        let plainLong = await harness.soap(RouterHarness.send(id: "plain-long", to: ["alice"], text: long, type: "UNIVERSAL"))
+        #expect(plainLong.text.contains("<status>OK</status>"), "the limit is the confidential one only")
+        let readable = await harness.call("GET", "/api/v1/notifications/c-type/details", bearer: alice)
+        #expect(readable.status == 200 && readable.text.contains("Code 4711"))
+        harness.stores.eraseContent(notificationId: "c-type")
+        let gone = await harness.call("GET", "/api/v1/notifications/c-type/details", bearer: alice)
+        #expect(gone.status == 410 && gone.json["error"] == "CONTENT_GONE")
     }
 }

@@ -1,5 +1,6 @@
 import BankProxy
 import Foundation
+@testable import PigeonConfiguration
 import PigeonCore
 import PigeonTestSupport
 import Testing
@@ -79,6 +80,7 @@ struct DeviceAPIRouteTests {
         (RouterHarness.registration(user: "alice", token: "abc"), "INVALID_PUSH_TOKEN"),
         (RouterHarness.registration(user: "alice", platform: "ANDROID", token: String(repeating: "x", count: 100) + "<script>"), "INVALID_PUSH_TOKEN"),
         (RouterHarness.registration(user: #"alice\u0000admin"#), "INVALID_FIELD"),
+        (RouterHarness.registration(user: "alice", device: #"d\r\nX-Injected: 1"#), "INVALID_FIELD"),
         (RouterHarness.registration(user: "alice", extra: #","appId":"retail""#), "UNKNOWN_APP"),
     ])
     func badRegistrations(body: String, code: String) async throws {
@@ -201,5 +203,39 @@ struct DeviceAPIRouteTests {
         _ = try await harness.register(user: "alice", device: "old")
         _ = try await harness.register(user: "alice", device: "new")
         #expect(harness.stores.devices.map(\.identity.deviceId) == ["new"])
+    }
+
+    @Test("apps: a device registers for a configured app and environment, through the SMS flow too; one phone with two apps is two devices")
+    func apps() async throws {
+        let harness = try RouterHarness { $0.apps["business"] = GatewayConfiguration.PushApp() }
+        let business = await harness.call("POST", "/api/v1/devices/register",
+                                          body: RouterHarness.registration(user: "alice", extra: #","appId":"business","environment":"sandbox""#))
+        #expect(business.status == 200)
+        _ = try await harness.register(user: "alice")
+        #expect(Set(harness.stores.devices.map { "\($0.identity.appId)/\($0.identity.environment.rawValue)" }) == ["business/sandbox", "/production"])
+        let pending = await harness.call("POST", "/api/v1/devices/register",
+                                         body: RouterHarness.registration(user: "carol", extra: #","appId":"business","environment":"sandbox""#))
+        #expect(pending.status == 202)
+        let code = try #require(harness.bank.code(userId: "carol", deviceId: "phone-1"))
+        let verified = await harness.call("POST", "/api/v1/devices/verify", body: RouterHarness.verification(
+            user: "carol", registrationId: try #require(pending.json["registrationId"]), code: code))
+        #expect(verified.status == 200)
+        #expect(harness.stores.devices.first { $0.identity.userId == "carol" }.map { "\($0.identity.appId)/\($0.identity.environment.rawValue)" } == "business/sandbox")
+    }
+
+    @Test("Web Push: a subscription to an allowed push service registers as its JSON; another host is refused")
+    func webPush() async throws {
+        let harness = try RouterHarness(authorizedUsers: ["bob"]) {
+            $0.defaultApp.webPush.allowedHosts = WebPushHosts(patterns: ["fcm.googleapis.com"])
+        }
+        let keys = #""keys":{"p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4","auth":"BTBZMqHH6r4Tts7J_aSIgg"}"#
+        let web = await harness.call("POST", "/api/v1/devices/register", body:
+            #"{"bankClientId":"bank","userId":"bob","deviceId":"browser","platform":"WEB","pushToken":{"endpoint":"https://fcm.googleapis.com/fcm/send/abc",\#(keys)}}"#)
+        #expect(web.status == 200, "\(web.text)")
+        #expect(harness.stores.devices.first?.pushToken.hasPrefix(#"{"endpoint":"https://fcm.googleapis.com/"#) == true)
+        let elsewhere = await harness.call("POST", "/api/v1/devices/register", body:
+            #"{"bankClientId":"bank","userId":"bob","deviceId":"b2","platform":"WEB","pushToken":{"endpoint":"https://push.attacker.example/x",\#(keys)}}"#)
+        #expect(elsewhere.status == 400, "\(elsewhere.text)")
+        #expect(harness.stores.devices.count == 1)
     }
 }

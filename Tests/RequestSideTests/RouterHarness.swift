@@ -150,8 +150,8 @@ struct RouterHarness {
     }
 
     /// Raw bytes to the inbound service, as a SOAP client would post them.
-    func soapRaw(_ body: Data) async -> Answer {
-        await call("POST", InboundEndpoint.path, bytes: body, headers: ["content-type": "text/xml; charset=utf-8"])
+    func soapRaw(_ body: Data, contentType: String = "text/xml; charset=utf-8") async -> Answer {
+        await call("POST", InboundEndpoint.path, bytes: body, headers: ["content-type": contentType])
     }
 
     static func registration(user: String, device: String = "phone-1", platform: String = "IOS", token: String? = nil,

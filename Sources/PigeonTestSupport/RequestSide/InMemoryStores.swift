@@ -55,6 +55,17 @@ package final class InMemoryStores: DeviceRegistering, AcknowledgementRecording,
         world.withLock { $0.states[notificationId] }
     }
 
+    /// Erases a confidential notification's content as the gateway does once it is over.
+    package func eraseContent(notificationId: String) {
+        world.withLock { world in
+            guard var notification = world.notifications[notificationId] else { return }
+            notification.contentErased = true
+            notification.pushContent.text = ""
+            notification.details = nil
+            world.notifications[notificationId] = notification
+        }
+    }
+
     /// Moves a delivery as the engine would (`SENT`, `EXPIRED`, …).
     package func setState(_ state: DeliveryState, notificationId: String, user: String) {
         world.withLock { world in

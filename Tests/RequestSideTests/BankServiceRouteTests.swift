@@ -112,6 +112,18 @@ struct BankServiceRouteTests {
         #expect(big.text.contains("maxRequestBytes (4096 bytes)"))
         #expect(await harness.soap(RouterHarness.send(id: "small", to: ["alice"])).status == 200)
     }
+
+    @Test("subscriptions: deleteSubscription of a user without devices is ENTITY_NOT_FOUND, control characters in a user a fault; checkSubscriptionExists answers in order, folding case")
+    func subscriptions() async throws {
+        let harness = try RouterHarness(authorizedUsers: ["alice"])
+        _ = try await harness.register(user: "alice")
+        #expect(await harness.soap("<inb:deleteSubscription><user>nobody</user></inb:deleteSubscription>").text.contains("<status>ENTITY_NOT_FOUND</status>"))
+        let control = await harness.soap("<inb:deleteSubscription><user>a&#13;lice</user></inb:deleteSubscription>")
+        #expect(control.status == 500 && control.text.contains("'user'"), "\(control.text)")
+        let exists = await harness.soap("<inb:checkSubscriptionExists><user>ALICE</user><user>nobody</user><user>alice</user></inb:checkSubscriptionExists>")
+        #expect(exists.text.contains("<exists>true</exists><exists>false</exists><exists>true</exists>"), "\(exists.text)")
+        #expect(harness.stores.devices.count == 1)
+    }
 }
 
 /// The request shapes and notification options the bank's SOAP stacks send.

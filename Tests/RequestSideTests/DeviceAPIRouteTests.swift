@@ -238,4 +238,21 @@ struct DeviceAPIRouteTests {
         #expect(elsewhere.status == 400, "\(elsewhere.text)")
         #expect(harness.stores.devices.count == 1)
     }
+
+    @Test("bad verifications: 400 naming the problem before the bank is asked; a device with nothing waiting is 404")
+    func badVerifications() async throws {
+        let harness = try RouterHarness(authorizedUsers: [])
+        let cases: [(String, Int, String)] = [
+            ("{oops", 400, "MALFORMED_JSON"),
+            (#"{"bankClientId":"bank","userId":"u","deviceId":"d","verificationCode":"1"}"#, 400, "MISSING_FIELD"),
+            (#"{"bankClientId":"bank","userId":"u","deviceId":"d","registrationId":"\#(String(repeating: "r", count: 129))","verificationCode":"1"}"#, 400, "FIELD_TOO_LONG"),
+            (RouterHarness.verification(user: "u", device: "d", registrationId: "nothing-waits", code: "123456"), 404, "REGISTRATION_NOT_FOUND"),
+        ]
+        for (body, status, code) in cases {
+            let answer = await harness.call("POST", "/api/v1/devices/verify", body: body)
+            #expect(answer.status == status, "\(body.prefix(50)): \(answer.text)")
+            #expect(answer.json["error"] == code, "\(body.prefix(50)): \(answer.text)")
+        }
+        #expect(harness.bank.calls == 0)
+    }
 }

@@ -79,4 +79,15 @@ struct RouterTests {
         let second = await harness.call("GET", "/nowhere").header("X-Request-Id")
         #expect(first != nil && first != second)
     }
+
+    @Test("/health answers UP on either surface whatever the database does; other methods 405")
+    func health() async throws {
+        for surfaces: Router.Surfaces in [.devices, .bank] {
+            let harness = try RouterHarness(surfaces: surfaces, database: .unreachable)
+            let health = await harness.call("GET", "/health")
+            #expect(health.status == 200)
+            #expect(health.text == #"{"status":"UP"}"#)
+            #expect(await harness.call("DELETE", "/health").status == 405)
+        }
+    }
 }

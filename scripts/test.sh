@@ -28,20 +28,25 @@ log "module dependencies: declared = imported"
 python3 scripts/check-imports.py
 log "building"
 swift build --build-tests
-log "Swift tests"
+# Three tiers (Sources/PigeonTestSupport/TestTier.swift): unit (no PostgreSQL, sockets or
+# processes; scripts/test-unit.sh runs it alone), integration (PostgreSQL, listeners, the
+# simulator), system (crashes, failover, millions of recipients, streams held for minutes).
 # A hung test must fail the run, not eat CI's 90 minutes.
-timeout --signal=TERM --kill-after=30 1200 swift test --skip-build --skip 'DatabaseFailoverTests|BigSendTests|UrgentLaneTests|PushServiceLimitTests'
-# One-time codes against blasts held for minutes by a slow simulator, and push services changing
-# their limits mid fan-out: run apart, so their thousands of held streams do not load the timing
-# of the edge tests above.
-log "urgent lane and push service limits"
+log "unit tier"
+PIGEON_TEST_TIER=unit timeout --signal=TERM --kill-after=30 300 swift test --skip-build
+log "integration tier"
+PIGEON_TEST_TIER=integration timeout --signal=TERM --kill-after=30 1200 swift test --skip-build
+# The system tier, one group at a time, so the heavy suites do not load the others' timing:
+# one-time codes against blasts held for minutes by a slow simulator and push services changing
+# their limits mid fan-out; gateways killed with -9; PostgreSQL restarted and failed over under
+# 100,000-recipient fan-outs; a 5,000,000-recipient send (two minutes of both cores).
+log "system tier: urgent lane and push service limits"
 timeout --signal=TERM --kill-after=30 600 swift test --skip-build --filter 'UrgentLaneTests|PushServiceLimitTests'
-# The heavy suites run alone, one after the other: the failover tests' 100,000-recipient fan-outs
-# and PostgreSQL pairs, and a 5,000,000-recipient send (two minutes of both cores) would load the
-# machine under the other suites' timing-sensitive tests.
-log "database restart and failover tests"
+log "system tier: gateways killed with -9"
+timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter 'DeliveryResilienceTests|ConfidentialErasureCrashTests|WalletPassResilienceTests'
+log "system tier: database restart and failover"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter DatabaseFailoverTests
-log "a send of 5,000,000 recipients"
+log "system tier: a send of 5,000,000 recipients"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter BigSendTests
 
 # The C that faces the network (the HTTP shim, the HTTP/2 client and server shims, the XML shim)
@@ -53,7 +58,7 @@ swift build --build-tests --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno
     -Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined --build-path .build/sanitize
 ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     timeout --signal=TERM --kill-after=30 900 swift test --skip-build --build-path .build/sanitize \
-    --filter 'PigeonCoreTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests'
+    --filter 'PigeonCoreTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|RequestSideTests|PigeonWalletTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests'
 
 # Every parser of outside bytes in Swift, fuzzed with libFuzzer and AddressSanitizer from its seeds
 # and the crashers kept in fuzz/crashers (a crash, timeout or out-of-memory fails the run): a fixed

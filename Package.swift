@@ -143,7 +143,7 @@ let package = Package(
         .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonHTTP", "SOAPCodec", "PigeonTestSupport"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonCore", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),

@@ -3,8 +3,9 @@ import BankContract
 import Foundation
 import PigeonConfiguration
 import PigeonCore
+import PigeonDeviceAPI
 import PigeonHTTP
-@testable import PigeonServer
+import PigeonWallet
 import SOAPCodec
 
 /// The parsers of bytes from outside, each as a function that must return for any input: no

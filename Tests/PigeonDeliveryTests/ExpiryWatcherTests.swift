@@ -7,13 +7,13 @@ import Testing
 /// Notifications with deadlines on the test's clock, expired as the database would: each once,
 /// its report counted.
 final class FakeDeadlines: DeadlineJobs {
-    private let clock: ManualClock
+    private let clock: any DeliveryClock
     private let deadlines: Mutex<[String: (at: Date, handled: Bool)]>
     /// Reports written, by notification.
     let reports = Mutex<[String: Int]>([:])
     let steps = Mutex(0)
 
-    init(clock: ManualClock, _ deadlines: [String: Date] = [:]) {
+    init(clock: any DeliveryClock, _ deadlines: [String: Date] = [:]) {
         self.clock = clock
         self.deadlines = Mutex(deadlines.mapValues { ($0, false) })
     }
@@ -42,7 +42,7 @@ final class FakeDeadlines: DeadlineJobs {
 
 @Suite("Expiry at the deadline with fakes")
 struct ExpiryWatcherTests {
-    func watcher(_ jobs: FakeDeadlines, notes: DeadlineNotes = DeadlineNotes(), clock: ManualClock, outboxWake: WakeSignal? = nil) -> ExpiryWatcher {
+    func watcher(_ jobs: FakeDeadlines, notes: DeadlineNotes = DeadlineNotes(), clock: any DeliveryClock, outboxWake: WakeSignal? = nil) -> ExpiryWatcher {
         // Refreshed from the "database" only once an hour: what is found in time is found
         // through the notes or the deadline the watcher already knows.
         ExpiryWatcher(jobs: jobs, notes: notes, clock: clock, refreshInterval: .seconds(3600), outboxWake: outboxWake,
@@ -51,19 +51,22 @@ struct ExpiryWatcherTests {
 
     @Test("a noted send expires at its deadline, not before and not at a sweep; the outbox sender is woken")
     func expiresAtDeadline() async {
-        let clock = ManualClock()
+        let clock = VirtualClock()
+        let start = clock.now()
         let jobs = FakeDeadlines(clock: clock)
         let notes = DeadlineNotes()
         let outboxWake = WakeSignal()
         let task = Task { await watcher(jobs, notes: notes, clock: clock, outboxWake: outboxWake).run() }
-        // Let the watcher read the (empty) database first.
-        #expect(await eventually { jobs.steps.withLock { $0 } == 0 })
-        let deadline = clock.now().addingTimeInterval(4)
+        // The watcher read the (empty) database and sleeps until its hourly refresh.
+        #expect(await eventually { clock.nextWake == start.addingTimeInterval(3600) })
+        let deadline = start.addingTimeInterval(4)
         jobs.store("code", at: deadline)
         notes.note(deadline: deadline)
+        // Woken by the note, it sleeps until the deadline: a fact, so nothing can happen before it.
+        #expect(await eventually { clock.nextWake == deadline })
         clock.advance(by: 3.9)
-        try? await Task.sleep(for: .milliseconds(100))
         #expect(jobs.reported("code") == 0)
+        #expect(clock.nextWake == deadline)
         clock.advance(by: 0.1)
         #expect(await eventually { jobs.reported("code") == 1 })
         // The outbox sender's next idle wait ends at once.

@@ -23,6 +23,72 @@ final class PatientClock: DeliveryClock {
     func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }
 
+/// A clock that never sleeps in real time: `sleep` parks the caller until the test moves the
+/// time to or past its end (or the task is cancelled). A test waits for a loop to park — for
+/// ``nextWake`` to be what it expects — instead of waiting for time to pass, so "nothing happened
+/// before the deadline" is a fact, not a guess.
+final class VirtualClock: DeliveryClock {
+    private struct Sleeper {
+        var id: Int
+        var until: Date
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now = Date(timeIntervalSince1970: 1_800_000_000)
+        var sleepers: [Sleeper] = []
+        var cancelled: Set<Int> = []
+        var nextId = 0
+    }
+
+    private let state = Mutex(State())
+
+    func now() -> Date { state.withLock { $0.now } }
+
+    /// When the earliest parked sleeper wakes; nil when nothing sleeps.
+    var nextWake: Date? { state.withLock { $0.sleepers.map(\.until).min() } }
+
+    func sleep(for duration: Duration) async throws {
+        let id = state.withLock { state -> Int in
+            state.nextId += 1
+            return state.nextId
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+                    let until = state.now.addingTimeInterval(duration.inSeconds)
+                    if until <= state.now { return .success(()) }
+                    state.sleepers.append(Sleeper(id: id, until: until, continuation: continuation))
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else {
+                    state.cancelled.insert(id)
+                    return nil
+                }
+                return state.sleepers.remove(at: index)
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves the time forward and wakes every sleeper whose end it reached.
+    func advance(by seconds: TimeInterval) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now = state.now.addingTimeInterval(seconds)
+            let now = state.now
+            let due = state.sleepers.filter { $0.until <= now }
+            state.sleepers.removeAll { $0.until <= now }
+            return due
+        }
+        due.forEach { $0.continuation.resume() }
+    }
+}
+
 final class CountingRandom: RandomSource {
     private let state = Mutex<UInt64>(1)
     func next() -> UInt64 {

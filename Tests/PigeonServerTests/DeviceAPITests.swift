@@ -195,7 +195,7 @@ struct DeviceAPITests {
         #expect(status.text.contains("<key>bob</key><value>READ</value>"))
         // One pushIsOpened per user that opened, however often they acknowledged.
         #expect(try await flow.waitUntil(seconds: 15) { flow.stub.reports.count >= 2 })
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await flow.waitUntilReportsSettled())
         let opened = flow.stub.reports.filter { $0.operation == "pushIsOpened" }
         #expect(opened.count == 2)
         #expect(Set(opened.map { $0.users.first ?? "" }) == ["alice", "bob"])

@@ -126,6 +126,19 @@ final class DeviceFlowHarness: Sendable {
         try await database.pool.withConnection { try $0.query(sql).scalar.flatMap(Int.init) ?? -1 }
     }
 
+    /// Waits until nothing more can reach the bank: every notification past its expiry has been
+    /// handled (its report written in the same transaction) and the outbox has sent every report
+    /// (a row goes once the bank answered). A report the bank stub has not seen by then never
+    /// comes: what a test counts afterwards is final, without waiting for time to pass.
+    func waitUntilReportsSettled(seconds: Int = 60) async throws -> Bool {
+        try await waitUntil(seconds: seconds) {
+            try await count("""
+                SELECT (SELECT count(*) FROM outbox)
+                     + (SELECT count(*) FROM notifications WHERE expires_at <= now() AND NOT expiry_handled)
+                """) == 0
+        }
+    }
+
     /// Polls `condition` every 50 ms; true once it holds, false after `seconds`.
     func waitUntil(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
         try await Self.waitUntil(seconds: seconds, condition)

@@ -39,7 +39,7 @@ struct ReportsTests {
             """)
 
         #expect(try await flow.waitUntil(seconds: 60) { flow.stub.reports.count >= 2 })
-        try await Task.sleep(for: .milliseconds(1500))
+        #expect(try await flow.waitUntilReportsSettled())
         let reports = flow.stub.reports
         #expect(reports.count == 2, "\(reports)")
         #expect(reports.first { $0.notificationId == "exp-1" }?.users == ["bob", "carol"])
@@ -147,7 +147,9 @@ struct ReportsTests {
             _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "two-\(index)", recipients: ["alice", "bob"], timeout: "1"))
         }
         #expect(try await flow.waitUntil(seconds: 30) { flow.stub.reports.count >= 20 })
-        try await Task.sleep(for: .seconds(3))
+        // Both gateways' sweeps are done with every notification and their outboxes are empty:
+        // a duplicate would have been written, and sent, by now.
+        #expect(try await flow.waitUntilReportsSettled())
         let reports = flow.stub.reports
         #expect(reports.count == 20, "\(reports.count) reports")
         #expect(Set(reports.map(\.notificationId)).count == 20)
@@ -245,8 +247,10 @@ struct ReportsTests {
                 WHERE device_id IN (SELECT id FROM devices WHERE user_id = 'bob')
                 """)
         }
+        // One statement chose every stale device in one snapshot (Sweeps.removeStaleDevices): had
+        // bob's or carol's been chosen, it would have gone with alice's. Later sweeps see the
+        // same ages, an hour from bob's limit — nothing to wait for.
         #expect(try await flow.waitUntil(seconds: 15) { try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0 })
-        try await Task.sleep(for: .milliseconds(1500))
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id IN ('bob', 'carol')") == 2)
         await flow.stop()
     }

@@ -16,14 +16,14 @@ package struct ConsoleData: Sendable {
     package let pool: PostgresPool
     package let migrator: Migrator
     package let activity: PushActivity
-    /// The push services' clients, known once the transports are made (after the listeners).
-    package let pushClients: LateList<(service: String, app: String, client: HTTP2Client)>
+    /// The push services' clients.
+    package let pushClients: [(service: String, app: String, client: HTTP2Client)]
     /// The HTTPS listeners by address, for their certificates' expiry.
     package let listenerCertificates: LateList<(listener: String, server: HTTPServer)>
     /// The effective configuration, secrets redacted.
     package let settings: [(key: String, value: String)]
 
-    package init(store: ConsoleStore, notifications: NotificationStore, outbox: Outbox, metrics: MetricsRegistry, pool: PostgresPool, migrator: Migrator, activity: PushActivity, pushClients: LateList<(service: String, app: String, client: HTTP2Client)>, listenerCertificates: LateList<(listener: String, server: HTTPServer)>, settings: [(key: String, value: String)]) {
+    package init(store: ConsoleStore, notifications: NotificationStore, outbox: Outbox, metrics: MetricsRegistry, pool: PostgresPool, migrator: Migrator, activity: PushActivity, pushClients: [(service: String, app: String, client: HTTP2Client)], listenerCertificates: LateList<(listener: String, server: HTTPServer)>, settings: [(key: String, value: String)]) {
         self.store = store
         self.notifications = notifications
         self.outbox = outbox
@@ -56,7 +56,7 @@ package struct ConsoleData: Sendable {
             database: "", databaseUp: false, queueDepth: metrics.gauge(Metric.deliveryQueueDepth),
             oldestDueSeconds: metrics.gauge(Metric.deliveryOldestDueSeconds), outboxDepth: metrics.gauge(Metric.outboxDepth),
             outboxOldestSeconds: metrics.gauge(Metric.outboxOldestAgeSeconds), deadReports: metrics.gauge(Metric.outboxDeadLetters),
-            connections: PushClientCounts.summed(pushClients.elements).map { ($0.service, $0.app, $0.opened, $0.restarted) },
+            connections: PushClientCounts.summed(pushClients).map { ($0.service, $0.app, $0.opened, $0.restarted) },
             certificates: listenerCertificates.elements.map { ($0.listener, $0.server.certificateExpiry) },
             minutes: activity.lastHour())
         do {

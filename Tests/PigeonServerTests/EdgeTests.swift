@@ -196,26 +196,27 @@ struct EdgeTests {
 
     @Test("heads libmicrohttpd would take leniently are 400 and close: an unknown Transfer-Encoding, a signed Content-Length, both together, CR in a header")
     func malformedHeads() async throws {
-        let harness = try await GatewayHarness()
-        let path = "/api/v1/devices/register"
-        let smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-        let cases: [(String, String)] = [
-            ("unknown Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"),
-            ("signed Content-Length", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: +\(smuggled.utf8.count)\r\n\r\n\(smuggled)"),
-            ("Content-Length and Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-            ("CR in a header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\n\r\n"),
-        ]
-        for (name, request) in cases {
-            let hex = Data(request.utf8).map { String(format: "%02x", $0) }.joined()
-            let output = String(decoding: try await ChildProcess.run("/usr/bin/python3", ["-c", Self.rawExchange, String(harness.gateway.port), hex]), as: UTF8.self)
-            #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(300))")
-            #expect(!output.contains("<timed out>"), "\(name): the connection stayed open")
-            // Nothing after the refusal was served as a request of its own (libmicrohttpd's own
-            // 400 for a signed length writes its status line twice; neither is a 200).
-            #expect(!output.contains("200 OK"), "\(name): \(output.prefix(600))")
+        try await GatewayHarness.with { harness in
+            let path = "/api/v1/devices/register"
+            let smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            let cases: [(String, String)] = [
+                ("unknown Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"),
+                ("signed Content-Length", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: +\(smuggled.utf8.count)\r\n\r\n\(smuggled)"),
+                ("Content-Length and Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                ("CR in a header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\n\r\n"),
+            ]
+            for (name, request) in cases {
+                let hex = Data(request.utf8).map { String(format: "%02x", $0) }.joined()
+                let output = String(decoding: try await ChildProcess.run("/usr/bin/python3", ["-c", Self.rawExchange, String(harness.gateway.port), hex]), as: UTF8.self)
+                #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(300))")
+                #expect(!output.contains("<timed out>"), "\(name): the connection stayed open")
+                // Nothing after the refusal was served as a request of its own (libmicrohttpd's own
+                // 400 for a signed length writes its status line twice; neither is a 200).
+                #expect(!output.contains("200 OK"), "\(name): \(output.prefix(600))")
+            }
+            // A plain request on the same listener still works.
+            #expect(try await harness.request("GET", "/health").status == 200)
         }
-        // A plain request on the same listener still works.
-        #expect(try await harness.request("GET", "/health").status == 200)
     }
 
     /// 256 slow clients from 127.0.0.1, then one more; each sends part of a request head and a
@@ -330,38 +331,40 @@ struct EdgeTests {
 
     @Test("a 900 KiB start tag with 110,000 attributes is refused by the gate before libxml2 sees it")
     func attributeBomb() async throws {
-        let harness = try await GatewayHarness()
-        let attributes = (0..<110_000).map { "a\(String($0, radix: 36))=\"\"" }.joined(separator: " ")
-        let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><sendNotification \(attributes)/></soapenv:Body></soapenv:Envelope>"
-        #expect(body.utf8.count < harness.gateway.configuration.http.maxRequestBytes)
-        let reply = try await harness.soapRaw(Data(body.utf8))
-        #expect(reply.status == 500)
-        // The gate's reason: libxml2 (seconds of CPU on this document) never saw it. The time it
-        // takes is bench/edge.sh's figure, not this test's.
-        #expect(reply.text.contains("more than \(XMLSafetyCheck.maximumAttributes) attributes"), "\(reply.text.prefix(300))")
+        try await GatewayHarness.with { harness in
+            let attributes = (0..<110_000).map { "a\(String($0, radix: 36))=\"\"" }.joined(separator: " ")
+            let body = "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body><sendNotification \(attributes)/></soapenv:Body></soapenv:Envelope>"
+            #expect(body.utf8.count < harness.gateway.configuration.http.maxRequestBytes)
+            let reply = try await harness.soapRaw(Data(body.utf8))
+            #expect(reply.status == 500)
+            // The gate's reason: libxml2 (seconds of CPU on this document) never saw it. The time it
+            // takes is bench/edge.sh's figure, not this test's.
+            #expect(reply.text.contains("more than \(XMLSafetyCheck.maximumAttributes) attributes"), "\(reply.text.prefix(300))")
+        }
     }
 
     @Test("a 10 MiB body to the device API gets 413 before it is sent; control characters in a SOAP id are a fault and nothing is stored")
     func bodiesAndIds() async throws {
-        let harness = try await GatewayHarness()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("big"))
-        try Data(repeating: UInt8(ascii: "a"), count: 10 << 20).write(to: folder)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", [
-            "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-H", "Content-Type: application/json",
-            "--data-binary", "@" + folder.path, harness.baseURL + "/api/v1/devices/register"], allowFailure: true), as: UTF8.self)
-        let parts = output.split(separator: " ")
-        #expect(parts.first == "413", "\(output)")
-        #expect((Double(parts.last ?? "") ?? .infinity) < 1_048_576, "uploaded \(output)")
+        try await GatewayHarness.with { harness in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("big"))
+            try Data(repeating: UInt8(ascii: "a"), count: 10 << 20).write(to: folder)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let output = String(decoding: try await ChildProcess.run("/usr/bin/curl", [
+                "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-H", "Content-Type: application/json",
+                "--data-binary", "@" + folder.path, harness.baseURL + "/api/v1/devices/register"], allowFailure: true), as: UTF8.self)
+            let parts = output.split(separator: " ")
+            #expect(parts.first == "413", "\(output)")
+            #expect((Double(parts.last ?? "") ?? .infinity) < 1_048_576, "uploaded \(output)")
 
-        let id = TestDatabase.unique("bad-crlf")
-        let reply = try await harness.soap(GatewayHarness.sendNotification(id: id + "&#13;&#10;apns-priority: 10", recipients: ["u1"]))
-        #expect(reply.status == 500)
-        #expect(reply.text.contains("notification/id"))
-        let recipient = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["u&#10;2"]))
-        #expect(recipient.status == 500)
-        #expect(recipient.text.contains("notification/recipients"))
-        try await BadInputTests.expectNothingStored(like: id)
+            let id = TestDatabase.unique("bad-crlf")
+            let reply = try await harness.soap(GatewayHarness.sendNotification(id: id + "&#13;&#10;apns-priority: 10", recipients: ["u1"]))
+            #expect(reply.status == 500)
+            #expect(reply.text.contains("notification/id"))
+            let recipient = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["u&#10;2"]))
+            #expect(recipient.status == 500)
+            #expect(recipient.text.contains("notification/recipients"))
+            try await BadInputTests.expectNothingStored(like: id)
+        }
     }
 
     @Test("the simulator's private key files are readable by their owner only")

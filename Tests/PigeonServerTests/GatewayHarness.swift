@@ -33,6 +33,21 @@ final class GatewayHarness: Sendable {
         }
     }
 
+    /// Runs `body` with a gateway started as ``init(_:)`` does, and stops it before returning,
+    /// whether `body` returned or threw: the next test never shares the machine with it.
+    static func with<T>(_ adjust: (inout GatewayConfiguration) -> Void = { _ in },
+                        _ body: (GatewayHarness) async throws -> T) async throws -> T {
+        let harness = try await GatewayHarness(adjust)
+        do {
+            let result = try await body(harness)
+            await harness.gateway.shutdown()
+            return result
+        } catch {
+            await harness.gateway.shutdown()
+            throw error
+        }
+    }
+
     deinit {
         // Stopping waits for in-flight requests, which need the cooperative pool; never block it.
         let gateway = self.gateway

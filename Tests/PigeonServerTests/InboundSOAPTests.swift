@@ -9,55 +9,57 @@ import Testing
 struct InboundSOAPTests {
     @Test("all five operations, end to end")
     func fiveOperations() async throws {
-        let harness = try await GatewayHarness()
-        let pool = try await TestDatabase.migratedPool(size: 1)
-        defer { pool.close() }
-        let alice = TestDatabase.unique("alice"), bob = TestDatabase.unique("bob")
-        try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
-            .subscribe(bankClientId: "bank", userId: alice, deviceId: "d", platform: .ios, pushToken: "abcdef")
-        let id = TestDatabase.unique("n")
+        try await GatewayHarness.with { harness in
+            let pool = try await TestDatabase.migratedPool(size: 1)
+            defer { pool.close() }
+            let alice = TestDatabase.unique("alice"), bob = TestDatabase.unique("bob")
+            try await SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+                .subscribe(bankClientId: "bank", userId: alice, deviceId: "d", platform: .ios, pushToken: "abcdef")
+            let id = TestDatabase.unique("n")
 
-        let sent = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [alice, bob]))
-        #expect(sent.status == 200)
-        #expect(sent.headers["content-type"]?.hasPrefix("text/xml") == true)
-        #expect(sent.text.contains("<ns2:sendNotificationResponse xmlns:ns2=\"http://inbound.sbi.pigeon.idamobile.com/\"><return><status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry><entry><key>\(bob)</key><value>INVALID_SUBSCRIPTION</value></entry></deliveryStatus></return>"))
+            let sent = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [alice, bob]))
+            #expect(sent.status == 200)
+            #expect(sent.headers["content-type"]?.hasPrefix("text/xml") == true)
+            #expect(sent.text.contains("<ns2:sendNotificationResponse xmlns:ns2=\"http://inbound.sbi.pigeon.idamobile.com/\"><return><status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry><entry><key>\(bob)</key><value>INVALID_SUBSCRIPTION</value></entry></deliveryStatus></return>"))
 
-        let again = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [bob]))
-        #expect(again.text.contains("<status>DUPLICATED_ENTITY</status>"))
-        #expect(again.text.contains("<key>\(alice)</key><value>QUEUED</value>"))
+            let again = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: [bob]))
+            #expect(again.text.contains("<status>DUPLICATED_ENTITY</status>"))
+            #expect(again.text.contains("<key>\(alice)</key><value>QUEUED</value>"))
 
-        let details = try await harness.soap("<inb:getNotificationDetails><id>\(id)</id></inb:getNotificationDetails>")
-        #expect(details.text.contains("<status>OK</status><notification><id>\(id)</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent><recipients>\(alice)</recipients><recipients>\(bob)</recipients><timeout>60</timeout></notification>"))
+            let details = try await harness.soap("<inb:getNotificationDetails><id>\(id)</id></inb:getNotificationDetails>")
+            #expect(details.text.contains("<status>OK</status><notification><id>\(id)</id><pushContent><badge>1</badge><text>Hello</text><type>UNIVERSAL</type></pushContent><recipients>\(alice)</recipients><recipients>\(bob)</recipients><timeout>60</timeout></notification>"))
 
-        let status = try await harness.soap("<inb:getDeliveryStatus><id>\(id)</id></inb:getDeliveryStatus>")
-        #expect(status.text.contains("<status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry>"))
-        let missing = try await harness.soap("<inb:getDeliveryStatus><id>nope-\(id)</id></inb:getDeliveryStatus>")
-        #expect(missing.text.contains("<status>ENTITY_NOT_FOUND</status><errorMessage>"))
+            let status = try await harness.soap("<inb:getDeliveryStatus><id>\(id)</id></inb:getDeliveryStatus>")
+            #expect(status.text.contains("<status>OK</status><deliveryStatus><entry><key>\(alice)</key><value>QUEUED</value></entry>"))
+            let missing = try await harness.soap("<inb:getDeliveryStatus><id>nope-\(id)</id></inb:getDeliveryStatus>")
+            #expect(missing.text.contains("<status>ENTITY_NOT_FOUND</status><errorMessage>"))
 
-        let exists = try await harness.soap("<inb:checkSubscriptionExists><user>\(bob)</user><user>\(alice)</user></inb:checkSubscriptionExists>")
-        #expect(exists.text.contains("<status>OK</status><exists>false</exists><exists>true</exists>"))
+            let exists = try await harness.soap("<inb:checkSubscriptionExists><user>\(bob)</user><user>\(alice)</user></inb:checkSubscriptionExists>")
+            #expect(exists.text.contains("<status>OK</status><exists>false</exists><exists>true</exists>"))
 
-        let deleted = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
-        #expect(deleted.text.contains("<return><status>OK</status></return>"))
-        let gone = try await harness.soap("<inb:checkSubscriptionExists><user>\(alice)</user></inb:checkSubscriptionExists>")
-        #expect(gone.text.contains("<exists>false</exists>"))
-        let deletedAgain = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
-        #expect(deletedAgain.text.contains("<status>ENTITY_NOT_FOUND</status>"))
+            let deleted = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
+            #expect(deleted.text.contains("<return><status>OK</status></return>"))
+            let gone = try await harness.soap("<inb:checkSubscriptionExists><user>\(alice)</user></inb:checkSubscriptionExists>")
+            #expect(gone.text.contains("<exists>false</exists>"))
+            let deletedAgain = try await harness.soap("<inb:deleteSubscription><user>\(alice)</user></inb:deleteSubscription>")
+            #expect(deletedAgain.text.contains("<status>ENTITY_NOT_FOUND</status>"))
+        }
     }
 
     @Test("health, readiness and metrics")
     func operatorEndpoints() async throws {
-        let harness = try await GatewayHarness()
-        #expect(try await harness.request("GET", "/health").status == 200)
-        let ready = try await harness.request("GET", "/ready")
-        #expect(ready.status == 200)
-        _ = try await harness.soap("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
-        let metrics = try await harness.request("GET", "/metrics")
-        #expect(metrics.status == 200)
-        #expect(metrics.text.contains("pigeon_http_requests_total{method=\"POST\",route=\"soap_inbound\",status=\"200\"} 1"))
-        #expect(metrics.text.contains("pigeon_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"soap_inbound\"} 1"))
-        #expect(metrics.text.contains("# TYPE pigeon_http_requests_total counter"))
-        #expect(try await harness.request("GET", "/nowhere").status == 404)
+        try await GatewayHarness.with { harness in
+            #expect(try await harness.request("GET", "/health").status == 200)
+            let ready = try await harness.request("GET", "/ready")
+            #expect(ready.status == 200)
+            _ = try await harness.soap("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
+            let metrics = try await harness.request("GET", "/metrics")
+            #expect(metrics.status == 200)
+            #expect(metrics.text.contains("pigeon_http_requests_total{method=\"POST\",route=\"soap_inbound\",status=\"200\"} 1"))
+            #expect(metrics.text.contains("pigeon_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"soap_inbound\"} 1"))
+            #expect(metrics.text.contains("# TYPE pigeon_http_requests_total counter"))
+            #expect(try await harness.request("GET", "/nowhere").status == 404)
+        }
     }
 
     @Test("HTTP Basic protects the SOAP endpoint when configured")

@@ -23,8 +23,7 @@ struct ActivityChannels: BroadcastChannels {
         var bundleId: String
     }
 
-    /// Filled once the push transports exist (they are made after the listeners).
-    let apps: LateList<App>
+    let apps: [App]
     let store: ActivityStore
     let metrics: MetricsRegistry
     let logger: Logger
@@ -98,7 +97,7 @@ struct ActivityChannels: BroadcastChannels {
         }
     }
 
-    private func app(_ id: String) -> App? { apps.elements.first { $0.appId == id } }
+    private func app(_ id: String) -> App? { apps.first { $0.appId == id } }
 
     private func counted<T>(_ operation: String, _ result: Result<T, Failure>) -> Result<T, Failure> {
         let label = switch result {

@@ -27,23 +27,17 @@ public final class Gateway: Sendable {
     public let port: UInt16
     /// The port `bankListen` bound; `port` when everything is served on `listen`.
     public let bankPort: UInt16
-    private let pool: PostgresPool
-    /// The device API's own pool when `bankListen` is set; `pool` otherwise.
-    private let devicePool: PostgresPool
-    /// The delivery engine's and the background work's pool.
+    /// The engine's pool, for handing claims back at the stop.
     private let enginePool: PostgresPool
-    private let servers: [HTTPServer]
     /// The HTTPS listeners, with the files ``reloadCertificates()`` reads again.
     let listenerCertificates: [ListenerCertificate]
     let logger: Logger
-    private let pushClients: [HTTP2Client]
     /// The lease owner name of this process's delivery engine, when it runs one.
     private let engineOwner: String?
-    /// The delivery engine, metrics sampling, sweeps and the outbox sender under one task
-    /// group, cancelled together at shutdown.
-    private let components: Task<Void, Never>
+    /// Every listener, pool and client this gateway opened, and its background services: one
+    /// start, rollback and stop for all.
+    private let lifecycle: Lifecycle
 
-    /// Opens the database, applies pending migrations and starts serving.
     /// What the running binary was built from, for `pigeon_build_info`.
     public struct Build: Sendable {
         public var version: String
@@ -55,10 +49,14 @@ public final class Gateway: Sendable {
         }
     }
 
+    /// Opens the database, applies pending migrations and starts serving. A start that fails
+    /// part way closes everything it opened.
     public static func start(configuration: GatewayConfiguration, logger: Logger,
                              build: Build = Build(version: "unknown", commit: "unknown")) async throws -> Gateway {
-        let pool = try openPool(configuration, logger: logger)
+        let lifecycle = Lifecycle(logger: logger.withLabel("pigeon.lifecycle"))
         do {
+            let pool = try lifecycle.open("database pool", { try openPool(configuration, logger: logger) },
+                                          close: { pool, closing in pool.close(timeout: closing.timeout()) })
             let migrator = try loadMigrator(configuration)
             let report = try await migrator.migrate(pool, logger: logger)
             logger.info("database schema current", metadata: ["applied": String(report.applied.count), "version": String(migrator.migrations.last?.version ?? 0)])
@@ -66,26 +64,63 @@ public final class Gateway: Sendable {
             // process is waited for longer here than in the hourly pass.
             let created = try await Retention(pool: pool).prepareDays(around: Date(), lockTimeout: .seconds(30))
             if created > 0 { logger.info("history partitions created", metadata: ["tables": String(created)]) }
-            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, logger: logger, build: build)
+            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, lifecycle: lifecycle, logger: logger, build: build)
         } catch {
-            pool.close()
+            await BlockingWork.run("pigeon-rollback") { lifecycle.rollBack() }
             throw error
         }
     }
 
-    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, logger: Logger, build: Build) throws {
+    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, lifecycle: Lifecycle, logger: Logger, build: Build) throws {
         let metrics = MetricsRegistry()
         metrics.describe(Metric.catalogue)
         ProcessMetrics.collect(into: metrics)
         metrics.set(Metric.buildInfo, labels: ["version": build.version, "commit": build.commit], to: 1)
         let identifiers = configuration.identifiers
+        let http = configuration.http
+        // Opened in the order they are used from: each closes (at the stop, or when a later
+        // step fails) before what it uses — the listeners before the clients and pools their
+        // requests use, the push clients before the pools.
+        //
+        // Phones and the bank do not share database connections when the bank has its own
+        // listener: the device API gets a pool of its own, so a flood of acknowledgements never
+        // stands in front of a sendNotification.
+        let devicePoolSize = max(2, configuration.database.poolSize / 2)
+        let devicePool = try http.bank.map { _ in
+            try lifecycle.open("device API database pool",
+                               { try Self.openPool(configuration, size: devicePoolSize, label: "pigeon.db.devices", logger: logger) },
+                               close: { pool, closing in pool.close(timeout: closing.timeout(keeping: 0.5)) })
+        } ?? pool
+        // The engine and the background work (sweeps, outbox, Wallet pushes, metrics sampling)
+        // have connections of their own: the bank's and the phones' calls never wait for a
+        // connection the engine holds.
+        let enginePool = try lifecycle.open("engine database pool",
+                                            { try Self.openPool(configuration, size: max(2, configuration.database.poolSize / 2), label: "pigeon.db.engine", logger: logger) },
+                                            close: { pool, closing in pool.close(timeout: closing.timeout(keeping: 0.5)) })
+        // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
+        // the gateway's own credentials and the bank's CA.
+        let bankHTTP = try configuration.bankProxyURL.map { url in
+            try lifecycle.open("bank proxy client", { try Self.bankClient(configuration, url: url) },
+                               close: { client, closing in client.shutdown(abandonRunning: closing.abandonRunning) })
+        }
+        let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
+        let bank = configuration.bankProxyURL.flatMap { url in
+            bankHTTP.map { BankProxyClient(url: url, http: $0, credentials: bankCredentials) }
+        }
+        // The push clients, before the listeners: the SOAP service manages broadcast channels
+        // through APNs, and the console shows the clients' connections.
+        let transports = try lifecycle.open("push clients", { try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics) },
+                                            close: { transports, closing in transports.clients.forEach { $0.client.shutdown(abandonRunning: closing.abandonRunning) } })
+        let passPushers = try lifecycle.open("Wallet push clients", { try PassPushers(configuration: configuration, keyTransport: transports.defaultAppKeyTransport) },
+                                             close: { pushers, closing in pushers.clients.forEach { $0.client.shutdown(abandonRunning: closing.abandonRunning) } })
+        let pushClients = transports.clients + passPushers.clients
+
         // A stored urgent send wakes the engine's urgent lane at once.
         let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
         // A stored send's deadline goes to the expiry watcher, which reports it when it passes.
         let deadlines = DeadlineNotes()
         // A queued Live Activity event, widget refresh or update token wakes the activity engine.
         let activityWake = WakeSignal()
-        let channelApps = LateList<ActivityChannels.App>()
         let notificationStore = NotificationStore(pool: pool, identifiers: identifiers)
         var inboundEndpoint = InboundEndpoint(
             notifications: notificationStore,
@@ -101,22 +136,14 @@ public final class Gateway: Sendable {
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)
         inboundEndpoint.activities = ActivityStore(pool: pool, identifiers: identifiers)
-        inboundEndpoint.channels = ActivityChannels(apps: channelApps, store: ActivityStore(pool: pool, identifiers: identifiers),
+        inboundEndpoint.channels = ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
                                                     metrics: metrics, logger: logger.withLabel("pigeon.activities"))
         inboundEndpoint.onActivityQueued = { activityWake.signal() }
         let inbound = inboundEndpoint
-        // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
-        // the gateway's own credentials and the bank's CA.
-        let bankHTTP = try configuration.bankProxyURL.map { try Self.bankClient(configuration, url: $0) }
-        let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
-        let bank = configuration.bankProxyURL.flatMap { url in
-            bankHTTP.map { BankProxyClient(url: url, http: $0, credentials: bankCredentials) }
-        }
-        let http = configuration.http
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
         let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         let pushActivity = PushActivity(metrics: metrics)
-        let pushClientList = LateList<(service: String, app: String, client: HTTP2Client)>()
+        // The console shows the listeners' certificates, and is itself served by a listener.
         let certificateList = LateList<(listener: String, server: HTTPServer)>()
         let console = configuration.consoleIsServed ? ConsoleEndpoint(
             credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
@@ -124,39 +151,12 @@ public final class Gateway: Sendable {
             secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
             data: ConsoleData(
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: notificationStore, outbox: Outbox(pool: pool),
-                metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClientList,
+                metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClients,
                 listenerCertificates: certificateList,
                 settings: configuration.effectiveSettings()),
             logger: logger.withLabel("pigeon.console")) : nil
         if configuration.console.isConfigured && console == nil {
             logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
-        }
-        // Phones and the bank do not share database connections when the bank has its own
-        // listener: the device API gets a pool of its own, so a flood of acknowledgements never
-        // stands in front of a sendNotification.
-        let devicePoolSize = max(2, configuration.database.poolSize / 2)
-        let devicePool = try http.bank.map { _ in
-            try Self.openPool(configuration, size: devicePoolSize, label: "pigeon.db.devices", logger: logger)
-        } ?? pool
-        // The engine and the background work (sweeps, outbox, Wallet pushes, metrics sampling)
-        // have connections of their own: the bank's and the phones' calls never wait for a
-        // connection the engine holds.
-        let enginePool: PostgresPool
-        do {
-            enginePool = try Self.openPool(configuration, size: max(2, configuration.database.poolSize / 2), label: "pigeon.db.engine", logger: logger)
-        } catch {
-            if devicePool !== pool { devicePool.close() }
-            throw error
-        }
-        var started = false
-        defer {
-            // A start that fails below must leave no thread behind: neither the device pool's,
-            // the engine pool's nor the bank client's.
-            if !started {
-                if devicePool !== pool { devicePool.close() }
-                enginePool.close()
-                bankHTTP?.shutdown(abandonRunning: true)
-            }
         }
         func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
             Router(
@@ -186,11 +186,17 @@ public final class Gateway: Sendable {
                 maxRequestBytes: http.maxRequestBytes,
                 logger: logger.withLabel("pigeon.http"))
         }
+        /// A listener: it stops accepting in the stop's graceful phase, and its requests in
+        /// progress get what time is left (up to 5 s) to be answered when it closes.
+        func listen(_ name: String, _ start: () throws -> HTTPServer) throws -> HTTPServer {
+            try lifecycle.open(name, start, quiesce: { $0.quiesce() },
+                               close: { server, closing in server.stop(waitingUpTo: min(5, closing.seconds(keeping: 1))) })
+        }
         let tlsListeners = configuration.tlsListeners
         let publicFiles = tlsListeners.first { $0.listener == "public" }
         let publicTLS = try Self.loadTLS(publicFiles, clientCA: nil)
         let publicRouter = router(http.bank == nil ? [.devices, .bank] : [.devices], tls: publicTLS)
-        let publicServer = try Self.listening(publicFiles) { try HTTPServer(
+        let publicServer = try listen("public listener") { try Self.listening(publicFiles) { try HTTPServer(
             configuration: .init(
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
                 perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
@@ -198,8 +204,8 @@ public final class Gateway: Sendable {
                 // A flood of device calls waits here, connections suspended, not in its pool's queue.
                 concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS),
             logger: logger.withLabel("pigeon.http"),
-            admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) }) }
-        var servers = [publicServer]
+            admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) }) } }
+        var servers = [("public", publicServer)]
         var listenerCertificates = publicFiles.map { [ListenerCertificate(files: $0, server: publicServer)] } ?? []
         logger.notice("listening", metadata: [
             "address": "\(publicTLS == nil ? "http" : "https")://\(http.host):\(publicServer.port)",
@@ -207,29 +213,22 @@ public final class Gateway: Sendable {
             "passWebServicePath": configuration.passes.webServicePath])
         if let bankListener = http.bank {
             let bankFiles = tlsListeners.first { $0.listener == "bank" }
-            let bankTLS: HTTPServer.TLS?
-            let bankServer: HTTPServer
-            do {
-                bankTLS = try Self.loadTLS(bankFiles, clientCA: bankListener.clientCaFile)
-                let bankRouter = router([.bank], tls: bankTLS)
-                bankServer = try Self.listening(bankFiles) { try HTTPServer(
-                    configuration: .init(
-                        host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
-                        perAddressConnectionLimit: http.bankPerAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
-                        requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
-                        concurrentHandlers: 256, tls: bankTLS,
-                        // Connections still in their handshake or head: a few, briefly, so slow or
-                        // certificate-less ones cannot take the bank's slots.
-                        unauthenticatedLimit: max(1, http.bankConnectionLimit / 2),
-                        unauthenticatedPerAddressLimit: http.bankUnauthenticatedConnectionLimit,
-                        unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds))),
-                    logger: logger.withLabel("pigeon.http.bank"),
-                    admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) }
-            } catch {
-                publicServer.stop()
-                throw error
-            }
-            servers.append(bankServer)
+            let bankTLS = try Self.loadTLS(bankFiles, clientCA: bankListener.clientCaFile)
+            let bankRouter = router([.bank], tls: bankTLS)
+            let bankServer = try listen("bank listener") { try Self.listening(bankFiles) { try HTTPServer(
+                configuration: .init(
+                    host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,
+                    perAddressConnectionLimit: http.bankPerAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
+                    requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
+                    concurrentHandlers: 256, tls: bankTLS,
+                    // Connections still in their handshake or head: a few, briefly, so slow or
+                    // certificate-less ones cannot take the bank's slots.
+                    unauthenticatedLimit: max(1, http.bankConnectionLimit / 2),
+                    unauthenticatedPerAddressLimit: http.bankUnauthenticatedConnectionLimit,
+                    unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds))),
+                logger: logger.withLabel("pigeon.http.bank"),
+                admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) } }
+            servers.append(("bank", bankServer))
             if let bankFiles { listenerCertificates.append(ListenerCertificate(files: bankFiles, server: bankServer)) }
             logger.notice("listening", metadata: [
                 "address": "\(bankTLS == nil ? "http" : "https")://\(bankListener.host):\(bankServer.port)",
@@ -238,34 +237,10 @@ public final class Gateway: Sendable {
         for warning in configuration.exposureWarnings {
             logger.warning(warning.message, metadata: ["address": warning.address])
         }
-        self.configuration = configuration
-        self.metrics = metrics
-        self.pool = pool
-        self.devicePool = devicePool
-        self.enginePool = enginePool
-        self.servers = servers
-        self.listenerCertificates = listenerCertificates
         certificateList.set(listenerCertificates.map { ($0.files.addressKey, $0.server) })
-        self.port = publicServer.port
-        self.bankPort = servers.last?.port ?? publicServer.port
-        self.logger = logger
-        HTTPMetrics.collect(servers: servers.count > 1 ? [("public", publicServer), ("bank", servers[1])] : [("public", publicServer)], into: metrics)
+        HTTPMetrics.collect(servers: servers, into: metrics)
 
-        let transports: PushTransports
-        let passPushers: PassPushers
-        do {
-            transports = try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
-            do {
-                passPushers = try PassPushers(configuration: configuration, keyTransport: transports.defaultAppKeyTransport)
-            } catch {
-                transports.clients.forEach { $0.client.shutdown(abandonRunning: true) }
-                throw error
-            }
-        } catch {
-            servers.forEach { $0.stop() }
-            throw error
-        }
-        pushClients = transports.clients.map(\.client) + passPushers.clients.map(\.client) + (bankHTTP.map { [$0] } ?? [])
+        // The background services, started together once every resource is open.
         let queue = DeliveryQueue(pool: enginePool)
         let deliveryEngine: DeliveryEngine?
         if transports.senders.isEmpty {
@@ -273,31 +248,25 @@ public final class Gateway: Sendable {
             deliveryEngine = nil
         } else {
             deliveryEngine = DeliveryEngine(
-                configuration: .init(configuration.delivery), owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
+                configuration: .init(configuration.delivery), owner: Self.owner(""),
                 services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
                                 devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
                                 senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake,
                                 confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText)),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
-        engineOwner = deliveryEngine?.owner
         if !passPushers.isConfigured {
             logger.notice("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
         }
-        let passStore = PassStore(pool: enginePool)
         let passEngine = PassUpdateEngine(
-            queue: passStore, pusher: passPushers,
+            queue: PassStore(pool: enginePool), pusher: passPushers,
             policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
-            owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-passes-\(UUID().uuidString.prefix(8))",
-            metrics: metrics, logger: logger.withLabel("pigeon.passes"))
-        channelApps.set(transports.channelAPNs)
+            owner: Self.owner("-passes"), metrics: metrics, logger: logger.withLabel("pigeon.passes"))
         let activityEngine = ActivityEngine(
             queue: ActivityStore(pool: enginePool, identifiers: identifiers),
             pusher: ActivityPushers(apns: transports.activityAPNs, senders: transports.urgentSenders),
-            owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-activities-\(UUID().uuidString.prefix(8))",
-            wake: activityWake, metrics: metrics, logger: logger.withLabel("pigeon.activities"))
-        MetricsSampler.collect(transports.clients + passPushers.clients, into: metrics)
-        pushClientList.set(transports.clients + passPushers.clients)
+            owner: Self.owner("-activities"), wake: activityWake, metrics: metrics, logger: logger.withLabel("pigeon.activities"))
+        MetricsSampler.collect(pushClients, into: metrics)
         let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: enginePool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
         let sweeps = SweepRunner(
             sweeps: Sweeps(pool: enginePool), interval: .seconds(configuration.expirySweepIntervalSeconds),
@@ -318,20 +287,33 @@ public final class Gateway: Sendable {
         let workers = configuration.delivery.workers
         let fleetCheck = FleetCheck(subscriptions: SubscriptionStore(pool: enginePool, identifiers: identifiers),
                                     served: Set(transports.senders.keys), logger: logger.withLabel("pigeon.delivery"))
-        components = Task {
-            await withTaskGroup(of: Void.self) { group in
-                if let deliveryEngine { group.addTask { await deliveryEngine.run(workers: workers) } }
-                group.addTask { await fleetCheck.run() }
-                group.addTask { await metricsSampler.run() }
-                group.addTask { await passEngine.run() }
-                group.addTask { await activityEngine.run() }
-                if console != nil { group.addTask { await pushActivity.run() } }
-                group.addTask { await sweeps.run() }
-                group.addTask { await expiryWatcher.run() }
-                if let sender { group.addTask { await sender.run() } }
-            }
-        }
-        started = true
+        var services: [Lifecycle.Service] = [
+            .init("fleet check") { await fleetCheck.run() },
+            .init("metrics sampler") { await metricsSampler.run() },
+            .init("Wallet pass engine") { await passEngine.run() },
+            .init("Live Activity engine") { await activityEngine.run() },
+            .init("sweeps") { await sweeps.run() },
+            .init("expiry watcher") { await expiryWatcher.run() },
+        ]
+        if let deliveryEngine { services.append(.init("delivery engine") { await deliveryEngine.run(workers: workers) }) }
+        if console != nil { services.append(.init("console push activity") { await pushActivity.run() }) }
+        if let sender { services.append(.init("outbox sender") { await sender.run() }) }
+        lifecycle.start(services)
+
+        self.configuration = configuration
+        self.metrics = metrics
+        self.enginePool = enginePool
+        self.listenerCertificates = listenerCertificates
+        self.port = publicServer.port
+        self.bankPort = servers.last?.1.port ?? publicServer.port
+        self.logger = logger
+        self.engineOwner = deliveryEngine?.owner
+        self.lifecycle = lifecycle
+    }
+
+    /// A lease owner name unique to this process and start: host, process id, `role`, a random suffix.
+    private static func owner(_ role: String) -> String {
+        "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)\(role)-\(UUID().uuidString.prefix(8))"
     }
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
@@ -343,58 +325,32 @@ public final class Gateway: Sendable {
     /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
     ///
     /// Everything happens within one deadline, `shutdownGraceSeconds` (default 20, under a
-    /// container platform's 30-second grace): the listeners stop accepting; the engine stops
-    /// claiming and its pushes in flight finish and are recorded, the outbox sender and sweeps
-    /// stop; what is still running a few seconds before the deadline is abandoned, and the
-    /// deliveries this process still holds are handed back to the queue at once.
+    /// container platform's 30-second grace), in ``Lifecycle``'s phases: the listeners stop
+    /// accepting; the engine stops claiming and its pushes in flight finish and are recorded, the
+    /// outbox sender and sweeps stop; what is still running a few seconds before the deadline is
+    /// abandoned, and the deliveries this process still holds are handed back to the queue at
+    /// once; then the listeners answer their last requests and everything closes.
     public func shutdownBlocking() {
         let grace = Double(configuration.delivery.shutdownGraceSeconds)
-        let deadline = Date().addingTimeInterval(grace)
-        // Time kept back for handing claims back, answering the last requests and closing.
-        let reserve = min(3, grace / 4)
-        func remaining(keeping kept: Double = 0) -> Double { max(0, deadline.timeIntervalSinceNow - kept) }
         logger.notice("shutting down", metadata: ["deadlineSeconds": String(Int(grace))])
-        servers.forEach { $0.quiesce() }
-        components.cancel()
-        let finished = Self.wait(for: components, seconds: remaining(keeping: reserve))
-        if !finished {
-            logger.warning("work in flight did not finish before the shutdown deadline; abandoning it and handing their deliveries back",
-                           metadata: ["shutdownGraceSeconds": String(Int(grace))])
-        }
-        if let engineOwner {
+        let enginePool = enginePool
+        let engineOwner = engineOwner
+        let logger = logger
+        lifecycle.stop(grace: grace) { finished, closing in
+            if !finished {
+                logger.warning("work in flight did not finish before the shutdown deadline; abandoning it and handing their deliveries back",
+                               metadata: ["shutdownGraceSeconds": String(Int(grace))])
+            }
+            guard let engineOwner else { return }
             // Whatever this process still holds goes back to the queue for another process (or
             // the next start); a late outcome of an abandoned push then changes nothing.
             let queue = DeliveryQueue(pool: enginePool)
-            let released = Self.wait(seconds: max(1, remaining(keeping: reserve / 2))) { try await queue.release(owner: engineOwner) }
+            let released = Lifecycle.wait(seconds: closing.seconds(atLeast: 1)) { try await queue.release(owner: engineOwner) }
             if let released, released > 0 {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }
         }
-        // Requests in progress get what is left to answer; any still running then gets 503.
-        servers.forEach { $0.stop(waitingUpTo: min(5, remaining(keeping: 1))) }
-        pushClients.forEach { $0.shutdown(abandonRunning: !finished) }
-        if devicePool !== pool { devicePool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining(keeping: 0.5))))) }
-        enginePool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining(keeping: 0.5)))))
-        pool.close(timeout: .milliseconds(Int(1000 * max(0.5, remaining()))))
         logger.notice("stopped")
-    }
-
-    /// Waits on this (non-cooperative) thread for `task` to end; false when `seconds` passed first.
-    private static func wait(for task: Task<Void, Never>, seconds: Double) -> Bool {
-        wait(seconds: seconds) { await task.value } != nil
-    }
-
-    /// Runs `work` as a task and waits on this thread up to `seconds` for its result; nil when it
-    /// failed or did not finish in time.
-    private static func wait<T: Sendable>(seconds: Double, _ work: @escaping @Sendable () async throws -> T) -> T? {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<T?>(nil)
-        Task {
-            if let value = try? await work() { result.withLock { $0 = value } }
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
-        return result.withLock { $0 }
     }
 
     /// The database pool of a configuration (no connection is opened until first use), of

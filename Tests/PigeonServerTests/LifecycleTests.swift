@@ -48,6 +48,30 @@ struct LifecycleTests {
         #expect(Self.threads(named: thread) == 0)
     }
 
+    @Test("a start that fails at its last step (the bank's address in use) rolls everything back: the public listener's address is free again, no bank client thread is left")
+    func failedLastStepRollsBack() async throws {
+        let bankPort = try #require(LoopbackPort.free())
+        let thread = "bank-\(bankPort)"
+        let occupied = try ListenerAddressTests.startBelowEphemeralPorts()
+        defer { occupied.stop() }
+        // An address below the ephemeral range nobody holds, for the public listener.
+        let probe = try ListenerAddressTests.startBelowEphemeralPorts()
+        let publicPort = probe.port
+        probe.stop()
+        var broken = configuration(port: publicPort, bankPort: bankPort)
+        broken.http.bankAddress = ("127.0.0.1", occupied.port)
+        do {
+            _ = try await Gateway.start(configuration: broken, logger: .silent)
+            Issue.record("a gateway started with its bank listener on an address in use")
+        } catch {
+            #expect("\(error)".contains("port \(occupied.port): the address is in use"), "\(error)")
+        }
+        #expect(Self.threads(named: thread) == 0)
+        // The public listener it had opened is closed: its address binds again at once.
+        let rebound = try ListenerAddressTests.start(port: publicPort)
+        rebound.stop()
+    }
+
     @Test("SIGHUP (systemctl reload) does not end the gateway: it reads the HTTPS certificate files again, applies a changed logLevel, names the keys that wait for a restart, and keeps everything when server.conf no longer parses")
     func sighupKeepsServing() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()

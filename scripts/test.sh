@@ -22,7 +22,9 @@ trap cleanup EXIT
 # Every run starts from empty databases: a leftover schema from an older checkout must not
 # decide the result.
 pg_recreate_database "$PORT" pigeon_test
-export PIGEON_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_test"
+# connect_timeout: a loaded CI machine once took longer than the gateway's 5 s default to start
+# backends while every suite created its databases at once.
+export PIGEON_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$PORT/pigeon_test?connect_timeout=60"
 
 log "module dependencies: declared = imported"
 python3 scripts/check-imports.py

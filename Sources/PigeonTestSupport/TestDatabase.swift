@@ -40,13 +40,13 @@ public enum TestDatabase {
     /// ``isolatedDatabase()`` with the database's URL, for starting a gateway on it.
     /// `migratedThrough`: apply only the migrations up to that version (a test of a later one).
     public static func isolatedDatabaseWithURL(migratedThrough: Int? = nil) async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
-        guard let url, let slash = url.lastIndex(of: "/") else {
+        guard let url else {
             throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
         }
         let name = "pigeon_isolated_" + UUID().uuidString.prefix(8).lowercased()
         let admin = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: url), size: 1), logger: .silent)
         _ = try await admin.withConnection { try $0.execute(script: "CREATE DATABASE \(name)") }
-        let isolatedURL = String(url[...slash]) + name
+        let isolatedURL = try Self.url(url, naming: name)
         let pool = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: isolatedURL), size: 4), logger: .silent)
         let migrations = try Migration.load(from: migrationsDirectory).filter { $0.version <= migratedThrough ?? Int.max }
         _ = try await Migrator(migrations: migrations).migrate(pool, logger: .silent)
@@ -55,6 +55,19 @@ public enum TestDatabase {
             _ = try? await admin.withConnection { try $0.execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
             admin.close()
         })
+    }
+
+    /// `url` (a `postgresql://` URI) naming `database` instead, its parameters kept: the test URL
+    /// carries `?connect_timeout=…` (a loaded CI machine took longer than the gateway's 5 s
+    /// default to start a backend), and every database derived from it must too.
+    public static func url(_ url: String, naming database: String) throws(PostgresError) -> String {
+        let location = url.prefix { $0 != "?" }
+        let parameters = url.dropFirst(location.count)
+        guard let scheme = ["postgresql://", "postgres://"].first(where: location.hasPrefix),
+              let slash = location.dropFirst(scheme.count).firstIndex(of: "/") else {
+            throw PostgresError(.badSettings, "\(environmentVariable) must be a postgresql:// URL naming a database")
+        }
+        return String(location[...slash]) + database + parameters
     }
 
     /// Runs a bulk script that fills a table for a test (hundreds of thousands of rows) without the

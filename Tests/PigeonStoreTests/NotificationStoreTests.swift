@@ -255,7 +255,8 @@ struct PostgresPoolTests {
         let store = NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false))
         let admin = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: try #require(TestDatabase.url)), size: 1), logger: .silent)
         defer { admin.close() }
-        let name = String(database.url[database.url.index(after: database.url.lastIndex(of: "/")!)...])
+        let location = database.url.prefix { $0 != "?" }
+        let name = String(location[location.index(after: location.lastIndex(of: "/")!)...])
         let prefix = TestDatabase.unique("lost")
         let killed = ManagedAtomicFlag()
         let outcomes = try await withThrowingTaskGroup(of: [Bool].self) { group in

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import Testing
 @testable import PigeonStore
 
@@ -22,6 +23,27 @@ struct PostgresValueTests {
         #expect(PostgresBytea.decode("\\xABcd") == Data([0xAB, 0xCD]))
         #expect(PostgresBytea.decode("\\x") == Data())
         for bad in ["abcd", "\\xabc", "\\xzz", ""] { #expect(PostgresBytea.decode(bad) == nil, "\(bad)") }
+    }
+
+    @Test("typed row decoding: each column as its type; NULL, missing and malformed columns are errors naming the column, never quoting the value")
+    func rowDecoding() throws {
+        let row: [String?] = ["42", "SENT", "t", "1.5", nil, "0123abcdef-token"]
+        #expect(try row.decode(0, "id", as: Int64.self) == 42)
+        #expect(try row.decode(1, "state", as: DeliveryState.self) == .sent)
+        #expect(try row.decode(2, "done", as: Bool.self))
+        #expect(try row.decode(3, "at", as: Double.self) == 1.5)
+        #expect(try row.decodeIfPresent(4, "error", as: String.self) == nil)
+        for (index, column) in [(4, "error"), (9, "beyond"), (5, "token")] {
+            do {
+                _ = try row.decode(index, column, as: Int.self)
+                Issue.record("column \(column) decoded")
+            } catch {
+                #expect(error.message.contains(column), "\(error.message)")
+                #expect(!error.message.contains("0123abcdef"), "\(error.message)")
+            }
+        }
+        #expect(throws: PostgresError.self) { try row.decode(1, "state", as: PushEnvironment.self) }
+        #expect(throws: PostgresError.self) { try row.decode(0, "flag", as: Bool.self) }
     }
 
     @Test("the JDBC form becomes a libpq URI")

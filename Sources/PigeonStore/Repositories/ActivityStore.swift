@@ -207,7 +207,9 @@ public struct ActivityStore: Sendable {
     /// update token.
     public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush] {
         let limit = max(1, min(limit, 10_000))
-        return try await pool.withConnection { connection in
+        // In a transaction: a row that does not decode fails the claim and rolls its leases back
+        // (loudly), instead of vanishing from the claim while it stays leased.
+        return try await pool.transaction { connection in
             try connection.query("""
                 WITH due AS (
                     SELECT p.activity_id, p.device_row_id FROM activity_pushes p
@@ -230,7 +232,7 @@ public struct ActivityStore: Sendable {
                     d.id, d.bank_client_id, d.user_id, d.device_id, d.platform, d.push_token, d.app_id, d.environment,
                     CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END,
                     COALESCE(ad.last_sent_timestamp, 0), p.attempts
-                """, [owner, String(lease.inSeconds)]).rows.compactMap(Self.claimed)
+                """, [owner, String(lease.inSeconds)]).rows.map { row throws(PostgresError) in try Self.claimed(row) }
         }
     }
 
@@ -364,20 +366,25 @@ public struct ActivityStore: Sendable {
         }
     }
 
-    private static func claimed(_ row: [String?]) -> ClaimedActivityPush? {
-        guard let activityId = row.text(0), let kind = row.text(2).flatMap(ActivityPushKind.init(rawValue:)),
-              let timestamp = row.text(3).flatMap(Int64.init), let deviceId = row.text(12).flatMap(Int64.init),
-              let platform = row.text(16).flatMap(Platform.init(rawValue:))
-        else { return nil }
-        let device = Device(id: deviceId, bankClientId: row.text(13) ?? "", userId: row.text(14) ?? "", deviceId: row.text(15) ?? "",
-                            platform: platform, pushToken: row.text(17) ?? "", appId: row.text(18) ?? PushRoute.defaultApp,
-                            environment: row.text(19).flatMap(PushEnvironment.init(rawValue:)) ?? .production)
+    /// A claimed row; throws when it does not decode (the claim then rolls back).
+    private static func claimed(_ row: [String?]) throws(PostgresError) -> ClaimedActivityPush {
+        let platform = try row.decode(16, "platform", as: Platform.self)
+        let device = Device(id: try row.decode(12, "device id"), bankClientId: try row.decode(13, "bank_client_id"),
+                            userId: try row.decode(14, "user_id"), deviceId: try row.decode(15, "device_id"),
+                            platform: platform, pushToken: try row.decode(17, "push_token"),
+                            appId: try row.decodeIfPresent(18, "app_id") ?? PushRoute.defaultApp,
+                            environment: try row.decodeIfPresent(19, "environment") ?? .production)
         let content = ActivityContent(
-            contentState: row.text(4), alertTitle: row.text(5), alertBody: row.text(6), staleDate: row.text(7).flatMap(Int64.init),
-            dismissalDate: row.text(8).flatMap(Int64.init), relevanceScore: row.text(9).flatMap(Double.init), priority: row.integer(10))
-        return ClaimedActivityPush(activityId: activityId, activityType: row.text(1) ?? "", kind: kind, timestamp: timestamp, content: content,
-                                   attributes: row.text(11), device: device, token: row.text(20) ?? "",
-                                   lastSentTimestamp: row.text(21).flatMap(Int64.init) ?? 0, attempts: row.integer(22) ?? 1)
+            contentState: try row.decodeIfPresent(4, "content_state"), alertTitle: try row.decodeIfPresent(5, "alert_title"),
+            alertBody: try row.decodeIfPresent(6, "alert_body"), staleDate: try row.decodeIfPresent(7, "stale_date"),
+            dismissalDate: try row.decodeIfPresent(8, "dismissal_date"), relevanceScore: try row.decodeIfPresent(9, "relevance_score"),
+            priority: try row.decodeIfPresent(10, "priority"))
+        return ClaimedActivityPush(activityId: try row.decode(0, "activity_id"), activityType: try row.decodeIfPresent(1, "activity_type") ?? "",
+                                   kind: try row.decode(2, "kind"), timestamp: try row.decode(3, "event_timestamp"), content: content,
+                                   attributes: try row.decodeIfPresent(11, "attributes"), device: device,
+                                   token: try row.decodeIfPresent(20, "token") ?? "",
+                                   lastSentTimestamp: try row.decodeIfPresent(21, "last_sent_timestamp") ?? 0,
+                                   attempts: try row.decodeIfPresent(22, "attempts") ?? 1)
     }
 
     private static func record(_ result: ActivityPushResult, owner: String, _ connection: PostgresConnection) throws {

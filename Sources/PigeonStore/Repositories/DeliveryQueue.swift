@@ -67,19 +67,22 @@ public struct DeliveryQueue: Sendable {
                           PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
                           String(lowest), String(highest)]).rows
                     .sorted { ($0.integer(6) ?? 0) > ($1.integer(6) ?? 0) }
-                    .map { row in
+                    .map { row throws(PostgresError) in
                         // A row that does not decode fails the claim, whose transaction then rolls
                         // back: it is never left leased to an owner that cannot push it.
-                        guard let key = row.text(0).flatMap(Int64.init), let user = row.text(1), let folded = row.text(2),
-                              let position = row.integer(3), let attempt = row.integer(4),
-                              let expires = row.text(5).flatMap(Double.init) else {
-                            throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(row.text(0) ?? "NULL"), position \(row.text(3) ?? "NULL")): the claim is rolled back")
+                        do throws(PostgresError) {
+                            let pending = try row.decodeIfPresent(7, "pending_devices", as: String.self)
+                                .map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
+                            return ClaimedDelivery(
+                                notificationKey: try row.decode(0, "notification_key"), userId: try row.decode(1, "user_id"),
+                                userFolded: try row.decode(2, "user_folded"), position: try row.decode(3, "position"),
+                                attempt: try row.decode(4, "attempts"),
+                                expiresAt: Date(timeIntervalSince1970: try row.decode(5, "expires_at", as: Double.self)),
+                                pendingDevices: pending, alreadySent: try row.decode(8, "state", as: DeliveryState.self) == .sent,
+                                priority: try row.decode(6, "priority"))
+                        } catch {
+                            throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(row.text(0) ?? "NULL"), position \(row.text(3) ?? "NULL")): \(error.message); the claim is rolled back")
                         }
-                        let pending = row.text(7).map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
-                        return ClaimedDelivery(notificationKey: key, userId: user, userFolded: folded, position: position,
-                                               attempt: attempt, expiresAt: Date(timeIntervalSince1970: expires),
-                                               pendingDevices: pending, alreadySent: row.text(8) == DeliveryState.sent.rawValue,
-                                               priority: row.integer(6) ?? 0)
                     }
             }
         } }

@@ -40,28 +40,47 @@ public struct Outbox: Sendable {
     }
 
     /// Up to `limit` due reports, oldest first, each leased for `lease`.
+    ///
+    /// Only the kinds this binary can send are claimed: a report a newer version wrote waits for
+    /// a process that knows it (a rolling upgrade loses nothing). A report of a known kind whose
+    /// payload does not decode is moved to the dead letters in the same transaction, with why —
+    /// an operator sees it there — rather than vanishing from the claim while it stays leased, or
+    /// failing every claim after it.
     public func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
         let seconds = String(lease.inSeconds)
         // A literal limit: a generic plan that does not know it would sort the whole outbox.
         let limit = max(1, min(limit, 10_000))
-        return try await pool.withConnection { connection in
-            try connection.query("""
+        return try await pool.transaction { connection in
+            let rows = try connection.query("""
                 WITH due AS (
-                    SELECT id FROM outbox WHERE next_attempt_at <= now()
+                    SELECT id FROM outbox WHERE next_attempt_at <= now() AND kind = ANY($2::text[])
                     ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 )
                 UPDATE outbox o SET attempts = o.attempts + 1,
                                     next_attempt_at = now() + make_interval(secs => $1::double precision)
                 FROM due WHERE o.id = due.id
                 RETURNING o.id, o.kind, o.payload::text, o.attempts, extract(epoch FROM o.created_at)::double precision
-                """, [seconds]).rows
-                .compactMap { row in
-                    guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
-                          let attempt = row.integer(3), let created = row[4].flatMap(Double.init),
-                          let report = BankReport(kind: kind, payload: payload) else { return nil }
-                    return ClaimedReport(id: id, report: report, attempt: attempt, createdAt: Date(timeIntervalSince1970: created))
+                """, [seconds, PostgresArray.encode(BankReport.storedKinds)]).rows
+            var claimed: [ClaimedReport] = []
+            var undecodable: [String] = []
+            for row in rows {
+                let id = try row.decode(0, "id", as: Int64.self)
+                guard let report = BankReport(kind: try row.decode(1, "kind"), payload: try row.decode(2, "payload")) else {
+                    undecodable.append(String(id))
+                    continue
                 }
-                .sorted { $0.id < $1.id }
+                claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode(3, "attempts"),
+                                             createdAt: Date(timeIntervalSince1970: try row.decode(4, "created_at"))))
+            }
+            if !undecodable.isEmpty {
+                try connection.query("""
+                    WITH moved AS (DELETE FROM outbox WHERE id = ANY($1::bigint[]) RETURNING id, kind, payload, attempts, created_at)
+                    INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
+                    SELECT id, kind, payload, attempts, $2, created_at FROM moved
+                    ON CONFLICT (id) DO NOTHING
+                    """, [PostgresArray.encode(undecodable), BankReport.undecodablePayload])
+            }
+            return claimed.sorted { $0.id < $1.id }
         }
     }
 
@@ -101,12 +120,15 @@ public struct Outbox: Sendable {
                 SELECT id, kind, payload::text, attempts, last_error,
                        extract(epoch FROM created_at)::double precision, extract(epoch FROM died_at)::double precision
                 FROM outbox_dead ORDER BY died_at, id LIMIT \(limit)
-                """).rows.compactMap { row in
-                guard let id = row[0].flatMap(Int64.init), let kind = row[1], let payload = row[2],
-                      let report = BankReport(kind: kind, payload: payload),
-                      let created = row[5].flatMap(Double.init), let died = row[6].flatMap(Double.init) else { return nil }
-                return DeadReport(id: id, kind: kind, notificationId: report.subject, users: report.concerned, attempts: row.integer(3) ?? 0,
-                                  lastError: row[4], createdAt: Date(timeIntervalSince1970: created), diedAt: Date(timeIntervalSince1970: died))
+                """).rows.map { row throws(PostgresError) in
+                // Listed even when its payload does not decode: that is why some died.
+                let kind = try row.decode(1, "kind", as: String.self)
+                let report = BankReport(kind: kind, payload: try row.decode(2, "payload"))
+                return DeadReport(id: try row.decode(0, "id"), kind: kind, notificationId: report?.subject ?? "(undecodable payload)",
+                                  users: report?.concerned ?? [], attempts: try row.decode(3, "attempts"),
+                                  lastError: try row.decodeIfPresent(4, "last_error"),
+                                  createdAt: Date(timeIntervalSince1970: try row.decode(5, "created_at")),
+                                  diedAt: Date(timeIntervalSince1970: try row.decode(6, "died_at")))
             }
         }
     }
@@ -149,6 +171,12 @@ extension BankReport {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// Every kind ``init(kind:payload:)`` reads: what this binary's outbox sender claims.
+    static let storedKinds = ["pushIsOpened", "reportNotificationExpired", "reportPassUpdateNotFetched"]
+
+    /// The dead letter's error of a report whose payload does not decode as its kind.
+    static let undecodablePayload = "the stored payload does not decode as its kind: moved here at its claim"
 
     init?(kind: String, payload: String) {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) as? [String: Any] else { return nil }

@@ -9,7 +9,9 @@ extension PassStore {
     public func claimPassPushes(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedPassPush] {
         let leaseSeconds = String(lease.inSeconds)
         let limit = max(1, min(limit, 10_000))
-        return try await pool.withConnection { connection in
+        // In a transaction: a row that does not decode fails the claim and rolls its leases back
+        // (loudly), instead of vanishing from the claim while it stays leased.
+        return try await pool.transaction { connection in
             try connection.query("""
                 WITH due AS (
                     SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
@@ -22,12 +24,11 @@ extension PassStore {
                 WHERE r.pass_type_id = due.pass_type_id AND r.serial_number = due.serial_number
                   AND r.device_library_id = due.device_library_id AND d.device_library_id = r.device_library_id
                 RETURNING r.pass_type_id, r.serial_number, r.device_library_id, d.push_token, r.state, r.version, r.pushes, r.failures
-                """, [owner, leaseSeconds]).rows.compactMap { row in
-                guard let type = row.text(0), let serial = row.text(1), let device = row.text(2), let token = row.text(3),
-                      let state = row.text(4).flatMap(PassDeliveryState.init(rawValue:)), let version = row.text(5).flatMap(Int64.init)
-                else { return nil }
-                return ClaimedPassPush(pass: PassIdentity(passTypeIdentifier: type, serialNumber: serial), deviceLibraryIdentifier: device,
-                                       pushToken: token, state: state, version: version, pushes: row.integer(6) ?? 0, failures: row.integer(7) ?? 0)
+                """, [owner, leaseSeconds]).rows.map { row throws(PostgresError) in
+                ClaimedPassPush(pass: PassIdentity(passTypeIdentifier: try row.decode(0, "pass_type_id"), serialNumber: try row.decode(1, "serial_number")),
+                                deviceLibraryIdentifier: try row.decode(2, "device_library_id"), pushToken: try row.decode(3, "push_token"),
+                                state: try row.decode(4, "state"), version: try row.decode(5, "version"),
+                                pushes: try row.decode(6, "pushes"), failures: try row.decode(7, "failures"))
             }
         }
     }

@@ -65,12 +65,16 @@ let package = Package(
         ),
 
         // MARK: Swift modules
+        // The domain: notifications, deliveries and their states, devices, routes, passes, Live
+        // Activities, reports to the bank. Plain values and rules, no I/O, no dependencies.
+        .target(name: "PigeonDomain"),
+        // Infrastructure every module shares: logging, metrics, the lifecycle, concurrency helpers.
         .target(name: "PigeonCore"),
         .target(name: "SOAPCodec", dependencies: ["CXMLShim"]),
         // The bank's SOAP contract (CONTRACT §1, §3): the inbound and outbound services' messages
         // and types as SOAPCodec describes them, shared by the gateway, the bank proxy's client,
         // the bank stub and the load generator.
-        .target(name: "BankContract", dependencies: ["SOAPCodec", "PigeonCore"]),
+        .target(name: "BankContract", dependencies: ["SOAPCodec", "PigeonDomain"]),
         .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
         // Opens confidential pushes (CONTRACT §8) as a phone does: plain Swift on CryptoKit on
         // Apple platforms (a notification service extension copies it), on PigeonCrypto elsewhere.
@@ -82,17 +86,17 @@ let package = Package(
         // retry schedules, provider-token timing.
         .target(name: "PushCore"),
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
-        .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonCore"]),
+        .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonDomain"]),
         // The bank proxy's SOAP client (CONTRACT §3).
         .target(name: "BankProxy", dependencies: ["BankContract", "SOAPCodec", "OutboundHTTP"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
         .target(name: "PigeonBankStub", dependencies: ["BankContract", "SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
         // Wallet devices calling the gateway's PassKit web service (over OutboundHTTP).
-        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "OutboundHTTP", "PigeonDecryptor", "PushCore"]),
+        .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "PigeonDomain", "OutboundHTTP", "PigeonDecryptor", "PushCore"]),
         .target(
             name: "PigeonStore",
-            dependencies: ["CLibPQ", "PigeonCore"]
+            dependencies: ["CLibPQ", "PigeonCore", "PigeonDomain"]
         ),
         .target(
             name: "PigeonHTTP",
@@ -100,25 +104,25 @@ let package = Package(
         ),
         // The delivery engine, written against small protocols (queue, notifications, devices,
         // push senders, clock, random source) and tested with in-memory fakes.
-        .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PushCore"]),
+        .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PigeonDomain", "PushCore"]),
         // `server.conf`: the configuration language, the gateway's settings with their ranges and
         // defaults, and the checks made before start-up (certificates, push apps, exposure).
-        .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
+        .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonDomain", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
         // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
         // signing, and the ZIP writer under it (CONTRACT §7).
-        .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
+        .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
-        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
+        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
-        .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
+        .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
         // The bank's SOAP service (CONTRACT §1, §9): every operation against the stores, the WSDL,
         // and the outbound WSDL the bank's proxy implements.
-        .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PigeonWallet"]),
+        .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PigeonDomain", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PigeonWallet"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -129,7 +133,7 @@ let package = Package(
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
             name: "PigeonTestSupport",
-            dependencies: ["BankProxy", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonSimulator"]
+            dependencies: ["BankProxy", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator"]
         ),
         // jemalloc replaces glibc's malloc in the server: dozens of connection threads allocate
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
@@ -143,24 +147,25 @@ let package = Package(
         .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonCore", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "SOAPCodec", "PigeonTestSupport"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
+        .testTarget(name: "PigeonDomainTests", dependencies: ["PigeonDomain"]),
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
         .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["BankContract", "SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
-        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonCore", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PushCore", "PigeonTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonDomain", "PigeonCrypto", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PigeonDomain", "PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         // The unit tier's request side: the router and every endpoint on in-memory stores.
-        .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonStore", "PigeonTestSupport", "BankProxy"]),
+        .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 import SOAPCodec
 
 /// The inbound service the bank backend calls (`SBIInboundWebService`), described once: the

@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 import SOAPCodec
 
 /// The bank proxy's service (`SBIOutbound`, CONTRACT §3), described once: the gateway's client,

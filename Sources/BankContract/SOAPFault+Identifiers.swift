@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 import SOAPCodec
 
 extension SOAPFault {

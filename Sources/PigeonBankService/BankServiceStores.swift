@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 // The bank's SOAP service's seams: what ``InboundEndpoint`` asks of the database. PostgreSQL's

@@ -1,6 +1,7 @@
 import BankContract
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 import PushCore
 import SOAPCodec

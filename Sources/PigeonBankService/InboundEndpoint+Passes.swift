@@ -1,6 +1,7 @@
 import BankContract
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonStore
 import PigeonWallet

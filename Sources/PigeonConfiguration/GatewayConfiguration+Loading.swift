@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 extension GatewayConfiguration {
     /// Reads `path`, then applies `PIGEON_<KEY>` environment overrides (the key as written, or

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// Everything an operator sets in `server.conf` (CONTRACT §4–§5), with defaults.
 public struct GatewayConfiguration: Sendable {

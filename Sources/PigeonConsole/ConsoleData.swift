@@ -1,6 +1,7 @@
 import Foundation
 import OutboundHTTP
 import PigeonCore
+import PigeonDomain
 import PigeonHTTP
 import PigeonStore
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 /// The console's JSON twins (CONTRACT §5) for a bank's support tooling: the same data as the

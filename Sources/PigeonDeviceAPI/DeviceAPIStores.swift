@@ -1,6 +1,6 @@
 import BankProxy
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 // The device API's seams: what ``DeviceEndpoint`` asks of the database and of the bank, as the

@@ -1,6 +1,7 @@
 import BankProxy
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
 import PigeonStore

@@ -1,6 +1,6 @@
 import Foundation
 import OutboundHTTP
-import PigeonCore
+import PigeonDomain
 import Synchronization
 
 /// Plays Apple Wallet on simulated phones (CONTRACT §7): told about a device and its passes, it

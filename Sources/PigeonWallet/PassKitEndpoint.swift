@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
 import PigeonStore

@@ -1,6 +1,6 @@
 import BankContract
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import SOAPCodec
 

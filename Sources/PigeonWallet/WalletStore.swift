@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 /// What the PassKit web service asks of the database (``PassStore``): the seam its tests meet

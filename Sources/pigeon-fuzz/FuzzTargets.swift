@@ -2,7 +2,7 @@
 import BankContract
 import Foundation
 import PigeonConfiguration
-import PigeonCore
+import PigeonDomain
 import PigeonDeviceAPI
 import PigeonHTTP
 import PigeonWallet

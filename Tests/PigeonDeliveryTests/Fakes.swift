@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonDelivery
 import PushCore
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PushCore
 import Testing
 @testable import PigeonDelivery

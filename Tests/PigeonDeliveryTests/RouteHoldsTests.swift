@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import Testing
 @testable import PigeonDelivery
 

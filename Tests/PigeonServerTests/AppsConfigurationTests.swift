@@ -1,6 +1,6 @@
 import Foundation
 @testable import PigeonConfiguration
-import PigeonCore
+import PigeonDomain
 @testable import PigeonDeviceAPI
 @testable import PigeonHTTP
 @testable import PigeonServer

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonStore
 import PigeonTestSupport

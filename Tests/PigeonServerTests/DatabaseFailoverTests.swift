@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonSimulator
 import PigeonStore

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PigeonConfiguration
 import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonSimulator
 import PigeonStore

@@ -2,6 +2,7 @@ import Foundation
 import PigeonBankStub
 @testable import PigeonConfiguration
 import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonStore
 import PigeonTestSupport

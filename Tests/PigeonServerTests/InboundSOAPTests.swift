@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 import PigeonTestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 @testable import PigeonConfiguration
-import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 @testable import PigeonHTTP
 @testable import PigeonServer

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport

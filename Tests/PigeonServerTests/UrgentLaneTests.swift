@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonSimulator
 import PigeonStore

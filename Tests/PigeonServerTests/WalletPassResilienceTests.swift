@@ -1,6 +1,7 @@
 import Foundation
 import PigeonBankStub
 import PigeonCore
+import PigeonDomain
 @testable import PigeonServer
 import PigeonSimulator
 import PigeonTestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import PigeonBankStub
 @testable import PigeonConfiguration
-import PigeonCore
+import PigeonDomain
 @testable import PigeonHTTP
 @testable import PigeonServer
 import PigeonSimulator

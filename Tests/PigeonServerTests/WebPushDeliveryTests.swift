@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport

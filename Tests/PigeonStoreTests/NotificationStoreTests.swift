@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import PigeonCore
+import PigeonDomain
 import PigeonTestSupport
 import Testing
 @testable import PigeonStore

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonTestSupport
 import Testing
 @testable import PigeonStore

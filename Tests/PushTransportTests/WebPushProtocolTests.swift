@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonTestSupport
 import PushCore

@@ -2,6 +2,7 @@ import BankProxy
 import Foundation
 @testable import PigeonConfiguration
 import PigeonCore
+import PigeonDomain
 import PigeonTestSupport
 import Testing
 

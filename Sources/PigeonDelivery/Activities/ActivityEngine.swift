@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Pushes Live Activity events and widget refreshes (CONTRACT §9) until cancelled: claims due

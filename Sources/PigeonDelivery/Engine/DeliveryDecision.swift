@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Turns the push outcomes of one delivery (one per device still to push) into the delivery's

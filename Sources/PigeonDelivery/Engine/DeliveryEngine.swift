@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Sends QUEUED deliveries: claims a batch under lease (several gateway processes never claim the

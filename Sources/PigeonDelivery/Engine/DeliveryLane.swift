@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 
 /// One lane of the delivery engine: the priorities it claims, how much at a time, the pushes it
 /// may have in flight, its claim loops and its senders. The urgent lane has senders of its own

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import Synchronization
 
 /// What became of one claimed delivery, with the device bookkeeping it implies.

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// The pushes of one claimed batch: one per (delivery, subscribed device), each notification's

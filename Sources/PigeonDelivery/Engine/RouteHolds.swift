@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import Synchronization
 
 /// Keeps one push service (a route: platform, app, environment) that is slow or failing from

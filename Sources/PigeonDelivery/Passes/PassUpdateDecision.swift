@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// The rules of a pass update push and the fetch that should follow it (CONTRACT §7), pure: the

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Pushes pass updates and watches for the fetches that should follow (CONTRACT §7), until

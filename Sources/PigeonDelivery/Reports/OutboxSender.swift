@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// Sends the outbox to the bank until cancelled: claims due reports under a lease, sends up to
 /// `concurrency` at once, deletes those the bank took and reschedules the others by

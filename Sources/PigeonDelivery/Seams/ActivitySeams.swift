@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// The queue of Live Activity and widget pushes as the activity engine uses it. PostgreSQL's

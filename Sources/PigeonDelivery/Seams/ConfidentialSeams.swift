@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Seals a confidential notification's content to one device key (CONTRACT §8, format `v1`:

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// The durable queue of deliveries: leased claims, outcomes written by the lease holder.

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PushCore
 
 /// Registered devices' update pushes and fetch waits, as the pass engine uses them. PostgreSQL's

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// The durable outbox of reports to the bank, as the sender uses it. PostgreSQL's `Outbox` in
 /// the gateway.

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import Synchronization
 
 /// Expires notifications at their deadline, not at the next sweep: a one-time code that was not

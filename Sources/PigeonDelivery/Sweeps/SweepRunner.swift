@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// How sweeps are paced: a step that left work behind is followed at once by the next; a
 /// finished sweep waits for the interval. Pure, so the pacing is tested without a clock.

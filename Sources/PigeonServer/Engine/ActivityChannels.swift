@@ -2,6 +2,7 @@ import Foundation
 import OutboundHTTP
 import PigeonBankService
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 import PushCore
 import PushTransport

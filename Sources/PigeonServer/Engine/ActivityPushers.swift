@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import PigeonDelivery
 import PushCore
 import PushTransport

@@ -2,6 +2,7 @@ import Foundation
 import OutboundHTTP
 import PigeonConfiguration
 import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonDelivery
 import PushCore

@@ -1,7 +1,7 @@
 import BankProxy
 import Foundation
 import PigeonConfiguration
-import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PigeonDelivery
 import PigeonStore

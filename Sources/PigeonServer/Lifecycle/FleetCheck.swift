@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 /// Warns, at start and hourly, about subscribed devices of routes (platform, app, environment)

@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 
 // The domain's stored enumerations, read from their text columns.
 extension DeliveryState: PostgresTextDecodable {}

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// What an app's acknowledgement came to.
 public enum AcknowledgementResult: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// Live Activities and widget refreshes in PostgreSQL (CONTRACT §9): the phones' push-to-start
 /// and update tokens, the bank's activities and their recipients, and the queue of pushes the

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// The delivery engine's work queue in PostgreSQL. Claims take QUEUED rows by priority, then
 /// due time, with `FOR UPDATE SKIP LOCKED`, so several gateway processes never take the same

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// A device's identity as the app states it when registering: who, which device, which platform
 /// and app — a phone with two of the bank's apps is two devices — and the APNs environment its

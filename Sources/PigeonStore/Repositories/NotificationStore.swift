@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// What sending a notification did.
 public enum SendOutcome: Sendable, Equatable {

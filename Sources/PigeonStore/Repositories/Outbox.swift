@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// A report moved out of the outbox after failing for too long.
 public struct DeadReport: Sendable, Equatable {

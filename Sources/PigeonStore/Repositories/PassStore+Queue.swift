@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 
 /// The pass engine's queue: registrations whose push is due or whose fetch wait ended, claimed
 /// with `FOR UPDATE SKIP LOCKED` under a lease like deliveries, their results written only by

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// Wallet passes in PostgreSQL (CONTRACT §7): the bank's versions, Apple's web service
 /// (registrations, changed serials, downloads, logs) and, in ``PassStore`` + queue, the update

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 import Synchronization
 
 /// Group commit for sendNotification: concurrent sends are written by one statement and one

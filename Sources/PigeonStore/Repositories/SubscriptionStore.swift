@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// Users' devices (subscriptions).
 public struct SubscriptionStore: Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import PigeonCore
+import PigeonDomain
 
 /// The periodic sweeps, each step one bounded transaction under a transaction-scoped advisory
 /// lock (several gateways: one sweeps, the others skip the step):

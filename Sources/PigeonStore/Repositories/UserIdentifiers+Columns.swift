@@ -1,4 +1,4 @@
-import PigeonCore
+import PigeonDomain
 
 extension UserIdentifiers {
     /// The column of `devices` and `deliveries` that user ids are compared on under this rule:

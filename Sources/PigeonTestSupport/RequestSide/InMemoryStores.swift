@@ -1,6 +1,6 @@
 import Foundation
 import PigeonBankService
-import PigeonCore
+import PigeonDomain
 import PigeonDeviceAPI
 import PigeonStore
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import OutboundHTTP
-import PigeonCore
+import PigeonDomain
 import PigeonCrypto
 import PushCore
 

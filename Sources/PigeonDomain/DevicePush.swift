@@ -23,7 +23,7 @@ public struct DevicePush: Sendable, Equatable {
     public var deviceId: String
     public var platform: Platform
     public var appId: String
-    /// The push token shortened (``Redaction/token(_:)``): never the whole token.
+    /// The push token shortened (PigeonCore's `Redaction.token(_:)`): never the whole token.
     public var maskedToken: String
     public var state: State
     public var error: String?

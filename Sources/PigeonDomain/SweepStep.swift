@@ -24,11 +24,3 @@ public struct SweepStep: Sendable, Equatable {
         self.more = more
     }
 }
-
-extension SweepStep {
-    /// Records the erasures of a step (``Metric/confidentialContentsErasedTotal``).
-    public func recordErasures(_ metrics: MetricsRegistry) {
-        if erasedFinal > 0 { metrics.increment(Metric.confidentialContentsErasedTotal, labels: ["reason": "final"], by: Double(erasedFinal)) }
-        if erasedExpired > 0 { metrics.increment(Metric.confidentialContentsErasedTotal, labels: ["reason": "expired"], by: Double(erasedExpired)) }
-    }
-}

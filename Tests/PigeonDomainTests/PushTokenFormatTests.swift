@@ -1,5 +1,5 @@
 import Testing
-@testable import PigeonCore
+@testable import PigeonDomain
 
 @Suite("Push token formats")
 struct PushTokenFormatTests {

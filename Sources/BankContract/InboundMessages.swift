@@ -2,14 +2,14 @@ import PigeonDomain
 import SOAPCodec
 
 /// `pushContent` of a notification.
-public struct PushContentMessage: Sendable, Equatable {
-    public var badge: Int32?
-    public var details: [MapEntry]
-    public var sound: String?
-    public var text: String
-    public var type: String
+package struct PushContentMessage: Sendable, Equatable {
+    package var badge: Int32?
+    package var details: [MapEntry]
+    package var sound: String?
+    package var text: String
+    package var type: String
 
-    public init(badge: Int32?, details: [MapEntry], sound: String?, text: String, type: String) {
+    package init(badge: Int32?, details: [MapEntry], sound: String?, text: String, type: String) {
         self.badge = badge
         self.details = details
         self.sound = sound
@@ -19,20 +19,20 @@ public struct PushContentMessage: Sendable, Equatable {
 }
 
 /// A `notification` as the bank sends it and as getNotificationDetails returns it.
-public struct NotificationMessage: Sendable, Equatable {
+package struct NotificationMessage: Sendable, Equatable {
     /// True: only the phone may read the content (CONTRACT §8).
-    public var confidential: Bool?
-    public var details: [MapEntry]?
-    public var id: String
+    package var confidential: Bool?
+    package var details: [MapEntry]?
+    package var id: String
     /// `passive`, `active` or `time-sensitive` (CONTRACT §9), checked against the schema's enumeration.
-    public var interruptionLevel: String?
-    public var perishable: Bool?
-    public var priority: Int32?
-    public var pushContent: PushContentMessage
-    public var recipients: [String]
-    public var timeout: Int32
+    package var interruptionLevel: String?
+    package var perishable: Bool?
+    package var priority: Int32?
+    package var pushContent: PushContentMessage
+    package var recipients: [String]
+    package var timeout: Int32
 
-    public init(
+    package init(
         confidential: Bool? = nil, details: [MapEntry]?, id: String, interruptionLevel: String? = nil, perishable: Bool?, priority: Int32?,
         pushContent: PushContentMessage, recipients: [String], timeout: Int32
     ) {
@@ -49,19 +49,19 @@ public struct NotificationMessage: Sendable, Equatable {
 
     /// Reads a decoded sendNotification request: its `notification` record and the recipients
     /// the parser streamed into a list.
-    public init(sendNotification request: SOAPRequest) throws(SOAPFault) {
+    package init(sendNotification request: SOAPRequest) throws(SOAPFault) {
         guard let record = request.parameters.record("notification") else { throw .client("missing required element 'notification'") }
         try self.init(record: record, recipients: request.streamedList)
     }
 
     /// The longest `timeout` accepted: a year. A longer one is a mistake (milliseconds for
     /// seconds), and its deliveries would outlive any retention.
-    public static let maximumTimeoutSeconds = 31_536_000
+    package static let maximumTimeoutSeconds = 31_536_000
 
     /// Reads a decoded `notification` record, checking what the schema cannot express:
     /// a non-empty id and recipients, and a positive timeout. `recipients` when they were read
     /// apart from the record (a streamed request), else the record's.
-    public init(record: SOAPRecord, recipients streamed: [String]? = nil) throws(SOAPFault) {
+    package init(record: SOAPRecord, recipients streamed: [String]? = nil) throws(SOAPFault) {
         guard let id = record.string("id"), let timeout = record.int("timeout"),
               let content = record.record("pushContent"), let text = content.string("text"),
               let type = content.string("type")
@@ -101,7 +101,7 @@ public struct NotificationMessage: Sendable, Equatable {
     }
 
     /// The record getNotificationDetails answers with.
-    public var record: SOAPRecord {
+    package var record: SOAPRecord {
         var content = SOAPRecord()
         content["badge"] = pushContent.badge.map(SOAPValue.int)
         content["details"] = pushContent.details.isEmpty ? nil : .record(Self.map(pushContent.details))
@@ -133,51 +133,51 @@ public struct NotificationMessage: Sendable, Equatable {
 
 /// The `return` of every inbound operation: a status, an optional message and the operation's
 /// own fields.
-public struct InboundResult: Sendable {
-    public enum Status: String, Sendable {
+package struct InboundResult: Sendable {
+    package enum Status: String, Sendable {
         case ok = "OK"
         case entityNotFound = "ENTITY_NOT_FOUND"
         case duplicatedEntity = "DUPLICATED_ENTITY"
         case internalServerError = "INTERNAL_SERVER_ERROR"
     }
 
-    public private(set) var record: SOAPRecord
+    package private(set) var record: SOAPRecord
 
-    public init(status: Status, errorMessage: String? = nil) {
+    package init(status: Status, errorMessage: String? = nil) {
         record = SOAPRecord()
         record["status"] = .string(status.rawValue)
         record["errorMessage"] = errorMessage.map(SOAPValue.string)
     }
 
     /// Adds `deliveryStatus` as a map from user to state, in the given order.
-    public func with(deliveryStatus: [(user: String, state: String)]) -> InboundResult {
+    package func with(deliveryStatus: [(user: String, state: String)]) -> InboundResult {
         with(deliveryStatus: deliveryStatus.map { MapEntry(key: $0.user, value: $0.state) })
     }
 
     /// Adds `deliveryStatus` from entries of user and state, in the given order (a send's answer
     /// built without an intermediate list).
-    public func with(deliveryStatus entries: [MapEntry]) -> InboundResult {
+    package func with(deliveryStatus entries: [MapEntry]) -> InboundResult {
         var copy = self
         copy.record["deliveryStatus"] = .entries(entries)
         return copy
     }
 
     /// Adds the notification as sent.
-    public func with(notification: NotificationMessage) -> InboundResult {
+    package func with(notification: NotificationMessage) -> InboundResult {
         var copy = self
         copy.record["notification"] = .record(notification.record)
         return copy
     }
 
     /// Adds an operation's own field (`version`, `devices` of the pass operations).
-    public func with(_ name: String, _ value: SOAPValue) -> InboundResult {
+    package func with(_ name: String, _ value: SOAPValue) -> InboundResult {
         var copy = self
         copy.record[name] = value
         return copy
     }
 
     /// Adds one `exists` per user.
-    public func with(exists: [Bool]) -> InboundResult {
+    package func with(exists: [Bool]) -> InboundResult {
         var copy = self
         copy.record.fields["exists"] = exists.map(SOAPValue.boolean)
         return copy

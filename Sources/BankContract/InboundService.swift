@@ -3,43 +3,43 @@ import SOAPCodec
 
 /// The inbound service the bank backend calls (`SBIInboundWebService`), described once: the
 /// decoder, the encoder and the WSDL all read this description.
-public enum InboundService {
-    public static let namespace = "http://inbound.sbi.pigeon.idamobile.com/"
+package enum InboundService {
+    package static let namespace = "http://inbound.sbi.pigeon.idamobile.com/"
 
     /// Field limits applied when decoding.
-    public enum Limits {
-        public static let identifier = 256
-        public static let text = 4_000
-        public static let sound = 256
-        public static let mapKey = 256
-        public static let mapValue = 4_096
-        public static let mapEntries = 100
-        public static let users = 10_000
+    package enum Limits {
+        package static let identifier = 256
+        package static let text = 4_000
+        package static let sound = 256
+        package static let mapKey = 256
+        package static let mapValue = 4_096
+        package static let mapEntries = 100
+        package static let users = 10_000
         /// Pass type identifiers and serial numbers (Apple's web service puts them in paths).
-        public static let passIdentifier = 128
-        public static let authenticationToken = 256
+        package static let passIdentifier = 128
+        package static let authenticationToken = 256
         /// A signed `.pkpass` archive, and the files of one to be signed, together.
-        public static let passBytes = 10 * 1024 * 1024
+        package static let passBytes = 10 * 1024 * 1024
         /// `pass.json` sent to be signed.
-        public static let passJson = 256 * 1024
+        package static let passJson = 256 * 1024
         /// Files (images, localisations) sent with `passJson`.
-        public static let passFiles = 100
-        public static let passFileName = 256
+        package static let passFiles = 100
+        package static let passFileName = 256
     }
 
     // MARK: Types
 
-    public static let status = EnumerationType(
+    package static let status = EnumerationType(
         name: "status", values: ["OK", "ENTITY_NOT_FOUND", "DUPLICATED_ENTITY", "INTERNAL_SERVER_ERROR"])
-    public static let deliveryState = EnumerationType(
+    package static let deliveryState = EnumerationType(
         name: "deliveryState",
         values: ["QUEUED", "SENT", "DELIVERED", "READ", "SENDING_FAILED", "INVALID_SUBSCRIPTION", "EXPIRED"])
-    public static let passDeviceState = EnumerationType(
+    package static let passDeviceState = EnumerationType(
         name: "passDeviceState", values: PassDeliveryState.allCases.map(\.rawValue))
     /// CONTRACT §9: APNs `interruption-level` values.
-    public static let interruptionLevel = EnumerationType(
+    package static let interruptionLevel = EnumerationType(
         name: "interruptionLevel", values: InterruptionLevel.allCases.map(\.rawValue))
-    public static let pushType = EnumerationType(
+    package static let pushType = EnumerationType(
         name: "pushType", values: ["UNIVERSAL", "PRODUCT", "FORM", "SHOW_MAP", "URL", "PIN_CODE", "MESSAGE"])
 
     static let mapEntry = ComplexType(
@@ -97,24 +97,24 @@ public enum InboundService {
 
     // MARK: Operations
 
-    public static let sendNotification = OperationDescription(
+    package static let sendNotification = OperationDescription(
         name: "sendNotification",
         requestFields: [Field("notification", .complex(notification))],
         returnType: result("sendNotificationResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]),
         streamedList: ["notification", "recipients"])
-    public static let getNotificationDetails = OperationDescription(
+    package static let getNotificationDetails = OperationDescription(
         name: "getNotificationDetails",
         requestFields: [Field("id", .string(maxLength: Limits.identifier))],
         returnType: result("notificationDetailsResult", [.optional("notification", .complex(notification))]))
-    public static let getDeliveryStatus = OperationDescription(
+    package static let getDeliveryStatus = OperationDescription(
         name: "getDeliveryStatus",
         requestFields: [Field("id", .string(maxLength: Limits.identifier))],
         returnType: result("deliveryStatusResult", [.optional("deliveryStatus", .complex(deliveryStatusMap))]))
-    public static let deleteSubscription = OperationDescription(
+    package static let deleteSubscription = OperationDescription(
         name: "deleteSubscription",
         requestFields: [Field("user", .string(maxLength: Limits.identifier))],
         returnType: result("deleteSubscriptionResult", []))
-    public static let checkSubscriptionExists = OperationDescription(
+    package static let checkSubscriptionExists = OperationDescription(
         name: "checkSubscriptionExists",
         requestFields: [.list("user", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
         returnType: result("checkSubscriptionExistsResult", [.list("exists", .boolean)]))
@@ -122,7 +122,7 @@ public enum InboundService {
     /// Stores a new version of a Wallet pass and queues an update push to every device
     /// registered for it (CONTRACT §7); `version` is the stored version's number. The pass comes
     /// signed (`pass`, a `.pkpass`), or as `passJson` and its `files` for the gateway to sign.
-    public static let updatePass = OperationDescription(
+    package static let updatePass = OperationDescription(
         name: "updatePass",
         requestFields: [
             Field("passTypeIdentifier", .string(maxLength: Limits.passIdentifier)),
@@ -134,7 +134,7 @@ public enum InboundService {
         ],
         returnType: result("updatePassResult", [.optional("version", .long)]))
     /// A pass's current version and each registered device's state, by device library identifier.
-    public static let getPassStatus = OperationDescription(
+    package static let getPassStatus = OperationDescription(
         name: "getPassStatus",
         requestFields: [
             Field("passTypeIdentifier", .string(maxLength: Limits.passIdentifier)),
@@ -144,7 +144,7 @@ public enum InboundService {
 
     // MARK: Live Activities, broadcast channels, widgets (CONTRACT §9)
 
-    public static let activityState = EnumerationType(
+    package static let activityState = EnumerationType(
         name: "activityState", values: ActivityRecipientState.allCases.map(\.rawValue))
     static let activityStatusEntry = ComplexType(
         name: "activityStatusEntry",
@@ -153,11 +153,11 @@ public enum InboundService {
         name: "activityStatusMap", fields: [.list("entry", .complex(activityStatusEntry))])
 
     /// Limits of the activity fields.
-    public enum ActivityLimits {
-        public static let identifier = ActivityFields.maximumIdentifierLength
-        public static let json = ActivityFields.maximumJSONBytes
-        public static let alertTitle = 256
-        public static let alertBody = 1_024
+    package enum ActivityLimits {
+        package static let identifier = ActivityFields.maximumIdentifierLength
+        package static let json = ActivityFields.maximumJSONBytes
+        package static let alertTitle = 256
+        package static let alertBody = 1_024
     }
 
     static let activityAlert: [Field] = [
@@ -167,7 +167,7 @@ public enum InboundService {
 
     /// Starts a Live Activity on every device of the recipients that can show it: `attributes`
     /// and `contentState` are JSON object texts; the answer has each recipient's state.
-    public static let startActivity = OperationDescription(
+    package static let startActivity = OperationDescription(
         name: "startActivity",
         requestFields: [
             Field("activityId", .string(maxLength: ActivityLimits.identifier)),
@@ -180,7 +180,7 @@ public enum InboundService {
             .optional("relevanceScore", .int),
         ],
         returnType: result("startActivityResult", [.optional("activityStatus", .complex(activityStatusMap))]))
-    public static let updateActivity = OperationDescription(
+    package static let updateActivity = OperationDescription(
         name: "updateActivity",
         requestFields: [
             Field("activityId", .string(maxLength: ActivityLimits.identifier)),
@@ -190,7 +190,7 @@ public enum InboundService {
             .optional("priority", .int),
         ],
         returnType: result("updateActivityResult", []))
-    public static let endActivity = OperationDescription(
+    package static let endActivity = OperationDescription(
         name: "endActivity",
         requestFields: [
             Field("activityId", .string(maxLength: ActivityLimits.identifier)),
@@ -198,14 +198,14 @@ public enum InboundService {
             .optional("dismissAfterSeconds", .int),
         ],
         returnType: result("endActivityResult", []))
-    public static let getActivityStatus = OperationDescription(
+    package static let getActivityStatus = OperationDescription(
         name: "getActivityStatus",
         requestFields: [Field("activityId", .string(maxLength: ActivityLimits.identifier))],
         returnType: result("activityStatusResult", [.optional("activityStatus", .complex(activityStatusMap))]))
     /// Creates a broadcast channel for an activity type through Apple's channel management API
     /// (`storagePolicy` 0: no message storage, 1: the most recent message stored); `appId`
     /// names the app (absent: the default app).
-    public static let createActivityChannel = OperationDescription(
+    package static let createActivityChannel = OperationDescription(
         name: "createActivityChannel",
         requestFields: [
             Field("activityType", .string(maxLength: ActivityLimits.identifier)),
@@ -213,11 +213,11 @@ public enum InboundService {
             Field("storagePolicy", .int),
         ],
         returnType: result("createActivityChannelResult", [.optional("channelId", .string(maxLength: .max))]))
-    public static let deleteActivityChannel = OperationDescription(
+    package static let deleteActivityChannel = OperationDescription(
         name: "deleteActivityChannel",
         requestFields: [Field("channelId", .string(maxLength: ActivityLimits.identifier))],
         returnType: result("deleteActivityChannelResult", []))
-    public static let broadcastActivityUpdate = OperationDescription(
+    package static let broadcastActivityUpdate = OperationDescription(
         name: "broadcastActivityUpdate",
         requestFields: [
             Field("channelId", .string(maxLength: ActivityLimits.identifier)),
@@ -229,13 +229,13 @@ public enum InboundService {
         returnType: result("broadcastActivityUpdateResult", []))
     /// Asks every iPhone (widgets push) and Android device (data message) of the recipients to
     /// refresh the app's widgets.
-    public static let refreshWidgets = OperationDescription(
+    package static let refreshWidgets = OperationDescription(
         name: "refreshWidgets",
         requestFields: [.list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
         returnType: result("refreshWidgetsResult", []))
 
     /// The whole service.
-    public static let description = ServiceDescription(
+    package static let description = ServiceDescription(
         name: "SBIInboundWebService",
         targetNamespace: namespace,
         operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists,

@@ -4,26 +4,26 @@ import SOAPCodec
 /// The bank proxy's service (`SBIOutbound`, CONTRACT §3), described once: the gateway's client,
 /// the reference `pigeon bank-stub` and the WSDL served at
 /// `/pigeon/services/SBIOutbound?wsdl` all read this description.
-public enum OutboundService {
-    public static let namespace = "http://outbound.sbi.pigeon.idamobile.com/"
+package enum OutboundService {
+    package static let namespace = "http://outbound.sbi.pigeon.idamobile.com/"
 
     /// Field limits applied when decoding.
-    public enum Limits {
-        public static let identifier = 256
-        public static let verificationCode = 64
+    package enum Limits {
+        package static let identifier = 256
+        package static let verificationCode = 64
         /// Users in one `reportNotificationExpired`.
-        public static let users = 10_000
+        package static let users = 10_000
     }
 
     // MARK: Types
 
     /// Every platform a device registers with (CONTRACT §2): the bank is asked about each.
-    public static let platform = EnumerationType(name: "platform", values: Platform.allCases.map(\.rawValue))
-    public static let authorizationResult = EnumerationType(name: "authorizationResult", values: ["OK", "ERROR"])
-    public static let verificationResult = EnumerationType(name: "verificationResult", values: ["OK", "VERIFICATION_FAILED"])
+    package static let platform = EnumerationType(name: "platform", values: Platform.allCases.map(\.rawValue))
+    package static let authorizationResult = EnumerationType(name: "authorizationResult", values: ["OK", "ERROR"])
+    package static let verificationResult = EnumerationType(name: "verificationResult", values: ["OK", "VERIFICATION_FAILED"])
 
     /// The fault a bank raises for an unknown `bankClientId`.
-    public static let bankClientNotExists = ComplexType(
+    package static let bankClientNotExists = ComplexType(
         name: "BankClientNotExistsException", fields: [.optional("message", .string(maxLength: 4096))])
 
     static let subscriptionFields: [Field] = [
@@ -35,15 +35,15 @@ public enum OutboundService {
 
     // MARK: Operations
 
-    public static let checkSubscriptionAuthorized = OperationDescription(
+    package static let checkSubscriptionAuthorized = OperationDescription(
         name: "checkSubscriptionAuthorized",
         requestFields: subscriptionFields,
         returnType: ComplexType(name: "checkSubscriptionAuthorizedResult", fields: [Field("authorized", .boolean)]))
-    public static let authorizeSubscription = OperationDescription(
+    package static let authorizeSubscription = OperationDescription(
         name: "authorizeSubscription",
         requestFields: subscriptionFields,
         returnType: ComplexType(name: "authorizeSubscriptionResult", fields: [Field("result", .enumeration(authorizationResult))]))
-    public static let verifySubscriptionAuthorization = OperationDescription(
+    package static let verifySubscriptionAuthorization = OperationDescription(
         name: "verifySubscriptionAuthorization",
         requestFields: [
             Field("bankClientId", .string(maxLength: Limits.identifier)),
@@ -52,14 +52,14 @@ public enum OutboundService {
             Field("verificationCode", .string(maxLength: Limits.verificationCode)),
         ],
         returnType: ComplexType(name: "verifySubscriptionAuthorizationResult", fields: [Field("result", .enumeration(verificationResult))]))
-    public static let reportNotificationExpired = OperationDescription(
+    package static let reportNotificationExpired = OperationDescription(
         name: "reportNotificationExpired",
         requestFields: [
             Field("notificationId", .string(maxLength: Limits.identifier)),
             .list("userId", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users),
         ],
         returnType: ComplexType(name: "reportNotificationExpiredResult", fields: []))
-    public static let pushIsOpened = OperationDescription(
+    package static let pushIsOpened = OperationDescription(
         name: "pushIsOpened",
         requestFields: [
             Field("notificationId", .string(maxLength: Limits.identifier)),
@@ -67,7 +67,7 @@ public enum OutboundService {
         ],
         returnType: ComplexType(name: "pushIsOpenedResult", fields: []))
 
-    public static let reportPassUpdateNotFetched = OperationDescription(
+    package static let reportPassUpdateNotFetched = OperationDescription(
         name: "reportPassUpdateNotFetched",
         requestFields: [
             Field("passTypeIdentifier", .string(maxLength: Limits.identifier)),
@@ -77,7 +77,7 @@ public enum OutboundService {
         returnType: ComplexType(name: "reportPassUpdateNotFetchedResult", fields: []))
 
     /// The whole service.
-    public static let description = ServiceDescription(
+    package static let description = ServiceDescription(
         name: "SBIOutbound",
         targetNamespace: namespace,
         operations: [checkSubscriptionAuthorized, authorizeSubscription, verifySubscriptionAuthorization, reportNotificationExpired, pushIsOpened,

@@ -4,7 +4,7 @@ import SOAPCodec
 extension SOAPFault {
     /// Throws a Client fault naming `field` when `value` breaks the identifier rule
     /// (``ControlCharacters``).
-    public static func refuseControlCharacters(_ value: String, in field: String) throws(SOAPFault) {
+    package static func refuseControlCharacters(_ value: String, in field: String) throws(SOAPFault) {
         if ControlCharacters.present(in: value) {
             throw .client("element '\(field)' contains control characters (CR, LF, NUL, …)")
         }

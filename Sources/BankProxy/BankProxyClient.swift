@@ -4,14 +4,14 @@ import OutboundHTTP
 import SOAPCodec
 
 /// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.
-public struct SubscriptionRequest: Sendable, Equatable {
-    public var bankClientId: String
-    public var userId: String
-    public var deviceId: String
+package struct SubscriptionRequest: Sendable, Equatable {
+    package var bankClientId: String
+    package var userId: String
+    package var deviceId: String
     /// The device's platform (`IOS`, `ANDROID`, `RUSTORE`, `HUAWEI`, `WEB`).
-    public var platform: String
+    package var platform: String
 
-    public init(bankClientId: String, userId: String, deviceId: String, platform: String) {
+    package init(bankClientId: String, userId: String, deviceId: String, platform: String) {
         self.bankClientId = bankClientId
         self.userId = userId
         self.deviceId = deviceId
@@ -22,7 +22,7 @@ public struct SubscriptionRequest: Sendable, Equatable {
 /// The bank proxy's SOAP service (CONTRACT §3) as async calls. Requests are encoded and answers
 /// decoded from ``OutboundService/description``, the same description the WSDL and the bank stub
 /// use. Every failure is a ``BankProxyError``.
-public struct BankProxyClient: Sendable {
+package struct BankProxyClient: Sendable {
     private let url: String
     private let http: HTTP2Client
     private let codec = SOAPCodec(service: OutboundService.description)
@@ -31,14 +31,14 @@ public struct BankProxyClient: Sendable {
 
     /// Calls go to `url` (`sbiOutboundWebServiceURL`) over `http`, with HTTP Basic `credentials`
     /// (`sbiOutboundUsername`/`sbiOutboundPassword`) when given.
-    public init(url: String, http: HTTP2Client, credentials: (username: String, password: String)? = nil) {
+    package init(url: String, http: HTTP2Client, credentials: (username: String, password: String)? = nil) {
         self.url = url
         self.http = http
         authorization = credentials.map { "Basic " + Data("\($0.username):\($0.password)".utf8).base64EncodedString() }
     }
 
     /// Whether the bank already authorized this subscription.
-    public func checkSubscriptionAuthorized(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
+    package func checkSubscriptionAuthorized(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
         let result = try await call(OutboundService.checkSubscriptionAuthorized, Self.record(request))
         guard let authorized = result.boolean("authorized") else {
             throw BankProxyError(.invalidAnswer, "checkSubscriptionAuthorized answered without 'authorized'")
@@ -48,7 +48,7 @@ public struct BankProxyClient: Sendable {
 
     /// Asks the bank to start its authorization (an SMS code); true when it did (`OK`). Sent at
     /// most once: after a connection failure the bank may have sent the SMS already.
-    public func authorizeSubscription(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
+    package func authorizeSubscription(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool {
         let result = try await call(OutboundService.authorizeSubscription, Self.record(request), idempotent: false)
         guard let answer = result.string("result") else {
             throw BankProxyError(.invalidAnswer, "authorizeSubscription answered without 'result'")
@@ -58,7 +58,7 @@ public struct BankProxyClient: Sendable {
 
     /// Whether `code` is the one the bank sent; false for `VERIFICATION_FAILED`. Sent at most
     /// once: the bank may count or consume the code.
-    public func verifySubscriptionAuthorization(bankClientId: String, userId: String, deviceId: String, code: String) async throws(BankProxyError) -> Bool {
+    package func verifySubscriptionAuthorization(bankClientId: String, userId: String, deviceId: String, code: String) async throws(BankProxyError) -> Bool {
         let result = try await call(OutboundService.verifySubscriptionAuthorization, SOAPRecord([
             "bankClientId": [.string(bankClientId)], "userId": [.string(userId)],
             "deviceId": [.string(deviceId)], "verificationCode": [.string(code)],
@@ -70,14 +70,14 @@ public struct BankProxyClient: Sendable {
     }
 
     /// Tells the bank that `users` did not receive `notificationId` in time.
-    public func reportNotificationExpired(notificationId: String, users: [String]) async throws(BankProxyError) {
+    package func reportNotificationExpired(notificationId: String, users: [String]) async throws(BankProxyError) {
         _ = try await call(OutboundService.reportNotificationExpired, SOAPRecord([
             "notificationId": [.string(notificationId)], "userId": users.map { .string($0) },
         ]))
     }
 
     /// Tells the bank that `user` opened `notificationId`.
-    public func pushIsOpened(notificationId: String, user: String) async throws(BankProxyError) {
+    package func pushIsOpened(notificationId: String, user: String) async throws(BankProxyError) {
         _ = try await call(OutboundService.pushIsOpened, SOAPRecord([
             "notificationId": [.string(notificationId)], "userId": [.string(user)],
         ]))
@@ -85,7 +85,7 @@ public struct BankProxyClient: Sendable {
 
     /// Tells the bank that `deviceCount` devices did not fetch the current version of `pass`
     /// after every update push (CONTRACT §7).
-    public func reportPassUpdateNotFetched(passTypeIdentifier: String, serialNumber: String, deviceCount: Int) async throws(BankProxyError) {
+    package func reportPassUpdateNotFetched(passTypeIdentifier: String, serialNumber: String, deviceCount: Int) async throws(BankProxyError) {
         _ = try await call(OutboundService.reportPassUpdateNotFetched, SOAPRecord([
             "passTypeIdentifier": [.string(passTypeIdentifier)], "serialNumber": [.string(serialNumber)],
             "deviceCount": [.int(Int32(clamping: deviceCount))],

@@ -1,6 +1,6 @@
 /// Why a call to the bank proxy did not succeed.
-public struct BankProxyError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct BankProxyError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The bank answered `BankClientNotExistsException`: the bank client id is unknown.
         case bankClientNotExists
         /// The bank could not be reached, timed out, or answered with a server error or fault.
@@ -9,14 +9,14 @@ public struct BankProxyError: Error, CustomStringConvertible, Sendable, Equatabl
         case invalidAnswer
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// What happened, for logs and error responses (never contains secrets).
-    public var message: String
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { "bank proxy \(kind): \(message)" }
+    package var description: String { "bank proxy \(kind): \(message)" }
 }

@@ -7,24 +7,24 @@ import Synchronization
 /// many streams share each connection. Callers `await` a response; nothing blocks the
 /// cooperative pool. This small interface is all the transports use, so the HTTP/2 stack can be
 /// replaced (libcurl 7.88 has known HTTP/2 defects; see docs/push-services.md, HTTP/2 notes).
-public final class HTTP2Client: Sendable {
+package final class HTTP2Client: Sendable {
     /// Connections, streams and TLS material.
-    public struct Configuration: Sendable {
-        public var maxConnections: Int
-        public var maxStreamsPerConnection: Int
-        public var timeout: Duration
+    package struct Configuration: Sendable {
+        package var maxConnections: Int
+        package var maxStreamsPerConnection: Int
+        package var timeout: Duration
         /// Extra CA bundle (PEM) for the servers' certificates.
-        public var caFile: String?
+        package var caFile: String?
         /// The certificate this client proves itself with (APNs certificate authentication, the
         /// bank's mutual TLS).
-        public var clientCertificate: ClientCertificate?
+        package var clientCertificate: ClientCertificate?
         /// The driving thread's name (at most 15 bytes show in `/proc` and `top`).
-        public var threadName: String
+        package var threadName: String
         /// Requests in flight at most, across the connections; `nil`: every stream of every
         /// connection. Batches wait for room (their requests' expiry checked as they start).
-        public var maxInFlight: Int?
+        package var maxInFlight: Int?
 
-        public init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil,
+        package init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil,
                     clientCertificate: ClientCertificate? = nil, threadName: String = "pigeon-http2", maxInFlight: Int? = nil) {
             self.maxInFlight = maxInFlight
             self.maxConnections = maxConnections
@@ -37,15 +37,15 @@ public final class HTTP2Client: Sendable {
     }
 
     /// A client certificate: a `.p12` bundle with its password, or PEM certificate and key files.
-    public struct ClientCertificate: Sendable {
-        public enum Format: Sendable { case p12, pem }
-        public var path: String
-        public var format: Format
+    package struct ClientCertificate: Sendable {
+        package enum Format: Sendable { case p12, pem }
+        package var path: String
+        package var format: Format
         /// The PEM private key file (PEM format only).
-        public var keyPath: String?
-        public var password: String?
+        package var keyPath: String?
+        package var password: String?
 
-        public init(path: String, type format: Format = .p12, keyPath: String? = nil, password: String? = nil) {
+        package init(path: String, type format: Format = .p12, keyPath: String? = nil, password: String? = nil) {
             self.path = path
             self.format = format
             self.keyPath = keyPath
@@ -54,42 +54,42 @@ public final class HTTP2Client: Sendable {
     }
 
     /// A completed exchange.
-    public struct Response: Sendable {
-        public var status: Int
+    package struct Response: Sendable {
+        package var status: Int
         /// Response headers by lower-cased name (the ones asked for in ``send(_:url:wantHeaders:)``).
-        public var headers: [String: String]
-        public var body: Data
+        package var headers: [String: String]
+        package var body: Data
         /// 2 when the exchange used HTTP/2.
-        public var httpVersion: Int
+        package var httpVersion: Int
         /// From the transfer's start on the driving thread to its answer.
-        public var duration: Duration = .zero
+        package var duration: Duration = .zero
     }
 
     /// A transfer that did not complete: connection refused or reset, TLS failure, timeout,
     /// GOAWAY. `code` is libcurl's CURLcode.
-    public struct TransportError: Error, CustomStringConvertible, Sendable {
-        public var code: Int
-        public var message: String
-        public var description: String { "transport error \(code): \(message)" }
+    package struct TransportError: Error, CustomStringConvertible, Sendable {
+        package var code: Int
+        package var message: String
+        package var description: String { "transport error \(code): \(message)" }
     }
 
     /// One request of a batch (``send(_:maxInFlight:onResponse:)``).
-    public struct Request: Sendable {
-        public var url: String
+    package struct Request: Sendable {
+        package var url: String
         /// Header lines, `name: value`.
-        public var headerLines: [String]
-        public var body: Data
+        package var headerLines: [String]
+        package var body: Data
         /// Response headers to return, by name.
-        public var wantHeaders: [String]
+        package var wantHeaders: [String]
         /// `POST` (the push services, the bank), `GET` (the body is not sent) or another method
         /// sending the body like a POST (`DELETE`).
-        public var method: String
+        package var method: String
         /// When set, the request is not sent at or after this time: the moment the driving
         /// thread would hand it to a connection it is answered ``expiredCode`` instead, so a
         /// message whose time ran out while it waited for a stream never goes on the wire.
-        public var notAfter: Date?
+        package var notAfter: Date?
 
-        public init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = [], method: String = "POST",
+        package init(url: String, headerLines: [String], body: Data, wantHeaders: [String] = [], method: String = "POST",
                     notAfter: Date? = nil) {
             self.method = method
             self.url = url
@@ -105,7 +105,7 @@ public final class HTTP2Client: Sendable {
 
     /// The ``TransportError/code`` of a request answered without being sent because its
     /// ``Request/notAfter`` had passed.
-    public static let expiredCode = -2
+    package static let expiredCode = -2
     static let expired = TransportError(code: expiredCode, message: "not sent: its time ran out while it waited for a stream")
 
     /// Where a finished transfer's result goes: one waiting caller, or one entry of a batch.
@@ -249,7 +249,7 @@ public final class HTTP2Client: Sendable {
     private nonisolated(unsafe) let client: OpaquePointer
     private let stopped = DispatchSemaphore(value: 0)
 
-    public init(configuration: Configuration) throws {
+    package init(configuration: Configuration) throws {
         // libcurl with CURLOPT_NOSIGNAL (needed with threads) leaves SIGPIPE to the application,
         // and OpenSSL writing to a connection the server closed raises it.
         ProcessSignals.ignoreBrokenPipes()
@@ -268,19 +268,19 @@ public final class HTTP2Client: Sendable {
     }
 
     /// Connections opened so far (new ones replace connections closed by GOAWAY or errors).
-    public var connectionsOpened: Int { state.withLock { $0.connectionsOpened } }
+    package var connectionsOpened: Int { state.withLock { $0.connectionsOpened } }
 
     /// Transfers started again because their connection failed under them (a GOAWAY, a reset
     /// stream). APNs and FCM treat a repeated request as the same push (same apns-id and
     /// collapse id), so restarting is safe.
-    public var transfersRestarted: Int { state.withLock { $0.restarted } }
+    package var transfersRestarted: Int { state.withLock { $0.restarted } }
 
     /// POSTs `body` to `url` with `headers`; returns the response, or throws ``TransportError``.
     ///
     /// A request that is not `idempotent` (the server acts on it: a bank sending an SMS) is sent at
     /// most once: on a connection of its own, never started again after a connection failure;
     /// the caller gets the error and decides.
-    public func send(url: String, method: String = "POST", headers: [String: String], body: Data, wantHeaders: [String] = [],
+    package func send(url: String, method: String = "POST", headers: [String: String], body: Data, wantHeaders: [String] = [],
                      idempotent: Bool = true) async throws -> Response {
         let request = Request(url: url, headerLines: headers.map { "\($0.key): \($0.value)" }, body: body, wantHeaders: wantHeaders,
                               method: method)
@@ -294,7 +294,7 @@ public final class HTTP2Client: Sendable {
 
     /// ``send(url:headers:body:wantHeaders:idempotent:)`` with the failure as a value, the form
     /// in which a batch's results come too.
-    public func answer(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async -> Result<Response, TransportError> {
+    package func answer(url: String, headers: [String: String], body: Data, wantHeaders: [String] = []) async -> Result<Response, TransportError> {
         do {
             return .success(try await send(url: url, headers: headers, body: body, wantHeaders: wantHeaders))
         } catch let error as TransportError {
@@ -308,7 +308,7 @@ public final class HTTP2Client: Sendable {
     /// are in flight at once, `onResponse` gets each one's index and result on the driving
     /// thread as it finishes (it must be quick), and this returns when all are answered. No
     /// task or continuation per request.
-    public func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void) async {
+    package func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void) async {
         guard !requests.isEmpty else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, continuation: continuation)
@@ -336,7 +336,7 @@ public final class HTTP2Client: Sendable {
 
     /// Fails transfers not yet started, lets running ones finish (up to the timeout) or, with
     /// `abandonRunning`, fails them at once too, and stops the driving thread.
-    public func shutdown(abandonRunning: Bool = false) {
+    package func shutdown(abandonRunning: Bool = false) {
         let first = state.withLock { state in
             let first = !state.stopping
             state.stopping = true

@@ -10,25 +10,25 @@ import Synchronization
 /// clients, authorizes subscriptions by an SMS code it writes to its log instead of sending,
 /// and records every report. For tests and integrators it answers admin calls on the same port:
 /// `GET /stub/reports`, `GET /stub/codes`, `PUT /stub/mode`, `GET /stub/health`.
-public final class BankStub: Sendable {
+package final class BankStub: Sendable {
     /// What the stub accepts.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Known bank client ids; empty accepts every id.
-        public var bankClients: Set<String> = []
+        package var bankClients: Set<String> = []
         /// Users whose subscriptions are authorized from the start (no SMS needed); `*`
         /// authorizes everyone.
-        public var authorizedUsers: Set<String> = []
+        package var authorizedUsers: Set<String> = []
         /// The SMS code to issue; random six digits when nil.
-        public var fixedCode: String?
+        package var fixedCode: String?
         /// HTTP Basic credentials SOAP callers must present (401 otherwise); nil for none.
-        public var requiredCredentials: (username: String, password: String)?
+        package var requiredCredentials: (username: String, password: String)?
         /// HTTPS (and, with a client CA, mutual TLS) instead of plain HTTP.
-        public var tls: HTTPServer.TLS?
+        package var tls: HTTPServer.TLS?
         /// Answer one-field results directly in `return` (`<return>true</return>`), as proxies
         /// generated from other WSDLs do, instead of in its named child.
-        public var bareReturn = false
+        package var bareReturn = false
 
-        public init(bankClients: Set<String> = [], authorizedUsers: Set<String> = [], fixedCode: String? = nil,
+        package init(bankClients: Set<String> = [], authorizedUsers: Set<String> = [], fixedCode: String? = nil,
                     requiredCredentials: (username: String, password: String)? = nil, tls: HTTPServer.TLS? = nil, bareReturn: Bool = false) {
             self.bankClients = bankClients
             self.authorizedUsers = authorizedUsers
@@ -40,7 +40,7 @@ public final class BankStub: Sendable {
     }
 
     /// How the stub answers SOAP calls, to rehearse a bank that misbehaves.
-    public enum Mode: Sendable, Equatable {
+    package enum Mode: Sendable, Equatable {
         case normal
         /// 503 with an HTML error page, as a proxy in front of a dead service answers.
         case down
@@ -54,14 +54,14 @@ public final class BankStub: Sendable {
     }
 
     /// A report the stub received.
-    public struct Report: Sendable, Equatable {
+    package struct Report: Sendable, Equatable {
         /// `reportNotificationExpired`, `pushIsOpened` or `reportPassUpdateNotFetched`.
-        public var operation: String
+        package var operation: String
         /// The notification id, or the pass as `passTypeIdentifier/serialNumber`.
-        public var notificationId: String
-        public var users: [String]
+        package var notificationId: String
+        package var users: [String]
         /// Devices that did not fetch a pass's update (`reportPassUpdateNotFetched`).
-        public var deviceCount: Int? = nil
+        package var deviceCount: Int? = nil
     }
 
     private struct State {
@@ -74,7 +74,7 @@ public final class BankStub: Sendable {
         var smsSent = 0
     }
 
-    public let port: UInt16
+    package let port: UInt16
     private let configuration: Configuration
     private let state: Mutex<State>
     private let codec = SOAPCodec(service: OutboundService.description)
@@ -83,7 +83,7 @@ public final class BankStub: Sendable {
     private let box: HandlerBox
 
     /// Starts listening on `host:port` (0 picks a free port).
-    public init(configuration: Configuration, host: String = "127.0.0.1", port: UInt16, logger: Logger) throws {
+    package init(configuration: Configuration, host: String = "127.0.0.1", port: UInt16, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         state = Mutex(State())
@@ -100,31 +100,31 @@ public final class BankStub: Sendable {
     }
 
     /// The address to put in the gateway's `sbiOutboundWebServiceURL`.
-    public var serviceURL: String { "\(configuration.tls == nil ? "http" : "https")://127.0.0.1:\(port)\(Self.servicePath)" }
-    public static let servicePath = "/sbi-outbound/services/SBIOutbound"
+    package var serviceURL: String { "\(configuration.tls == nil ? "http" : "https")://127.0.0.1:\(port)\(Self.servicePath)" }
+    package static let servicePath = "/sbi-outbound/services/SBIOutbound"
 
     /// Stops listening. Call once.
-    public func stop() {
+    package func stop() {
         server.withLock { $0?.stop(); $0 = nil }
         box.stub.withLock { $0 = nil }
     }
 
-    public func setMode(_ mode: Mode) {
+    package func setMode(_ mode: Mode) {
         state.withLock { $0.mode = mode }
         logger.notice("mode changed", metadata: ["mode": "\(mode)"])
     }
 
     /// Reports received so far, oldest first.
-    public var reports: [Report] { state.withLock { $0.reports } }
+    package var reports: [Report] { state.withLock { $0.reports } }
 
     /// SOAP calls answered so far (any operation, any mode).
-    public var calls: Int { state.withLock { $0.calls } }
+    package var calls: Int { state.withLock { $0.calls } }
 
     /// SMS codes sent so far (`authorizeSubscription` calls acted on).
-    public var smsSent: Int { state.withLock { $0.smsSent } }
+    package var smsSent: Int { state.withLock { $0.smsSent } }
 
     /// The SMS code last issued for a device, as the stub's log shows it.
-    public func code(bankClientId: String, userId: String, deviceId: String) -> String? {
+    package func code(bankClientId: String, userId: String, deviceId: String) -> String? {
         state.withLock { $0.codes[Self.deviceKey(bankClientId, userId, deviceId)] }
     }
 

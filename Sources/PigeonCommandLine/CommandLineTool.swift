@@ -6,10 +6,10 @@ import PigeonSimulator
 import PigeonStore
 
 /// The `pigeon` command line (CONTRACT §6). `run` returns the process exit status.
-public struct CommandLineTool: Sendable {
+package struct CommandLineTool: Sendable {
     let arguments: [String]
 
-    public init(arguments: [String]) {
+    package init(arguments: [String]) {
         self.arguments = arguments
     }
 
@@ -34,7 +34,7 @@ public struct CommandLineTool: Sendable {
         Run 'pigeon <command> --help' for a command's options.
         """
 
-    public func run() async -> Int32 {
+    package func run() async -> Int32 {
         guard let command = arguments.first else {
             printError(Self.usage)
             return 2

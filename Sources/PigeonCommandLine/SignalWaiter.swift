@@ -4,12 +4,12 @@ import PigeonServer
 
 /// Turns process signals into an awaitable event. The signals are ignored by default handling
 /// from construction on, so none is lost between start-up and the first `wait()`.
-public final class SignalWaiter: @unchecked Sendable {
+package final class SignalWaiter: @unchecked Sendable {
     // @unchecked: `sources` is written once in init and only read (cancelled) in deinit.
     private let sources: [any DispatchSourceSignal]
     private let stream: AsyncStream<Int32>
 
-    public init(signals: [Int32]) {
+    package init(signals: [Int32]) {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         self.stream = stream
         var sources: [any DispatchSourceSignal] = []
@@ -24,7 +24,7 @@ public final class SignalWaiter: @unchecked Sendable {
     }
 
     /// The next signal received.
-    public func wait() async -> Int32 {
+    package func wait() async -> Int32 {
         for await number in stream { return number }
         return 0
     }

@@ -1,13 +1,13 @@
 /// A configuration problem, naming where it was found: `server.conf:12` or
 /// `environment variable PIGEON_DBURL`.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-    public var location: String
-    public var message: String
+package struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    package var location: String
+    package var message: String
 
-    public init(location: String, message: String) {
+    package init(location: String, message: String) {
         self.location = location
         self.message = message
     }
 
-    public var description: String { "\(location): \(message)" }
+    package var description: String { "\(location): \(message)" }
 }

@@ -1,18 +1,18 @@
 /// The `key = value` lines of `server.conf`. Lines starting with `#` and blank lines are
 /// ignored; a value may be wrapped in double quotes; `#` inside a value is kept (passwords may
 /// contain it).
-public struct ConfigurationFile: Sendable {
+package struct ConfigurationFile: Sendable {
     /// One setting and where it came from.
-    public struct Entry: Sendable, Equatable {
-        public var key: String
-        public var value: String
-        public var location: String
+    package struct Entry: Sendable, Equatable {
+        package var key: String
+        package var value: String
+        package var location: String
     }
 
-    public var entries: [Entry]
+    package var entries: [Entry]
 
     /// Parses `text`; `name` is used in error locations.
-    public init(text: String, name: String) throws(ConfigurationError) {
+    package init(text: String, name: String) throws(ConfigurationError) {
         var entries: [Entry] = []
         var seen: [String: String] = [:]
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

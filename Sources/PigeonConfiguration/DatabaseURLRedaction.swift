@@ -1,10 +1,10 @@
 import Foundation
 
 /// Database URLs made fit for logs and output.
-public enum DatabaseURLRedaction {
+package enum DatabaseURLRedaction {
     /// A database URL with every password form replaced: `user:password@`, `?password=…`,
     /// libpq's `password=…` keywords (quoted or not), and `sslpassword`.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         var text = url
         if let schemeEnd = text.range(of: "://") {
             let rest = text[schemeEnd.upperBound...]

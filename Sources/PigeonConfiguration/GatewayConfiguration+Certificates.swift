@@ -3,18 +3,18 @@ import PigeonHTTP
 
 /// An HTTPS listener's certificate and key files as configured: what the listener reads at
 /// start, a SIGHUP reload reads again and `check-config` checks.
-public struct ListenerTLSFiles: Sendable {
+package struct ListenerTLSFiles: Sendable {
     /// `public` or `bank`: the metrics' `listener` label.
-    public let listener: String
+    package let listener: String
     /// The key of the listener's address as operators know it: `listen` or `bankListen`.
-    public let addressKey: String
+    package let addressKey: String
     /// The key naming the certificate file, for errors.
-    public let certificateKey: String
-    public let certificatePath: String
-    public let keyPath: String
+    package let certificateKey: String
+    package let certificatePath: String
+    package let keyPath: String
 
     /// Both files' PEM text; the error names the key and the file.
-    public func read() throws(ConfigurationError) -> (certificatePEM: String, keyPEM: String) {
+    package func read() throws(ConfigurationError) -> (certificatePEM: String, keyPEM: String) {
         (try text(certificatePath), try text(keyPath))
     }
 
@@ -35,7 +35,7 @@ public struct ListenerTLSFiles: Sendable {
 
 extension GatewayConfiguration {
     /// The listeners served over HTTPS, with their files.
-    public var tlsListeners: [ListenerTLSFiles] {
+    package var tlsListeners: [ListenerTLSFiles] {
         var listeners: [ListenerTLSFiles] = []
         if let certificate = http.tlsCertificatePath, let key = http.tlsKeyPath {
             listeners.append(.init(listener: "public", addressKey: "listen", certificateKey: "tlsCertificatePath", certificatePath: certificate, keyPath: key))
@@ -49,7 +49,7 @@ extension GatewayConfiguration {
     /// Reads each HTTPS listener's certificate and key as the listener (and a SIGHUP reload)
     /// will, and describes them in lines for `pigeon check-config`: run before `systemctl
     /// reload`, it catches a renewed pair that would be refused.
-    public func checkListenerCertificates(now: Date = Date()) throws(ConfigurationError) -> [String] {
+    package func checkListenerCertificates(now: Date = Date()) throws(ConfigurationError) -> [String] {
         try tlsListeners.map { files throws(ConfigurationError) in
             let pair = try files.read()
             let expiry: Date

@@ -4,10 +4,10 @@ import PigeonCore
 extension GatewayConfiguration {
     /// The operator console (CONTRACT §5): `consoleUsername`/`consolePassword`, served on
     /// `bankListen` (or on a loopback `listen` when there is no `bankListen`).
-    public struct Console: Sendable {
-        public var username: String?
-        public var password: String?
-        public var isConfigured: Bool { username != nil && password != nil }
+    package struct Console: Sendable {
+        package var username: String?
+        package var password: String?
+        package var isConfigured: Bool { username != nil && password != nil }
     }
 
     /// Whether the console can be served: configured, and on a listener that does not face
@@ -18,7 +18,7 @@ extension GatewayConfiguration {
 
     /// The effective settings as the console shows them: every value that is a secret (passwords,
     /// tokens, client secrets, the database URL's password) redacted.
-    public func effectiveSettings() -> [(key: String, value: String)] {
+    package func effectiveSettings() -> [(key: String, value: String)] {
         let secret = Redaction.secret
         func shown(_ value: String?) -> String { value ?? "—" }
         func hidden(_ value: String?) -> String { value == nil ? "—" : secret }

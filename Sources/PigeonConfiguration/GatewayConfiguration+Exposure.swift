@@ -2,15 +2,15 @@ import Foundation
 
 /// A configuration that is valid but exposes something in clear or without a credential to
 /// other machines: the gateway starts, and says so at warning level (and `check-config` prints it).
-public struct ExposureWarning: Sendable, Equatable {
-    public var message: String
+package struct ExposureWarning: Sendable, Equatable {
+    package var message: String
     /// The address concerned, `host:port` or a host.
-    public var address: String
+    package var address: String
 }
 
 extension GatewayConfiguration {
     /// What the configured listeners expose beyond this machine without TLS or authentication.
-    public var exposureWarnings: [ExposureWarning] {
+    package var exposureWarnings: [ExposureWarning] {
         var warnings: [ExposureWarning] = []
         let listeners = Set(tlsListeners.map(\.listener))
         if !listeners.contains("public") && !Self.isLoopback(http.host) {

@@ -5,7 +5,7 @@ import PigeonDomain
 extension GatewayConfiguration {
     /// Reads `path`, then applies `PIGEON_<KEY>` environment overrides (the key as written, or
     /// upper-cased: `PIGEON_dbUrl` or `PIGEON_DBURL`), then checks the whole.
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> GatewayConfiguration {
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> GatewayConfiguration {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -16,7 +16,7 @@ extension GatewayConfiguration {
     }
 
     /// Parses configuration text; `name` is used in error locations.
-    public static func parse(text: String, name: String, environment: [String: String] = [:]) throws(ConfigurationError) -> GatewayConfiguration {
+    package static func parse(text: String, name: String, environment: [String: String] = [:]) throws(ConfigurationError) -> GatewayConfiguration {
         var configuration = GatewayConfiguration()
         let file = try ConfigurationFile(text: text, name: name)
         for entry in file.entries {
@@ -39,7 +39,7 @@ extension GatewayConfiguration {
     }
 
     /// The keys whose value differs in `newer` (set, changed or removed), by name only.
-    public func keysChanged(in newer: GatewayConfiguration) -> [String] {
+    package func keysChanged(in newer: GatewayConfiguration) -> [String] {
         Set(readValues.keys).union(newer.readValues.keys).filter { readValues[$0] != newer.readValues[$0] }.sorted()
     }
 
@@ -62,7 +62,7 @@ extension GatewayConfiguration {
     }
 
     /// Every key `server.conf` accepts.
-    public static var keyNames: [String] { keys.keys.sorted() }
+    package static var keyNames: [String] { keys.keys.sorted() }
     /// Every key an app section (`app.<name>.<key>`) accepts.
     static var appKeyNames: [String] { appKeys.keys.sorted() }
 
@@ -238,7 +238,7 @@ extension GatewayConfiguration {
     /// Decided on the parsed address, never on a prefix of the text (`127.evil.example` is a
     /// name, not a loopback address): `localhost`, an IPv4 address in 127.0.0.0/8, `::1`, or
     /// 127.0.0.0/8 mapped into IPv6 (`::ffff:127.0.0.1`).
-    public static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         let bare = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
         if bare == "localhost" { return true }
         if let octets = ipv4Octets(bare) { return octets[0] == 127 }

@@ -4,29 +4,29 @@ import PigeonCrypto
 
 extension GatewayConfiguration {
     /// Wallet passes (CONTRACT §7).
-    public struct Passes: Sendable {
+    package struct Passes: Sendable {
         /// `passWebServicePath`: where Apple's web service is served on `listen`; the pass's
         /// `webServiceURL` is `https://<public host><this path>`. Default `/passkit`.
-        public var webServicePath = "/passkit"
+        package var webServicePath = "/passkit"
         /// `passFetchTimeoutSeconds`: how long a device has to fetch after an update push. Default 600.
-        public var fetchTimeoutSeconds = 600
+        package var fetchTimeoutSeconds = 600
         /// `passFetchRetries`: pushes after the first when no fetch comes. Default 3.
-        public var fetchRetries = 3
+        package var fetchRetries = 3
         /// `passRegistrationsPerDevice`: passes one Wallet may register for. Default 500.
-        public var registrationsPerDevice = 500
+        package var registrationsPerDevice = 500
         /// `passRegistrationsPerPass`: Wallets one pass may be registered on. Default 20.
-        public var registrationsPerPass = 20
+        package var registrationsPerPass = 20
         /// `passRequestsPerAddressPerMinute`: web-service calls per client address. Default 600.
-        public var requestsPerAddressPerMinute = 600
+        package var requestsPerAddressPerMinute = 600
         /// `passType.<passTypeIdentifier>.certificatePath` / `.password`: the Pass Type ID
         /// certificate (`.p12`) each pass type's update pushes are signed with.
-        public var certificates: [String: PassTypeCertificate] = [:]
+        package var certificates: [String: PassTypeCertificate] = [:]
         /// `passWwdrCertificatePath`: Apple's WWDR intermediate (PEM), included in the
         /// signatures of passes the gateway signs (unless the `.p12` carries it).
-        public var wwdrCertificatePath: String?
+        package var wwdrCertificatePath: String?
 
         /// A signer per pass type with a certificate (passes sent as `passJson` are signed).
-        public func signers() throws -> [String: PassSigner] {
+        package func signers() throws -> [String: PassSigner] {
             let wwdr = try wwdrCertificatePath.map { try String(contentsOfFile: $0, encoding: .utf8) }
             var signers: [String: PassSigner] = [:]
             for (identifier, certificate) in certificates {
@@ -43,14 +43,14 @@ extension GatewayConfiguration {
     }
 
     /// A Pass Type ID certificate for APNs (a `.p12` and its password).
-    public struct PassTypeCertificate: Sendable {
-        public var path: String?
-        public var password: String?
+    package struct PassTypeCertificate: Sendable {
+        package var path: String?
+        package var password: String?
     }
 
     /// Opens every pass type's certificate (and the WWDR certificate) as signing will, and
     /// describes the Wallet set-up in lines for `pigeon check-config`.
-    public func checkPasses() throws(ConfigurationError) -> [String] {
+    package func checkPasses() throws(ConfigurationError) -> [String] {
         let signers: [String: PassSigner]
         do {
             signers = try passes.signers()

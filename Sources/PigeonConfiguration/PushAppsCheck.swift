@@ -7,7 +7,7 @@ extension GatewayConfiguration {
     /// Reads every app's push credentials as the gateway will (the APNs signing key, the FCM
     /// service account) and describes each app in a line for `pigeon check-config`; throws on
     /// the first that cannot be read.
-    public func checkPushApps() throws(ConfigurationError) -> [String] {
+    package func checkPushApps() throws(ConfigurationError) -> [String] {
         try pushApps.map { (id, app) throws(ConfigurationError) -> String in
             let name = PushRoute(platform: .ios, appId: id).appLabel
             let prefix = id.isEmpty ? "" : "app.\(id)."

@@ -8,25 +8,25 @@ import Foundation
 ///
 /// The decryptor a phone runs is written apart from this (module `PigeonDecryptor`, and an
 /// independent one in Python): a mistake here shows as a push nobody opens.
-public enum ConfidentialSealing {
+package enum ConfidentialSealing {
     /// The HKDF `info` label.
-    public static let label = "pigeon-e2e-v1"
+    package static let label = "pigeon-e2e-v1"
     /// Plaintexts are padded to a multiple of this, so a code's length does not show.
-    public static let paddingBlock = 256
+    package static let paddingBlock = 256
 
     /// What travels in the envelope besides the key id.
-    public struct Sealed: Sendable, Equatable {
+    package struct Sealed: Sendable, Equatable {
         /// `E`, uncompressed (65 bytes).
-        public var ephemeralPublicKey: Data
-        public var salt: Data
+        package var ephemeralPublicKey: Data
+        package var salt: Data
         /// Ciphertext ‖ 16-byte tag.
-        public var ciphertext: Data
+        package var ciphertext: Data
     }
 
     /// Seals `content` (the notification's JSON) to `devicePublicKey`: pads it, derives the keys,
     /// encrypts. `ephemeral` and `salt` are parameters so that vectors are reproducible; the
     /// gateway draws both afresh for every push (``seal(_:keyId:devicePublicKey:additionalData:)``).
-    public static func seal(_ content: Data, keyId: String, devicePublicKey: Data, additionalData: Data,
+    package static func seal(_ content: Data, keyId: String, devicePublicKey: Data, additionalData: Data,
                             ephemeral: P256PrivateKey, salt: Data) throws(CryptoError) -> Sealed {
         guard salt.count == 16 else { throw CryptoError(operation: "sealing a confidential notification", reason: "the salt is 16 bytes") }
         let deviceKey = try P256PublicKey(point: devicePublicKey)
@@ -39,7 +39,7 @@ public enum ConfidentialSealing {
 
     /// ``seal(_:keyId:devicePublicKey:additionalData:ephemeral:salt:)`` with a fresh ephemeral key
     /// and salt.
-    public static func seal(_ content: Data, keyId: String, devicePublicKey: Data, additionalData: Data) throws(CryptoError) -> Sealed {
+    package static func seal(_ content: Data, keyId: String, devicePublicKey: Data, additionalData: Data) throws(CryptoError) -> Sealed {
         try seal(content, keyId: keyId, devicePublicKey: devicePublicKey, additionalData: additionalData,
                  ephemeral: P256PrivateKey(), salt: RandomBytes.generate(16))
     }

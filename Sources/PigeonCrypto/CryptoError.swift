@@ -1,13 +1,13 @@
 /// A cryptographic operation failed; the description carries OpenSSL's reason, never key
 /// material.
-public struct CryptoError: Error, CustomStringConvertible, Equatable {
-    public var operation: String
-    public var reason: String
+package struct CryptoError: Error, CustomStringConvertible, Equatable {
+    package var operation: String
+    package var reason: String
 
-    public init(operation: String, reason: String) {
+    package init(operation: String, reason: String) {
         self.operation = operation
         self.reason = reason
     }
 
-    public var description: String { "\(operation): \(reason)" }
+    package var description: String { "\(operation): \(reason)" }
 }

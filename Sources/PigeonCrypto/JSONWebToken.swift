@@ -1,9 +1,9 @@
 import Foundation
 
 /// Compact JWS tokens (RFC 7519): header and claims as JSON, signed ES256 or RS256.
-public enum JSONWebToken {
+package enum JSONWebToken {
     /// `base64url(header).base64url(claims).base64url(signature)`.
-    public static func sign(header: [String: Any], claims: [String: Any], key: PrivateKey, algorithm: SignatureAlgorithm) throws(CryptoError) -> String {
+    package static func sign(header: [String: Any], claims: [String: Any], key: PrivateKey, algorithm: SignatureAlgorithm) throws(CryptoError) -> String {
         var header = header
         header["alg"] = algorithm.rawValue
         let encodedHeader: Data
@@ -20,15 +20,15 @@ public enum JSONWebToken {
     }
 
     /// A token taken apart; `signatureValid` says whether `key` signed it with its header's `alg`.
-    public struct Verified: @unchecked Sendable {
+    package struct Verified: @unchecked Sendable {
         // @unchecked: the dictionaries hold JSON values only (strings, numbers, arrays, dictionaries).
-        public var header: [String: Any]
-        public var claims: [String: Any]
-        public var signatureValid: Bool
+        package var header: [String: Any]
+        package var claims: [String: Any]
+        package var signatureValid: Bool
     }
 
     /// Parses `token` and checks its signature; `nil` when it is not a well-formed JWS.
-    public static func verify(_ token: String, key: PublicKey) -> Verified? {
+    package static func verify(_ token: String, key: PublicKey) -> Verified? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),

@@ -4,12 +4,12 @@ import Foundation
 /// P-256 keys as Web Push uses them (RFC 8291): points in uncompressed form (65 bytes, 0x04 ‖ X ‖
 /// Y), ephemeral key pairs, and ECDH. Keys travel as DER inside: a raw point is wrapped in the
 /// fixed SubjectPublicKeyInfo prefix of a P-256 key, so no deprecated EC_KEY call is needed.
-public final class P256PrivateKey: @unchecked Sendable {
+package final class P256PrivateKey: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is never mutated after init.
     let key: OpaquePointer
 
     /// A new random key pair (the ephemeral key of one message).
-    public init() throws(CryptoError) {
+    package init() throws(CryptoError) {
         let context = try OpenSSLCall.require(EVP_PKEY_CTX_new_from_name(nil, "EC", nil), "generating a P-256 key")
         defer { EVP_PKEY_CTX_free(context) }
         try OpenSSLCall.check(EVP_PKEY_keygen_init(context), "generating a P-256 key")
@@ -22,7 +22,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     }
 
     /// A key from its 32-byte private scalar and its public point (test vectors, the simulator).
-    public init(privateScalar: Data, publicPoint: Data) throws(CryptoError) {
+    package init(privateScalar: Data, publicPoint: Data) throws(CryptoError) {
         guard privateScalar.count == 32, publicPoint.count == 65, publicPoint.first == 4 else {
             throw CryptoError(operation: "reading a P-256 private key", reason: "expected a 32-byte scalar and a 65-byte uncompressed point")
         }
@@ -41,12 +41,12 @@ public final class P256PrivateKey: @unchecked Sendable {
     }
 
     /// The public point, uncompressed (65 bytes).
-    public var publicPoint: Data {
+    package var publicPoint: Data {
         get throws(CryptoError) { try P256Point.uncompressed(of: key) }
     }
 
     /// The private scalar (32 bytes, big-endian): for test vectors and the simulator's devices.
-    public var privateScalar: Data {
+    package var privateScalar: Data {
         get throws(CryptoError) {
             var number: OpaquePointer?
             guard EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_PRIV_KEY, &number) == 1, let number else {
@@ -62,7 +62,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     }
 
     /// The ECDH shared secret with `peer` (the X coordinate, 32 bytes).
-    public func sharedSecret(with peer: P256PublicKey) throws(CryptoError) -> Data {
+    package func sharedSecret(with peer: P256PublicKey) throws(CryptoError) -> Data {
         let context = try OpenSSLCall.require(EVP_PKEY_CTX_new(key, nil), "deriving the ECDH secret")
         defer { EVP_PKEY_CTX_free(context) }
         try OpenSSLCall.check(EVP_PKEY_derive_init(context), "deriving the ECDH secret")
@@ -79,11 +79,11 @@ public final class P256PrivateKey: @unchecked Sendable {
 }
 
 /// A P-256 public key from its uncompressed point, checked to be on the curve.
-public final class P256PublicKey: @unchecked Sendable {
+package final class P256PublicKey: @unchecked Sendable {
     // @unchecked: immutable after init.
     let key: OpaquePointer
 
-    public init(point: Data) throws(CryptoError) {
+    package init(point: Data) throws(CryptoError) {
         guard point.count == 65, point.first == 4 else {
             throw CryptoError(operation: "reading a P-256 public key", reason: "expected a 65-byte uncompressed point")
         }
@@ -97,7 +97,7 @@ public final class P256PublicKey: @unchecked Sendable {
 
 extension PublicKey {
     /// A P-256 verifying key from its uncompressed point (a VAPID `k`).
-    public convenience init(p256Point point: Data) throws(CryptoError) {
+    package convenience init(p256Point point: Data) throws(CryptoError) {
         _ = try P256PublicKey(point: point)
         let der = Data(P256Point.subjectPublicKeyInfoPrefix) + point
         let pem = "-----BEGIN PUBLIC KEY-----\n" + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
@@ -108,7 +108,7 @@ extension PublicKey {
 
 extension PrivateKey {
     /// The public point of a P-256 key (a VAPID key's `k`), uncompressed.
-    public func p256PublicPoint() throws(CryptoError) -> Data {
+    package func p256PublicPoint() throws(CryptoError) -> Data {
         try P256Point.uncompressed(of: key)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// PKCS#7 signature (DER, signing time included) made with a Pass Type ID certificate and its key
 /// from a `.p12`, carrying the intermediate certificates (Apple's WWDR) so a device can build the
 /// chain to Apple's root.
-public final class PassSigner: @unchecked Sendable {
+package final class PassSigner: @unchecked Sendable {
     // @unchecked: the certificate, key and chain are never changed after init; OpenSSL signs
     // with shared read-only keys and certificates from several threads.
     private let certificate: OpaquePointer
@@ -14,7 +14,7 @@ public final class PassSigner: @unchecked Sendable {
 
     /// `p12`: the Pass Type ID certificate and key (and any intermediates it carries);
     /// `intermediatesPEM`: more intermediates to include (the WWDR certificate), PEM.
-    public init(p12: Data, password: String?, intermediatesPEM: String? = nil) throws(CryptoError) {
+    package init(p12: Data, password: String?, intermediatesPEM: String? = nil) throws(CryptoError) {
         let bytes = [UInt8](p12)
         let bio = try OpenSSLCall.require(BIO_new_mem_buf(bytes, Int32(bytes.count)), "reading the pass certificate")
         defer { BIO_free(bio) }
@@ -62,7 +62,7 @@ public final class PassSigner: @unchecked Sendable {
     }
 
     /// The detached signature of `manifest`, DER.
-    public func sign(_ manifest: Data) throws(CryptoError) -> Data {
+    package func sign(_ manifest: Data) throws(CryptoError) -> Data {
         let bytes = [UInt8](manifest)
         let input = try OpenSSLCall.require(BIO_new_mem_buf(bytes, Int32(bytes.count)), "signing the manifest")
         defer { BIO_free(input) }
@@ -80,7 +80,7 @@ public final class PassSigner: @unchecked Sendable {
     }
 
     /// SHA-1 of `data` in lower-case hexadecimal: what `manifest.json` lists per file.
-    public static func sha1Hex(_ data: Data) -> String {
+    package static func sha1Hex(_ data: Data) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
         data.withUnsafeBytes { _ = SHA1($0.bindMemory(to: UInt8.self).baseAddress, data.count, &digest) }
         return digest.map { String(format: "%02x", $0) }.joined()

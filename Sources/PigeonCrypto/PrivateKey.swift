@@ -2,7 +2,7 @@ internal import COpenSSL
 import Foundation
 
 /// The signature algorithms JWTs for APNs and FCM use.
-public enum SignatureAlgorithm: String, Sendable {
+package enum SignatureAlgorithm: String, Sendable {
     /// ECDSA P-256 with SHA-256; signatures in JOSE's raw `R || S` form (64 bytes).
     case es256 = "ES256"
     /// RSASSA-PKCS1-v1_5 with SHA-256.
@@ -10,13 +10,13 @@ public enum SignatureAlgorithm: String, Sendable {
 }
 
 /// A private key read from PEM (an APNs `.p8`, a service account's `private_key`).
-public final class PrivateKey: @unchecked Sendable {
+package final class PrivateKey: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is never mutated after init; OpenSSL allows concurrent signing
     // with one key (each signature uses its own EVP_MD_CTX).
     let key: OpaquePointer
 
     /// Parses a PEM private key (PKCS#8, or the traditional EC/RSA forms).
-    public init(pem: String) throws(CryptoError) {
+    package init(pem: String) throws(CryptoError) {
         key = try readPEM(pem, "parsing the PEM private key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
     }
 
@@ -25,7 +25,7 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// The matching public key.
-    public func publicKey() throws(CryptoError) -> PublicKey {
+    package func publicKey() throws(CryptoError) -> PublicKey {
         let bio = try OpenSSLCall.require(BIO_new(BIO_s_mem()), "exporting the public key")
         defer { BIO_free(bio) }
         try OpenSSLCall.check(PEM_write_bio_PUBKEY(bio, key), "exporting the public key")
@@ -37,7 +37,7 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// Signs `message` with SHA-256 under `algorithm`.
-    public func sign(_ message: Data, algorithm: SignatureAlgorithm) throws(CryptoError) -> Data {
+    package func sign(_ message: Data, algorithm: SignatureAlgorithm) throws(CryptoError) -> Data {
         let context = try OpenSSLCall.require(EVP_MD_CTX_new(), "signing")
         defer { EVP_MD_CTX_free(context) }
         try OpenSSLCall.check(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key), "signing (\(algorithm.rawValue))")
@@ -55,11 +55,11 @@ public final class PrivateKey: @unchecked Sendable {
 }
 
 /// A public key read from PEM, for verifying signatures (the simulator checks tokens with it).
-public final class PublicKey: @unchecked Sendable {
+package final class PublicKey: @unchecked Sendable {
     // @unchecked: immutable after init, as for PrivateKey.
     let key: OpaquePointer
 
-    public init(pem: String) throws(CryptoError) {
+    package init(pem: String) throws(CryptoError) {
         key = try readPEM(pem, "parsing the PEM public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
     }
 
@@ -68,7 +68,7 @@ public final class PublicKey: @unchecked Sendable {
     }
 
     /// Whether `signature` over `message` is valid under `algorithm`.
-    public func verify(_ signature: Data, for message: Data, algorithm: SignatureAlgorithm) -> Bool {
+    package func verify(_ signature: Data, for message: Data, algorithm: SignatureAlgorithm) -> Bool {
         let der: [UInt8]
         switch algorithm {
         case .rs256: der = Array(signature)

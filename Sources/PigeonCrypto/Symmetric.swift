@@ -2,8 +2,8 @@ internal import COpenSSL
 import Foundation
 
 /// HMAC-SHA-256, the building block of HKDF (RFC 5869) as RFC 8291 spells its steps out.
-public enum HMACSHA256 {
-    public static func authenticate(key: Data, data: Data) -> Data {
+package enum HMACSHA256 {
+    package static func authenticate(key: Data, data: Data) -> Data {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 32
         let keyBytes = Array(key), dataBytes = Array(data)
@@ -13,8 +13,8 @@ public enum HMACSHA256 {
 }
 
 /// HKDF with SHA-256 (RFC 5869): extract with `salt`, expand with `info` to `length` bytes.
-public enum HKDFSHA256 {
-    public static func derive(salt: Data, inputKeyMaterial: Data, info: Data, length: Int) -> Data {
+package enum HKDFSHA256 {
+    package static func derive(salt: Data, inputKeyMaterial: Data, info: Data, length: Int) -> Data {
         precondition(length > 0 && length <= 255 * 32, "HKDF-SHA-256 gives 1 to 8160 bytes")
         let pseudorandomKey = HMACSHA256.authenticate(key: salt, data: inputKeyMaterial)
         var output = Data(), block = Data()
@@ -29,9 +29,9 @@ public enum HKDFSHA256 {
 }
 
 /// AES-128-GCM with a 12-byte nonce and a 16-byte tag appended to the ciphertext (aes128gcm).
-public enum AES128GCM {
+package enum AES128GCM {
     /// `plaintext` sealed: ciphertext ‖ tag; `additionalData` is authenticated, not encrypted.
-    public static func seal(_ plaintext: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
+    package static func seal(_ plaintext: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
         guard key.count == 16, nonce.count == 12 else { throw CryptoError(operation: "encrypting", reason: "expected a 16-byte key and a 12-byte nonce") }
         let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "encrypting")
         defer { EVP_CIPHER_CTX_free(context) }
@@ -56,7 +56,7 @@ public enum AES128GCM {
     }
 
     /// The plaintext of `sealed` (ciphertext ‖ tag), or an error when the tag does not match.
-    public static func open(_ sealed: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
+    package static func open(_ sealed: Data, key: Data, nonce: Data, additionalData: Data = Data()) throws(CryptoError) -> Data {
         guard key.count == 16, nonce.count == 12, sealed.count >= 16 else { throw CryptoError(operation: "decrypting", reason: "malformed input") }
         let context = try OpenSSLCall.require(EVP_CIPHER_CTX_new(), "decrypting")
         defer { EVP_CIPHER_CTX_free(context) }
@@ -81,8 +81,8 @@ public enum AES128GCM {
 }
 
 /// Random bytes from OpenSSL's generator.
-public enum RandomBytes {
-    public static func generate(_ count: Int) throws(CryptoError) -> Data {
+package enum RandomBytes {
+    package static func generate(_ count: Int) throws(CryptoError) -> Data {
         var bytes = [UInt8](repeating: 0, count: count)
         try OpenSSLCall.check(RAND_bytes(&bytes, Int32(count)), "generating random bytes")
         return Data(bytes)

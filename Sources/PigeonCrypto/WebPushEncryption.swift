@@ -5,18 +5,18 @@ import Foundation
 /// browser's key, HKDF with the browser's auth secret, then one record sealed with AES-128-GCM.
 /// The ephemeral key and the salt are parameters so that the RFC's worked example (its
 /// appendix A) can be reproduced byte for byte; the gateway draws both afresh per message.
-public enum WebPushEncryption {
+package enum WebPushEncryption {
     /// The record size written in the header; one record of at most this is sent.
-    public static let recordSize = 4096
+    package static let recordSize = 4096
     /// The most plaintext one record carries: 4096 − 86 (header) − 16 (tag) − 1 (delimiter).
-    public static let maximumPlaintext = 3993
+    package static let maximumPlaintext = 3993
 
     /// What to encrypt to: the subscription's `keys.p256dh` (65 bytes) and `keys.auth` (16 bytes).
-    public struct Subscriber: Sendable {
-        public var publicKey: Data
-        public var authSecret: Data
+    package struct Subscriber: Sendable {
+        package var publicKey: Data
+        package var authSecret: Data
 
-        public init(publicKey: Data, authSecret: Data) {
+        package init(publicKey: Data, authSecret: Data) {
             self.publicKey = publicKey
             self.authSecret = authSecret
         }
@@ -24,7 +24,7 @@ public enum WebPushEncryption {
 
     /// The request body for `plaintext`: salt ‖ record size ‖ key id length ‖ the application
     /// server's public key ‖ the sealed record (plaintext ‖ 0x02).
-    public static func encrypt(_ plaintext: Data, to subscriber: Subscriber, serverKey: P256PrivateKey, salt: Data) throws(CryptoError) -> Data {
+    package static func encrypt(_ plaintext: Data, to subscriber: Subscriber, serverKey: P256PrivateKey, salt: Data) throws(CryptoError) -> Data {
         guard plaintext.count <= maximumPlaintext else {
             throw CryptoError(operation: "encrypting a Web Push message", reason: "\(plaintext.count) bytes is more than the \(maximumPlaintext) one record carries")
         }
@@ -41,7 +41,7 @@ public enum WebPushEncryption {
 
     /// Decrypts a body made by ``encrypt(_:to:serverKey:salt:)`` with the subscriber's private
     /// key (the simulator plays the browser with it).
-    public static func decrypt(_ body: Data, subscriberKey: P256PrivateKey, authSecret: Data) throws(CryptoError) -> Data {
+    package static func decrypt(_ body: Data, subscriberKey: P256PrivateKey, authSecret: Data) throws(CryptoError) -> Data {
         let bytes = Array(body)
         guard bytes.count >= 21 + 16 else { throw CryptoError(operation: "decrypting a Web Push message", reason: "too short") }
         let salt = Data(bytes[0..<16])
@@ -61,12 +61,12 @@ public enum WebPushEncryption {
     }
 
     /// The keys of RFC 8291 §3.4.
-    public struct Keys: Sendable {
-        public var contentKey: Data
-        public var nonce: Data
+    package struct Keys: Sendable {
+        package var contentKey: Data
+        package var nonce: Data
     }
 
-    public static func derive(subscriberPublic: Data, serverPublic: Data, authSecret: Data, salt: Data, sharedSecret: Data) -> Keys {
+    package static func derive(subscriberPublic: Data, serverPublic: Data, authSecret: Data, salt: Data, sharedSecret: Data) -> Keys {
         // PRK_key = HMAC-SHA-256(auth_secret, ecdh_secret)
         let keyPRK = HMACSHA256.authenticate(key: authSecret, data: sharedSecret)
         // IKM = HMAC-SHA-256(PRK_key, "WebPush: info" ‖ 0x00 ‖ ua_public ‖ as_public ‖ 0x01)

@@ -1,17 +1,17 @@
 import Foundation
 
 /// What a confidential push carries once opened: the notification as the app shows it.
-public struct ConfidentialContent: Sendable, Equatable {
-    public var notificationId: String
-    public var text: String
+package struct ConfidentialContent: Sendable, Equatable {
+    package var notificationId: String
+    package var text: String
     /// `PIN_CODE`, `MESSAGE`, … (CONTRACT §1).
-    public var type: String
+    package var type: String
     /// The type's target (a PIN code, a URL, …), when the notification has one.
-    public var target: String?
+    package var target: String?
     /// The notification's details, when it has any.
-    public var details: [String: String]?
+    package var details: [String: String]?
 
-    public init(notificationId: String, text: String, type: String, target: String? = nil, details: [String: String]? = nil) {
+    package init(notificationId: String, text: String, type: String, target: String? = nil, details: [String: String]? = nil) {
         self.notificationId = notificationId
         self.text = text
         self.type = type

@@ -9,19 +9,19 @@ import Foundation
 /// let content = try decryptor.open(payload: request.content.userInfo)
 /// ```
 /// On Apple platforms the cryptography is CryptoKit's; elsewhere OpenSSL's (through PigeonCrypto).
-public struct ConfidentialDecryptor: Sendable {
-    public let keyId: String
+package struct ConfidentialDecryptor: Sendable {
+    package let keyId: String
     let key: DeviceKeyAgreement
 
     /// `privateKey`: the 32-byte P-256 scalar; `publicKey`: its 65-byte uncompressed point, as
     /// registered under `keyId`.
-    public init(keyId: String, privateKey: Data, publicKey: Data) throws(DecryptionError) {
+    package init(keyId: String, privateKey: Data, publicKey: Data) throws(DecryptionError) {
         self.keyId = keyId
         key = try DeviceKeyAgreement(privateKey: privateKey, publicKey: publicKey)
     }
 
     /// The content of a push's payload (its `notificationId` and `e2e` members).
-    public func open(payload: [AnyHashable: Any]) throws(DecryptionError) -> ConfidentialContent {
+    package func open(payload: [AnyHashable: Any]) throws(DecryptionError) -> ConfidentialContent {
         guard let notificationId = payload["notificationId"] as? String else {
             throw .malformedEnvelope("the payload has no 'notificationId'")
         }
@@ -29,7 +29,7 @@ public struct ConfidentialDecryptor: Sendable {
     }
 
     /// The content of `envelope`, sealed for notification `notificationId`.
-    public func open(_ envelope: ConfidentialEnvelope, notificationId: String) throws(DecryptionError) -> ConfidentialContent {
+    package func open(_ envelope: ConfidentialEnvelope, notificationId: String) throws(DecryptionError) -> ConfidentialContent {
         guard envelope.keyId == keyId else { throw .wrongKey(keyId: envelope.keyId) }
         let secret = try key.sharedSecret(with: envelope.ephemeralPublicKey)
         // info = "pigeon-e2e-v1" 0x00 keyId 0x00 E D

@@ -3,17 +3,17 @@ import Foundation
 /// The `e2e` member of a confidential push (CONTRACT §8, format `v1`): `{"v": 1, "kid", "epk",
 /// "salt", "ct"}`, the binary members in base64url without padding. APNs and Web Push carry it
 /// as a JSON object, FCM, Huawei and RuStore as a string holding that object.
-public struct ConfidentialEnvelope: Sendable, Equatable {
+package struct ConfidentialEnvelope: Sendable, Equatable {
     /// The device key's id the push was sealed to.
-    public var keyId: String
+    package var keyId: String
     /// The sender's ephemeral P-256 key, uncompressed (65 bytes).
-    public var ephemeralPublicKey: Data
+    package var ephemeralPublicKey: Data
     /// 16 bytes.
-    public var salt: Data
+    package var salt: Data
     /// The AES-128-GCM ciphertext followed by its 16-byte tag.
-    public var ciphertext: Data
+    package var ciphertext: Data
 
-    public init(keyId: String, ephemeralPublicKey: Data, salt: Data, ciphertext: Data) {
+    package init(keyId: String, ephemeralPublicKey: Data, salt: Data, ciphertext: Data) {
         self.keyId = keyId
         self.ephemeralPublicKey = ephemeralPublicKey
         self.salt = salt
@@ -22,13 +22,13 @@ public struct ConfidentialEnvelope: Sendable, Equatable {
 
     /// The envelope of a push's payload (APNs `userInfo`, FCM `data`, a Web Push message's JSON):
     /// its `e2e` member, an object or a string holding one.
-    public init(payload: [AnyHashable: Any]) throws(DecryptionError) {
+    package init(payload: [AnyHashable: Any]) throws(DecryptionError) {
         guard let member = payload["e2e"] else { throw .malformedEnvelope("the payload has no 'e2e' member") }
         try self.init(member: member)
     }
 
     /// An envelope from its JSON text.
-    public init(json: Data) throws(DecryptionError) {
+    package init(json: Data) throws(DecryptionError) {
         self = try Self.parse(String(decoding: json, as: UTF8.self))
     }
 

@@ -1,5 +1,5 @@
 /// Why a confidential push could not be opened. None of them carries key material or content.
-public enum DecryptionError: Error, Equatable, CustomStringConvertible {
+package enum DecryptionError: Error, Equatable, CustomStringConvertible {
     /// The envelope is not the v1 shape.
     case malformedEnvelope(String)
     /// A format this decryptor does not know (newer than `v1`).
@@ -13,7 +13,7 @@ public enum DecryptionError: Error, Equatable, CustomStringConvertible {
     /// The device key itself is unusable.
     case badDeviceKey(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformedEnvelope(let reason): "malformed envelope: \(reason)"
         case .unsupportedVersion(let version): "envelope version \(version) is not supported (v1 only)"

@@ -1,14 +1,14 @@
 import Foundation
 
 /// A report the bank must receive (CONTRACT §3, §7).
-public enum BankReport: Sendable, Equatable {
+package enum BankReport: Sendable, Equatable {
     case pushIsOpened(notificationId: String, user: String)
     case notificationExpired(notificationId: String, users: [String])
     /// `deviceCount` devices did not fetch the current version of a pass after every push.
     case passUpdateNotFetched(pass: PassIdentity, deviceCount: Int)
 
     /// The `outbox.kind` of this report.
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .pushIsOpened: "pushIsOpened"
         case .notificationExpired: "reportNotificationExpired"
@@ -17,7 +17,7 @@ public enum BankReport: Sendable, Equatable {
     }
 
     /// What the report is about, for operators' listings: a notification id or a pass.
-    public var subject: String {
+    package var subject: String {
         switch self {
         case .pushIsOpened(let id, _), .notificationExpired(let id, _): id
         case .passUpdateNotFetched(let pass, _): pass.description
@@ -25,7 +25,7 @@ public enum BankReport: Sendable, Equatable {
     }
 
     /// Who the report names, for operators' listings: users, or how many devices.
-    public var concerned: [String] {
+    package var concerned: [String] {
         switch self {
         case .pushIsOpened(_, let user): [user]
         case .notificationExpired(_, let users): users
@@ -35,15 +35,15 @@ public enum BankReport: Sendable, Equatable {
 }
 
 /// An outbox row held by a sender.
-public struct ClaimedReport: Sendable, Equatable {
-    public var id: Int64
-    public var report: BankReport
+package struct ClaimedReport: Sendable, Equatable {
+    package var id: Int64
+    package var report: BankReport
     /// Attempts including this one.
-    public var attempt: Int
+    package var attempt: Int
     /// When the report was written (or re-queued by an operator).
-    public var createdAt: Date
+    package var createdAt: Date
 
-    public init(id: Int64, report: BankReport, attempt: Int, createdAt: Date) {
+    package init(id: Int64, report: BankReport, attempt: Int, createdAt: Date) {
         self.id = id
         self.report = report
         self.attempt = attempt

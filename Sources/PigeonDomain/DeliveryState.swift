@@ -3,7 +3,7 @@
 /// The happy path is `QUEUED → SENT → DELIVERED → READ`; `SENDING_FAILED`,
 /// `INVALID_SUBSCRIPTION` and `EXPIRED` end it early. A state never moves backwards: see
 /// ``canAdvance(to:)``.
-public enum DeliveryState: String, Sendable, CaseIterable, Codable {
+package enum DeliveryState: String, Sendable, CaseIterable, Codable {
     case queued = "QUEUED"
     case sent = "SENT"
     case delivered = "DELIVERED"
@@ -13,7 +13,7 @@ public enum DeliveryState: String, Sendable, CaseIterable, Codable {
     case expired = "EXPIRED"
 
     /// True once nothing more will happen to the delivery.
-    public var isFinal: Bool {
+    package var isFinal: Bool {
         switch self {
         case .read, .expired, .invalidSubscription: true
         case .queued, .sent, .delivered, .sendingFailed: false
@@ -23,7 +23,7 @@ public enum DeliveryState: String, Sendable, CaseIterable, Codable {
     /// Whether a confidential notification's content may go once every recipient is here
     /// (CONTRACT §8): read, expired, never deliverable, or failed for good. (SENDING_FAILED may
     /// still see a late acknowledgement, which needs no content.)
-    public var erasesConfidentialContent: Bool {
+    package var erasesConfidentialContent: Bool {
         switch self {
         case .read, .expired, .invalidSubscription, .sendingFailed: true
         case .queued, .sent, .delivered: false
@@ -37,7 +37,7 @@ public enum DeliveryState: String, Sendable, CaseIterable, Codable {
     /// - The app's acknowledgements move anything not final forward to `DELIVERED` and `READ`
     ///   (an `opened` before `delivered` lands on `READ`; an ack proves a failed send arrived).
     /// - Staying in the same state is not a move.
-    public func canAdvance(to next: DeliveryState) -> Bool {
+    package func canAdvance(to next: DeliveryState) -> Bool {
         guard self != next, !isFinal else { return false }
         switch next {
         case .queued:

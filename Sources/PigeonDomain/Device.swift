@@ -1,19 +1,19 @@
 /// A device registered for pushes.
-public struct Device: Sendable, Equatable {
-    public var id: Int64
-    public var bankClientId: String
-    public var userId: String
-    public var deviceId: String
-    public var platform: Platform
-    public var pushToken: String
+package struct Device: Sendable, Equatable {
+    package var id: Int64
+    package var bankClientId: String
+    package var userId: String
+    package var deviceId: String
+    package var platform: Platform
+    package var pushToken: String
     /// The app it registered for (``PushRoute/defaultApp``: the top-level keys).
-    public var appId: String
+    package var appId: String
     /// The APNs environment of its token (always production for other platforms).
-    public var environment: PushEnvironment
+    package var environment: PushEnvironment
     /// The key its confidential notifications are sealed to, if it registered one.
-    public var encryptionKey: DeviceEncryptionKey?
+    package var encryptionKey: DeviceEncryptionKey?
 
-    public init(id: Int64, bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
+    package init(id: Int64, bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
                 appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production, encryptionKey: DeviceEncryptionKey? = nil) {
         self.encryptionKey = encryptionKey
         self.id = id
@@ -27,7 +27,7 @@ public struct Device: Sendable, Equatable {
     }
 
     /// Where its pushes go. Only APNs has environments.
-    public var route: PushRoute {
+    package var route: PushRoute {
         PushRoute(platform: platform, appId: appId, environment: platform == .ios ? environment : .production)
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 
 /// What became of one device's push of a delivery, as the console and its JSON show it
 /// (CONTRACT §5): which phone got the code, and why another did not.
-public struct DevicePush: Sendable, Equatable {
+package struct DevicePush: Sendable, Equatable {
     /// Where the push stands for this device.
-    public enum State: String, Sendable, CaseIterable {
+    package enum State: String, Sendable, CaseIterable {
         /// The push service accepted it.
         case sent = "SENT"
         /// Failed for now; tried again at the delivery's next attempt.
@@ -18,19 +18,19 @@ public struct DevicePush: Sendable, Equatable {
     }
 
     /// The device's row id at the time (the device may be removed since).
-    public var deviceRowId: Int64
+    package var deviceRowId: Int64
     /// The app's own id for the device.
-    public var deviceId: String
-    public var platform: Platform
-    public var appId: String
+    package var deviceId: String
+    package var platform: Platform
+    package var appId: String
     /// The push token shortened (PigeonCore's `Redaction.token(_:)`): never the whole token.
-    public var maskedToken: String
-    public var state: State
-    public var error: String?
+    package var maskedToken: String
+    package var state: State
+    package var error: String?
     /// The service's id for the push: APNs' `apns-id`, FCM's message name.
-    public var serviceId: String?
+    package var serviceId: String?
 
-    public init(deviceRowId: Int64, deviceId: String, platform: Platform, appId: String, maskedToken: String, state: State,
+    package init(deviceRowId: Int64, deviceId: String, platform: Platform, appId: String, maskedToken: String, state: State,
                 error: String? = nil, serviceId: String? = nil) {
         self.deviceRowId = deviceRowId
         self.deviceId = deviceId

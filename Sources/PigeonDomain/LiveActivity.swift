@@ -2,18 +2,18 @@ import Foundation
 
 /// What one Live Activity event carries (CONTRACT §9), as the bank sent it: the content state
 /// and attributes are JSON object texts checked at the edge.
-public struct ActivityContent: Sendable, Equatable {
-    public var contentState: String?
-    public var alertTitle: String?
-    public var alertBody: String?
+package struct ActivityContent: Sendable, Equatable {
+    package var contentState: String?
+    package var alertTitle: String?
+    package var alertBody: String?
     /// Seconds since 1970.
-    public var staleDate: Int64?
-    public var dismissalDate: Int64?
-    public var relevanceScore: Double?
+    package var staleDate: Int64?
+    package var dismissalDate: Int64?
+    package var relevanceScore: Double?
     /// `apns-priority` asked for (5 or 10); `nil`: 10 with an alert, else 5.
-    public var priority: Int?
+    package var priority: Int?
 
-    public init(contentState: String? = nil, alertTitle: String? = nil, alertBody: String? = nil, staleDate: Int64? = nil,
+    package init(contentState: String? = nil, alertTitle: String? = nil, alertBody: String? = nil, staleDate: Int64? = nil,
                 dismissalDate: Int64? = nil, relevanceScore: Double? = nil, priority: Int? = nil) {
         self.contentState = contentState
         self.alertTitle = alertTitle
@@ -26,14 +26,14 @@ public struct ActivityContent: Sendable, Equatable {
 }
 
 /// What a queued push of an activity or widget does.
-public enum ActivityPushKind: String, Sendable, CaseIterable {
+package enum ActivityPushKind: String, Sendable, CaseIterable {
     case start, update, end
     /// A widget refresh (not tied to an activity).
     case widgets
 }
 
 /// Where an activity stands for one recipient (getActivityStatus).
-public enum ActivityRecipientState: String, Sendable, CaseIterable {
+package enum ActivityRecipientState: String, Sendable, CaseIterable {
     /// The start went (or goes) to a push-to-start token; the phone has not sent an update token yet.
     case starting = "STARTING"
     case running = "RUNNING"
@@ -44,15 +44,15 @@ public enum ActivityRecipientState: String, Sendable, CaseIterable {
 }
 
 /// A start, update or end the bank asked for: the event's content and the activity it belongs to.
-public struct ActivityStart: Sendable, Equatable {
-    public var activityId: String
-    public var activityType: String
-    public var recipients: [String]
+package struct ActivityStart: Sendable, Equatable {
+    package var activityId: String
+    package var activityType: String
+    package var recipients: [String]
     /// A JSON object text.
-    public var attributes: String
-    public var content: ActivityContent
+    package var attributes: String
+    package var content: ActivityContent
 
-    public init(activityId: String, activityType: String, recipients: [String], attributes: String, content: ActivityContent) {
+    package init(activityId: String, activityType: String, recipients: [String], attributes: String, content: ActivityContent) {
         self.activityId = activityId
         self.activityType = activityType
         self.recipients = recipients
@@ -62,24 +62,24 @@ public struct ActivityStart: Sendable, Equatable {
 }
 
 /// A queued activity or widget push, claimed under a lease, with what it goes to.
-public struct ClaimedActivityPush: Sendable, Equatable {
+package struct ClaimedActivityPush: Sendable, Equatable {
     /// `""` for a widget refresh.
-    public var activityId: String
-    public var activityType: String
-    public var kind: ActivityPushKind
-    public var timestamp: Int64
-    public var content: ActivityContent
+    package var activityId: String
+    package var activityType: String
+    package var kind: ActivityPushKind
+    package var timestamp: Int64
+    package var content: ActivityContent
     /// The start's attributes (a JSON object text).
-    public var attributes: String?
-    public var device: Device
+    package var attributes: String?
+    package var device: Device
     /// The token this push goes to: the push-to-start token (start), the activity's update
     /// token (update, end), the device's push token (widgets, and every Android push).
-    public var token: String
+    package var token: String
     /// The newest timestamp already pushed to the device for this activity.
-    public var lastSentTimestamp: Int64
-    public var attempts: Int
+    package var lastSentTimestamp: Int64
+    package var attempts: Int
 
-    public init(activityId: String, activityType: String, kind: ActivityPushKind, timestamp: Int64, content: ActivityContent,
+    package init(activityId: String, activityType: String, kind: ActivityPushKind, timestamp: Int64, content: ActivityContent,
                 attributes: String?, device: Device, token: String, lastSentTimestamp: Int64, attempts: Int) {
         self.activityId = activityId
         self.activityType = activityType
@@ -95,12 +95,12 @@ public struct ClaimedActivityPush: Sendable, Equatable {
 
     /// True when the push would not be newer than what the device already has: dropped, never
     /// sent out of order.
-    public var isStale: Bool { kind != .widgets && timestamp <= lastSentTimestamp }
+    package var isStale: Bool { kind != .widgets && timestamp <= lastSentTimestamp }
 }
 
 /// What became of a claimed activity push.
-public struct ActivityPushResult: Sendable {
-    public enum Change: Sendable, Equatable {
+package struct ActivityPushResult: Sendable {
+    package enum Change: Sendable, Equatable {
         case sent
         /// Not newer than the last event pushed to the device.
         case dropped
@@ -110,24 +110,24 @@ public struct ActivityPushResult: Sendable {
         case tokenDead(reason: String)
     }
 
-    public var claim: ClaimedActivityPush
-    public var change: Change
+    package var claim: ClaimedActivityPush
+    package var change: Change
 
-    public init(claim: ClaimedActivityPush, change: Change) {
+    package init(claim: ClaimedActivityPush, change: Change) {
         self.claim = claim
         self.change = change
     }
 }
 
 /// Checks of the bank's Live Activity fields that every layer agrees on.
-public enum ActivityFields {
+package enum ActivityFields {
     /// Activity ids, activity types and channel ids: 1–128 of `A-Z a-z 0-9 . _ : -`.
-    public static let maximumIdentifierLength = 128
+    package static let maximumIdentifierLength = 128
     /// A content state or attributes object.
-    public static let maximumJSONBytes = 4096
+    package static let maximumJSONBytes = 4096
 
     /// Why `value` is not an identifier, or `nil`.
-    public static func identifierProblem(_ value: String, name: String) -> String? {
+    package static func identifierProblem(_ value: String, name: String) -> String? {
         guard !value.isEmpty, value.utf8.count <= maximumIdentifierLength else {
             return "\(name) must be 1–\(maximumIdentifierLength) characters, got \(value.utf8.count)"
         }
@@ -138,7 +138,7 @@ public enum ActivityFields {
     }
 
     /// Why `value` is not a broadcast channel id (Apple's are base64: 1–128 of `A-Z a-z 0-9 + / = - _`), or `nil`.
-    public static func channelIdProblem(_ value: String, name: String) -> String? {
+    package static func channelIdProblem(_ value: String, name: String) -> String? {
         guard !value.isEmpty, value.utf8.count <= maximumIdentifierLength else {
             return "\(name) must be 1–\(maximumIdentifierLength) characters, got \(value.utf8.count)"
         }
@@ -149,7 +149,7 @@ public enum ActivityFields {
     }
 
     /// Why `text` is not a JSON object within the limit, or `nil`.
-    public static func objectProblem(_ text: String, name: String) -> String? {
+    package static func objectProblem(_ text: String, name: String) -> String? {
         guard text.utf8.count <= maximumJSONBytes else {
             return "\(name) is at most \(maximumJSONBytes) bytes of JSON, got \(text.utf8.count)"
         }

@@ -1,20 +1,20 @@
 import Foundation
 
 /// A registered device's update push (or its fetch wait that ended) held by a pass engine.
-public struct ClaimedPassPush: Sendable, Equatable {
-    public var pass: PassIdentity
-    public var deviceLibraryIdentifier: String
-    public var pushToken: String
+package struct ClaimedPassPush: Sendable, Equatable {
+    package var pass: PassIdentity
+    package var deviceLibraryIdentifier: String
+    package var pushToken: String
     /// `QUEUED` (a push is due) or `SENT` (the wait for its fetch ended).
-    public var state: PassDeliveryState
+    package var state: PassDeliveryState
     /// The pass version the state is about; an outcome for an older version changes nothing.
-    public var version: Int64
+    package var version: Int64
     /// Update pushes APNs accepted for this version so far.
-    public var pushes: Int
+    package var pushes: Int
     /// Attempts in a row APNs did not take.
-    public var failures: Int
+    package var failures: Int
 
-    public init(pass: PassIdentity, deviceLibraryIdentifier: String, pushToken: String, state: PassDeliveryState,
+    package init(pass: PassIdentity, deviceLibraryIdentifier: String, pushToken: String, state: PassDeliveryState,
                 version: Int64, pushes: Int, failures: Int) {
         self.pass = pass
         self.deviceLibraryIdentifier = deviceLibraryIdentifier
@@ -27,8 +27,8 @@ public struct ClaimedPassPush: Sendable, Equatable {
 }
 
 /// What a pass engine writes for one claim.
-public struct PassPushResult: Sendable, Equatable {
-    public enum Change: Sendable, Equatable {
+package struct PassPushResult: Sendable, Equatable {
+    package enum Change: Sendable, Equatable {
         /// APNs accepted the push: `SENT`, one more push, the fetch awaited until `fetchDeadline`.
         case sent(fetchDeadline: Date)
         /// APNs did not take it this time: the state stays, due again at `at`.
@@ -41,10 +41,10 @@ public struct PassPushResult: Sendable, Equatable {
         case tokenDead(error: String)
     }
 
-    public var claim: ClaimedPassPush
-    public var change: Change
+    package var claim: ClaimedPassPush
+    package var change: Change
 
-    public init(claim: ClaimedPassPush, change: Change) {
+    package init(claim: ClaimedPassPush, change: Change) {
         self.claim = claim
         self.change = change
     }

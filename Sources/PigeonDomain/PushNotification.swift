@@ -1,16 +1,16 @@
 /// A key/value pair of a details map, kept exactly as the bank sent it.
-public struct KeyValue: Sendable, Equatable, Codable {
-    public var key: String
-    public var value: String
+package struct KeyValue: Sendable, Equatable, Codable {
+    package var key: String
+    package var value: String
 
-    public init(_ key: String, _ value: String) {
+    package init(_ key: String, _ value: String) {
         self.key = key
         self.value = value
     }
 }
 
 /// What the app does when the user opens the push.
-public enum PushType: String, Sendable, CaseIterable, Codable {
+package enum PushType: String, Sendable, CaseIterable, Codable {
     case universal = "UNIVERSAL"
     case product = "PRODUCT"
     case form = "FORM"
@@ -22,22 +22,22 @@ public enum PushType: String, Sendable, CaseIterable, Codable {
 
 /// How strongly an iOS alert may interrupt (CONTRACT §9): APNs `aps.interruption-level`. A
 /// `time-sensitive` alert breaks through Focus (a fraud alert); `passive` arrives silently.
-public enum InterruptionLevel: String, Sendable, CaseIterable, Codable {
+package enum InterruptionLevel: String, Sendable, CaseIterable, Codable {
     case passive
     case active
     case timeSensitive = "time-sensitive"
 }
 
 /// The visible part of a push.
-public struct PushContent: Sendable, Equatable {
-    public var badge: Int?
-    public var sound: String?
-    public var text: String
-    public var type: PushType
+package struct PushContent: Sendable, Equatable {
+    package var badge: Int?
+    package var sound: String?
+    package var text: String
+    package var type: PushType
     /// Carries `target` (product id, form id, map id, URL, PIN code or `nil`) and any other keys.
-    public var details: [KeyValue]
+    package var details: [KeyValue]
 
-    public init(badge: Int? = nil, sound: String? = nil, text: String, type: PushType, details: [KeyValue] = []) {
+    package init(badge: Int? = nil, sound: String? = nil, text: String, type: PushType, details: [KeyValue] = []) {
         self.badge = badge
         self.sound = sound
         self.text = text
@@ -46,31 +46,31 @@ public struct PushContent: Sendable, Equatable {
     }
 
     /// The type's target, from the `target` key of ``details``.
-    public var target: String? {
+    package var target: String? {
         details.first { $0.key == "target" }?.value
     }
 }
 
 /// A notification as the bank sent it. Optional fields stay `nil` when absent so that
 /// getNotificationDetails can answer exactly what was sent.
-public struct PushNotification: Sendable, Equatable {
-    public var id: String
-    public var recipients: [String]
-    public var timeoutSeconds: Int
-    public var pushContent: PushContent
-    public var details: [KeyValue]?
-    public var perishable: Bool?
-    public var priority: Int?
+package struct PushNotification: Sendable, Equatable {
+    package var id: String
+    package var recipients: [String]
+    package var timeoutSeconds: Int
+    package var pushContent: PushContent
+    package var details: [KeyValue]?
+    package var perishable: Bool?
+    package var priority: Int?
     /// True when only the phone may read it (CONTRACT §8): sent so by the bank, or of a type in
     /// `confidentialTypes`.
-    public var confidential: Bool?
+    package var confidential: Bool?
     /// True once a confidential notification's content was erased (it is over): its text is
     /// empty and it has neither target nor details.
-    public var contentErased: Bool
+    package var contentErased: Bool
     /// The alert's interruption level on iOS, as the bank sent it (`nil`: Apple's default, active).
-    public var interruptionLevel: InterruptionLevel?
+    package var interruptionLevel: InterruptionLevel?
 
-    public init(
+    package init(
         id: String, recipients: [String], timeoutSeconds: Int, pushContent: PushContent,
         details: [KeyValue]? = nil, perishable: Bool? = nil, priority: Int? = nil, confidential: Bool? = nil,
         contentErased: Bool = false, interruptionLevel: InterruptionLevel? = nil
@@ -90,26 +90,26 @@ public struct PushNotification: Sendable, Equatable {
 
 extension PushNotification {
     /// Whether its content must travel sealed and be erased once it is over.
-    public var isConfidential: Bool { confidential == true }
+    package var isConfidential: Bool { confidential == true }
 
     /// The longest text a confidential notification carries, in UTF-8 bytes: its sealed push
     /// stays within the services' 4 KB with room for details.
-    public static let maximumConfidentialTextBytes = 1024
+    package static let maximumConfidentialTextBytes = 1024
 }
 
 /// One recipient's state.
-public struct RecipientState: Sendable, Equatable {
-    public var user: String
-    public var state: DeliveryState
+package struct RecipientState: Sendable, Equatable {
+    package var user: String
+    package var state: DeliveryState
 
-    public init(user: String, state: DeliveryState) {
+    package init(user: String, state: DeliveryState) {
         self.user = user
         self.state = state
     }
 }
 
 /// A mobile platform and the push service that reaches it.
-public enum Platform: String, Sendable, CaseIterable, Codable {
+package enum Platform: String, Sendable, CaseIterable, Codable {
     case ios = "IOS"
     case android = "ANDROID"
     /// RuStore push, for Android phones without Google services.
@@ -120,7 +120,7 @@ public enum Platform: String, Sendable, CaseIterable, Codable {
     case web = "WEB"
 
     /// The push service that reaches it, as metrics label it.
-    public var pushService: String {
+    package var pushService: String {
         switch self {
         case .ios: "apns"
         case .android: "fcm"

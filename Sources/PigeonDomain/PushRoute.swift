@@ -1,30 +1,30 @@
 /// The APNs environment a device's token was issued for: a development build's token works
 /// only against Apple's sandbox host, a store build's only against production.
-public enum PushEnvironment: String, Sendable, CaseIterable {
+package enum PushEnvironment: String, Sendable, CaseIterable {
     case production
     case sandbox
 }
 
 /// Where a device's pushes go: its platform's push service, with its app's credentials, in its
 /// environment. The engine keeps one sender per route.
-public struct PushRoute: Hashable, Sendable, CustomStringConvertible {
-    public var platform: Platform
+package struct PushRoute: Hashable, Sendable, CustomStringConvertible {
+    package var platform: Platform
     /// The app's name in `server.conf` (`app.<name>.…`); ``PushRoute/defaultApp`` for the
     /// top-level keys.
-    public var appId: String
-    public var environment: PushEnvironment
+    package var appId: String
+    package var environment: PushEnvironment
 
     /// The app configured by the top-level keys.
-    public static let defaultApp = ""
+    package static let defaultApp = ""
 
-    public init(platform: Platform, appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) {
+    package init(platform: Platform, appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) {
         self.platform = platform
         self.appId = appId
         self.environment = environment
     }
 
     /// The app's name for logs and metric labels (`default` for the top-level keys).
-    public var appLabel: String { appId.isEmpty ? "default" : appId }
+    package var appLabel: String { appId.isEmpty ? "default" : appId }
 
-    public var description: String { "\(platform.rawValue) \(appLabel) \(environment.rawValue)" }
+    package var description: String { "\(platform.rawValue) \(appLabel) \(environment.rawValue)" }
 }

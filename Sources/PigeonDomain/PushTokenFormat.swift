@@ -1,16 +1,16 @@
 /// What a push token must look like for each platform, checked when an app registers so that a
 /// malformed token is refused with a clear message instead of failing later at Apple or Google.
-public enum PushTokenFormat {
+package enum PushTokenFormat {
     /// APNs device tokens: hexadecimal, 32 bytes today; Apple allows for longer ones.
-    public static let apnsLength = 64...200
+    package static let apnsLength = 64...200
     /// FCM registration tokens: about 160 characters of letters, digits and `-_:`.
-    public static let fcmLength = 32...4096
+    package static let fcmLength = 32...4096
     /// RuStore and Huawei push tokens: strings of the same alphabet, of a few dozen to a few
     /// hundred characters today.
-    public static let rustoreLength = 16...4096
+    package static let rustoreLength = 16...4096
 
     /// Why `token` is not a valid push token for `platform`, or nil when it is.
-    public static func problem(with token: String, for platform: Platform) -> String? {
+    package static func problem(with token: String, for platform: Platform) -> String? {
         switch platform {
         case .ios:
             guard apnsLength.contains(token.utf8.count) else {

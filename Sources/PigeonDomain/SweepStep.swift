@@ -1,21 +1,21 @@
 import Foundation
 
 /// What one sweep step did.
-public struct SweepStep: Sendable, Equatable {
+package struct SweepStep: Sendable, Equatable {
     /// Rows changed (deliveries expired, devices deleted).
-    public var rows: Int
+    package var rows: Int
     /// Reports written to the outbox.
-    public var reports: Int
+    package var reports: Int
     /// False when another process held the sweep lock and this step did nothing.
-    public var ran: Bool
+    package var ran: Bool
     /// True when more work was left for a next step.
-    public var more: Bool
+    package var more: Bool
     /// Confidential notifications whose content the step erased: every recipient final, or
     /// the timeout passed.
-    public var erasedFinal: Int
-    public var erasedExpired: Int
+    package var erasedFinal: Int
+    package var erasedExpired: Int
 
-    public init(rows: Int, reports: Int, ran: Bool, more: Bool, erasedFinal: Int = 0, erasedExpired: Int = 0) {
+    package init(rows: Int, reports: Int, ran: Bool, more: Bool, erasedFinal: Int = 0, erasedExpired: Int = 0) {
         self.erasedFinal = erasedFinal
         self.erasedExpired = erasedExpired
         self.rows = rows

@@ -1,18 +1,18 @@
 /// How user ids from the bank and the apps are compared (`caseInsensitiveIds`).
-public struct UserIdentifiers: Sendable, Equatable {
-    public var caseInsensitive: Bool
+package struct UserIdentifiers: Sendable, Equatable {
+    package var caseInsensitive: Bool
 
-    public init(caseInsensitive: Bool) {
+    package init(caseInsensitive: Bool) {
         self.caseInsensitive = caseInsensitive
     }
 
     /// The form ids are compared in.
-    public func comparable(_ id: String) -> String {
+    package func comparable(_ id: String) -> String {
         caseInsensitive ? id.lowercased() : id
     }
 
     /// Recipients without repeats (compared as configured), first occurrence kept, order kept.
-    public func unique(_ ids: [String]) -> [String] {
+    package func unique(_ ids: [String]) -> [String] {
         var seen = Set<String>()
         seen.reserveCapacity(ids.count)
         // Most sends name each recipient once: then the list itself is the answer, not a copy

@@ -2,16 +2,16 @@ import Foundation
 
 /// A Wallet pass by its identity in Apple's web service: the pass type identifier (the topic its
 /// update pushes go to) and the serial number, unique within the pass type.
-public struct PassIdentity: Hashable, Sendable, CustomStringConvertible {
-    public var passTypeIdentifier: String
-    public var serialNumber: String
+package struct PassIdentity: Hashable, Sendable, CustomStringConvertible {
+    package var passTypeIdentifier: String
+    package var serialNumber: String
 
-    public init(passTypeIdentifier: String, serialNumber: String) {
+    package init(passTypeIdentifier: String, serialNumber: String) {
         self.passTypeIdentifier = passTypeIdentifier
         self.serialNumber = serialNumber
     }
 
-    public var description: String { "\(passTypeIdentifier)/\(serialNumber)" }
+    package var description: String { "\(passTypeIdentifier)/\(serialNumber)" }
 }
 
 /// Where one registered device stands with the current version of a pass (CONTRACT §7).
@@ -21,7 +21,7 @@ public struct PassIdentity: Hashable, Sendable, CustomStringConvertible {
 /// the service refuses for good (a topic our certificate does not cover) ends `SENDING_FAILED`.
 /// `REGISTERED`: the device registered and no version has been pushed to it since. A fetch,
 /// however late, makes any of them `FETCHED`.
-public enum PassDeliveryState: String, Sendable, CaseIterable, Codable {
+package enum PassDeliveryState: String, Sendable, CaseIterable, Codable {
     case registered = "REGISTERED"
     case queued = "QUEUED"
     case sent = "SENT"
@@ -30,24 +30,24 @@ public enum PassDeliveryState: String, Sendable, CaseIterable, Codable {
     case sendingFailed = "SENDING_FAILED"
 
     /// True while the gateway still has something to do for the device (push, or wait for its fetch).
-    public var isPending: Bool { self == .queued || self == .sent }
+    package var isPending: Bool { self == .queued || self == .sent }
 }
 
 /// The shapes Apple's web service and the bank's pass operations accept, checked before anything
 /// is looked up or stored: every value comes from a phone or from a SOAP request.
-public enum PassFields {
+package enum PassFields {
     /// Pass type identifiers, serial numbers and device library identifiers are at most this long.
-    public static let maximumIdentifierLength = 128
+    package static let maximumIdentifierLength = 128
     /// `authenticationToken` is at least 16 characters (Apple's rule) and at most this many.
-    public static let maximumAuthenticationTokenLength = 256
+    package static let maximumAuthenticationTokenLength = 256
     /// APNs device tokens are hexadecimal, at most this long.
-    public static let maximumPushTokenLength = 200
+    package static let maximumPushTokenLength = 200
 
     private static let identifierCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-~:")
 
     /// Why `value` cannot be an identifier in a web-service path (pass type, serial number,
     /// device library identifier), or nil: 1–128 of letters, digits and `. _ - ~ :`.
-    public static func identifierProblem(_ value: String, name: String) -> String? {
+    package static func identifierProblem(_ value: String, name: String) -> String? {
         guard !value.isEmpty else { return "\(name) is empty" }
         guard value.utf8.count <= maximumIdentifierLength else { return "\(name) is longer than \(maximumIdentifierLength) characters" }
         guard value.allSatisfy(identifierCharacters.contains) else {
@@ -58,7 +58,7 @@ public enum PassFields {
 
     /// Why `value` cannot be a pass's authentication token, or nil: 16–256 printable ASCII
     /// characters without spaces (it travels in an `Authorization` header).
-    public static func authenticationTokenProblem(_ value: String) -> String? {
+    package static func authenticationTokenProblem(_ value: String) -> String? {
         guard value.utf8.count >= 16 else { return "authenticationToken must be at least 16 characters" }
         guard value.utf8.count <= maximumAuthenticationTokenLength else {
             return "authenticationToken is longer than \(maximumAuthenticationTokenLength) characters"
@@ -70,7 +70,7 @@ public enum PassFields {
     }
 
     /// Whether `value` is an APNs device token: 1–200 hexadecimal digits.
-    public static func isPushToken(_ value: String) -> Bool {
+    package static func isPushToken(_ value: String) -> Bool {
         !value.isEmpty && value.utf8.count <= maximumPushTokenLength && value.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
         }

@@ -4,23 +4,23 @@ import Foundation
 /// (`endpoint`, a URL of the browser vendor's push service) and the keys to encrypt to
 /// (`keys.p256dh`, `keys.auth`, base64url). Registered as a WEB device's push token and stored
 /// as its canonical JSON.
-public struct WebPushSubscription: Sendable, Equatable {
-    public let endpoint: String
+package struct WebPushSubscription: Sendable, Equatable {
+    package let endpoint: String
     /// The subscriber's P-256 public key, base64url (65 bytes decoded).
-    public let p256dh: String
+    package let p256dh: String
     /// The subscriber's auth secret, base64url (16 bytes decoded).
-    public let auth: String
+    package let auth: String
     /// The endpoint's host, lower-cased.
-    public let host: String
+    package let host: String
     /// The endpoint's port when it names one.
-    public let port: Int?
+    package let port: Int?
     /// `scheme://host[:port]` of the endpoint: the audience of its VAPID token.
-    public let origin: String
+    package let origin: String
 
     /// Endpoints are URLs of at most this many bytes.
-    public static let maximumEndpointLength = 2048
+    package static let maximumEndpointLength = 2048
 
-    public init(endpoint: String, p256dh: String, auth: String) {
+    package init(endpoint: String, p256dh: String, auth: String) {
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
@@ -36,7 +36,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// A subscription from its JSON object (`{"endpoint", "keys": {"p256dh", "auth"}}`), or
     /// why it is not one. Only the shape is checked here; whether the key is a point on the
     /// curve, and whether the endpoint's host is allowed, are checked by who knows.
-    public init(json object: Any) throws(WebPushSubscriptionError) {
+    package init(json object: Any) throws(WebPushSubscriptionError) {
         guard let object = object as? [String: Any] else { throw .init("the Web Push pushToken must be the browser's subscription object") }
         guard let endpoint = object["endpoint"] as? String else { throw .init("'pushToken.endpoint' is required") }
         guard let keys = object["keys"] as? [String: Any], let p256dh = keys["p256dh"] as? String, let auth = keys["auth"] as? String else {
@@ -54,13 +54,13 @@ public struct WebPushSubscription: Sendable, Equatable {
     }
 
     /// A subscription as stored (the canonical JSON of ``storedForm``).
-    public init?(stored: String) {
+    package init?(stored: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(stored.utf8)), let parsed = try? Self(json: object) else { return nil }
         self = parsed
     }
 
     /// The canonical JSON stored as the device's push token.
-    public var storedForm: String {
+    package var storedForm: String {
         let object: [String: Any] = ["endpoint": endpoint, "keys": ["auth": auth, "p256dh": p256dh]]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
@@ -76,8 +76,8 @@ public struct WebPushSubscription: Sendable, Equatable {
 }
 
 /// Why a registration's Web Push subscription was refused.
-public struct WebPushSubscriptionError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+package struct WebPushSubscriptionError: Error, Sendable, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
 }
 
@@ -86,20 +86,20 @@ public struct WebPushSubscriptionError: Error, Sendable, CustomStringConvertible
 /// SSRF). `fcm.googleapis.com` allows that host only; `*.notify.windows.com` any host below it;
 /// either on HTTPS's own port (443) only. `127.0.0.1:2197` allows that host on that port (a
 /// simulator): a pattern never opens every port of a host.
-public struct WebPushHosts: Sendable, Equatable {
-    public var patterns: [String]
+package struct WebPushHosts: Sendable, Equatable {
+    package var patterns: [String]
 
-    public init(patterns: [String]) {
+    package init(patterns: [String]) {
         self.patterns = patterns.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
     }
 
     /// `webPushAllowedHosts`'s comma-separated form.
-    public init(list: String) {
+    package init(list: String) {
         self.init(patterns: list.split(separator: ",").map(String.init))
     }
 
     /// Whether an endpoint on `host` (and `port`, when the URL names one) may be called.
-    public func allows(host: String, port: Int?) -> Bool {
+    package func allows(host: String, port: Int?) -> Bool {
         let host = host.lowercased()
         return patterns.contains { pattern in
             var name = Substring(pattern), allowedPort = 443
@@ -114,7 +114,7 @@ public struct WebPushHosts: Sendable, Equatable {
     }
 
     /// Whether `subscription`'s endpoint may be called.
-    public func allows(_ subscription: WebPushSubscription) -> Bool {
+    package func allows(_ subscription: WebPushSubscription) -> Bool {
         allows(host: subscription.host, port: subscription.port)
     }
 }

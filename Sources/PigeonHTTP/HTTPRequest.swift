@@ -1,14 +1,14 @@
 import Foundation
 
 /// What the server knows of a request before its body: enough to choose how much body to read.
-public struct HTTPRequestHead: Sendable {
-    public var method: String
+package struct HTTPRequestHead: Sendable {
+    package var method: String
     /// The path without the query string.
-    public var path: String
+    package var path: String
     /// The `Authorization` header, if sent: credentials decide whether a body is read at all.
-    public var authorization: String?
+    package var authorization: String?
 
-    public init(method: String, path: String, authorization: String? = nil) {
+    package init(method: String, path: String, authorization: String? = nil) {
         self.method = method
         self.path = path
         self.authorization = authorization
@@ -17,26 +17,26 @@ public struct HTTPRequestHead: Sendable {
 
 /// A complete HTTP request as the server hands it to a handler: the body is already collected and
 /// bounded by what the server's admission allowed for it.
-public struct HTTPRequest: Sendable {
-    public var method: String
+package struct HTTPRequest: Sendable {
+    package var method: String
     /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`.
-    public var path: String
+    package var path: String
     /// Query arguments in arrival order; a bare key (`?wsdl`) has a `nil` value.
-    public var query: [(name: String, value: String?)]
+    package var query: [(name: String, value: String?)]
     /// Header names are lower-cased.
-    public var headers: [String: String]
+    package var headers: [String: String]
     /// The body; a handler may take it for itself with ``takeBody()``.
-    public var body: Data {
+    package var body: Data {
         get { bodyStorage.bytes }
         set { bodyStorage = RequestBody(newValue) }
     }
     private var bodyStorage: RequestBody
     /// True when the body exceeded the limit or was refused from the head; ``body`` is then empty.
-    public var bodyTooLarge: Bool
+    package var bodyTooLarge: Bool
     /// The peer's IP address as text, for logs.
-    public var peer: String
+    package var peer: String
 
-    public init(
+    package init(
         method: String, path: String, query: [(name: String, value: String?)] = [],
         headers: [String: String] = [:], body: Data = Data(), bodyTooLarge: Bool = false,
         peer: String = ""
@@ -52,17 +52,17 @@ public struct HTTPRequest: Sendable {
 
     /// The body, taken: every copy of this request has an empty body afterwards, and the
     /// memory goes when the caller's copy does (see ``RequestBody``).
-    public func takeBody() -> Data {
+    package func takeBody() -> Data {
         bodyStorage.take()
     }
 
     /// The value of a header, looked up case-insensitively.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers[name.lowercased()]
     }
 
     /// Whether the query has the argument `name` (case-insensitive), with or without a value.
-    public func hasQueryArgument(_ name: String) -> Bool {
+    package func hasQueryArgument(_ name: String) -> Bool {
         query.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
 

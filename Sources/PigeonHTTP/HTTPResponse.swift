@@ -1,28 +1,28 @@
 import Foundation
 
 /// What a handler answers.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(name: String, value: String)]
-    public var body: Data
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    package var headers: [(name: String, value: String)]
+    package var body: Data
     /// Close the connection without sending anything (test peers imitating a failing server).
-    public var dropConnection = false
+    package var dropConnection = false
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    package init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// No answer at all: the connection is closed.
-    public static var dropped: HTTPResponse {
+    package static var dropped: HTTPResponse {
         var response = HTTPResponse(status: 500)
         response.dropConnection = true
         return response
     }
 
     /// A response with a text body and the given content type.
-    public static func text(
+    package static func text(
         _ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8"
     ) -> HTTPResponse {
         HTTPResponse(

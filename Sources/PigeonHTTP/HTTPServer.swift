@@ -14,41 +14,41 @@ import Synchronization
 /// trickling bytes cannot stretch), the head (16 KiB), and the body, whose limit the `admit`
 /// closure chooses from the request's head before any body byte is buffered. HTTPS offers TLS 1.2
 /// and 1.3 only, and can require client certificates signed by a given CA.
-public final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     /// How the server listens and what it bounds.
-    public struct Configuration: Sendable {
-        public var host: String
-        public var port: UInt16
+    package struct Configuration: Sendable {
+        package var host: String
+        package var port: UInt16
         /// Connections open at once, in all.
-        public var connectionLimit: Int
+        package var connectionLimit: Int
         /// Connections open at once from one client address; 0 for no limit.
-        public var perAddressConnectionLimit: Int
+        package var perAddressConnectionLimit: Int
         /// A connection on which no byte moves this long (a stalled reader, say) is closed.
-        public var idleTimeoutSeconds: Int
+        package var idleTimeoutSeconds: Int
         /// Each whole request (head and body) must arrive within this, counted from when the
         /// server starts waiting for it; idle keep-alive connections are closed at that point too.
-        public var requestDeadlineSeconds: Int
+        package var requestDeadlineSeconds: Int
         /// Epoll threads holding the connections. libmicrohttpd splits the connection limit
         /// evenly between them while the kernel hands new connections to them unevenly, so with
         /// more than one the limit can bite early; handlers never run on these threads.
-        public var ioThreads: Int
+        package var ioThreads: Int
         /// Threads running the handlers (their budget; other listeners have their own).
-        public var handlerThreads: Int
+        package var handlerThreads: Int
         /// Handlers running at once; further requests wait, their connections suspended, so a
         /// flood here queues in its own line rather than in front of shared resources (the
         /// database pool) that another listener needs.
-        public var concurrentHandlers: Int
-        public var tls: TLS?
+        package var concurrentHandlers: Int
+        package var tls: TLS?
         /// Connections that have not yet sent a head that passed the checks (a verified client
         /// certificate where one is required): at most this many at once, further ones refused
         /// at accept, so connections that did pass keep the rest of the limit; 0 for no cap.
-        public var unauthenticatedLimit: Int
+        package var unauthenticatedLimit: Int
         /// The same, per client address (an IPv6 client counted by its /64); 0 for none.
-        public var unauthenticatedPerAddressLimit: Int
+        package var unauthenticatedPerAddressLimit: Int
         /// Such a connection is cut this long after it opened; 0: only the request deadline.
-        public var unauthenticatedDeadlineSeconds: Int
+        package var unauthenticatedDeadlineSeconds: Int
 
-        public init(
+        package init(
             host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
             perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
             requestDeadlineSeconds: Int = 30, ioThreads: Int = 1, handlerThreads: Int = 4,
@@ -72,13 +72,13 @@ public final class HTTPServer: Sendable {
     }
 
     /// PEM material for HTTPS.
-    public struct TLS: Sendable {
-        public var certificatePEM: String
-        public var keyPEM: String
+    package struct TLS: Sendable {
+        package var certificatePEM: String
+        package var keyPEM: String
         /// When set, only clients presenting a certificate signed by this CA are served (403).
-        public var clientCAPEM: String?
+        package var clientCAPEM: String?
 
-        public init(certificatePEM: String, keyPEM: String, clientCAPEM: String? = nil) {
+        package init(certificatePEM: String, keyPEM: String, clientCAPEM: String? = nil) {
             self.certificatePEM = certificatePEM
             self.keyPEM = keyPEM
             self.clientCAPEM = clientCAPEM
@@ -86,7 +86,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// How much body a request may send, decided from its head alone.
-    public enum BodyAdmission: Sendable, Equatable {
+    package enum BodyAdmission: Sendable, Equatable {
         /// Read up to this many bytes; a declared larger body is answered at once with
         /// ``HTTPRequest/bodyTooLarge`` set, a chunked one that grows larger closes the connection.
         case accept(maxBytes: Int)
@@ -96,17 +96,17 @@ public final class HTTPServer: Sendable {
 
     /// Decides a request's body limit from its head. Runs on an I/O thread: it must be quick and
     /// never block.
-    public typealias Admission = @Sendable (HTTPRequestHead) -> BodyAdmission
+    package typealias Admission = @Sendable (HTTPRequestHead) -> BodyAdmission
     /// Answers one request.
-    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    package typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
     /// Why the server could not start.
-    public struct StartError: Error, CustomStringConvertible {
-        public var description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The port actually bound (useful with port 0).
-    public let port: UInt16
+    package let port: UInt16
     private let context: Unmanaged<ExchangeContext>
     private let workers: WorkerThreads
     // The C server is only touched by `start`, `quiesce`, the counters and `stop`; the mutex keeps
@@ -114,7 +114,7 @@ public final class HTTPServer: Sendable {
     private let server: Mutex<OpaquePointer?>
 
     /// Binds and starts serving; returns once the socket listens.
-    public init(configuration: Configuration, logger: Logger, admit: @escaping Admission, handler: @escaping Handler) throws {
+    package init(configuration: Configuration, logger: Logger, admit: @escaping Admission, handler: @escaping Handler) throws {
         // TLS writes to a client that hung up raise SIGPIPE; it must not end the server.
         ProcessSignals.ignoreBrokenPipes()
         let workers = WorkerThreads(count: configuration.handlerThreads, name: "pigeon-http-\(configuration.port)")
@@ -162,36 +162,36 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting new connections; requests in progress finish.
-    public func quiesce() {
+    package func quiesce() {
         server.withLock { server in
             if let server { pigeon_http_quiesce(server) }
         }
     }
 
     /// Requests whose handler is still running.
-    public var requestsInFlight: Int {
+    package var requestsInFlight: Int {
         server.withLock { server in server.map { Int(pigeon_http_in_flight($0)) } ?? 0 }
     }
 
     /// Open connections.
-    public var openConnections: Int {
+    package var openConnections: Int {
         server.withLock { server in server.map { Int(pigeon_http_connections($0)) } ?? 0 }
     }
 
     /// Connections closed because a whole request did not arrive within the deadline.
-    public var deadlineClosures: Int {
+    package var deadlineClosures: Int {
         server.withLock { server in server.map { Int(pigeon_http_deadline_closures($0)) } ?? 0 }
     }
 
     /// Why a certificate could not replace the one in use (which then stays).
-    public struct CertificateError: Error, CustomStringConvertible {
-        public var description: String
+    package struct CertificateError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// HTTPS: new connections present this certificate chain (PEM, leaf first) and key from now
     /// on; connections already open keep theirs. The pair is checked first (parsable, the key
     /// belongs to the leaf); on error the certificate in use stays.
-    public func replaceCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) {
+    package func replaceCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) {
         var errorText = [CChar](repeating: 0, count: 256)
         let status: Int32? = server.withLock { server in
             server.map { pigeon_http_replace_certificate($0, certificatePEM, keyPEM, &errorText, errorText.count) }
@@ -204,7 +204,7 @@ public final class HTTPServer: Sendable {
 
     /// Checks a certificate chain and key as ``replaceCertificate(certificatePEM:keyPEM:)`` would
     /// (for `check-config`, before a reload); returns when the leaf expires.
-    public static func checkCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) -> Date {
+    package static func checkCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) -> Date {
         var errorText = [CChar](repeating: 0, count: 256)
         var notAfter: Int64 = 0
         guard pigeon_http_check_certificate(certificatePEM, keyPEM, &notAfter, &errorText, errorText.count) == 0 else {
@@ -220,15 +220,15 @@ public final class HTTPServer: Sendable {
 
     /// Connections refused at accept because the unauthenticated ones were at their cap, and
     /// cut because they did not authenticate in time, since start.
-    public var unauthenticatedRefusals: Int {
+    package var unauthenticatedRefusals: Int {
         server.withLock { server in server.map { Int(pigeon_http_unauthenticated_refusals($0)) } ?? 0 }
     }
-    public var unauthenticatedClosures: Int {
+    package var unauthenticatedClosures: Int {
         server.withLock { server in server.map { Int(pigeon_http_unauthenticated_closures($0)) } ?? 0 }
     }
 
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.
-    public var certificateExpiry: Date? {
+    package var certificateExpiry: Date? {
         let seconds = server.withLock { server in server.map { pigeon_http_certificate_not_after($0) } ?? 0 }
         return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
     }
@@ -236,7 +236,7 @@ public final class HTTPServer: Sendable {
     /// Waits (on this thread; never call it from a task) up to `seconds` for the handlers in
     /// progress to answer, then answers any still running with 503, closes every connection and
     /// releases the socket.
-    public func stop(waitingUpTo seconds: Double = 0) {
+    package func stop(waitingUpTo seconds: Double = 0) {
         let deadline = Date() + seconds
         while requestsInFlight > 0 && Date() < deadline {
             usleep(5_000)

@@ -6,18 +6,18 @@ import Synchronization
 /// million recipients is a 33 MiB body, held otherwise while its deliveries are stored and its
 /// 54 MiB answer is written. Shared by every copy of the request; once taken, it is empty for
 /// all of them.
-public final class RequestBody: Sendable {
+package final class RequestBody: Sendable {
     private let data: Mutex<Data>
 
-    public init(_ data: Data) {
+    package init(_ data: Data) {
         self.data = Mutex(data)
     }
 
     /// The body as it is now (empty once taken).
-    public var bytes: Data { data.withLock { $0 } }
+    package var bytes: Data { data.withLock { $0 } }
 
     /// The body, leaving it empty.
-    public func take() -> Data {
+    package func take() -> Data {
         data.withLock { data in
             let taken = data
             data = Data()

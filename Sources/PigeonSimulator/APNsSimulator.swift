@@ -6,33 +6,33 @@ import Synchronization
 /// payload size and the authentication (an ES256 provider token or a verified client
 /// certificate), applies the fault rules configured for the device token, and records every
 /// push it accepts.
-public final class APNsSimulator: Sendable {
+package final class APNsSimulator: Sendable {
     /// How the simulator authenticates providers.
-    public struct Authentication: Sendable {
+    package struct Authentication: Sendable {
         /// Keys for provider tokens, by key id (`kid`), and the team each belongs to.
-        public var signingKeys: [String: (team: String, key: PublicKey)]
+        package var signingKeys: [String: (team: String, key: PublicKey)]
         /// Accept connections whose client certificate verified against the simulator's CA.
-        public var acceptClientCertificates: Bool
+        package var acceptClientCertificates: Bool
 
-        public init(signingKeys: [String: (team: String, key: PublicKey)] = [:], acceptClientCertificates: Bool = true) {
+        package init(signingKeys: [String: (team: String, key: PublicKey)] = [:], acceptClientCertificates: Bool = true) {
             self.signingKeys = signingKeys
             self.acceptClientCertificates = acceptClientCertificates
         }
     }
 
     /// A push the simulator accepted.
-    public struct Delivery: Sendable, Equatable {
-        public var deviceToken: String
-        public var apnsId: String
-        public var topic: String?
-        public var priority: String?
-        public var collapseId: String?
-        public var expiration: String?
+    package struct Delivery: Sendable, Equatable {
+        package var deviceToken: String
+        package var apnsId: String
+        package var topic: String?
+        package var priority: String?
+        package var collapseId: String?
+        package var expiration: String?
         /// `apns-push-type` (alert, liveactivity, widgets, …).
-        public var pushType: String?
-        public var payload: Data
+        package var pushType: String?
+        package var payload: Data
         /// When the simulator accepted it.
-        public var receivedAt = Date()
+        package var receivedAt = Date()
     }
 
     private struct State {
@@ -50,17 +50,17 @@ public final class APNsSimulator: Sendable {
         var listeners: [@Sendable (Delivery) -> Void] = []
     }
 
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
 
     private let authentication: Authentication
     private let state = Mutex(State())
     /// Each Live Activity token's newest `aps.timestamp`, and the pushes that were not newer.
-    public let activityOrder = ActivityOrder()
+    package let activityOrder = ActivityOrder()
     /// Broadcast channels and the broadcasts sent on them (CONTRACT §9).
-    public let channels = SimulatedChannels()
+    package let channels = SimulatedChannels()
     private let clock: @Sendable () -> Date
 
-    public init(authentication: Authentication, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(authentication: Authentication, clock: @escaping @Sendable () -> Date = Date.init) {
         self.authentication = authentication
         self.clock = clock
     }
@@ -68,7 +68,7 @@ public final class APNsSimulator: Sendable {
     /// From now on every provider token seen so far is refused with `ExpiredProviderToken`,
     /// however young — as APNs sometimes does (a clock apart, a key rotated). The token that
     /// replaces a refused one is not counted as a too-frequent update.
-    public func expireProviderTokens() {
+    package func expireProviderTokens() {
         state.withLock { state in
             state.expiredTokens.formUnion(state.verifiedTokens.keys)
             state.expiredTokens.formUnion(state.lastToken.values.map(\.token))
@@ -76,28 +76,28 @@ public final class APNsSimulator: Sendable {
     }
 
     /// Calls `listener` with every push accepted from now on (on the server's thread: it must be quick).
-    public func onAccepted(_ listener: @escaping @Sendable (Delivery) -> Void) {
+    package func onAccepted(_ listener: @escaping @Sendable (Delivery) -> Void) {
         state.withLock { $0.listeners.append(listener) }
     }
 
     /// Replaces the fault rules.
-    public func setFaults(_ faults: FaultRules) {
+    package func setFaults(_ faults: FaultRules) {
         state.withLock { $0.faults = faults }
     }
 
     /// Pushes accepted so far (oldest first; bounded, see ``DeliveryLog``).
-    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
+    package var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
 
     /// How many times a new provider token replaced an earlier one.
-    public var providerTokenRefreshes: Int { state.withLock { $0.tokenRefreshes } }
+    package var providerTokenRefreshes: Int { state.withLock { $0.tokenRefreshes } }
 
     /// The broadcast channel API (management and broadcasts), authenticated like pushes.
-    public func handleChannels(_ request: H2Server.Request) -> H2Server.Response {
+    package func handleChannels(_ request: H2Server.Request) -> H2Server.Response {
         if let failure = authenticate(request) { return .json(failure.status, #"{"reason":"\#(failure.reason)"}"#) }
         return channels.handle(request)
     }
 
-    public func handle(_ request: H2Server.Request) -> H2Server.Response {
+    package func handle(_ request: H2Server.Request) -> H2Server.Response {
         let apnsId = request.headers["apns-id"] ?? UUID().uuidString.lowercased()
         func reject(_ status: Int, _ reason: String, timestamp: Date? = nil) -> H2Server.Response {
             var body = #"{"reason":"\#(reason)""#

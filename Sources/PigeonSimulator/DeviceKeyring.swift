@@ -10,15 +10,15 @@ import Synchronization
 /// `POST /simulator/devices/keys` `{"token", "keyId"?}` makes a key and answers the
 /// `encryptionKey` member for the app's registration; `{"token", "keyId", "privateKey",
 /// "publicKey"}` (base64url) holds a key made elsewhere.
-public final class DeviceKeyring: Sendable {
+package final class DeviceKeyring: Sendable {
     private let decryptors = Mutex<[String: ConfidentialDecryptor]>([:])
     /// At most this many keys are held; the simulator is a test tool, not a store.
     static let capacity = 100_000
 
-    public init() {}
+    package init() {}
 
     /// Makes (or holds) the key of `token`; returns the registration's `encryptionKey` member.
-    public func handleAdmin(_ body: Data) -> (status: Int, body: String) {
+    package func handleAdmin(_ body: Data) -> (status: Int, body: String) {
         guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
               let token = object["token"] as? String, !token.isEmpty, token.utf8.count <= 4096 else {
             return (400, #"{"error":"expected {\"token\", \"keyId\"?, \"privateKey\"?, \"publicKey\"?}"}"#)
@@ -52,7 +52,7 @@ public final class DeviceKeyring: Sendable {
 
     /// Makes a key for the phone of `token` (as `POST /simulator/devices/keys` does); returns
     /// its id and public point, the registration's `encryptionKey`.
-    public func makeKey(token: String, keyId: String) throws -> (keyId: String, publicKey: Data) {
+    package func makeKey(token: String, keyId: String) throws -> (keyId: String, publicKey: Data) {
         let key = try P256PrivateKey()
         let point = try key.publicPoint
         let decryptor = try ConfidentialDecryptor(keyId: keyId, privateKey: try key.privateScalar, publicKey: point)

@@ -8,22 +8,22 @@ import Synchronization
 /// only for RS256 assertions signed by a known service account, expire after an hour, and every
 /// send must carry one; messages are checked for FCM's shape; fault rules apply per registration
 /// token; accepted messages are recorded.
-public final class FCMSimulator: Sendable {
+package final class FCMSimulator: Sendable {
     /// A message the simulator accepted.
-    public struct Delivery: Sendable, Equatable {
-        public var project: String
+    package struct Delivery: Sendable, Equatable {
+        package var project: String
         /// The registration token, or the Firebase Installation ID when ``target`` is `fid`.
-        public var registrationToken: String
+        package var registrationToken: String
         /// Which of FCM v1's targets addressed the device: `token` or `fid` (CONTRACT §9).
-        public var target = "token"
-        public var name: String
-        public var message: Data
+        package var target = "token"
+        package var name: String
+        package var message: Data
         /// When the simulator accepted it.
-        public var receivedAt = Date()
+        package var receivedAt = Date()
     }
 
-    public static let tokenLifetime: TimeInterval = 3600
-    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let tokenLifetime: TimeInterval = 3600
+    package static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 
     private struct State {
         var faults = FaultRules()
@@ -37,21 +37,21 @@ public final class FCMSimulator: Sendable {
     private let state = Mutex(State())
     private let clock: @Sendable () -> Date
 
-    public init(accounts: [String: PublicKey], clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(accounts: [String: PublicKey], clock: @escaping @Sendable () -> Date = Date.init) {
         self.accounts = accounts
         self.clock = clock
     }
 
-    public func setFaults(_ faults: FaultRules) {
+    package func setFaults(_ faults: FaultRules) {
         state.withLock { $0.faults = faults }
     }
 
-    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
-    public var accessTokensIssued: Int { state.withLock { $0.tokensIssued } }
+    package var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
+    package var accessTokensIssued: Int { state.withLock { $0.tokensIssued } }
 
     // MARK: OAuth
 
-    public func handleToken(_ request: H2Server.Request) -> H2Server.Response {
+    package func handleToken(_ request: H2Server.Request) -> H2Server.Response {
         func oauthError(_ error: String, _ description: String) -> H2Server.Response {
             .json(400, #"{"error":"\#(error)","error_description":"\#(description)"}"#)
         }
@@ -98,7 +98,7 @@ public final class FCMSimulator: Sendable {
 
     // MARK: Send
 
-    public func handleSend(_ request: H2Server.Request) -> H2Server.Response {
+    package func handleSend(_ request: H2Server.Request) -> H2Server.Response {
         let parts = request.path.split(separator: "/")
         guard request.method == "POST", parts.count == 4, parts[0] == "v1", parts[1] == "projects", parts[3] == "messages:send" else {
             return Self.error(404, "NOT_FOUND", "Requested entity was not found.")

@@ -1,6 +1,6 @@
 /// Faults the simulator injects, per device or registration token.
-public struct FaultRules: Sendable, Equatable {
-    public enum Fault: Sendable, Equatable {
+package struct FaultRules: Sendable, Equatable {
+    package enum Fault: Sendable, Equatable {
         /// APNs 410 Unregistered (with a timestamp) / FCM 404 UNREGISTERED.
         case unregistered
         /// APNs 400 BadDeviceToken / FCM 400 INVALID_ARGUMENT about the token.
@@ -25,23 +25,23 @@ public struct FaultRules: Sendable, Equatable {
     }
 
     /// A fault for a token: always, or the first `times` requests and then success.
-    public struct Rule: Sendable, Equatable {
-        public var fault: Fault
-        public var remaining: Int?
+    package struct Rule: Sendable, Equatable {
+        package var fault: Fault
+        package var remaining: Int?
 
-        public init(_ fault: Fault, times: Int? = nil) {
+        package init(_ fault: Fault, times: Int? = nil) {
             self.fault = fault
             self.remaining = times
         }
     }
 
     /// Rules by token; the token `*` applies to every token without a rule of its own.
-    public var rules: [String: Rule]
+    package var rules: [String: Rule]
 
     /// The token that matches every token without a rule of its own.
-    public static let anyToken = "*"
+    package static let anyToken = "*"
 
-    public init(_ rules: [String: Rule] = [:]) {
+    package init(_ rules: [String: Rule] = [:]) {
         self.rules = rules
     }
 

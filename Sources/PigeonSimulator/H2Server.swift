@@ -4,31 +4,31 @@ import PigeonCore
 
 /// An HTTP/2-over-TLS server (libnghttp2 and OpenSSL on one thread) answering each request with
 /// a synchronous handler (whose answer may be delayed without holding up other streams). The simulator builds APNs, FCM and OAuth on it.
-public final class H2Server: Sendable {
+package final class H2Server: Sendable {
     /// A complete request.
-    public struct Request: Sendable {
-        public var method: String
-        public var path: String
-        public var authority: String
+    package struct Request: Sendable {
+        package var method: String
+        package var path: String
+        package var authority: String
         /// Lower-case names.
-        public var headers: [String: String]
-        public var body: Data
+        package var headers: [String: String]
+        package var body: Data
         /// The verified client certificate's subject, when one was presented.
-        public var clientSubject: String?
-        public var connectionId: UInt64
+        package var clientSubject: String?
+        package var connectionId: UInt64
     }
 
     /// What to do with a request.
-    public struct Response: Sendable {
-        public enum Action: Sendable { case respond, dropConnection, goAway, lowerStreamLimit }
-        public var status: Int
-        public var headers: [String: String]
-        public var body: Data
-        public var action: Action
+    package struct Response: Sendable {
+        package enum Action: Sendable { case respond, dropConnection, goAway, lowerStreamLimit }
+        package var status: Int
+        package var headers: [String: String]
+        package var body: Data
+        package var action: Action
         /// Answer this many milliseconds later; the server keeps serving other streams meanwhile.
-        public var delayMilliseconds: Int
+        package var delayMilliseconds: Int
 
-        public init(status: Int, headers: [String: String] = [:], body: Data = Data(), action: Action = .respond, delayMilliseconds: Int = 0) {
+        package init(status: Int, headers: [String: String] = [:], body: Data = Data(), action: Action = .respond, delayMilliseconds: Int = 0) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -37,40 +37,40 @@ public final class H2Server: Sendable {
         }
 
         /// A JSON body with its content type.
-        public static func json(_ status: Int, _ text: String, headers: [String: String] = [:]) -> Response {
+        package static func json(_ status: Int, _ text: String, headers: [String: String] = [:]) -> Response {
             Response(status: status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a }, body: Data(text.utf8))
         }
     }
 
-    public typealias Handler = @Sendable (Request) -> Response
+    package typealias Handler = @Sendable (Request) -> Response
 
-    public struct Configuration: Sendable {
-        public var host = "127.0.0.1"
-        public var port: UInt16 = 0
-        public var certificateFile: String
-        public var keyFile: String
+    package struct Configuration: Sendable {
+        package var host = "127.0.0.1"
+        package var port: UInt16 = 0
+        package var certificateFile: String
+        package var keyFile: String
         /// When set, client certificates are requested and verified against this CA.
-        public var clientCAFile: String?
+        package var clientCAFile: String?
         /// Enforce nghttp2's rapid-reset limit as Debian's libnghttp2 does by default.
-        public var enforceRapidResetLimit = false
+        package var enforceRapidResetLimit = false
 
-        public init(certificateFile: String, keyFile: String, clientCAFile: String? = nil) {
+        package init(certificateFile: String, keyFile: String, clientCAFile: String? = nil) {
             self.certificateFile = certificateFile
             self.keyFile = keyFile
             self.clientCAFile = clientCAFile
         }
     }
 
-    public struct StartError: Error, CustomStringConvertible {
-        public var description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public let port: UInt16
+    package let port: UInt16
     // Touched only by init and stop.
     private nonisolated(unsafe) let server: OpaquePointer
     private let box: Unmanaged<HandlerBox>
 
-    public init(configuration: Configuration, handler: @escaping Handler) throws {
+    package init(configuration: Configuration, handler: @escaping Handler) throws {
         // OpenSSL writes to sockets whose peer may be gone (a gateway killed mid-stream).
         ProcessSignals.ignoreBrokenPipes()
         let box = Unmanaged.passRetained(HandlerBox(handler: handler))
@@ -99,10 +99,10 @@ public final class H2Server: Sendable {
     }
 
     /// Connections accepted so far.
-    public var connectionsAccepted: UInt64 { pigeon_h2s_connections(server) }
+    package var connectionsAccepted: UInt64 { pigeon_h2s_connections(server) }
 
     /// Closes every connection and the listener. Call once.
-    public func stop() {
+    package func stop() {
         pigeon_h2s_stop(server)
         box.release()
     }

@@ -7,14 +7,14 @@ import Synchronization
 /// valid access token (HTTP 401, 80200003 otherwise), checks Huawei's message shape, and answers
 /// with Huawei's result codes: 80000000, 80100000 naming the illegal tokens when only some are,
 /// 80300007 when all are; fault rules apply per token; accepted messages are recorded per token.
-public final class HuaweiSimulator: Sendable {
+package final class HuaweiSimulator: Sendable {
     /// A message the simulator accepted for one token.
-    public struct Delivery: Sendable, Equatable {
-        public var appId: String
-        public var token: String
-        public var message: Data
+    package struct Delivery: Sendable, Equatable {
+        package var appId: String
+        package var token: String
+        package var message: Data
         /// When the simulator accepted it.
-        public var receivedAt = Date()
+        package var receivedAt = Date()
     }
 
     private struct State {
@@ -24,31 +24,31 @@ public final class HuaweiSimulator: Sendable {
         var delivered = DeliveryLog<Delivery>()
     }
 
-    public let appId: String
-    public let clientSecret: String
+    package let appId: String
+    package let clientSecret: String
     private let state = Mutex(State())
     private let clock: @Sendable () -> Date
 
-    public init(appId: String, clientSecret: String, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(appId: String, clientSecret: String, clock: @escaping @Sendable () -> Date = Date.init) {
         self.appId = appId
         self.clientSecret = clientSecret
         self.clock = clock
     }
 
-    public func setFaults(_ faults: FaultRules) {
+    package func setFaults(_ faults: FaultRules) {
         state.withLock { $0.faults = faults }
     }
 
-    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
-    public var accessTokensIssued: Int { state.withLock { $0.tokensIssued } }
+    package var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
+    package var accessTokensIssued: Int { state.withLock { $0.tokensIssued } }
 
     /// Makes every access token issued so far expired, as an hour passing would.
-    public func expireAccessTokens() {
+    package func expireAccessTokens() {
         state.withLock { $0.accessTokens.removeAll() }
     }
 
     /// `path` is the request's path below `/hms`.
-    public func handle(_ request: H2Server.Request, path: String) -> H2Server.Response {
+    package func handle(_ request: H2Server.Request, path: String) -> H2Server.Response {
         if path == "/oauth2/v3/token" { return token(request) }
         let parts = path.split(separator: "/")
         guard request.method == "POST", parts.count == 3, parts[0] == "v1", parts[2] == "messages:send" else {

@@ -41,7 +41,7 @@ enum NewerPushTypes {
 /// Each Live Activity token's newest `aps.timestamp` (a device shows the newest and ignores an
 /// older one), and how many pushes were not newer than the one before: a gateway that keeps
 /// order never makes this count grow.
-public final class ActivityOrder: Sendable {
+package final class ActivityOrder: Sendable {
     private let state = Mutex((newest: [String: Int64](), outOfOrder: 0))
 
     func note(token: String, timestamp: Int64) {
@@ -51,20 +51,20 @@ public final class ActivityOrder: Sendable {
     }
 
     /// Pushes whose timestamp was not newer than the token's last one.
-    public var outOfOrder: Int { state.withLock { $0.outOfOrder } }
+    package var outOfOrder: Int { state.withLock { $0.outOfOrder } }
 }
 
 /// Apple's broadcast channel API as the simulator plays it: `POST|DELETE
 /// /1/apps/{bundleId}/channels` (management) and `POST /4/broadcasts/apps/{bundleId}`.
-public final class SimulatedChannels: Sendable {
+package final class SimulatedChannels: Sendable {
     /// A broadcast the simulator accepted.
-    public struct Broadcast: Sendable, Equatable {
-        public var bundleId: String
-        public var channelId: String
-        public var payload: Data
-        public var priority: String?
+    package struct Broadcast: Sendable, Equatable {
+        package var bundleId: String
+        package var channelId: String
+        package var payload: Data
+        package var priority: String?
         /// When the simulator accepted it.
-        public var receivedAt = Date()
+        package var receivedAt = Date()
     }
 
     private struct State {
@@ -76,17 +76,17 @@ public final class SimulatedChannels: Sendable {
     private let state = Mutex(State())
 
     /// Channels that exist now, by id.
-    public var channelIds: Set<String> { state.withLock { Set($0.channels.keys) } }
+    package var channelIds: Set<String> { state.withLock { Set($0.channels.keys) } }
     /// Broadcasts accepted so far.
-    public var broadcasts: [Broadcast] { state.withLock { $0.broadcasts } }
+    package var broadcasts: [Broadcast] { state.withLock { $0.broadcasts } }
 
     /// From now on `bundleId` has no broadcast capability: Apple refuses its channels.
-    public func removeCapability(bundleId: String) {
+    package func removeCapability(bundleId: String) {
         state.withLock { _ = $0.withoutCapability.insert(bundleId) }
     }
 
     /// Apple drops the channel on its side (as it may for a channel unused for long).
-    public func drop(channelId: String) {
+    package func drop(channelId: String) {
         state.withLock { _ = $0.channels.removeValue(forKey: channelId) }
     }
 

@@ -6,14 +6,14 @@ import Synchronization
 /// Bearer` (401 without it, 403 for another one), FCM v1's message shape with one `token`, 404
 /// `NOT_FOUND` for a token that is gone; fault rules apply per token; accepted messages are
 /// recorded.
-public final class RuStoreSimulator: Sendable {
+package final class RuStoreSimulator: Sendable {
     /// A message the simulator accepted.
-    public struct Delivery: Sendable, Equatable {
-        public var project: String
-        public var token: String
-        public var message: Data
+    package struct Delivery: Sendable, Equatable {
+        package var project: String
+        package var token: String
+        package var message: Data
         /// When the simulator accepted it.
-        public var receivedAt = Date()
+        package var receivedAt = Date()
     }
 
     private struct State {
@@ -21,23 +21,23 @@ public final class RuStoreSimulator: Sendable {
         var delivered = DeliveryLog<Delivery>()
     }
 
-    public let projectId: String
-    public let serviceToken: String
+    package let projectId: String
+    package let serviceToken: String
     private let state = Mutex(State())
 
-    public init(projectId: String, serviceToken: String) {
+    package init(projectId: String, serviceToken: String) {
         self.projectId = projectId
         self.serviceToken = serviceToken
     }
 
-    public func setFaults(_ faults: FaultRules) {
+    package func setFaults(_ faults: FaultRules) {
         state.withLock { $0.faults = faults }
     }
 
-    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
+    package var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
 
     /// `path` is the request's path below `/rustore`.
-    public func handle(_ request: H2Server.Request, path: String) -> H2Server.Response {
+    package func handle(_ request: H2Server.Request, path: String) -> H2Server.Response {
         let parts = path.split(separator: "/")
         guard request.method == "POST", parts.count == 4, parts[0] == "v1", parts[1] == "projects", parts[3] == "messages:send" else {
             return Self.error(404, "NOT_FOUND", "Requested entity was not found.")

@@ -13,27 +13,27 @@ import PigeonCrypto
 /// with what they opened to), `PUT /simulator/faults` (a JSON object
 /// `{"<token>": {"fault": "unregistered", "times": 2}}`; `"*"` matches every other token;
 /// `{"fault": "delay", "milliseconds": 40}` adds latency, `{"fault": "unavailableAfter", "milliseconds": 5000}` fails slowly), `GET /simulator/health`.
-public final class Simulator: Sendable {
-    public let apns: APNsSimulator
-    public let fcm: FCMSimulator
-    public let rustore: RuStoreSimulator
-    public let huawei: HuaweiSimulator
-    public let webPush: WebPushSimulator
-    public let wallet: WalletSimulator
+package final class Simulator: Sendable {
+    package let apns: APNsSimulator
+    package let fcm: FCMSimulator
+    package let rustore: RuStoreSimulator
+    package let huawei: HuaweiSimulator
+    package let webPush: WebPushSimulator
+    package let wallet: WalletSimulator
     /// The simulated phones' keys for confidential notifications.
-    public let keyring: DeviceKeyring
-    public let credentials: SimulatorCredentials
+    package let keyring: DeviceKeyring
+    package let credentials: SimulatorCredentials
     private let server: H2Server
 
-    public var port: UInt16 { server.port }
+    package var port: UInt16 { server.port }
     /// TLS connections accepted so far (clients open new ones after a GOAWAY).
-    public var connectionsAccepted: UInt64 { server.connectionsAccepted }
-    public var baseURL: String { "https://127.0.0.1:\(server.port)" }
+    package var connectionsAccepted: UInt64 { server.connectionsAccepted }
+    package var baseURL: String { "https://127.0.0.1:\(server.port)" }
 
     /// Makes or reuses credentials in `folder` and starts listening on `host:port`.
     /// `clock`: the APNs simulator's time, against which provider tokens' ages are checked.
     /// `walletCAFile`: the CA the simulated Wallets check a gateway's HTTPS listener against.
-    public init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false,
+    package init(folder: URL, host: String = "127.0.0.1", port: UInt16, enforceRapidResetLimit: Bool = false,
                 walletCAFile: String? = nil, clock: @escaping @Sendable () -> Date = Date.init) throws {
         let credentials = try SimulatorCredentials(folder: folder, tokenURL: "https://127.0.0.1:\(port)/token")
         let apnsKey = try PrivateKey(pem: try String(contentsOfFile: credentials.apnsKey, encoding: .utf8)).publicKey()
@@ -66,13 +66,13 @@ public final class Simulator: Sendable {
         self.credentials = credentials
     }
 
-    public func stop() {
+    package func stop() {
         server.stop()
         wallet.stop()
     }
 
     /// The `server.conf` lines that point a gateway at this simulator.
-    public var configurationSnippet: String {
+    package var configurationSnippet: String {
         """
         apnsEndpoint = \(baseURL)
         apnsSandboxEndpoint = \(baseURL)
@@ -153,7 +153,7 @@ public final class Simulator: Sendable {
 
 extension Simulator {
     /// What `GET /simulator/pushes` answers.
-    public var pushRecords: String {
+    package var pushRecords: String {
         Self.pushLines(Services(apns: apns, fcm: fcm, rustore: rustore, huawei: huawei, webPush: webPush, wallet: wallet, keyring: keyring, origin: baseURL))
     }
 
@@ -214,7 +214,7 @@ enum JSONText {
 
 extension FaultRules {
     /// Parses `{"<token>": {"fault": "<name>", "times": N}}`.
-    public init?(json: Data) {
+    package init?(json: Data) {
         guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return nil }
         var rules: [String: Rule] = [:]
         for (token, value) in object {

@@ -4,43 +4,43 @@ import PigeonCore
 /// Everything a gateway needs to talk to the simulator, made once with the openssl command line
 /// into a folder: a CA, the server certificate (127.0.0.1 and localhost), a client `.p12` for
 /// APNs certificate authentication, an APNs `.p8` token key, and an FCM service-account JSON.
-public struct SimulatorCredentials: Sendable {
-    public static let keyId = "SIMKEY0001"
-    public static let teamId = "SIMTEAM001"
-    public static let topic = "com.example.bank"
-    public static let projectId = "pigeon-simulator"
-    public static let clientEmail = "pigeon@pigeon-simulator.iam.gserviceaccount.com"
-    public static let p12Password = "pigeon"
+package struct SimulatorCredentials: Sendable {
+    package static let keyId = "SIMKEY0001"
+    package static let teamId = "SIMTEAM001"
+    package static let topic = "com.example.bank"
+    package static let projectId = "pigeon-simulator"
+    package static let clientEmail = "pigeon@pigeon-simulator.iam.gserviceaccount.com"
+    package static let p12Password = "pigeon"
     /// RuStore's project id and static service token as the simulator expects them.
-    public static let rustoreProjectId = "sim-rustore-project"
-    public static let rustoreServiceToken = "sim-rustore-service-token"
+    package static let rustoreProjectId = "sim-rustore-project"
+    package static let rustoreServiceToken = "sim-rustore-service-token"
     /// Huawei Push Kit's app id and client secret as the simulator expects them.
-    public static let hmsAppId = "100000001"
-    public static let hmsClientSecret = "sim-hms-client-secret"
+    package static let hmsAppId = "100000001"
+    package static let hmsClientSecret = "sim-hms-client-secret"
     /// The contact a gateway names in its VAPID tokens when run against the simulator.
-    public static let vapidSubject = "mailto:operator@example.com"
+    package static let vapidSubject = "mailto:operator@example.com"
 
-    public let folder: URL
+    package let folder: URL
 
-    public var caFile: String { path("ca.pem") }
-    public var serverCertificate: String { path("server.pem") }
-    public var serverKey: String { path("server.key") }
-    public var clientP12: String { path("client.p12") }
+    package var caFile: String { path("ca.pem") }
+    package var serverCertificate: String { path("server.pem") }
+    package var serverKey: String { path("server.key") }
+    package var clientP12: String { path("client.p12") }
     /// The same client certificate and its key as PEM files (signed by the simulator's CA).
-    public var clientCertificate: String { path("client.pem") }
-    public var clientKey: String { path("client.key") }
-    public var apnsKey: String { path("AuthKey_\(Self.keyId).p8") }
-    public var serviceAccount: String { path("service-account.json") }
+    package var clientCertificate: String { path("client.pem") }
+    package var clientKey: String { path("client.key") }
+    package var apnsKey: String { path("AuthKey_\(Self.keyId).p8") }
+    package var serviceAccount: String { path("service-account.json") }
     /// A VAPID key for the gateway (the application server's P-256 key, PEM).
-    public var vapidKey: String { path("vapid.pem") }
+    package var vapidKey: String { path("vapid.pem") }
 
     /// Why credentials could not be made.
-    public struct GenerationError: Error, CustomStringConvertible {
-        public var description: String
+    package struct GenerationError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Uses the credentials in `folder`, making any that are missing.
-    public init(folder: URL, tokenURL: @autoclosure () -> String) throws {
+    package init(folder: URL, tokenURL: @autoclosure () -> String) throws {
         self.folder = folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if !exists("ca.pem") {
@@ -87,7 +87,7 @@ public struct SimulatorCredentials: Sendable {
     }
 
     /// The files holding private keys (mode 0600).
-    public static let secretFiles = ["ca.key", "server.key", "client.key", "client.p12", "AuthKey_\(keyId).p8", "fcm.key", "service-account.json", "vapid.pem"]
+    package static let secretFiles = ["ca.key", "server.key", "client.key", "client.p12", "AuthKey_\(keyId).p8", "fcm.key", "service-account.json", "vapid.pem"]
 
     private func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
     private func path(_ name: String) -> String { url(name).path }

@@ -10,20 +10,20 @@ import Synchronization
 /// `If-Modified-Since`, after the device's delay — or never, so that the gateway's fetch
 /// timeout, re-pushes and expiry run without Apple. ``refresh(device:)`` is a Wallet refreshed
 /// by hand (a late fetch).
-public final class WalletSimulator: Sendable {
+package final class WalletSimulator: Sendable {
     /// A pass in a simulated Wallet.
-    public struct Card: Sendable, Equatable {
-        public var pass: PassIdentity
-        public var authenticationToken: String
+    package struct Card: Sendable, Equatable {
+        package var pass: PassIdentity
+        package var authenticationToken: String
 
-        public init(pass: PassIdentity, authenticationToken: String) {
+        package init(pass: PassIdentity, authenticationToken: String) {
             self.pass = pass
             self.authenticationToken = authenticationToken
         }
     }
 
     /// How a device answers an update push.
-    public enum Behaviour: Sendable, Equatable {
+    package enum Behaviour: Sendable, Equatable {
         /// Asks and downloads after this many milliseconds.
         case fetch(afterMilliseconds: Int)
         /// Ignores update pushes (switched off, out of coverage).
@@ -31,13 +31,13 @@ public final class WalletSimulator: Sendable {
     }
 
     /// A download a device made.
-    public struct Fetch: Sendable, Equatable {
-        public var device: String
-        public var pass: PassIdentity
+    package struct Fetch: Sendable, Equatable {
+        package var device: String
+        package var pass: PassIdentity
         /// 200 (a pass), 304 (it had this version) or the error status.
-        public var status: Int
-        public var bytes: Int
-        public var lastModified: String?
+        package var status: Int
+        package var bytes: Int
+        package var lastModified: String?
     }
 
     /// A simulated Wallet.
@@ -69,7 +69,7 @@ public final class WalletSimulator: Sendable {
     private let caFile: String?
 
     /// `caFile`: the CA a gateway's HTTPS listener is checked against (nil for plain HTTP).
-    public init(caFile: String? = nil) {
+    package init(caFile: String? = nil) {
         self.caFile = caFile
     }
 
@@ -86,12 +86,12 @@ public final class WalletSimulator: Sendable {
     }
 
     /// Downloads made so far, oldest first.
-    public var fetches: [Fetch] { state.withLock { $0.fetches.entries } }
+    package var fetches: [Fetch] { state.withLock { $0.fetches.entries } }
 
     /// Adds (or replaces) a device and registers each of its passes with the gateway; returns
     /// the web service's status for each registration, in order.
     @discardableResult
-    public func addDevice(id: String, pushToken: String, webServiceURL: String, cards: [Card],
+    package func addDevice(id: String, pushToken: String, webServiceURL: String, cards: [Card],
                           behaviour: Behaviour = .fetch(afterMilliseconds: 0)) async -> [Int] {
         let base = webServiceURL.hasSuffix("/") ? String(webServiceURL.dropLast()) : webServiceURL
         state.withLock { $0.devices[pushToken] = Device(id: id, pushToken: pushToken, webServiceURL: base, cards: cards, behaviour: behaviour) }
@@ -107,7 +107,7 @@ public final class WalletSimulator: Sendable {
     }
 
     /// Changes how a device answers update pushes.
-    public func setBehaviour(_ behaviour: Behaviour, pushToken: String) {
+    package func setBehaviour(_ behaviour: Behaviour, pushToken: String) {
         state.withLock { $0.devices[pushToken]?.behaviour = behaviour }
     }
 
@@ -136,7 +136,7 @@ public final class WalletSimulator: Sendable {
 
     /// What Wallet does for one pass type of a device now, whatever its behaviour: asks which
     /// passes changed since its tag, then downloads each one.
-    public func refresh(pushToken: String, passType: String) async {
+    package func refresh(pushToken: String, passType: String) async {
         await update(pushToken: pushToken, passType: passType)
     }
 
@@ -171,7 +171,7 @@ public final class WalletSimulator: Sendable {
     }
 
     /// Cancels reactions under way and closes the client.
-    public func stop() {
+    package func stop() {
         let (running, client) = state.withLock { state -> ([Task<Void, Never>], HTTP2Client?) in
             state.stopped = true
             defer { state.client = nil }

@@ -10,16 +10,16 @@ import Synchronization
 /// with the subscription's private key (RFC 8291), recording the plaintext — so a credential-free
 /// run proves the encryption end to end. 201 accepted; 410 for a subscription that is gone; 413
 /// over 4096 bytes; fault rules apply per subscription id.
-public final class WebPushSimulator: Sendable {
+package final class WebPushSimulator: Sendable {
     /// A message the simulator decrypted.
-    public struct Delivery: Sendable, Equatable {
-        public var subscriptionId: String
-        public var plaintext: Data
+    package struct Delivery: Sendable, Equatable {
+        package var subscriptionId: String
+        package var plaintext: Data
         /// When the simulator accepted it.
-        public var receivedAt = Date()
-        public var ttl: String?
-        public var urgency: String?
-        public var topic: String?
+        package var receivedAt = Date()
+        package var ttl: String?
+        package var urgency: String?
+        package var topic: String?
     }
 
     private struct Subscriber {
@@ -37,20 +37,20 @@ public final class WebPushSimulator: Sendable {
     private let state = Mutex(State())
     private let clock: @Sendable () -> Date
 
-    public init(clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(clock: @escaping @Sendable () -> Date = Date.init) {
         self.clock = clock
     }
 
-    public func setFaults(_ faults: FaultRules) {
+    package func setFaults(_ faults: FaultRules) {
         state.withLock { $0.faults = faults }
     }
 
-    public var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
+    package var deliveries: [Delivery] { state.withLock { $0.delivered.entries } }
     /// Messages refused for their VAPID token.
-    public var vapidRefusals: Int { state.withLock { $0.refusedVAPID } }
+    package var vapidRefusals: Int { state.withLock { $0.refusedVAPID } }
 
     /// A new subscription at `baseURL`, as the browser's Push API gives it to the page (JSON).
-    public func subscribe(baseURL: String) throws -> Data {
+    package func subscribe(baseURL: String) throws -> Data {
         let key = try P256PrivateKey()
         let auth = try RandomBytes.generate(16)
         let id = UUID().uuidString.lowercased()
@@ -61,7 +61,7 @@ public final class WebPushSimulator: Sendable {
     }
 
     /// `id` is the path below `/webpush/`; `origin` this server's `https://host:port`.
-    public func handle(_ request: H2Server.Request, id: String, origin: String) -> H2Server.Response {
+    package func handle(_ request: H2Server.Request, id: String, origin: String) -> H2Server.Response {
         guard request.method == "POST" else { return .json(405, #"{"error":"use POST"}"#) }
         guard let subscriber = state.withLock({ $0.subscribers[id] }) else { return .json(410, #"{"error":"subscription gone"}"#) }
         guard request.headers["ttl"].flatMap(Int.init) != nil else { return .json(400, #"{"error":"TTL header required"}"#) }

@@ -3,18 +3,18 @@ import PigeonCore
 
 /// Runs a command line program (openssl, curl) for a test and returns its standard output.
 /// The waiting happens on a thread of its own, never on the cooperative pool.
-public enum ChildProcess {
+package enum ChildProcess {
     /// Why a program failed.
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) async throws -> Data {
+    package static func run(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) async throws -> Data {
         try await BlockingWork.run(executable) { try runBlocking(executable, arguments, input: input, allowFailure: allowFailure) }
     }
 
     /// For synchronous set-up code (test fixtures' initialisers).
-    public static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) throws -> Data {
+    package static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, allowFailure: Bool = false) throws -> Data {
         // A program that exits before reading all its input must not take the tests with it.
         ProcessSignals.ignoreBrokenPipes()
         let outcome = try ProgramRun.run(executable, arguments, input: input)

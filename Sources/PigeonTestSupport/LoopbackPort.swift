@@ -4,10 +4,10 @@ import Glibc
 #endif
 
 /// Ports on 127.0.0.1 for servers a test starts as child processes, and raw exchanges with them.
-public enum LoopbackPort {
+package enum LoopbackPort {
     /// A port the kernel just handed out for 127.0.0.1 and that is free again: another process
     /// could take it before the caller binds, so callers still retry on a failed start.
-    public static func free() -> Int? {
+    package static func free() -> Int? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
@@ -25,7 +25,7 @@ public enum LoopbackPort {
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port` right now.
-    public static func isAccepting(_ port: Int) -> Bool {
+    package static func isAccepting(_ port: Int) -> Bool {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return false }
         defer { close(socketFD) }
@@ -37,7 +37,7 @@ public enum LoopbackPort {
 
     /// Waits (blocking the calling thread, polling every 20 ms) until `port` accepts connections
     /// or `stillStarting` says the server gave up; true when it accepts within `timeout`.
-    public static func waitUntilAccepting(_ port: Int, timeout: Duration = .seconds(15), stillStarting: () -> Bool = { true }) -> Bool {
+    package static func waitUntilAccepting(_ port: Int, timeout: Duration = .seconds(15), stillStarting: () -> Bool = { true }) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if isAccepting(port) { return true }
@@ -51,7 +51,7 @@ public enum LoopbackPort {
     /// nothing has come back for `settleMilliseconds`, and returns everything the server wrote until it closed the connection, or what had
     /// arrived when `timeout` passed (blocking the calling thread); nil when it could not connect.
     /// For raw HTTP/1.1 exchanges no client library would send (malformed heads, fuzzing).
-    public static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10), settleMilliseconds: Int = 5) -> [UInt8]? {
+    package static func exchange(port: Int, bytes: [UInt8], timeout: Duration = .seconds(10), settleMilliseconds: Int = 5) -> [UInt8]? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         // Closed with a reset, not a FIN: thousands of exchanges a minute (fuzzing) would otherwise

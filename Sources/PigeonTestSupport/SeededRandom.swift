@@ -1,13 +1,13 @@
 /// A deterministic random source for tests of pure logic (SplitMix64). Unlike a constant source it
 /// never stalls the rejection sampling inside `Double.random(in:using:)`.
-public struct SeededRandom: RandomNumberGenerator {
+package struct SeededRandom: RandomNumberGenerator {
     private var state: UInt64
 
-    public init(seed: UInt64 = 1) {
+    package init(seed: UInt64 = 1) {
         state = seed
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -4,11 +4,11 @@ import PigeonSimulator
 /// A `pigeon simulate` for one test: fresh credentials in a temporary folder, a free port found
 /// by trying random ones (the credentials name the port, so port 0 cannot be used), and
 /// `stop()` that removes everything.
-public final class SimulatorFixture: Sendable {
-    public let simulator: Simulator
+package final class SimulatorFixture: Sendable {
+    package let simulator: Simulator
     private let folder: URL
 
-    public init(enforceRapidResetLimit: Bool = false, clock: @escaping @Sendable () -> Date = Date.init) throws {
+    package init(enforceRapidResetLimit: Bool = false, clock: @escaping @Sendable () -> Date = Date.init) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulator-\(UUID().uuidString)")
         var lastError: (any Error)?
         for _ in 0..<10 {
@@ -25,7 +25,7 @@ public final class SimulatorFixture: Sendable {
         throw lastError ?? CocoaError(.featureUnsupported)
     }
 
-    public func stop() {
+    package func stop() {
         simulator.stop()
         try? FileManager.default.removeItem(at: folder)
     }

@@ -5,23 +5,23 @@ import PigeonStore
 /// The PostgreSQL database integration tests run against, named by the environment variable
 /// `PIGEON_TEST_DATABASE_URL` (`scripts/test.sh` starts one and sets it). Tests share the
 /// database and keep apart by using ``unique(_:)`` ids.
-public enum TestDatabase {
-    public static let environmentVariable = "PIGEON_TEST_DATABASE_URL"
+package enum TestDatabase {
+    package static let environmentVariable = "PIGEON_TEST_DATABASE_URL"
 
     /// The database URL, if the environment names one.
-    public static var url: String? { ProcessInfo.processInfo.environment[environmentVariable] }
+    package static var url: String? { ProcessInfo.processInfo.environment[environmentVariable] }
 
     /// Whether database tests can run: a database is named and the tier includes integration.
-    public static var isAvailable: Bool { url != nil && TestTier.runsIntegration }
+    package static var isAvailable: Bool { url != nil && TestTier.runsIntegration }
 
     /// The repository's `migrations/` folder.
-    public static var migrationsDirectory: URL {
+    package static var migrationsDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("migrations")
     }
 
     /// A new pool on the test database with every migration applied.
-    public static func migratedPool(size: Int = 4) async throws -> PostgresPool {
+    package static func migratedPool(size: Int = 4) async throws -> PostgresPool {
         guard let url else {
             throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
         }
@@ -32,14 +32,14 @@ public enum TestDatabase {
 
     /// A pool on a database of its own (created now, migrated), for tests that must not see other
     /// tests' rows — the delivery queue claims whatever is due. `drop()` removes it.
-    public static func isolatedDatabase() async throws -> (pool: PostgresPool, drop: @Sendable () async -> Void) {
+    package static func isolatedDatabase() async throws -> (pool: PostgresPool, drop: @Sendable () async -> Void) {
         let database = try await isolatedDatabaseWithURL()
         return (database.pool, database.drop)
     }
 
     /// ``isolatedDatabase()`` with the database's URL, for starting a gateway on it.
     /// `migratedThrough`: apply only the migrations up to that version (a test of a later one).
-    public static func isolatedDatabaseWithURL(migratedThrough: Int? = nil) async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
+    package static func isolatedDatabaseWithURL(migratedThrough: Int? = nil) async throws -> (pool: PostgresPool, url: String, drop: @Sendable () async -> Void) {
         guard let url else {
             throw PostgresError(.badSettings, "\(environmentVariable) is not set; run scripts/test.sh")
         }
@@ -60,7 +60,7 @@ public enum TestDatabase {
     /// `url` (a `postgresql://` URI) naming `database` instead, its parameters kept: the test URL
     /// carries `?connect_timeout=…` (a loaded CI machine took longer than the gateway's 5 s
     /// default to start a backend), and every database derived from it must too.
-    public static func url(_ url: String, naming database: String) throws(PostgresError) -> String {
+    package static func url(_ url: String, naming database: String) throws(PostgresError) -> String {
         let location = url.prefix { $0 != "?" }
         let parameters = url.dropFirst(location.count)
         guard let scheme = ["postgresql://", "postgres://"].first(where: location.hasPrefix),
@@ -73,14 +73,14 @@ public enum TestDatabase {
     /// Runs a bulk script that fills a table for a test (hundreds of thousands of rows) without the
     /// pool's `statement_timeout`: on a loaded CI machine such a load outlasted the 30 s a
     /// gateway's own statements get. The connection's timeout is restored afterwards.
-    public static func load(_ pool: PostgresPool, script: String) async throws {
+    package static func load(_ pool: PostgresPool, script: String) async throws {
         _ = try await pool.withConnection { connection in
             try connection.withoutStatementTimeout { try connection.execute(script: script) }
         }
     }
 
     /// An id no other test uses: `prefix-<random>`.
-    public static func unique(_ prefix: String) -> String {
+    package static func unique(_ prefix: String) -> String {
         "\(prefix)-\(UUID().uuidString.prefix(12).lowercased())"
     }
 }

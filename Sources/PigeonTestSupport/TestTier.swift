@@ -12,13 +12,13 @@ import Foundation
 ///
 /// Suites above the unit tier say so with `.enabled(if: TestTier.runsIntegration, …)` or
 /// `TestTier.runsSystem`; ``TestDatabase/isAvailable`` is false in the unit tier.
-public enum TestTier: Int, Comparable, Sendable {
+package enum TestTier: Int, Comparable, Sendable {
     case unit, integration, system
 
-    public static let environmentVariable = "PIGEON_TEST_TIER"
+    package static let environmentVariable = "PIGEON_TEST_TIER"
 
     /// The highest tier this run includes.
-    public static var selected: TestTier {
+    package static var selected: TestTier {
         switch ProcessInfo.processInfo.environment[environmentVariable] {
         case "unit": .unit
         case "integration": .integration
@@ -27,9 +27,9 @@ public enum TestTier: Int, Comparable, Sendable {
     }
 
     /// Whether integration suites run (PostgreSQL, sockets, processes).
-    public static var runsIntegration: Bool { selected >= .integration }
+    package static var runsIntegration: Bool { selected >= .integration }
     /// Whether system suites run (crashes, failover, millions of recipients).
-    public static var runsSystem: Bool { selected >= .system }
+    package static var runsSystem: Bool { selected >= .system }
 
-    public static func < (lhs: TestTier, rhs: TestTier) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: TestTier, rhs: TestTier) -> Bool { lhs.rawValue < rhs.rawValue }
 }

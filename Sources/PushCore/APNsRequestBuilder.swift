@@ -2,20 +2,20 @@ import Foundation
 
 /// Builds APNs requests: `POST /3/device/<token>` with the headers Apple documents and a JSON
 /// payload of `aps` (alert, badge, sound) plus the message's custom keys.
-public struct APNsRequestBuilder: Sendable {
+package struct APNsRequestBuilder: Sendable {
     /// Apple's limit for regular remote notifications.
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
     /// Apple's limit for `apns-collapse-id`.
-    public static let maximumCollapseIdBytes = 64
+    package static let maximumCollapseIdBytes = 64
 
-    public var topic: String?
+    package var topic: String?
 
-    public init(topic: String?) {
+    package init(topic: String?) {
         self.topic = topic
     }
 
     /// The request for `message` to `deviceToken`; `apnsId` (a UUID) names this attempt.
-    public func request(for message: PushMessage, deviceToken: String, apnsId: UUID) throws(PushMessageError) -> PushRequest {
+    package func request(for message: PushMessage, deviceToken: String, apnsId: UUID) throws(PushMessageError) -> PushRequest {
         let prepared = try prepare(message)
         var headers = prepared.headers
         headers["apns-id"] = apnsId.uuidString.lowercased()
@@ -24,7 +24,7 @@ public struct APNsRequestBuilder: Sendable {
 
     /// What every device's request for `message` shares — headers but the attempt's id, and the
     /// payload — built once per notification rather than once per device.
-    public func prepare(_ message: PushMessage) throws(PushMessageError) -> APNsPreparedMessage {
+    package func prepare(_ message: PushMessage) throws(PushMessageError) -> APNsPreparedMessage {
         let body = try payload(for: message)
         var headers = [
             "apns-push-type": "alert",
@@ -40,12 +40,12 @@ public struct APNsRequestBuilder: Sendable {
 
     /// A Wallet pass update push (CONTRACT §7): an empty JSON object on the pass type's topic,
     /// as Apple specifies for passes; Wallet then asks the web service what changed.
-    public static func passUpdate(passTypeIdentifier: String) -> APNsPreparedMessage {
+    package static func passUpdate(passTypeIdentifier: String) -> APNsPreparedMessage {
         APNsPreparedMessage(headers: ["apns-topic": passTypeIdentifier, "content-type": "application/json"], body: Data("{}".utf8))
     }
 
     /// The JSON payload; throws when it exceeds 4 KB.
-    public func payload(for message: PushMessage) throws(PushMessageError) -> Data {
+    package func payload(for message: PushMessage) throws(PushMessageError) -> Data {
         if let confidential = message.confidentialMembers {
             // CONTRACT §8: the neutral alert, for the notification service extension to replace.
             let aps: [(String, JSONValue)] = [
@@ -79,15 +79,15 @@ public struct APNsRequestBuilder: Sendable {
 
 /// An APNs request without its device: the shared headers (no `apns-id`) and payload of one
 /// message, built once and used for every device it goes to.
-public struct APNsPreparedMessage: Sendable, Equatable {
-    public var headers: [String: String] {
+package struct APNsPreparedMessage: Sendable, Equatable {
+    package var headers: [String: String] {
         didSet { headerLines = Self.lines(headers) }
     }
     /// ``headers`` as `name: value` lines, formatted once for every device's request.
-    public private(set) var headerLines: [String]
-    public var body: Data
+    package private(set) var headerLines: [String]
+    package var body: Data
 
-    public init(headers: [String: String], body: Data) {
+    package init(headers: [String: String], body: Data) {
         self.headers = headers
         self.headerLines = Self.lines(headers)
         self.body = body
@@ -98,5 +98,5 @@ public struct APNsPreparedMessage: Sendable, Equatable {
     }
 
     /// The request path for one device token.
-    public func path(deviceToken: String) -> String { "/3/device/\(deviceToken)" }
+    package func path(deviceToken: String) -> String { "/3/device/\(deviceToken)" }
 }

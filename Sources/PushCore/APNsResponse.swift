@@ -2,15 +2,15 @@ import Foundation
 
 /// Turns an APNs HTTP/2 response into a ``PushOutcome``, following Apple's documented status
 /// codes and reasons ("Handling notification responses from APNs").
-public enum APNsResponse {
+package enum APNsResponse {
     /// Reasons that mean the device token is unusable for this app: the device is removed.
-    public static let deadTokenReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken"]
+    package static let deadTokenReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken"]
 
     /// Provider-token reasons that a fresh JWT fixes.
-    public static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"]
+    package static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"]
 
     /// `status` and `body` of the response, and its `apns-id` and `retry-after` headers.
-    public static func classify(status: Int, body: Data, apnsId: String?, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+    package static func classify(status: Int, body: Data, apnsId: String?, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
         if status == 200 { return .accepted(id: apnsId) }
         let error = try? JSONDecoder().decode(ErrorBody.self, from: body)
         let reason = error?.reason ?? "HTTP \(status)"

@@ -2,12 +2,12 @@ import Foundation
 
 /// How a confidential notification travels to one device (CONTRACT §8): sealed to the device's
 /// key, or announced only, for the app to fetch with its bearer token.
-public enum ConfidentialMode: Sendable, Equatable {
+package enum ConfidentialMode: Sendable, Equatable {
     case encrypted(E2EEnvelope)
     case fetch
 
     /// The metric label: `encrypted` or `fetch`.
-    public var label: String {
+    package var label: String {
         switch self {
         case .encrypted: "encrypted"
         case .fetch: "fetch"
@@ -17,13 +17,13 @@ public enum ConfidentialMode: Sendable, Equatable {
 
 /// The `v1` envelope of a push sealed to a device key: `{"v": 1, "kid", "epk", "salt", "ct"}`,
 /// binary members in base64url without padding.
-public struct E2EEnvelope: Sendable, Equatable {
-    public var keyId: String
-    public var ephemeralPublicKey: Data
-    public var salt: Data
-    public var ciphertext: Data
+package struct E2EEnvelope: Sendable, Equatable {
+    package var keyId: String
+    package var ephemeralPublicKey: Data
+    package var salt: Data
+    package var ciphertext: Data
 
-    public init(keyId: String, ephemeralPublicKey: Data, salt: Data, ciphertext: Data) {
+    package init(keyId: String, ephemeralPublicKey: Data, salt: Data, ciphertext: Data) {
         self.keyId = keyId
         self.ephemeralPublicKey = ephemeralPublicKey
         self.salt = salt
@@ -31,7 +31,7 @@ public struct E2EEnvelope: Sendable, Equatable {
     }
 
     /// The envelope as a JSON object (APNs, Web Push).
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             ("v", .int(1)), ("kid", .string(keyId)), ("epk", .string(Self.base64URL(ephemeralPublicKey))),
             ("salt", .string(Self.base64URL(salt))), ("ct", .string(Self.base64URL(ciphertext))),
@@ -39,7 +39,7 @@ public struct E2EEnvelope: Sendable, Equatable {
     }
 
     /// The envelope as a JSON string's value (FCM, Huawei and RuStore data carry strings only).
-    public var text: String { String(decoding: json.encoded, as: UTF8.self) }
+    package var text: String { String(decoding: json.encoded, as: UTF8.self) }
 
     static func base64URL(_ data: Data) -> String {
         var text = data.base64EncodedString()
@@ -51,9 +51,9 @@ public struct E2EEnvelope: Sendable, Equatable {
 
 /// What a sealed push carries once opened: `{"notificationId", "text", "type", "target"?,
 /// "details"?}` (CONTRACT §8), the UTF-8 JSON the sealing pads and encrypts.
-public enum SealedContent {
+package enum SealedContent {
     /// The plaintext JSON; `details` (the notification's details map) in the order given.
-    public static func json(notificationId: String, text: String, type: String, target: String?, details: [(String, String)]?) -> Data {
+    package static func json(notificationId: String, text: String, type: String, target: String?, details: [(String, String)]?) -> Data {
         var members: [(String, JSONValue)] = [("notificationId", .string(notificationId)), ("text", .string(text)), ("type", .string(type))]
         if let target { members.append(("target", .string(target))) }
         if let details {

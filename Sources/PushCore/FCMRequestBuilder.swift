@@ -2,17 +2,17 @@ import Foundation
 
 /// Builds FCM HTTP v1 `messages:send` requests: a notification (the text), data (all values as
 /// strings, as FCM requires), and Android `ttl` and `priority`.
-public struct FCMRequestBuilder: Sendable {
+package struct FCMRequestBuilder: Sendable {
     /// FCM's limit for a message's payload.
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
 
-    public var projectId: String
+    package var projectId: String
 
-    public init(projectId: String) {
+    package init(projectId: String) {
         self.projectId = projectId
     }
 
-    public func request(for message: PushMessage, registrationToken: String, now: Date) throws(PushMessageError) -> PushRequest {
+    package func request(for message: PushMessage, registrationToken: String, now: Date) throws(PushMessageError) -> PushRequest {
         let prepared = try prepare(message, now: now)
         return PushRequest(path: prepared.path, headers: prepared.headers, body: prepared.body(registrationToken: registrationToken))
     }
@@ -20,7 +20,7 @@ public struct FCMRequestBuilder: Sendable {
     /// What every device's request for `message` shares, built once per notification: the body
     /// is written around the place of the registration token (the last member of `message`),
     /// so a device's body is two copies and its escaped token.
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         if let data = message.confidentialData {
             // CONTRACT §8: data only (no notification block, which Google would show), high priority.
@@ -65,13 +65,13 @@ public struct FCMRequestBuilder: Sendable {
 
 /// An FCM request without its registration token: the path, headers and the body around the
 /// token's place, built once per message and used for every device it goes to.
-public struct FCMPreparedMessage: Sendable, Equatable {
-    public var path: String
-    public var headers: [String: String] {
+package struct FCMPreparedMessage: Sendable, Equatable {
+    package var path: String
+    package var headers: [String: String] {
         didSet { headerLines = APNsPreparedMessage.lines(headers) }
     }
     /// ``headers`` as `name: value` lines, formatted once for every device's request.
-    public private(set) var headerLines: [String]
+    package private(set) var headerLines: [String]
     var bodyPrefix: [UInt8]
     var bodySuffix: [UInt8]
     /// ``bodyPrefix`` with FCM v1's `fid` member in place of `token`: for a device registered by
@@ -100,7 +100,7 @@ public struct FCMPreparedMessage: Sendable, Equatable {
 
     /// The body for one device: its registration token, or — stored as
     /// ``FirebaseInstallationID/stored(_:)`` — its Firebase Installation ID as the `fid` target.
-    public func body(registrationToken: String) -> Data {
+    package func body(registrationToken: String) -> Data {
         var bytes: [UInt8]
         var address = Substring(registrationToken)
         if let installationPrefix, let fid = FirebaseInstallationID.fid(inStored: registrationToken) {

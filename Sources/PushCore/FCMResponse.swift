@@ -2,8 +2,8 @@ import Foundation
 
 /// Turns an FCM HTTP v1 `messages:send` response into a ``PushOutcome``, following the
 /// `FcmError` codes Google documents.
-public enum FCMResponse {
-    public static func classify(status: Int, body: Data, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+package enum FCMResponse {
+    package static func classify(status: Int, body: Data, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
         if status == 200 {
             let name = (try? JSONDecoder().decode(SendResponse.self, from: body))?.name
             return .accepted(id: name)

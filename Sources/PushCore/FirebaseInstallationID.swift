@@ -2,23 +2,23 @@
 /// (CONTRACT §9: registered with `"tokenType": "fid"`, pushed with FCM v1's `fid` target). It is
 /// stored where a token is, as `fid:` and the id: a registration token never starts so (its
 /// first part is a 22-character instance id followed by `:`).
-public enum FirebaseInstallationID {
-    public static let storedPrefix = "fid:"
+package enum FirebaseInstallationID {
+    package static let storedPrefix = "fid:"
     /// A FID is 22 characters of the URL-safe base64 alphabet.
-    public static let length = 22
+    package static let length = 22
 
     /// The stored form of `fid`.
-    public static func stored(_ fid: String) -> String { storedPrefix + fid }
+    package static func stored(_ fid: String) -> String { storedPrefix + fid }
 
     /// The FID of a stored push token, or `nil` for a registration token.
-    public static func fid(inStored token: String) -> Substring? {
+    package static func fid(inStored token: String) -> Substring? {
         token.hasPrefix(storedPrefix) ? token.dropFirst(storedPrefix.count) : nil
     }
 
     /// Why `fid` is not a Firebase Installation ID, or `nil` when it is one: 22 characters of
     /// `A-Z a-z 0-9 - _` whose first four bits are `0111` (Firebase's prefix: the first
     /// character is one of `c d e f`).
-    public static func problem(_ fid: String) -> String? {
+    package static func problem(_ fid: String) -> String? {
         guard fid.utf8.count == length else {
             return "a Firebase Installation ID has \(length) characters, got \(fid.utf8.count)"
         }

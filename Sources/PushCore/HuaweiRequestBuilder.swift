@@ -4,20 +4,20 @@ import Foundation
 /// Huawei's token list, so that each device has its own answer; a notification message whose
 /// text opens the app (`click_action` type 3), the data as Huawei's one string (a JSON object),
 /// `android.urgency` from the priority and `android.ttl` from the timeout.
-public struct HuaweiRequestBuilder: Sendable {
+package struct HuaweiRequestBuilder: Sendable {
     /// Huawei's limit for a message (4 KB).
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
 
     /// The app's id in AppGallery Connect (`hmsAppId`), part of the path.
-    public var appId: String
+    package var appId: String
 
-    public init(appId: String) {
+    package init(appId: String) {
         self.appId = appId
     }
 
     /// What every device's request for `message` shares, built once per notification; the
     /// body is written around the token's place.
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         let prepared: FCMPreparedMessage
         if let data = message.confidentialData {

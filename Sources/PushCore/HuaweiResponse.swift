@@ -12,8 +12,8 @@ import Foundation
 /// - 80600003 (the OAuth token could not be had) and 81000001 (internal error): retry;
 /// - HTTP 503 is Huawei's traffic control, 502/500/504 and 429 passing trouble: retry with back-off;
 /// - any other code is the message's or the configuration's problem: failed.
-public enum HuaweiResponse {
-    public static func classify(status: Int, body: Data, token: String, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+package enum HuaweiResponse {
+    package static func classify(status: Int, body: Data, token: String, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
         let answer = try? JSONDecoder().decode(Answer.self, from: body)
         let code = answer?.code ?? ""
         let message = answer?.msg ?? ""

@@ -3,7 +3,7 @@ import Foundation
 /// A small JSON document model that encodes straight to bytes, keys in the order given.
 /// Push payloads are built for every device of a fan-out; JSONSerialization spends most of its
 /// time bridging dictionaries, this does not.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case string(String)
     case int(Int)
     case bool(Bool)
@@ -12,7 +12,7 @@ public enum JSONValue: Sendable, Equatable {
     /// Activity's content state as the bank sent it, a number with a fraction).
     case raw(String)
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.string(let a), .string(let b)): a == b
         case (.int(let a), .int(let b)): a == b
@@ -24,7 +24,7 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// The UTF-8 encoding, without insignificant whitespace.
-    public var encoded: Data {
+    package var encoded: Data {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         write(into: &bytes)

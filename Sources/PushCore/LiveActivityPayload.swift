@@ -3,28 +3,28 @@ import Foundation
 /// One Live Activity event as APNs carries it (CONTRACT §9): `aps.event`, `aps.timestamp`,
 /// `content-state` and, by event, the start's attributes, the stale and dismissal dates and an
 /// alert. JSON members the bank sent (content state, attributes) are checked JSON object texts.
-public struct LiveActivityEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct LiveActivityEvent: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         case start, update, end
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// Seconds since 1970, strictly increasing per activity.
-    public var timestamp: Int64
+    package var timestamp: Int64
     /// A JSON object text.
-    public var contentState: String
-    public var alertTitle: String?
-    public var alertBody: String?
-    public var staleDate: Int64?
-    public var dismissalDate: Int64?
+    package var contentState: String
+    package var alertTitle: String?
+    package var alertBody: String?
+    package var staleDate: Int64?
+    package var dismissalDate: Int64?
     /// The start's `attributes-type` and `attributes` (a JSON object text).
-    public var attributesType: String?
-    public var attributes: String?
-    public var relevanceScore: Double?
+    package var attributesType: String?
+    package var attributes: String?
+    package var relevanceScore: Double?
     /// An explicit `apns-priority` (5 or 10); `nil`: 10 with an alert, 5 without.
-    public var priority: Int?
+    package var priority: Int?
 
-    public init(kind: Kind, timestamp: Int64, contentState: String, alertTitle: String? = nil, alertBody: String? = nil,
+    package init(kind: Kind, timestamp: Int64, contentState: String, alertTitle: String? = nil, alertBody: String? = nil,
                 staleDate: Int64? = nil, dismissalDate: Int64? = nil, attributesType: String? = nil, attributes: String? = nil,
                 relevanceScore: Double? = nil, priority: Int? = nil) {
         self.kind = kind
@@ -41,7 +41,7 @@ public struct LiveActivityEvent: Sendable, Equatable {
     }
 
     /// True when the event shows an alert (then it goes at priority 10).
-    public var hasAlert: Bool { alertTitle != nil || alertBody != nil }
+    package var hasAlert: Bool { alertTitle != nil || alertBody != nil }
 
     /// The `aps` dictionary's members, in a fixed order.
     var apsMembers: [(String, JSONValue)] {
@@ -72,29 +72,29 @@ public struct LiveActivityEvent: Sendable, Equatable {
 
 /// APNs requests of the newer push types (CONTRACT §9): Live Activity events, broadcasts, widget
 /// refreshes; each the headers and payload every device's request shares.
-public enum LiveActivityRequests {
+package enum LiveActivityRequests {
     /// The topic suffix of Live Activity pushes.
-    public static let activityTopicSuffix = ".push-type.liveactivity"
+    package static let activityTopicSuffix = ".push-type.liveactivity"
     /// The topic suffix of widget refreshes.
-    public static let widgetsTopicSuffix = ".push-type.widgets"
+    package static let widgetsTopicSuffix = ".push-type.widgets"
 
     /// A Live Activity event to one activity's token (update token, or push-to-start token for
     /// a start) on the app's topic (its bundle id). Throws when the payload exceeds 4 KB.
-    public static func activity(_ event: LiveActivityEvent, appTopic: String) throws(PushMessageError) -> APNsPreparedMessage {
+    package static func activity(_ event: LiveActivityEvent, appTopic: String) throws(PushMessageError) -> APNsPreparedMessage {
         let body = try payload(event)
         return APNsPreparedMessage(headers: headers(event, topic: appTopic + activityTopicSuffix), body: body)
     }
 
     /// A broadcast of `event` on a channel (`POST /4/broadcasts/apps/{bundleId}`): the same
     /// payload, with `apns-channel-id` instead of a topic.
-    public static func broadcast(_ event: LiveActivityEvent, channelId: String) throws(PushMessageError) -> APNsPreparedMessage {
+    package static func broadcast(_ event: LiveActivityEvent, channelId: String) throws(PushMessageError) -> APNsPreparedMessage {
         var headers = headers(event, topic: nil)
         headers["apns-channel-id"] = channelId
         return APNsPreparedMessage(headers: headers, body: try payload(event))
     }
 
     /// A widget refresh: `{"aps": {"content-changed": true}}` on the widgets topic.
-    public static func widgets(appTopic: String) -> APNsPreparedMessage {
+    package static func widgets(appTopic: String) -> APNsPreparedMessage {
         APNsPreparedMessage(headers: ["apns-push-type": "widgets", "apns-topic": appTopic + widgetsTopicSuffix, "apns-priority": "5",
                                       "content-type": "application/json"],
                             body: JSONValue.object([("aps", .object([("content-changed", .bool(true))]))]).encoded)
@@ -102,7 +102,7 @@ public enum LiveActivityRequests {
 
     /// The data message an Android device of the recipients gets for a Live Activity event:
     /// `{"activityId", "event", "contentState"}` (strings, as FCM's data must be).
-    public static func androidData(activityId: String, event: LiveActivityEvent, expiresAt: Date) -> PushMessage {
+    package static func androidData(activityId: String, event: LiveActivityEvent, expiresAt: Date) -> PushMessage {
         var message = PushMessage(notificationId: activityId, text: "", data: [
             "activityId": activityId, "event": event.kind.rawValue, "contentState": event.contentState,
         ], urgency: event.hasAlert || event.kind != .update ? .high : .normal, expiresAt: expiresAt)
@@ -111,7 +111,7 @@ public enum LiveActivityRequests {
     }
 
     /// The data message an Android device gets for a widget refresh: `{"widgets": "changed"}`.
-    public static func androidWidgets(expiresAt: Date) -> PushMessage {
+    package static func androidWidgets(expiresAt: Date) -> PushMessage {
         var message = PushMessage(notificationId: "widgets", text: "", data: ["widgets": "changed"], urgency: .normal, expiresAt: expiresAt)
         message.dataOnly = true
         return message

@@ -9,17 +9,17 @@ import Foundation
 /// them, so codes go first within the quota. After the service answers that the quota is
 /// exhausted (`429 RESOURCE_EXHAUSTED` / `QUOTA_EXCEEDED`) with a `Retry-After`, the project is
 /// paused until then for every message.
-public struct MessageQuota: Sendable, Equatable {
-    public let perMinute: Int
+package struct MessageQuota: Sendable, Equatable {
+    package let perMinute: Int
     /// The most tokens held: a second's worth, one at least.
-    public let capacity: Double
+    package let capacity: Double
     /// Tokens that only urgent messages may take.
-    public let reserve: Double
-    public private(set) var available: Double
-    public private(set) var pausedUntil: Date?
+    package let reserve: Double
+    package private(set) var available: Double
+    package private(set) var pausedUntil: Date?
     private var updated: Date
 
-    public init(perMinute: Int, now: Date) {
+    package init(perMinute: Int, now: Date) {
         self.perMinute = max(1, perMinute)
         capacity = max(1, Double(self.perMinute) / 60)
         reserve = capacity >= 10 ? capacity / 10 : 0
@@ -28,7 +28,7 @@ public struct MessageQuota: Sendable, Equatable {
     }
 
     /// Takes up to `wanted` tokens at `now`; returns how many were granted (0 while paused).
-    public mutating func take(_ wanted: Int, urgent: Bool, now: Date) -> Int {
+    package mutating func take(_ wanted: Int, urgent: Bool, now: Date) -> Int {
         refill(now)
         if let pausedUntil, now < pausedUntil { return 0 }
         let floor = urgent ? 0 : reserve
@@ -38,7 +38,7 @@ public struct MessageQuota: Sendable, Equatable {
     }
 
     /// How long until a message of this kind can be granted a token (zero when one can now).
-    public mutating func wait(urgent: Bool, now: Date) -> TimeInterval {
+    package mutating func wait(urgent: Bool, now: Date) -> TimeInterval {
         refill(now)
         if let pausedUntil, now < pausedUntil { return pausedUntil.timeIntervalSince(now) }
         let needed = (urgent ? 1 : reserve + 1) - available
@@ -46,7 +46,7 @@ public struct MessageQuota: Sendable, Equatable {
     }
 
     /// The service said the quota is exhausted: nothing is sent before `until`.
-    public mutating func pause(until: Date) {
+    package mutating func pause(until: Date) {
         pausedUntil = max(pausedUntil ?? until, until)
     }
 

@@ -3,21 +3,21 @@ import Foundation
 /// When to sign a new APNs provider token (ES256 JWT). Apple refuses tokens older than an hour
 /// (`ExpiredProviderToken`) and answers `TooManyProviderTokenUpdates` to a connection whose token
 /// changes too often, so one token per key is reused and replaced once it is ``refreshAge`` old.
-public struct ProviderTokenPolicy: Sendable, Equatable {
+package struct ProviderTokenPolicy: Sendable, Equatable {
     /// A token this old is replaced before the next request.
-    public var refreshAge: TimeInterval
+    package var refreshAge: TimeInterval
     /// After APNs refuses a token, a new one is signed at once — but not more often than this:
     /// a key refused again and again (wrong key id, team, clock) is not re-signed per push.
-    public var rejectionResignInterval: TimeInterval
+    package var rejectionResignInterval: TimeInterval
     /// After `TooManyProviderTokenUpdates`, no token is signed for this long, doubling with each
     /// answer in a row up to ``maximumThrottleBackoff``.
-    public var throttleBackoff: TimeInterval
-    public var maximumThrottleBackoff: TimeInterval
+    package var throttleBackoff: TimeInterval
+    package var maximumThrottleBackoff: TimeInterval
     /// A previous token is gone back to (after `TooManyProviderTokenUpdates`) only while younger
     /// than this: Apple refuses it at an hour.
-    public var usableAge: TimeInterval
+    package var usableAge: TimeInterval
 
-    public init(refreshAge: TimeInterval = 50 * 60, rejectionResignInterval: TimeInterval = 60,
+    package init(refreshAge: TimeInterval = 50 * 60, rejectionResignInterval: TimeInterval = 60,
                 throttleBackoff: TimeInterval = 60, maximumThrottleBackoff: TimeInterval = 20 * 60,
                 usableAge: TimeInterval = 55 * 60) {
         self.refreshAge = refreshAge
@@ -29,7 +29,7 @@ public struct ProviderTokenPolicy: Sendable, Equatable {
 }
 
 /// Why a provider token was signed.
-public enum ProviderTokenSigning: String, Sendable {
+package enum ProviderTokenSigning: String, Sendable {
     case first
     /// It reached ``ProviderTokenPolicy/refreshAge``.
     case refresh
@@ -39,10 +39,10 @@ public enum ProviderTokenSigning: String, Sendable {
 
 /// The provider token of one key and the decisions about it, as a value: the transport holds it
 /// under a lock, tests drive it with explicit times.
-public struct ProviderTokenSchedule: Sendable {
-    public let policy: ProviderTokenPolicy
+package struct ProviderTokenSchedule: Sendable {
+    package let policy: ProviderTokenPolicy
     /// The token in use and when it was issued.
-    public private(set) var current: (token: String, issuedAt: Date)?
+    package private(set) var current: (token: String, issuedAt: Date)?
     /// The token before it, gone back to when APNs says tokens change too often.
     private var previous: (token: String, issuedAt: Date)?
     /// Set when the current token was refused and may be replaced.
@@ -52,12 +52,12 @@ public struct ProviderTokenSchedule: Sendable {
     private var throttlesInARow = 0
     private var throttledToken: String?
 
-    public init(policy: ProviderTokenPolicy = ProviderTokenPolicy()) {
+    package init(policy: ProviderTokenPolicy = ProviderTokenPolicy()) {
         self.policy = policy
     }
 
     /// Before a request: whether a token must be signed now, and why (nil: use ``current``).
-    public func signingNeeded(now: Date) -> ProviderTokenSigning? {
+    package func signingNeeded(now: Date) -> ProviderTokenSigning? {
         guard let current else { return .first }
         if replaceRejected { return .rejected }
         let age = now.timeIntervalSince(current.issuedAt)
@@ -67,7 +67,7 @@ public struct ProviderTokenSchedule: Sendable {
     }
 
     /// A token was signed at `now` for `reason`; it becomes the current one.
-    public mutating func signed(_ token: String, at now: Date, reason: ProviderTokenSigning) {
+    package mutating func signed(_ token: String, at now: Date, reason: ProviderTokenSigning) {
         if reason == .rejected {
             lastRejectionSigning = now
             previous = nil
@@ -82,7 +82,7 @@ public struct ProviderTokenSchedule: Sendable {
     /// it will be replaced before the next request; not more than once per
     /// ``ProviderTokenPolicy/rejectionResignInterval``, nor while signing is paused.
     @discardableResult
-    public mutating func rejected(_ token: String, now: Date) -> Bool {
+    package mutating func rejected(_ token: String, now: Date) -> Bool {
         guard current?.token == token else { return replaceRejected }
         if let paused = signingPausedUntil, now < paused { return false }
         if let last = lastRejectionSigning, now.timeIntervalSince(last) < policy.rejectionResignInterval { return false }
@@ -93,7 +93,7 @@ public struct ProviderTokenSchedule: Sendable {
     /// APNs answered `TooManyProviderTokenUpdates` to `token`: go back to the previous token
     /// while it is usable, and sign nothing until the returned time. Nil when this changed
     /// nothing: the other answers to requests already in flight with that token.
-    public mutating func throttled(_ token: String, now: Date) -> Date? {
+    package mutating func throttled(_ token: String, now: Date) -> Date? {
         if let paused = signingPausedUntil, now < paused, throttledToken == token { return nil }
         throttledToken = token
         throttlesInARow += 1
@@ -108,21 +108,21 @@ public struct ProviderTokenSchedule: Sendable {
     }
 
     /// APNs accepted a push: the throttling, if any, is over.
-    public mutating func accepted() {
+    package mutating func accepted() {
         throttlesInARow = 0
     }
 }
 
 /// When to fetch a new FCM OAuth2 access token: shortly before the cached one expires.
-public struct AccessTokenPolicy: Sendable, Equatable {
+package struct AccessTokenPolicy: Sendable, Equatable {
     /// Refresh this long before expiry.
-    public var margin: TimeInterval
+    package var margin: TimeInterval
 
-    public init(margin: TimeInterval = 5 * 60) {
+    package init(margin: TimeInterval = 5 * 60) {
         self.margin = margin
     }
 
-    public func needsRefresh(expiresAt: Date?, now: Date) -> Bool {
+    package func needsRefresh(expiresAt: Date?, now: Date) -> Bool {
         guard let expiresAt else { return true }
         return now.addingTimeInterval(margin) >= expiresAt
     }

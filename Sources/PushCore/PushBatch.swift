@@ -2,39 +2,39 @@ import Foundation
 
 /// Pushes sent together: each distinct message once, and the device tokens it goes to, so a
 /// transport builds a message's payload once for all of its devices.
-public struct PushBatch: Sendable {
+package struct PushBatch: Sendable {
     /// One device's push: the index of its message in ``messages`` and the device's token.
-    public struct Push: Sendable, Equatable {
-        public var message: Int
-        public var token: String
+    package struct Push: Sendable, Equatable {
+        package var message: Int
+        package var token: String
 
-        public init(message: Int, token: String) {
+        package init(message: Int, token: String) {
             self.message = message
             self.token = token
         }
     }
 
-    public var messages: [PushMessage]
-    public var pushes: [Push]
+    package var messages: [PushMessage]
+    package var pushes: [Push]
     /// A push that has not started by then is not sent (it comes back `expired`, and the engine
     /// hands its delivery back to the queue when the message's own time has not run out): a
     /// slow service's pushes do not wait in memory for a stream. `nil`: no such limit.
-    public var startBy: Date?
+    package var startBy: Date?
 
-    public init(messages: [PushMessage], pushes: [Push], startBy: Date? = nil) {
+    package init(messages: [PushMessage], pushes: [Push], startBy: Date? = nil) {
         self.messages = messages
         self.pushes = pushes
         self.startBy = startBy
     }
 
     /// The same start limit with other pushes (a part of this batch), and only their messages.
-    public func with(pushes: [Push]) -> PushBatch {
+    package func with(pushes: [Push]) -> PushBatch {
         PushBatch(messages: messages, pushes: pushes, startBy: startBy).compacted()
     }
 
     /// The batch with only the messages its pushes use (renumbered): a transport prepares every
     /// message of a batch, and a confidential notification has one message per device.
-    public func compacted() -> PushBatch {
+    package func compacted() -> PushBatch {
         var position = [Int](repeating: -1, count: messages.count)
         var kept: [PushMessage] = []
         var renumbered = pushes
@@ -52,7 +52,7 @@ public struct PushBatch: Sendable {
 
     /// The time after which `push` must not start: its message's expiry or the batch's
     /// ``startBy``, whichever comes first.
-    public func deadline(of push: Push) -> Date? {
+    package func deadline(of push: Push) -> Date? {
         let expiry = messages[push.message].expiresAt
         return startBy.map { min($0, expiry) } ?? expiry
     }
@@ -60,12 +60,12 @@ public struct PushBatch: Sendable {
 
 /// What became of one push of a ``PushBatch``: its index, its outcome and how long the service
 /// took to answer (`nil` when it did not: a transport failure, a message that cannot be sent).
-public struct PushBatchResult: Sendable {
-    public var index: Int
-    public var outcome: PushOutcome
-    public var duration: Duration?
+package struct PushBatchResult: Sendable {
+    package var index: Int
+    package var outcome: PushOutcome
+    package var duration: Duration?
 
-    public init(index: Int, outcome: PushOutcome, duration: Duration?) {
+    package init(index: Int, outcome: PushOutcome, duration: Duration?) {
         self.index = index
         self.outcome = outcome
         self.duration = duration

@@ -1,8 +1,8 @@
 import Foundation
 
 /// One push as the transports send it, independent of where it came from.
-public struct PushMessage: Sendable, Equatable {
-    public enum Urgency: Sendable, Equatable {
+package struct PushMessage: Sendable, Equatable {
+    package enum Urgency: Sendable, Equatable {
         /// APNs priority 10, FCM `HIGH`: wake the device now (PIN codes).
         case high
         /// APNs priority 5, FCM `NORMAL`: delivered when convenient for the device's power.
@@ -10,25 +10,25 @@ public struct PushMessage: Sendable, Equatable {
     }
 
     /// The notification id: APNs collapse id and a custom key, FCM data.
-    public var notificationId: String
-    public var text: String
-    public var badge: Int?
-    public var sound: String?
+    package var notificationId: String
+    package var text: String
+    package var badge: Int?
+    package var sound: String?
     /// Custom keys for the app: type, target, …
-    public var data: [String: String]
-    public var urgency: Urgency
+    package var data: [String: String]
+    package var urgency: Urgency
     /// After this the services may drop the push (APNs `apns-expiration`, FCM `ttl`).
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// Set for a confidential notification (CONTRACT §8): ``text`` is then the neutral alert,
     /// ``data`` is empty, and the content travels sealed (or is fetched by the app).
-    public var confidential: ConfidentialMode?
+    package var confidential: ConfidentialMode?
     /// APNs `aps.interruption-level` (`passive`, `active`, `time-sensitive`); `nil`: not sent.
-    public var interruptionLevel: String?
+    package var interruptionLevel: String?
     /// True for a data message to Android (FCM, RuStore, Huawei): ``data`` only, no notification
     /// and no `notificationId` (a Live Activity's or a widget's update for the app, CONTRACT §9).
-    public var dataOnly = false
+    package var dataOnly = false
 
-    public init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date,
+    package init(notificationId: String, text: String, badge: Int? = nil, sound: String? = nil, data: [String: String] = [:], urgency: Urgency, expiresAt: Date,
                 confidential: ConfidentialMode? = nil, interruptionLevel: String? = nil) {
         self.interruptionLevel = interruptionLevel
         self.confidential = confidential
@@ -43,10 +43,10 @@ public struct PushMessage: Sendable, Equatable {
 }
 
 /// Why a message cannot be sent at all.
-public enum PushMessageError: Error, Equatable, CustomStringConvertible {
+package enum PushMessageError: Error, Equatable, CustomStringConvertible {
     case payloadTooLarge(bytes: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .payloadTooLarge(let bytes, let limit): "payload of \(bytes) bytes exceeds the \(limit)-byte limit"
         }
@@ -54,10 +54,10 @@ public enum PushMessageError: Error, Equatable, CustomStringConvertible {
 }
 
 /// An HTTP/2 request ready for a transport: path, headers and body.
-public struct PushRequest: Sendable, Equatable {
-    public var path: String
-    public var headers: [String: String]
-    public var body: Data
+package struct PushRequest: Sendable, Equatable {
+    package var path: String
+    package var headers: [String: String]
+    package var body: Data
 }
 
 extension PushMessage {
@@ -65,7 +65,7 @@ extension PushMessage {
     /// the notification id when it fits the 64 bytes APNs allows for `apns-collapse-id`, else its
     /// first characters and a hash of the whole id (two long ids sharing a beginning stay apart).
     /// Android's notification `tag` is the same.
-    public var collapseIdentifier: String {
+    package var collapseIdentifier: String {
         let limit = APNsRequestBuilder.maximumCollapseIdBytes
         guard notificationId.utf8.count > limit else { return notificationId }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits: stable across processes.
@@ -78,7 +78,7 @@ extension PushMessage {
 
     /// The message's data as JSON members of string values, keys sorted (a payload is
     /// reproducible), `notificationId` last: what FCM, RuStore and Huawei carry as data.
-    public var dataMembers: [(String, JSONValue)] {
+    package var dataMembers: [(String, JSONValue)] {
         if dataOnly { return data.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) } }
         var members = data.filter { $0.key != "notificationId" }.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }
         members.append(("notificationId", .string(notificationId)))

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What one push attempt came to, for APNs and FCM alike. The engine acts on this alone.
-public enum PushOutcome: Sendable, Equatable {
+package enum PushOutcome: Sendable, Equatable {
     /// The push service accepted the message (`apns-id` or FCM message name, if given).
     case accepted(id: String?)
     /// The token will never work again: remove the device. `since` is when the service says the
@@ -22,10 +22,10 @@ public enum PushOutcome: Sendable, Equatable {
     case deferred
 
     /// The reason an `expired` outcome gives in logs and the delivery's last error.
-    public static let expiredReason = "expired before it could be pushed"
+    package static let expiredReason = "expired before it could be pushed"
 
     /// A short label for metrics (`accepted`, `token_dead`, `retry`, `refresh_credentials`, `failed`, `expired`).
-    public var label: String {
+    package var label: String {
         switch self {
         case .accepted: "accepted"
         case .tokenDead: "token_dead"
@@ -41,14 +41,14 @@ public enum PushOutcome: Sendable, Equatable {
 extension PushOutcome {
     /// The start of a retry's reason when a service refused credentials that cannot be
     /// refreshed (a static service token): retried later, the device kept, an operator alarmed.
-    public static let credentialsRefusedPrefix = "credentials refused: "
+    package static let credentialsRefusedPrefix = "credentials refused: "
 
     /// The retry reason of a push no stream took in time (a slow service) while others of its
     /// delivery went out.
-    public static let notStartedReason = "not started in time: the push service was slow"
+    package static let notStartedReason = "not started in time: the push service was slow"
 
     /// Why a retry is needed, as a bounded label for metrics; nil for other outcomes.
-    public var retryCause: RetryCause? {
+    package var retryCause: RetryCause? {
         guard case .retry(_, _, let cause) = self else { return nil }
         return cause
     }
@@ -56,7 +56,7 @@ extension PushOutcome {
 
 /// Why a push is to be retried, decided where the outcome is made (never read back from its
 /// reason's text).
-public enum RetryCause: String, Sendable, Equatable, CaseIterable {
+package enum RetryCause: String, Sendable, Equatable, CaseIterable {
     /// The request never got an answer (transport error, no access token).
     case connection
     /// The service asked us to slow down (429, quota and token-update limits).
@@ -71,14 +71,14 @@ public enum RetryCause: String, Sendable, Equatable, CaseIterable {
     /// The cause a service's own reason for a temporary failure names: its throttling codes
     /// (`TooManyRequests`, `TooManyProviderTokenUpdates`, `QUOTA_EXCEEDED`, `RESOURCE_EXHAUSTED`,
     /// HTTP 429), else unavailable.
-    public static func ofServiceReason(_ reason: String) -> RetryCause {
+    package static func ofServiceReason(_ reason: String) -> RetryCause {
         ["TooManyRequests", "TooManyProviderTokenUpdates", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"].contains(reason) ? .throttled : .unavailable
     }
 }
 
 /// Reads a `Retry-After` header: delta-seconds, or an HTTP date relative to `now`.
-public enum RetryAfter {
-    public static func parse(_ value: String?, now: Date = Date()) -> Duration? {
+package enum RetryAfter {
+    package static func parse(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
         let formatter = DateFormatter()

@@ -3,12 +3,12 @@ import Foundation
 /// When to try a failed push again: exponential back-off with jitter, at least what the
 /// service asked for (`Retry-After`), never past the notification's expiry, and never for a
 /// perishable notification. Pure: the clock's reading and the random source are passed in.
-public struct RetrySchedule: Sendable, Equatable {
-    public var initialDelay: Duration
-    public var maximumDelay: Duration
-    public var maximumAttempts: Int
+package struct RetrySchedule: Sendable, Equatable {
+    package var initialDelay: Duration
+    package var maximumDelay: Duration
+    package var maximumAttempts: Int
 
-    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), maximumAttempts: Int = 12) {
+    package init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), maximumAttempts: Int = 12) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.maximumAttempts = maximumAttempts
@@ -16,7 +16,7 @@ public struct RetrySchedule: Sendable, Equatable {
 
     /// When attempt number `attempt + 1` may run after attempt `attempt` (1-based) failed with a
     /// temporary error at `now`; `nil` when there must be no further attempt.
-    public func nextAttempt(
+    package func nextAttempt(
         after attempt: Int, now: Date, expiresAt: Date, perishable: Bool, serviceDelay: Duration?,
         random: inout some RandomNumberGenerator
     ) -> Date? {

@@ -3,19 +3,19 @@ import Foundation
 /// Builds RuStore push `messages:send` requests. RuStore takes FCM HTTP v1's shape, one token
 /// per request: a notification (the text), data (every value a string) and Android `ttl`; only
 /// the fields RuStore documents are sent (no FCM collapse key or priority).
-public struct RuStoreRequestBuilder: Sendable {
+package struct RuStoreRequestBuilder: Sendable {
     /// What reaches the device (notification and data) at most, as for FCM.
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
 
-    public var projectId: String
+    package var projectId: String
 
-    public init(projectId: String) {
+    package init(projectId: String) {
         self.projectId = projectId
     }
 
     /// What every device's request for `message` shares, built once per notification; the
     /// body is written around the token's place.
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         let ttl = max(0, Int64(message.expiresAt.timeIntervalSince(now).rounded(.down)))
         if let data = message.confidentialData {
             // CONTRACT §8: data only (no notification, which RuStore would show). RuStore

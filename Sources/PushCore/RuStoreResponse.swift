@@ -9,11 +9,11 @@ import Foundation
 ///   transport raises the alarm (``PushOutcome/credentialsRefusedPrefix``);
 /// - 429 and 5xx: retried, not before `Retry-After`;
 /// - anything else (400: the message) fails.
-public enum RuStoreResponse {
+package enum RuStoreResponse {
     /// How long a push refused for our credentials waits before it is tried again.
-    public static let credentialsRetryDelay: Duration = .seconds(60)
+    package static let credentialsRetryDelay: Duration = .seconds(60)
 
-    public static func classify(status: Int, body: Data, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+    package static func classify(status: Int, body: Data, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
         let error = (try? JSONDecoder().decode(ErrorResponse.self, from: body))?.error
         let reason = error?.status ?? "HTTP \(status)"
         switch status {

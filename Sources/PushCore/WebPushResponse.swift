@@ -5,8 +5,8 @@ import Foundation
 /// (never retried); 429 — retried, not before `Retry-After`; 5xx — retried; 400/401/403 — the
 /// request or our VAPID key was refused (failed: a subscription made for another application
 /// server key never takes ours).
-public enum WebPushResponse {
-    public static func classify(status: Int, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
+package enum WebPushResponse {
+    package static func classify(status: Int, retryAfter: String? = nil, now: Date = Date()) -> PushOutcome {
         switch status {
         case 200, 201, 202:
             return .accepted(id: nil)
@@ -27,20 +27,20 @@ public enum WebPushResponse {
 
     /// The `Urgency` header (RFC 8030 §5.3) of a message: `high` for PIN codes and prioritised
     /// notifications, `normal` otherwise.
-    public static func urgency(_ message: PushMessage) -> String {
+    package static func urgency(_ message: PushMessage) -> String {
         message.urgency == .high ? "high" : "normal"
     }
 
     /// The `Topic` header (RFC 8030 §5.4): at most 32 characters of the base64url alphabet, so
     /// a notification's repeats replace each other; derived from its id.
-    public static func topic(notificationId: String) -> String {
+    package static func topic(notificationId: String) -> String {
         let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         let kept = notificationId.filter { allowed.contains($0) }
         return String((kept.isEmpty ? "notification" : kept).prefix(32))
     }
 
     /// What the browser's service worker receives: the notification as JSON.
-    public static func plaintext(_ message: PushMessage) -> Data {
+    package static func plaintext(_ message: PushMessage) -> Data {
         if let confidential = message.confidentialMembers {
             // CONTRACT §8: the neutral alert for the service worker, and the APNs payload's members.
             return JSONValue.object([("text", .string(message.text))] + confidential).encoded

@@ -14,7 +14,7 @@ private let selected: (@Sendable (Data) -> Void)? = FuzzTargets.all[ProcessInfo.
 
 /// libFuzzer's per-input entry (when its own `main` is linked, it calls this directly).
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+package func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     guard let selected else { fatalError("PIGEON_FUZZ_TARGET must be one of: \(FuzzTargets.all.keys.sorted().joined(separator: ", "))") }
     selected(bytes.map { Data(bytes: $0, count: count) } ?? Data())
     return 0

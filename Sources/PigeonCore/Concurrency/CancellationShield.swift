@@ -2,8 +2,8 @@
 /// already happened (outcomes of pushes sent, reports the bank took). The database pool refuses
 /// work for a cancelled caller, so such writes run in a task of their own, which does not inherit
 /// the caller's cancellation.
-public enum CancellationShield {
-    public static func run<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
+package enum CancellationShield {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
         await Task { await work() }.value
     }
 }

@@ -9,22 +9,22 @@ import Synchronization
 /// Foundation's `Process.run` crashed the test process (a bad pointer in its own memcpy) when
 /// it launched programs from several threads while the process held over a thousand open
 /// descriptors — the state of a parallel test run.
-public enum ProgramRun {
+package enum ProgramRun {
     /// What the program left.
-    public struct Outcome: Sendable {
-        public var status: Int32
-        public var output: Data
+    package struct Outcome: Sendable {
+        package var status: Int32
+        package var output: Data
     }
 
     /// Why the program could not be started.
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Runs `executable` with `arguments`, writing `input` to its standard input (on a thread of
     /// its own, so a program that answers before reading everything cannot block it); standard
     /// error goes to /dev/null, or with `errorsToOutput` into the output.
-    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil, errorsToOutput: Bool = false) throws -> Outcome {
+    package static func run(_ executable: String, _ arguments: [String], input: Data? = nil, errorsToOutput: Bool = false) throws -> Outcome {
         // Pipes made, marked close-on-exec and handed to the program one launch at a time: a
         // program spawned by another thread in between would inherit this one's pipe ends and
         // hold its output open.

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Taken before a pooled database connection, never inside one: a task waiting for its turn then
 /// holds nothing another caller needs.
-public final class Turns: Sendable {
+package final class Turns: Sendable {
     private struct State {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -14,10 +14,10 @@ public final class Turns: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Runs `body` once no other caller's `body` runs.
-    public func take<T>(_ body: () async throws -> T) async rethrows -> T {
+    package func take<T>(_ body: () async throws -> T) async rethrows -> T {
         await acquire()
         defer { release() }
         return try await body()

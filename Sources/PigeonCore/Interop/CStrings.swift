@@ -2,8 +2,8 @@ import Foundation
 
 /// Lends a list of Swift strings to C as an array of `const char *`, valid only inside `body`.
 /// The wrappers of C libraries use it for header names and values.
-public enum CStrings {
-    public static func with<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+package enum CStrings {
+    package static func with<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
         let copies = strings.map { strdup($0) }
         defer { copies.forEach { free($0) } }
         let pointers = copies.map { UnsafePointer($0) }

@@ -1,9 +1,9 @@
 /// Makes untrusted text safe for a log line: control characters (CR, LF, NUL, ESC, …) become
 /// visible escapes, so a value from a client can neither forge a line nor hide in a terminal.
-public enum LogText {
+package enum LogText {
     /// `text` with every control character written as `\n`, `\r`, `\t` or `\u{XX}`, cut to
     /// `limit` characters (with `…`).
-    public static func escaped(_ text: String, limit: Int = 1024) -> String {
+    package static func escaped(_ text: String, limit: Int = 1024) -> String {
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {

@@ -3,15 +3,15 @@ import Foundation
 /// A small value-type logger in the shape of swift-log: a label, a level threshold, metadata that
 /// travels with the value, and a ``LogHandler`` that writes. Messages are autoclosures, so a
 /// suppressed debug line costs nothing.
-public struct Logger: Sendable {
+package struct Logger: Sendable {
     /// Severity, ordered from the most verbose.
-    public enum Level: Int, Sendable, Comparable, CaseIterable {
+    package enum Level: Int, Sendable, Comparable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
 
-        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
 
         /// Parses `info`, `WARNING`, … (case-insensitive).
-        public init?(name: String) {
+        package init?(name: String) {
             guard let level = Level.allCases.first(where: { "\($0)" == name.lowercased() }) else {
                 return nil
             }
@@ -19,15 +19,15 @@ public struct Logger: Sendable {
         }
     }
 
-    public typealias Metadata = [String: String]
+    package typealias Metadata = [String: String]
 
-    public private(set) var label: String
-    public var metadata: Metadata
+    package private(set) var label: String
+    package var metadata: Metadata
     private let handler: any LogHandler
     /// Shared with every logger made from this one by ``withLabel(_:)``.
     private var threshold: LogThreshold
 
-    public init(label: String, level: Level = .info, handler: any LogHandler) {
+    package init(label: String, level: Level = .info, handler: any LogHandler) {
         self.label = label
         self.metadata = [:]
         self.handler = handler
@@ -36,7 +36,7 @@ public struct Logger: Sendable {
 
     /// The least severe level written. Setting it affects this logger alone (a value, as
     /// before); ``changeLevel(to:)`` changes it for the whole family.
-    public var level: Level {
+    package var level: Level {
         get { threshold.level }
         set { threshold = LogThreshold(newValue) }
     }
@@ -44,21 +44,21 @@ public struct Logger: Sendable {
     /// Changes the level of this logger and of every logger made from it with
     /// ``withLabel(_:)``, at once, wherever they were copied to (SIGHUP applies a changed
     /// `logLevel` this way).
-    public func changeLevel(to level: Level) {
+    package func changeLevel(to level: Level) {
         threshold.set(level)
     }
 
     /// The same logger writing under another label (sharing its level: see ``changeLevel(to:)``).
-    public func withLabel(_ label: String) -> Logger {
+    package func withLabel(_ label: String) -> Logger {
         var copy = self
         copy.label = label
         return copy
     }
 
     /// A logger that drops everything; for tests and tools that must stay quiet.
-    public static let silent = Logger(label: "silent", level: .critical, handler: DiscardLogHandler())
+    package static let silent = Logger(label: "silent", level: .critical, handler: DiscardLogHandler())
 
-    public func log(
+    package func log(
         _ level: Level, _ message: @autoclosure () -> String, metadata extra: @autoclosure () -> Metadata = [:],
         file: String = #fileID, line: UInt = #line
     ) {
@@ -72,47 +72,47 @@ public struct Logger: Sendable {
                 file: file, line: line))
     }
 
-    public func trace(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func trace(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.trace, message(), metadata: metadata(), file: file, line: line)
     }
-    public func debug(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func debug(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.debug, message(), metadata: metadata(), file: file, line: line)
     }
-    public func info(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func info(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.info, message(), metadata: metadata(), file: file, line: line)
     }
-    public func notice(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func notice(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.notice, message(), metadata: metadata(), file: file, line: line)
     }
-    public func warning(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func warning(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.warning, message(), metadata: metadata(), file: file, line: line)
     }
-    public func error(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func error(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.error, message(), metadata: metadata(), file: file, line: line)
     }
-    public func critical(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
+    package func critical(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:], file: String = #fileID, line: UInt = #line) {
         log(.critical, message(), metadata: metadata(), file: file, line: line)
     }
 }
 
 /// One log line before formatting.
-public struct LogRecord: Sendable {
-    public var date: Date
-    public var level: Logger.Level
-    public var label: String
-    public var message: String
-    public var metadata: Logger.Metadata
-    public var file: String
-    public var line: UInt
+package struct LogRecord: Sendable {
+    package var date: Date
+    package var level: Logger.Level
+    package var label: String
+    package var message: String
+    package var metadata: Logger.Metadata
+    package var file: String
+    package var line: UInt
 }
 
 /// Where log records go.
-public protocol LogHandler: Sendable {
+package protocol LogHandler: Sendable {
     func write(_ record: LogRecord)
 }
 
 /// Drops every record.
-public struct DiscardLogHandler: LogHandler {
-    public init() {}
-    public func write(_ record: LogRecord) {}
+package struct DiscardLogHandler: LogHandler {
+    package init() {}
+    package func write(_ record: LogRecord) {}
 }

@@ -1,21 +1,21 @@
 import Foundation
 
 /// Shortens secrets before they reach a log: push tokens, auth tokens, passwords.
-public enum Redaction {
+package enum Redaction {
     /// Keeps the first and last four characters of long values (`abcd…wxyz`) so an operator can
     /// correlate lines without the log ever holding a usable token.
-    public static func token(_ value: String) -> String {
+    package static func token(_ value: String) -> String {
         guard value.count > 12 else { return String(repeating: "*", count: value.count) }
         return "\(value.prefix(4))…\(value.suffix(4))"
     }
 
     /// A log line's stand-in for a password or key.
-    public static let secret = "<redacted>"
+    package static let secret = "<redacted>"
 
     /// `url` without the `user:password@` part an operator may have written into it (shown in a
     /// WSDL, a console page or a log, it would give the credentials away); unchanged when it
     /// has none or is not a URL.
-    public static func withoutCredentials(_ url: String) -> String {
+    package static func withoutCredentials(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.user != nil || components.password != nil else { return url }
         components.user = nil
         components.password = nil

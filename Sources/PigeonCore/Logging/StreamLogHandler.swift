@@ -4,12 +4,12 @@ import Synchronization
 /// Writes one line per record to standard error:
 /// `2026-11-30T12:00:00.123Z INFO pigeon.http: message key=value`.
 /// Lines from several threads never interleave.
-public final class StreamLogHandler: LogHandler {
+package final class StreamLogHandler: LogHandler {
     private let lock = Mutex(())
 
-    public init() {}
+    package init() {}
 
-    public func write(_ record: LogRecord) {
+    package func write(_ record: LogRecord) {
         let line = Self.format(record) + "\n"
         lock.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
@@ -17,7 +17,7 @@ public final class StreamLogHandler: LogHandler {
     }
 
     /// The text of one line, without the newline. Metadata keys are sorted so lines are stable.
-    public static func format(_ record: LogRecord) -> String {
+    package static func format(_ record: LogRecord) -> String {
         var text = "\(record.date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))) "
         text += "\("\(record.level)".uppercased()) \(record.label): \(LogText.escaped(record.message, limit: 4096))"
         for key in record.metadata.keys.sorted() {
@@ -39,15 +39,15 @@ public final class StreamLogHandler: LogHandler {
 }
 
 /// Keeps records in memory; tests read them back.
-public final class InMemoryLogHandler: LogHandler {
+package final class InMemoryLogHandler: LogHandler {
     private let storage = Mutex<[LogRecord]>([])
 
-    public init() {}
+    package init() {}
 
-    public func write(_ record: LogRecord) {
+    package func write(_ record: LogRecord) {
         storage.withLock { $0.append(record) }
     }
 
     /// Every record written so far.
-    public var records: [LogRecord] { storage.withLock { $0 } }
+    package var records: [LogRecord] { storage.withLock { $0 } }
 }

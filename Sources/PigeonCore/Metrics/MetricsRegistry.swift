@@ -9,9 +9,9 @@ import Glibc
 ///
 /// Updates land in one of several shards picked by the calling thread, so dozens of connection
 /// threads recording every request do not queue on one lock; ``render()`` sums the shards.
-public final class MetricsRegistry: Sendable {
+package final class MetricsRegistry: Sendable {
     /// Upper bounds, in seconds, of latency histogram buckets.
-    public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    package static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     /// A metric name and its labels, kept as a flat, key-sorted list so hashing is one pass
     /// (a dictionary's order-independent hash costs a hasher per element).
@@ -88,11 +88,11 @@ public final class MetricsRegistry: Sendable {
     /// Called before each render to set gauges read from elsewhere (counters other code keeps).
     private let collectors = Mutex<[@Sendable (MetricsRegistry) -> Void]>([])
 
-    public init() {}
+    package init() {}
 
     /// Adds a collector: `collect` runs before every render and sets gauges; it must be cheap
     /// (no I/O).
-    public func addCollector(_ collect: @escaping @Sendable (MetricsRegistry) -> Void) {
+    package func addCollector(_ collect: @escaping @Sendable (MetricsRegistry) -> Void) {
         collectors.withLock { $0.append(collect) }
     }
 
@@ -107,14 +107,14 @@ public final class MetricsRegistry: Sendable {
 
     /// Declares the families' types and help texts: they are announced from the first scrape,
     /// sampled or not.
-    public func describe(_ metrics: [Metric]) {
+    package func describe(_ metrics: [Metric]) {
         shards[0].state.withLock { state in
             for metric in metrics { state.help[metric.name] = (metric.kind.rawValue, metric.help) }
         }
     }
 
     /// Adds `amount` to a counter's series.
-    public func increment(_ metric: Metric, labels: [String: String] = [:], by amount: Double = 1) {
+    package func increment(_ metric: Metric, labels: [String: String] = [:], by amount: Double = 1) {
         assert(metric.kind == .counter, "\(metric.name) is a \(metric.kind), not a counter")
         let series = Series(name: metric.name, labels: labels)
         shard.state.withLock { $0.counters[series, default: 0] += amount }
@@ -123,14 +123,14 @@ public final class MetricsRegistry: Sendable {
     /// Sets a gauge (kept in the first shard: gauges are set, not summed).
     /// A counter may be set too when its running total is kept elsewhere and read at each
     /// scrape (the process's CPU time).
-    public func set(_ metric: Metric, labels: [String: String] = [:], to value: Double) {
+    package func set(_ metric: Metric, labels: [String: String] = [:], to value: Double) {
         assert(metric.kind != .histogram, "\(metric.name) is a histogram: observe it")
         let series = Series(name: metric.name, labels: labels)
         shards[0].state.withLock { $0.gauges[series] = value }
     }
 
     /// Records one observation (seconds) in a histogram with ``latencyBuckets``.
-    public func observe(_ metric: Metric, labels: [String: String] = [:], _ value: Double) {
+    package func observe(_ metric: Metric, labels: [String: String] = [:], _ value: Double) {
         assert(metric.kind == .histogram, "\(metric.name) is a \(metric.kind), not a histogram")
         let series = Series(name: metric.name, labels: labels)
         let bucket = Self.latencyBuckets.firstIndex { value <= $0 }
@@ -144,7 +144,7 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Records several observations of one series at once (a batch's latencies): one lookup.
-    public func observe(_ metric: Metric, labels: [String: String] = [:], values: [Double]) {
+    package func observe(_ metric: Metric, labels: [String: String] = [:], values: [Double]) {
         assert(metric.kind == .histogram, "\(metric.name) is a \(metric.kind), not a histogram")
         guard !values.isEmpty else { return }
         let series = Series(name: metric.name, labels: labels)
@@ -160,18 +160,18 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// The current value of a counter (for tests and the status of background work).
-    public func counter(_ metric: Metric, labels: [String: String] = [:]) -> Double {
+    package func counter(_ metric: Metric, labels: [String: String] = [:]) -> Double {
         let series = Series(name: metric.name, labels: labels)
         return shards.reduce(0) { total, shard in total + shard.state.withLock { $0.counters[series] ?? 0 } }
     }
 
     /// Every series of the counter `metric`, by its labels (summed over the shards).
-    public func counters(of metric: Metric) -> [(labels: [String: String], value: Double)] {
+    package func counters(of metric: Metric) -> [(labels: [String: String], value: Double)] {
         snapshot().counters.filter { $0.key.name == metric.name }.map { ($0.key.labelDictionary, $0.value) }
     }
 
     /// The current value of a gauge, if it was ever set.
-    public func gauge(_ metric: Metric, labels: [String: String] = [:]) -> Double? {
+    package func gauge(_ metric: Metric, labels: [String: String] = [:]) -> Double? {
         let series = Series(name: metric.name, labels: labels)
         return shards.first?.state.withLock { $0.gauges[series] }
     }
@@ -192,7 +192,7 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Every series in the Prometheus text exposition format, version 0.0.4.
-    public func render() -> String {
+    package func render() -> String {
         for collect in collectors.withLock({ $0 }) { collect(self) }
         let snapshot = snapshot()
         var out = ""

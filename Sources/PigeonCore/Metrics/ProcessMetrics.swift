@@ -6,17 +6,17 @@ import Glibc
 /// The process's own figures under Prometheus' standard names (what client libraries export
 /// for every process), read from `/proc` at each scrape: CPU time, resident memory, open file
 /// descriptors (every connection is one) and when the process started.
-public enum ProcessMetrics {
+package enum ProcessMetrics {
     /// One reading.
-    public struct Sample: Equatable, Sendable {
-        public var cpuSeconds: Double
-        public var residentBytes: Double
-        public var startTimeSeconds: Double
-        public var openFileDescriptors: Double
+    package struct Sample: Equatable, Sendable {
+        package var cpuSeconds: Double
+        package var residentBytes: Double
+        package var startTimeSeconds: Double
+        package var openFileDescriptors: Double
     }
 
     /// Sets the four families from `/proc/self` before every render of `registry`.
-    public static func collect(into registry: MetricsRegistry) {
+    package static func collect(into registry: MetricsRegistry) {
         registry.addCollector { registry in
             guard let sample = read() else { return }
             registry.set(.processCPUSecondsTotal, to: sample.cpuSeconds)
@@ -27,7 +27,7 @@ public enum ProcessMetrics {
     }
 
     /// This process's figures, or nil where `/proc` cannot be read.
-    public static func read() -> Sample? {
+    package static func read() -> Sample? {
         guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
               let system = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
               let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return nil }
@@ -38,7 +38,7 @@ public enum ProcessMetrics {
     /// Reads `/proc/self/stat` (fields after the command name, which may hold spaces and
     /// parentheses: utime and stime in ticks, starttime in ticks after boot, rss in pages) and the
     /// boot time (`btime`) from `/proc/stat`.
-    public static func parse(stat: String, systemStat: String, openFileDescriptors: Int, ticksPerSecond: Double, pageSize: Double) -> Sample? {
+    package static func parse(stat: String, systemStat: String, openFileDescriptors: Int, ticksPerSecond: Double, pageSize: Double) -> Sample? {
         guard let close = stat.lastIndex(of: ")"), ticksPerSecond > 0 else { return nil }
         // Field 3 (state) is the first after the name; field N is at index N - 3.
         let fields = stat[stat.index(after: close)...].split(separator: " ")

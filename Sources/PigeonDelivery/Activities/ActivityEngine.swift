@@ -8,7 +8,7 @@ import PushCore
 /// pushes the rest grouped by route and event (an event's payload is built once for all its
 /// devices), and writes what became of each. Woken at once when the bank or a phone queues
 /// something; a stop hands back what it holds.
-public struct ActivityEngine: Sendable {
+package struct ActivityEngine: Sendable {
     var queue: any ActivityQueueing
     var pusher: any ActivityPushing
     var owner: String
@@ -23,7 +23,7 @@ public struct ActivityEngine: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
-    public init(queue: any ActivityQueueing, pusher: any ActivityPushing, owner: String, wake: WakeSignal,
+    package init(queue: any ActivityQueueing, pusher: any ActivityPushing, owner: String, wake: WakeSignal,
                 clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
                 metrics: MetricsRegistry, logger: Logger) {
         self.queue = queue
@@ -37,7 +37,7 @@ public struct ActivityEngine: Sendable {
     }
 
     /// Runs until the task is cancelled, then hands back what it holds.
-    public func run() async {
+    package func run() async {
         logger.info("activity engine started")
         let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)
         await loop.run(

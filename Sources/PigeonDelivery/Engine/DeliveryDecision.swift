@@ -15,15 +15,15 @@ import PushCore
 ///   with no next attempt, for the expiry sweep to make `EXPIRED` and report (never `EXPIRED`
 ///   here: the sweep does that, once); otherwise `SENDING_FAILED`.
 /// Devices whose tokens are dead are always reported for removal.
-public struct DeliveryDecision: Equatable, Sendable {
-    public var state: DeliveryState
+package struct DeliveryDecision: Equatable, Sendable {
+    package var state: DeliveryState
     /// When to push the ``pendingDevices`` again; `nil` when the delivery leaves the queue.
-    public var nextAttemptAt: Date?
-    public var pendingDevices: [Int64]
-    public var deadDevices: [Int64]
-    public var error: String?
+    package var nextAttemptAt: Date?
+    package var pendingDevices: [Int64]
+    package var deadDevices: [Int64]
+    package var error: String?
 
-    public init(state: DeliveryState, nextAttemptAt: Date? = nil, pendingDevices: [Int64] = [], deadDevices: [Int64],
+    package init(state: DeliveryState, nextAttemptAt: Date? = nil, pendingDevices: [Int64] = [], deadDevices: [Int64],
                 error: String? = nil) {
         self.state = state
         self.nextAttemptAt = nextAttemptAt
@@ -32,7 +32,7 @@ public struct DeliveryDecision: Equatable, Sendable {
         self.error = error
     }
 
-    public static func decide(
+    package static func decide(
         outcomes: [(device: Int64, outcome: PushOutcome)], alreadySent: Bool = false, attempt: Int, expiresAt: Date,
         perishable: Bool, now: Date, schedule: RetrySchedule, random: inout some RandomNumberGenerator
     ) -> DeliveryDecision {

@@ -20,59 +20,59 @@ import PushCore
 /// Everything the engine touches comes in through small protocols (``DeliveryQueueing``,
 /// ``NotificationSource``, ``DeviceDirectory``, ``PushSending``, ``DeliveryClock``,
 /// ``RandomSource``), so each of its behaviours is tested with in-memory fakes.
-public final class DeliveryEngine: Sendable {
+package final class DeliveryEngine: Sendable {
     /// How the engine claims, pushes and commits.
-    public struct Configuration: Sendable {
-        public var batchSize = 500
-        public var lease: Duration = .seconds(60)
+    package struct Configuration: Sendable {
+        package var batchSize = 500
+        package var lease: Duration = .seconds(60)
         /// The wait before claiming again when the queue had nothing due.
-        public var idlePoll: Duration = .milliseconds(200)
+        package var idlePoll: Duration = .milliseconds(200)
         /// The wait before claiming again after a claim failed (the database away).
-        public var claimRetryDelay: Duration = .seconds(1)
+        package var claimRetryDelay: Duration = .seconds(1)
         /// Pushes in flight in the lane of other deliveries, shared by its workers.
-        public var maxConcurrentPushes = 256
+        package var maxConcurrentPushes = 256
         /// Deliveries of this priority or higher take the urgent lane; `nil`: one lane for all.
-        public var urgentPriority: Int? = 10
+        package var urgentPriority: Int? = 10
         /// The urgent lane: claim loops, deliveries per claim, pushes in flight.
-        public var urgentWorkers = 2
-        public var urgentBatchSize = 50
-        public var urgentMaxConcurrentPushes = 64
+        package var urgentWorkers = 2
+        package var urgentBatchSize = 50
+        package var urgentMaxConcurrentPushes = 64
         /// The urgent lane's lease, at most ``lease``: a code claimed by a process that died is
         /// claimed again while it can still be used, not a minute later.
-        public var urgentLease: Duration = .seconds(20)
+        package var urgentLease: Duration = .seconds(20)
         /// A push service whose pushes wait this long for an answer (or for a stream) is slow:
         /// its pushes beyond those in flight go back to the queue instead of waiting in memory.
-        public var slowPushAfter: Duration = .seconds(5)
+        package var slowPushAfter: Duration = .seconds(5)
         /// How long a delivery handed back unpushed waits before it can be claimed again.
-        public var handBackDelay: Duration = .seconds(1)
-        public var schedule = RetrySchedule()
+        package var handBackDelay: Duration = .seconds(1)
+        package var schedule = RetrySchedule()
         /// A group of outcomes is written when this many are waiting ...
-        public var commitSize = 200
+        package var commitSize = 200
         /// ... or this long after the first of them finished.
-        public var commitInterval: Duration = .milliseconds(5)
+        package var commitInterval: Duration = .milliseconds(5)
 
-        public init() {}
+        package init() {}
     }
 
     /// What the engine works with.
-    public struct Services: Sendable {
-        public var queue: any DeliveryQueueing
-        public var notifications: any NotificationSource
-        public var devices: any DeviceDirectory
+    package struct Services: Sendable {
+        package var queue: any DeliveryQueueing
+        package var notifications: any NotificationSource
+        package var devices: any DeviceDirectory
         /// The push service of each route (platform, app, environment); a device whose route
         /// has none fails.
-        public var senders: [PushRoute: any PushSending]
+        package var senders: [PushRoute: any PushSending]
         /// The urgent lane's sender of each route (connections a blast cannot occupy); a route
         /// missing here uses its sender of ``senders``.
-        public var urgentSenders: [PushRoute: any PushSending]
+        package var urgentSenders: [PushRoute: any PushSending]
         /// Wakes the urgent lane when a send is stored.
-        public var wake: QueueWake?
-        public var clock: any DeliveryClock
-        public var random: any RandomSource
+        package var wake: QueueWake?
+        package var clock: any DeliveryClock
+        package var random: any RandomSource
         /// How confidential notifications are sealed and announced (CONTRACT §8).
-        public var confidential: ConfidentialPushing
+        package var confidential: ConfidentialPushing
 
-        public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
+        package init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
                     senders: [PushRoute: any PushSending], urgentSenders: [PushRoute: any PushSending] = [:], wake: QueueWake? = nil,
                     clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
                     confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) {
@@ -88,7 +88,7 @@ public final class DeliveryEngine: Sendable {
         }
 
         /// One sender per platform, for the default app's production devices.
-        public init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
+        package init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
                     senders: [Platform: any PushSending], urgentSenders: [Platform: any PushSending] = [:], wake: QueueWake? = nil,
                     clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource()) {
             func routes(_ senders: [Platform: any PushSending]) -> [PushRoute: any PushSending] {
@@ -102,12 +102,12 @@ public final class DeliveryEngine: Sendable {
     private let configuration: Configuration
     private let services: Services
     /// The lease owner name of this process's claims.
-    public let owner: String
+    package let owner: String
     private let recorder: OutcomeRecorder
     private let logger: Logger
     private let metrics: MetricsRegistry
 
-    public init(configuration: Configuration, owner: String, services: Services, logger: Logger, metrics: MetricsRegistry) {
+    package init(configuration: Configuration, owner: String, services: Services, logger: Logger, metrics: MetricsRegistry) {
         self.configuration = configuration
         self.services = services
         self.owner = owner
@@ -141,7 +141,7 @@ public final class DeliveryEngine: Sendable {
     /// outcome writer until cancelled: while one batch's pushes are in flight, another is being
     /// claimed. Once cancelled, every outcome of the pushes that were in flight is written
     /// before this returns.
-    public func run(workers: Int) async {
+    package func run(workers: Int) async {
         let lanes = lanes(workers: workers)
         logger.info("delivery engine started", metadata: [
             "owner": owner, "lanes": lanes.map { "\($0.name) (\($0.band), \($0.workers) workers)" }.joined(separator: ", ")])

@@ -3,10 +3,10 @@ import PushCore
 import Synchronization
 
 /// One project's ``MessageQuota``, shared by the senders of both lanes.
-public final class QuotaGate: Sendable {
+package final class QuotaGate: Sendable {
     let quota: Mutex<MessageQuota>
 
-    public init(perMinute: Int, now: Date = Date()) {
+    package init(perMinute: Int, now: Date = Date()) {
         quota = Mutex(MessageQuota(perMinute: perMinute, now: now))
     }
 }
@@ -15,27 +15,27 @@ public final class QuotaGate: Sendable {
 /// grants tokens (urgent messages first, see ``MessageQuota``); while the service has paused the
 /// project (a quota answer with `Retry-After`), pushes are answered as throttled without being
 /// sent, to be retried after the pause.
-public final class QuotaSender: PushSending {
+package final class QuotaSender: PushSending {
     private let sender: any PushSending
     private let gate: QuotaGate
     private let urgent: Bool
     private let clock: any DeliveryClock
 
-    public init(_ sender: any PushSending, gate: QuotaGate, urgent: Bool, clock: any DeliveryClock = SystemDeliveryClock()) {
+    package init(_ sender: any PushSending, gate: QuotaGate, urgent: Bool, clock: any DeliveryClock = SystemDeliveryClock()) {
         self.sender = sender
         self.gate = gate
         self.urgent = urgent
         self.clock = clock
     }
 
-    public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+    package func send(_ message: PushMessage, to token: String) async -> PushOutcome {
         guard await admit(1) == 1 else { return pausedOutcome() }
         let outcome = await sender.send(message, to: token)
         noteQuotaAnswer(outcome)
         return outcome
     }
 
-    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         var next = 0
         while next < batch.pushes.count {
             let granted = await admit(batch.pushes.count - next)

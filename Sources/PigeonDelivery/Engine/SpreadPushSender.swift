@@ -4,25 +4,25 @@ import Synchronization
 /// One push service's sending spread over several senders, each on its own HTTP/2 client (its own
 /// thread and connections): a batch is dealt out between them in turn, so one service's pushes
 /// use every core instead of one client's thread.
-public final class SpreadPushSender: PushSending {
+package final class SpreadPushSender: PushSending {
     private let senders: [any PushSending]
     private let next = Atomic(0)
 
     /// `senders` must not be empty.
-    public init(_ senders: [any PushSending]) {
+    package init(_ senders: [any PushSending]) {
         precondition(!senders.isEmpty, "a spread sender needs a sender")
         self.senders = senders
     }
 
     /// One push, through the senders in turn.
-    public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+    package func send(_ message: PushMessage, to token: String) async -> PushOutcome {
         let turn = next.add(1, ordering: .relaxed).oldValue
         return await senders[turn % senders.count].send(message, to: token)
     }
 
     /// The batch dealt out push by push between the senders, each getting its share of
     /// `maxInFlight`; every result comes back under the push's index in `batch`.
-    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         guard senders.count > 1, batch.pushes.count > 1 else {
             return await senders[0].send(batch, maxInFlight: maxInFlight, onResult: onResult)
         }

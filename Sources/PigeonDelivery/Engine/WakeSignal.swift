@@ -4,7 +4,7 @@ import Synchronization
 /// process), instead of leaving it to their next poll. A signal with nobody waiting is kept for
 /// the next wait, so a send stored between a claim that found nothing and the wait after it is
 /// not missed.
-public final class WakeSignal: Sendable {
+package final class WakeSignal: Sendable {
     private struct State {
         var nextId: UInt64 = 0
         /// Registered waits; a continuation once the waiter has suspended.
@@ -14,10 +14,10 @@ public final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Ends every wait in progress, or the next one if none is waiting.
-    public func signal() {
+    package func signal() {
         let continuations = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.waits.isEmpty else {
                 state.pending = true
@@ -72,16 +72,16 @@ public final class WakeSignal: Sendable {
 /// The wake signals of the engine's lanes: a stored send of priority at or above
 /// `urgentPriority` wakes the urgent lane's claims at once. Made before the engine, so the
 /// SOAP service can be given it.
-public final class QueueWake: Sendable {
-    public let urgentPriority: Int
+package final class QueueWake: Sendable {
+    package let urgentPriority: Int
     let urgent = WakeSignal()
 
-    public init(urgentPriority: Int) {
+    package init(urgentPriority: Int) {
         self.urgentPriority = urgentPriority
     }
 
     /// A send of `priority` was stored: an urgent one wakes the urgent lane.
-    public func stored(priority: Int) {
+    package func stored(priority: Int) {
         if priority >= urgentPriority { urgent.signal() }
     }
 }

@@ -11,15 +11,15 @@ import PushCore
 /// - APNs accepted → `SENT`, the fetch awaited for `fetchTimeout`; a dead token → the device is
 ///   removed; a temporary refusal → the same state, retried by the back-off schedule until it
 ///   is used up (then `SENDING_FAILED`); a permanent refusal → `SENDING_FAILED`.
-public struct PassUpdatePolicy: Sendable, Equatable {
+package struct PassUpdatePolicy: Sendable, Equatable {
     /// `passFetchTimeoutSeconds`: how long a device has to fetch after a push.
-    public var fetchTimeout: Duration
+    package var fetchTimeout: Duration
     /// `passFetchRetries`: pushes after the first one when no fetch comes.
-    public var fetchRetries: Int
+    package var fetchRetries: Int
     /// Back-off for pushes APNs did not take (connection failures, 429, 5xx).
-    public var retrySchedule: RetrySchedule
+    package var retrySchedule: RetrySchedule
 
-    public init(fetchTimeout: Duration = .seconds(600), fetchRetries: Int = 3,
+    package init(fetchTimeout: Duration = .seconds(600), fetchRetries: Int = 3,
                 retrySchedule: RetrySchedule = RetrySchedule(initialDelay: .seconds(1), maximumDelay: .seconds(300), maximumAttempts: 12)) {
         self.fetchTimeout = fetchTimeout
         self.fetchRetries = fetchRetries
@@ -27,17 +27,17 @@ public struct PassUpdatePolicy: Sendable, Equatable {
     }
 
     /// What to do with a claim.
-    public enum Step: Sendable, Equatable {
+    package enum Step: Sendable, Equatable {
         case push
         case expire
     }
 
-    public func step(for claim: ClaimedPassPush) -> Step {
+    package func step(for claim: ClaimedPassPush) -> Step {
         claim.state == .sent && claim.pushes > fetchRetries ? .expire : .push
     }
 
     /// The change APNs' answer to a claim's push makes.
-    public func change(after outcome: PushOutcome, for claim: ClaimedPassPush, now: Date,
+    package func change(after outcome: PushOutcome, for claim: ClaimedPassPush, now: Date,
                        random: inout some RandomNumberGenerator) -> PassPushResult.Change {
         switch outcome {
         case .accepted:

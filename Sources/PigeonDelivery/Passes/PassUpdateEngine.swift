@@ -8,7 +8,7 @@ import PushCore
 /// the same row; a crashed one's rows come due again), pushes each pass type's tokens together,
 /// and writes what became of each claim by ``PassUpdatePolicy``. What was pushed is written down
 /// even while the engine stops, so a stop repeats no push; claims not yet pushed are handed back.
-public struct PassUpdateEngine: Sendable {
+package struct PassUpdateEngine: Sendable {
     var queue: any PassUpdateQueueing
     var pusher: any PassPushing
     var policy: PassUpdatePolicy
@@ -25,7 +25,7 @@ public struct PassUpdateEngine: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
-    public init(queue: any PassUpdateQueueing, pusher: any PassPushing, policy: PassUpdatePolicy, owner: String,
+    package init(queue: any PassUpdateQueueing, pusher: any PassPushing, policy: PassUpdatePolicy, owner: String,
                 clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
                 batchSize: Int = 500, metrics: MetricsRegistry, logger: Logger) {
         self.queue = queue
@@ -40,7 +40,7 @@ public struct PassUpdateEngine: Sendable {
     }
 
     /// Runs until the task is cancelled, then hands back what it holds.
-    public func run() async {
+    package func run() async {
         logger.info("pass update engine started", metadata: ["fetchTimeoutSeconds": String(policy.fetchTimeout.components.seconds),
                                                               "fetchRetries": String(policy.fetchRetries)])
         let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)

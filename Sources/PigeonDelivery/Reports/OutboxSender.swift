@@ -7,7 +7,7 @@ import PigeonDomain
 /// ``ReportSchedule``. A report is deleted only after the bank answered, so it survives restarts
 /// and bank outages (at least once; the bank may see a report twice if its answer is lost). One
 /// that still fails `maxAge` after it was written moves to the dead letters (`pigeon outbox`).
-public struct OutboxSender: Sendable {
+package struct OutboxSender: Sendable {
     var outbox: any ReportQueue
     var bank: any BankReporting
     var clock: any DeliveryClock
@@ -24,7 +24,7 @@ public struct OutboxSender: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
-    public init(outbox: any ReportQueue, bank: any BankReporting, clock: any DeliveryClock = SystemDeliveryClock(),
+    package init(outbox: any ReportQueue, bank: any BankReporting, clock: any DeliveryClock = SystemDeliveryClock(),
                 random: any RandomSource = SystemRandomSource(), lease: Duration, maxAge: Duration, wake: WakeSignal? = nil,
                 metrics: MetricsRegistry, logger: Logger) {
         self.wake = wake
@@ -39,7 +39,7 @@ public struct OutboxSender: Sendable {
     }
 
     /// Sends until the task is cancelled.
-    public func run() async {
+    package func run() async {
         logger.info("outbox sender started")
         let (outbox, batchSize, lease) = (outbox, batchSize, lease)
         // What the bank answered is written down even while the sender stops, so no report is

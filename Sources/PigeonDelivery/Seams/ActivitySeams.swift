@@ -4,7 +4,7 @@ import PushCore
 
 /// The queue of Live Activity and widget pushes as the activity engine uses it. PostgreSQL's
 /// `ActivityStore` in the gateway; an in-memory queue in tests.
-public protocol ActivityQueueing: Sendable {
+package protocol ActivityQueueing: Sendable {
     /// Up to `limit` pushes that can go now, leased to `owner` for `lease`.
     func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush]
     /// Writes what became of claims `owner` still holds.
@@ -16,7 +16,7 @@ public protocol ActivityQueueing: Sendable {
 
 /// The push services for activity and widget pushes (CONTRACT §9). Never throws: every failure
 /// is an outcome.
-public protocol ActivityPushing: Sendable {
+package protocol ActivityPushing: Sendable {
     /// An APNs request of its own push type and topic (a Live Activity event, a widget refresh)
     /// to each token of a route; one outcome per token, in order.
     func pushAPNs(_ prepared: (String) throws(PushMessageError) -> APNsPreparedMessage, route: PushRoute, tokens: [String]) async -> [PushOutcome]

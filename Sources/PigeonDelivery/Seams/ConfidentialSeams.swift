@@ -4,19 +4,19 @@ import PushCore
 
 /// Seals a confidential notification's content to one device key (CONTRACT §8, format `v1`:
 /// a fresh ephemeral key and salt each time). The gateway's seals with OpenSSL (PigeonCrypto).
-public protocol ContentSealing: Sendable {
+package protocol ContentSealing: Sendable {
     func seal(_ content: Data, to key: DeviceEncryptionKey, notificationId: String) throws -> E2EEnvelope
 }
 
 /// How the engine pushes confidential notifications: the neutral alert shown until the app
 /// replaces it, and the sealer (`nil`: every device is told to fetch the content).
-public struct ConfidentialPushing: Sendable {
-    public static let defaultAlertText = "New secure message"
+package struct ConfidentialPushing: Sendable {
+    package static let defaultAlertText = "New secure message"
 
-    public var sealer: (any ContentSealing)?
-    public var alertText: String
+    package var sealer: (any ContentSealing)?
+    package var alertText: String
 
-    public init(sealer: (any ContentSealing)?, alertText: String = ConfidentialPushing.defaultAlertText) {
+    package init(sealer: (any ContentSealing)?, alertText: String = ConfidentialPushing.defaultAlertText) {
         self.sealer = sealer
         self.alertText = alertText
     }

@@ -4,7 +4,7 @@ import PushCore
 
 /// The durable queue of deliveries: leased claims, outcomes written by the lease holder.
 /// PostgreSQL's `DeliveryQueue` in the gateway; an in-memory queue in tests.
-public protocol DeliveryQueueing: Sendable {
+package protocol DeliveryQueueing: Sendable {
     /// Up to `limit` due deliveries whose priority is in `band` and whose time has not run out,
     /// leased to `owner` for `lease`, highest priority first.
     func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand) async throws -> [ClaimedDelivery]
@@ -24,13 +24,13 @@ public protocol DeliveryQueueing: Sendable {
 extension DeliveryQueueing {
     /// ``handBack(_:owner:delay:error:)`` keeping each delivery's last error.
     @discardableResult
-    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
+    package func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration) async throws -> Int {
         try await handBack(deliveries, owner: owner, delay: delay, error: nil)
     }
 }
 
 /// Where the engine reads a notification's content by its storage key.
-public protocol NotificationSource: Sendable {
+package protocol NotificationSource: Sendable {
     /// The notification stored under `key` (content only), or `nil` when it is gone.
     func notification(key: Int64) async throws -> PushNotification?
     /// The notifications stored under `keys`, in one look-up; keys that are gone are missing.
@@ -39,7 +39,7 @@ public protocol NotificationSource: Sendable {
 
 extension NotificationSource {
     /// One look-up per key: for sources without a batch look-up of their own (test fakes).
-    public func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
+    package func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
         var found: [Int64: PushNotification] = [:]
         for key in keys {
             if let notification = try await notification(key: key) { found[key] = notification }
@@ -49,7 +49,7 @@ extension NotificationSource {
 }
 
 /// Users' devices as the engine needs them.
-public protocol DeviceDirectory: Sendable {
+package protocol DeviceDirectory: Sendable {
     /// The subscribed devices of `users`, keyed by ``key(for:)`` of each user.
     func devices(users: [String]) async throws -> [String: [Device]]
     /// The comparable form of a user id (case folded when user ids are case-insensitive).
@@ -63,7 +63,7 @@ public protocol DeviceDirectory: Sendable {
 
 /// One push service's sending side: messages to device tokens, and what became of each.
 /// Never throws: every failure is an outcome the delivery decision knows how to treat.
-public protocol PushSending: Sendable {
+package protocol PushSending: Sendable {
     /// One push.
     func send(_ message: PushMessage, to token: String) async -> PushOutcome
     /// A batch, at most `maxInFlight` pushes at once; `onResult` gets each push's result as it
@@ -74,7 +74,7 @@ public protocol PushSending: Sendable {
 extension PushSending {
     /// A batch as single pushes, at most `maxInFlight` at once: for senders without a batch
     /// path of their own (test fakes).
-    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         await withTaskGroup(of: Void.self) { group in
             for (index, push) in batch.pushes.enumerated() {
                 if index >= max(1, maxInFlight) { await group.next() }
@@ -94,7 +94,7 @@ extension PushSending {
 
 /// Wall time and waiting, injected so that leases, retries and commit intervals are driven by
 /// tests rather than waited for.
-public protocol DeliveryClock: Sendable {
+package protocol DeliveryClock: Sendable {
     /// The current wall time (retry times, expiry checks).
     func now() -> Date
     /// Waits `duration`; throws when the task is cancelled.
@@ -102,22 +102,22 @@ public protocol DeliveryClock: Sendable {
 }
 
 /// The system's clock: `Date()` and `Task.sleep`.
-public struct SystemDeliveryClock: DeliveryClock {
-    public init() {}
-    public func now() -> Date { Date() }
-    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+package struct SystemDeliveryClock: DeliveryClock {
+    package init() {}
+    package func now() -> Date { Date() }
+    package func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }
 
 /// A source of random numbers for retry jitter, injected so that schedules are reproducible in
 /// tests. `SystemRandomNumberGenerator` in the gateway.
-public protocol RandomSource: Sendable {
+package protocol RandomSource: Sendable {
     func next() -> UInt64
 }
 
 /// The system's random source.
-public struct SystemRandomSource: RandomSource {
-    public init() {}
-    public func next() -> UInt64 {
+package struct SystemRandomSource: RandomSource {
+    package init() {}
+    package func next() -> UInt64 {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
     }

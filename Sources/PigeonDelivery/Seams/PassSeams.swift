@@ -4,7 +4,7 @@ import PushCore
 
 /// Registered devices' update pushes and fetch waits, as the pass engine uses them. PostgreSQL's
 /// `PassStore` in the gateway; an in-memory queue in tests.
-public protocol PassUpdateQueueing: Sendable {
+package protocol PassUpdateQueueing: Sendable {
     /// Up to `limit` due claims (pushes due, fetch waits ended), leased to `owner` for `lease`.
     func claimPassPushes(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedPassPush]
     /// Writes results of claims `owner` still holds, and the bank's report for a version whose
@@ -18,7 +18,7 @@ public protocol PassUpdateQueueing: Sendable {
 
 /// APNs for pass update pushes: `{}` to each token on the pass type's topic, with its
 /// credentials. Never throws: every failure is an outcome.
-public protocol PassPushing: Sendable {
+package protocol PassPushing: Sendable {
     /// One outcome per token, in order.
     func pushUpdates(passTypeIdentifier: String, tokens: [String]) async -> [PushOutcome]
 }

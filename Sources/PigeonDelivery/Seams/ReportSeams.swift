@@ -3,7 +3,7 @@ import PigeonDomain
 
 /// The durable outbox of reports to the bank, as the sender uses it. PostgreSQL's `Outbox` in
 /// the gateway.
-public protocol ReportQueue: Sendable {
+package protocol ReportQueue: Sendable {
     /// Up to `limit` due reports, leased for `lease`.
     func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport]
     /// Deletes reports the bank took.
@@ -15,13 +15,13 @@ public protocol ReportQueue: Sendable {
 }
 
 /// The bank's proxy service, receiving reports (CONTRACT §3).
-public protocol BankReporting: Sendable {
+package protocol BankReporting: Sendable {
     /// Sends one report; throws when the bank did not take it.
     func send(_ report: BankReport) async throws
 }
 
 /// The periodic clean-ups, each step one bounded transaction.
-public protocol SweepJobs: Sendable {
+package protocol SweepJobs: Sendable {
     /// Expires deliveries of timed-out notifications and reports them.
     func expire(notifications: Int, rows: Int) async throws -> SweepStep
     /// Deletes subscriptions not reached for longer than `period`.
@@ -29,7 +29,7 @@ public protocol SweepJobs: Sendable {
 }
 
 /// The history's days: created ahead, dropped when aged out.
-public protocol HistoryKeeping: Sendable {
+package protocol HistoryKeeping: Sendable {
     /// Creates the partitions of the days around `now`; returns how many.
     func prepareDays(around now: Date, daysAhead: Int, lockTimeout: Duration) async throws -> Int
     /// Drops the days that ended more than `days` days before `now`.
@@ -37,7 +37,7 @@ public protocol HistoryKeeping: Sendable {
 }
 
 /// Expiry at the deadline, as the deadline watcher uses it. PostgreSQL's `Sweeps` in the gateway.
-public protocol DeadlineJobs: Sendable {
+package protocol DeadlineJobs: Sendable {
     /// One bounded step expiring what is overdue, the deadlines that just passed first; the
     /// reports go into the outbox in the same transaction. Several processes: one at a time,
     /// the database decides (`ran` false when another held the step).

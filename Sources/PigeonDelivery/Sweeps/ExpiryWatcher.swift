@@ -14,7 +14,7 @@ import Synchronization
 /// the database decides, so a deadline is handled once however many gateways watch it), and the
 /// outbox sender is woken to send the report at once. The periodic expiry sweep stays as the
 /// safety net.
-public final class ExpiryWatcher: Sendable {
+package final class ExpiryWatcher: Sendable {
     private let jobs: any DeadlineJobs
     private let clock: any DeliveryClock
     private let refreshInterval: Duration
@@ -23,7 +23,7 @@ public final class ExpiryWatcher: Sendable {
     private let metrics: MetricsRegistry
     private let logger: Logger
 
-    public init(jobs: any DeadlineJobs, notes: DeadlineNotes, clock: any DeliveryClock = SystemDeliveryClock(),
+    package init(jobs: any DeadlineJobs, notes: DeadlineNotes, clock: any DeliveryClock = SystemDeliveryClock(),
                 refreshInterval: Duration = .seconds(1), outboxWake: WakeSignal?, metrics: MetricsRegistry, logger: Logger) {
         self.jobs = jobs
         self.notes = notes
@@ -35,7 +35,7 @@ public final class ExpiryWatcher: Sendable {
     }
 
     /// Watches until the task is cancelled.
-    public func run() async {
+    package func run() async {
         var next = await readNextDeadline()
         var refreshed = clock.now()
         // Steps in a row that found nothing to do although a deadline had passed (another
@@ -111,16 +111,16 @@ public final class ExpiryWatcher: Sendable {
 
 /// Deadlines noted by this process's sends, for the ``ExpiryWatcher``: made before it (the SOAP
 /// service is built first), so a stored send can hand over its deadline at once.
-public final class DeadlineNotes: Sendable {
+package final class DeadlineNotes: Sendable {
     /// The earliest deadline noted since the watcher last looked.
     private let earliest = Mutex<Date?>(nil)
     /// Ends the watcher's wait when a deadline is noted.
     let wake = WakeSignal()
 
-    public init() {}
+    package init() {}
 
     /// A notification was stored whose deliveries expire at `deadline`.
-    public func note(deadline: Date) {
+    package func note(deadline: Date) {
         earliest.withLock { $0 = min($0 ?? deadline, deadline) }
         wake.signal()
     }

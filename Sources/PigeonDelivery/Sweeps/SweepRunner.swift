@@ -12,7 +12,7 @@ enum SweepPacing {
 
 /// Runs the expiry sweep and subscription hygiene every `interval` until cancelled, each as
 /// bounded steps (see ``Sweeps``); several gateways may run this, one sweeps at a time.
-public struct SweepRunner: Sendable {
+package struct SweepRunner: Sendable {
     var sweeps: any SweepJobs
     var interval: Duration
     var deviceExpiry: Duration
@@ -24,7 +24,7 @@ public struct SweepRunner: Sendable {
     var metrics: MetricsRegistry
     var logger: Logger
 
-    public init(sweeps: any SweepJobs, interval: Duration, deviceExpiry: Duration, retention: any HistoryKeeping, retentionDays: Int,
+    package init(sweeps: any SweepJobs, interval: Duration, deviceExpiry: Duration, retention: any HistoryKeeping, retentionDays: Int,
                 clock: any DeliveryClock = SystemDeliveryClock(), metrics: MetricsRegistry, logger: Logger) {
         self.sweeps = sweeps
         self.interval = interval
@@ -37,7 +37,7 @@ public struct SweepRunner: Sendable {
     }
 
     /// Sweeps until the task is cancelled.
-    public func run() async {
+    package func run() async {
         var longest: [String: Duration] = [:]
         var retentionDue = clock.now()
         while !Task.isCancelled {

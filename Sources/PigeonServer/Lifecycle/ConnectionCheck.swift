@@ -7,20 +7,20 @@ import PigeonStore
 /// `pigeon check-config --connect`: what a configuration reaches, each a line OK or FAILED with
 /// the reason — the database (and whether migrations are pending), the bank proxy's WSDL, and the
 /// address of every push service host the configured apps use.
-public enum ConnectionCheck {
-    public struct Line: Sendable, Equatable {
-        public var target: String
-        public var ok: Bool
-        public var detail: String
+package enum ConnectionCheck {
+    package struct Line: Sendable, Equatable {
+        package var target: String
+        package var ok: Bool
+        package var detail: String
 
         /// One line: the reason's own line breaks (libpq's) become spaces.
-        public var description: String {
+        package var description: String {
             let reason = detail.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
             return "\(target): \(ok ? "OK" : "FAILED") (\(reason))"
         }
     }
 
-    public static func run(_ configuration: GatewayConfiguration, logger: Logger) async -> [Line] {
+    package static func run(_ configuration: GatewayConfiguration, logger: Logger) async -> [Line] {
         var lines = [await database(configuration, logger: logger)]
         if let url = configuration.bankProxyURL { lines.append(await bank(configuration, url: url)) }
         for (name, url) in pushHosts(configuration) { lines.append(resolve(name, url: url)) }

@@ -15,7 +15,7 @@ extension NotificationStore: NotificationSource {}
 extension SubscriptionStore: DeviceDirectory {}
 
 extension APNsTransport: PushSending {
-    public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+    package func send(_ message: PushMessage, to token: String) async -> PushOutcome {
         await send(message, to: token, apnsId: UUID())
     }
 }
@@ -43,14 +43,14 @@ extension ActivityStore: ActivityQueueing {}
 extension Sweeps: SweepJobs {}
 
 extension Sweeps: DeadlineJobs {
-    public func expireDue() async throws -> SweepStep {
+    package func expireDue() async throws -> SweepStep {
         try await expireNewestFirst()
     }
 }
 extension Retention: HistoryKeeping {}
 
 extension BankProxyClient: BankReporting {
-    public func send(_ report: BankReport) async throws {
+    package func send(_ report: BankReport) async throws {
         switch report {
         case .pushIsOpened(let id, let user):
             try await pushIsOpened(notificationId: id, user: user)

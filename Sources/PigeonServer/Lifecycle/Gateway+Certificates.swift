@@ -11,13 +11,13 @@ struct ListenerCertificate: Sendable {
 
 extension Gateway {
     /// What a reload did for one HTTPS listener.
-    public struct CertificateReload: Sendable, Equatable {
+    package struct CertificateReload: Sendable, Equatable {
         /// `public` or `bank`.
-        public var listener: String
+        package var listener: String
         /// When the certificate now presented expires; nil when the new files were refused.
-        public var expiry: Date?
+        package var expiry: Date?
         /// Why the new files were refused (the listener keeps the certificate it had).
-        public var error: String?
+        package var error: String?
     }
 
     /// Reads each HTTPS listener's certificate and key files again (`tlsCertificatePath` and
@@ -28,7 +28,7 @@ extension Gateway {
     /// renewed certificate needs no restart. The bank's client CA (`bankClientCaFile`) is read
     /// at start only.
     @discardableResult
-    public func reloadCertificates(now: Date = Date()) -> [CertificateReload] {
+    package func reloadCertificates(now: Date = Date()) -> [CertificateReload] {
         listenerCertificates.map { source in
             let files = source.files
             do {

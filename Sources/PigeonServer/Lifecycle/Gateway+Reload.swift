@@ -4,15 +4,15 @@ import PigeonCore
 
 extension Gateway {
     /// What a reload (SIGHUP) did.
-    public struct Reload: Sendable {
+    package struct Reload: Sendable {
         /// Each HTTPS listener's certificate: reloaded, or kept and why.
-        public var certificates: [CertificateReload]
+        package var certificates: [CertificateReload]
         /// The log level now in force when the re-read `server.conf` changed it.
-        public var logLevel: Logger.Level?
+        package var logLevel: Logger.Level?
         /// Keys changed in `server.conf` since start that apply only at the next start.
-        public var keysForNextStart: [String]
+        package var keysForNextStart: [String]
         /// Why `server.conf` could not be re-read (the running settings stay).
-        public var configurationError: String?
+        package var configurationError: String?
     }
 
     /// What SIGHUP (`systemctl reload`) does: reads the HTTPS certificate files again (see
@@ -21,7 +21,7 @@ extension Gateway {
     /// restart applies (by name; values may be secrets). A `server.conf` that no longer parses
     /// changes nothing and is logged with its reason.
     @discardableResult
-    public func reload(rereading reread: Result<GatewayConfiguration, ConfigurationError>) -> Reload {
+    package func reload(rereading reread: Result<GatewayConfiguration, ConfigurationError>) -> Reload {
         var outcome = Reload(certificates: reloadCertificates(), logLevel: nil, keysForNextStart: [], configurationError: nil)
         switch reread {
         case .failure(let error):

@@ -15,18 +15,18 @@ import PushTransport
 import Synchronization
 
 /// A running gateway: the database pool, migrations applied, and the HTTP listener.
-public final class Gateway: Sendable {
+package final class Gateway: Sendable {
     /// Why the gateway could not start.
-    public struct StartError: Error, CustomStringConvertible {
-        public var description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public let configuration: GatewayConfiguration
-    public let metrics: MetricsRegistry
+    package let configuration: GatewayConfiguration
+    package let metrics: MetricsRegistry
     /// The port `listen` bound (differs from the configured one when that is 0).
-    public let port: UInt16
+    package let port: UInt16
     /// The port `bankListen` bound; `port` when everything is served on `listen`.
-    public let bankPort: UInt16
+    package let bankPort: UInt16
     /// The engine's pool, for handing claims back at the stop.
     private let enginePool: PostgresPool
     /// The HTTPS listeners, with the files ``reloadCertificates()`` reads again.
@@ -39,11 +39,11 @@ public final class Gateway: Sendable {
     private let lifecycle: Lifecycle
 
     /// What the running binary was built from, for `pigeon_build_info`.
-    public struct Build: Sendable {
-        public var version: String
-        public var commit: String
+    package struct Build: Sendable {
+        package var version: String
+        package var commit: String
 
-        public init(version: String, commit: String) {
+        package init(version: String, commit: String) {
             self.version = version
             self.commit = commit
         }
@@ -51,7 +51,7 @@ public final class Gateway: Sendable {
 
     /// Opens the database, applies pending migrations and starts serving. A start that fails
     /// part way closes everything it opened.
-    public static func start(configuration: GatewayConfiguration, logger: Logger,
+    package static func start(configuration: GatewayConfiguration, logger: Logger,
                              build: Build = Build(version: "unknown", commit: "unknown")) async throws -> Gateway {
         let lifecycle = Lifecycle(logger: logger.withLabel("pigeon.lifecycle"))
         do {
@@ -318,7 +318,7 @@ public final class Gateway: Sendable {
 
     /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
     /// happens on a thread of its own: requests in progress need the cooperative pool to finish.
-    public func shutdown() async {
+    package func shutdown() async {
         await BlockingWork.run("pigeon-shutdown") { self.shutdownBlocking() }
     }
 
@@ -330,7 +330,7 @@ public final class Gateway: Sendable {
     /// outbox sender and sweeps stop; what is still running a few seconds before the deadline is
     /// abandoned, and the deliveries this process still holds are handed back to the queue at
     /// once; then the listeners answer their last requests and everything closes.
-    public func shutdownBlocking() {
+    package func shutdownBlocking() {
         let grace = Double(configuration.delivery.shutdownGraceSeconds)
         logger.notice("shutting down", metadata: ["deadlineSeconds": String(Int(grace))])
         let enginePool = enginePool
@@ -367,7 +367,7 @@ public final class Gateway: Sendable {
             threadName: "bank-\(URLComponents(string: url)?.port ?? 0)"))
     }
 
-    public static func openPool(_ configuration: GatewayConfiguration, size: Int? = nil, label: String = "pigeon.db", logger: Logger) throws -> PostgresPool {
+    package static func openPool(_ configuration: GatewayConfiguration, size: Int? = nil, label: String = "pigeon.db", logger: Logger) throws -> PostgresPool {
         guard let url = configuration.database.url else {
             throw StartError(description: "dbUrl is not set")
         }
@@ -378,7 +378,7 @@ public final class Gateway: Sendable {
     }
 
     /// The migrations of `migrationsPath`, or of the `migrations` folder found near the binary.
-    public static func loadMigrator(_ configuration: GatewayConfiguration) throws -> Migrator {
+    package static func loadMigrator(_ configuration: GatewayConfiguration) throws -> Migrator {
         let directory = configuration.database.migrationsPath.map { URL(fileURLWithPath: $0) } ?? Migration.locateDirectory()
         guard let directory else {
             throw StartError(description: "cannot find the migrations folder; set migrationsPath")

@@ -1,12 +1,12 @@
 import Foundation
 
 /// One schema change: a file `NNNN_name.sql` of `migrations/`, applied once, in version order.
-public struct Migration: Sendable, Equatable {
-    public var version: Int
-    public var name: String
-    public var sql: String
+package struct Migration: Sendable, Equatable {
+    package var version: Int
+    package var name: String
+    package var sql: String
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -14,7 +14,7 @@ public struct Migration: Sendable, Equatable {
 
     /// Reads every `NNNN_name.sql` in `directory`, sorted by version. Two files with one version,
     /// or a `.sql` file without a version prefix, is an error.
-    public static func load(from directory: URL) throws(PostgresError) -> [Migration] {
+    package static func load(from directory: URL) throws(PostgresError) -> [Migration] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -45,7 +45,7 @@ public struct Migration: Sendable, Equatable {
     /// directory, where any folder of that name could stand): `../share/pigeon/migrations` of an
     /// installed binary, a `migrations` folder in one of its parents (a checkout running
     /// `.build/…/pigeon`), or `/usr/share/pigeon/migrations`.
-    public static func locateDirectory(executablePath: String? = nil) -> URL? {
+    package static func locateDirectory(executablePath: String? = nil) -> URL? {
         let executable = executablePath.map { URL(fileURLWithPath: $0) } ?? URL(fileURLWithPath: "/proc/self/exe")
         var directory = executable.resolvingSymlinksInPath().deletingLastPathComponent()
         var candidates = [directory.deletingLastPathComponent().appendingPathComponent("share/pigeon/migrations")]

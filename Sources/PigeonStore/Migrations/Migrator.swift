@@ -7,27 +7,27 @@ import PigeonCore
 /// Migrations run without the pool's `statement_timeout` (building an index on a big table takes
 /// as long as it takes) but with a `lock_timeout`: a migration that would wait behind the running
 /// gateways' locks fails cleanly instead of queueing every query behind its own lock request.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// An arbitrary constant naming Pigeon's migration lock.
     static let advisoryLockKey = "7013285714"
 
-    public let migrations: [Migration]
+    package let migrations: [Migration]
     /// How long one migration may wait for a lock on a table it changes.
-    public var lockTimeout: Duration
+    package var lockTimeout: Duration
 
-    public init(migrations: [Migration], lockTimeout: Duration = .seconds(10)) {
+    package init(migrations: [Migration], lockTimeout: Duration = .seconds(10)) {
         self.migrations = migrations
         self.lockTimeout = lockTimeout
     }
 
     /// What `migrate` did.
-    public struct Report: Sendable, Equatable {
-        public var applied: [Int]
-        public var alreadyApplied: Int
+    package struct Report: Sendable, Equatable {
+        package var applied: [Int]
+        package var alreadyApplied: Int
     }
 
     /// Applies every pending migration.
-    public func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
+    package func migrate(_ pool: PostgresPool, logger: Logger) async throws -> Report {
         let migrations = self.migrations
         let report = try await pool.withConnection { connection in
             // Another process migrating may take long, and so may an index on a big table: no
@@ -65,7 +65,7 @@ public struct Migrator: Sendable {
     }
 
     /// Versions in `migrations/` not yet recorded in the database.
-    public func pending(_ pool: PostgresPool) async throws -> [Int] {
+    package func pending(_ pool: PostgresPool) async throws -> [Int] {
         let migrations = self.migrations
         return try await pool.withConnection(idempotent: true) { connection in
             let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").scalar == "t"

@@ -1,13 +1,13 @@
 /// Encodes and decodes PostgreSQL's text form of one-dimensional `text[]` arrays, so a whole
 /// list travels as one parameter (`unnest($1::text[])`).
-public enum PostgresArray {
+package enum PostgresArray {
     /// `["a", "b\"c"]` → `{"a","b\"c"}`.
-    public static func encode(_ values: [String]) -> String {
+    package static func encode(_ values: [String]) -> String {
         encode(values.lazy.map(Optional.some), count: values.count)
     }
 
     /// Like ``encode(_:)-([String])`` with `nil` elements written as SQL NULL.
-    public static func encode(_ values: [String?]) -> String {
+    package static func encode(_ values: [String?]) -> String {
         encode(values, count: values.count)
     }
 
@@ -38,7 +38,7 @@ public enum PostgresArray {
     }
 
     /// Parses `{a,"b c",NULL}`; `NULL` elements become `nil`.
-    public static func decode(_ text: String) -> [String?] {
+    package static func decode(_ text: String) -> [String?] {
         var scalars = Array(text.unicodeScalars)
         guard scalars.first == "{", scalars.last == "}" else { return [] }
         scalars = Array(scalars.dropFirst().dropLast())

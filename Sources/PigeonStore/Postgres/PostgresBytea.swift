@@ -2,11 +2,11 @@ import Foundation
 
 /// `bytea` values in PostgreSQL's text form (`\x` and hexadecimal digits), both ways, without a
 /// formatter per byte: a Wallet pass is megabytes.
-public enum PostgresBytea {
+package enum PostgresBytea {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `data` as a `bytea` parameter.
-    public static func encode(_ data: Data) -> String {
+    package static func encode(_ data: Data) -> String {
         var bytes = [UInt8](repeating: 0, count: 2 + 2 * data.count)
         bytes[0] = UInt8(ascii: "\\")
         bytes[1] = UInt8(ascii: "x")
@@ -22,7 +22,7 @@ public enum PostgresBytea {
     }
 
     /// A `bytea` column's text (`\x…`), or nil when it is not in that form.
-    public static func decode(_ text: String) -> Data? {
+    package static func decode(_ text: String) -> Data? {
         let utf8 = Array(text.utf8)
         guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
         var data = Data(count: (utf8.count - 2) / 2)

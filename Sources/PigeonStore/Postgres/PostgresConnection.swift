@@ -3,7 +3,7 @@ import Foundation
 
 /// One libpq connection. Blocking: it is driven by exactly one ``PostgresPool`` worker thread at a
 /// time and never from the Swift cooperative pool. Every statement is parametrised.
-public final class PostgresConnection: @unchecked Sendable {
+package final class PostgresConnection: @unchecked Sendable {
     // @unchecked: the pool hands a connection to one job on one thread at a time, so the libpq
     // handle is never used concurrently.
     private let handle: OpaquePointer
@@ -15,7 +15,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private static let maxPreparedStatements = 256
 
     /// Opens a connection; throws ``PostgresError/Code/connectionFailed`` with libpq's reason.
-    public init(settings: PostgresConnectionSettings) throws(PostgresError) {
+    package init(settings: PostgresConnectionSettings) throws(PostgresError) {
         let keywords = settings.parameters.map { strdup($0.keyword) } + [nil]
         let values = settings.parameters.map { strdup($0.value) } + [nil]
         defer {
@@ -45,14 +45,14 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// True while libpq believes the connection usable.
-    public var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
+    package var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
 
     func beginJob() { statementsInJob = 0 }
 
     /// Runs one parametrised statement. `nil` parameters are SQL NULL; everything travels as text.
     /// Each distinct statement is prepared on first use and executed by name afterwards.
     @discardableResult
-    public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+    package func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
         statementsInJob += 1
         let name = try preparedName(for: sql, parameterCount: parameters.count)
         let copies = parameters.map { $0.map { strdup($0) } ?? nil }
@@ -79,13 +79,13 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs SQL text that may hold several statements and no parameters (migrations).
-    public func execute(script: String) throws(PostgresError) {
+    package func execute(script: String) throws(PostgresError) {
         statementsInJob += 1
         _ = try collect(PQexec(handle, script), sql: "<script>")
     }
 
     /// Runs `body` inside BEGIN … COMMIT; rolls back if it throws.
-    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    package func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try query("BEGIN")
         do {
             let value = try body(self)
@@ -152,7 +152,7 @@ extension PostgresConnection {
     /// Runs `body` with no `statement_timeout` on this session (a migration building an index on
     /// a big table, a test's bulk load), then puts the session's own back: the connection returns
     /// to a pool whose statements keep their limit.
-    public func withoutStatementTimeout<T>(_ body: () throws -> T) throws -> T {
+    package func withoutStatementTimeout<T>(_ body: () throws -> T) throws -> T {
         let timeout = try query("SELECT current_setting('statement_timeout')").scalar ?? "0"
         try query("SELECT set_config('statement_timeout', '0', false)")
         defer { _ = try? query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }

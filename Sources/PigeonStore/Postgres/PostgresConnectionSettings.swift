@@ -7,14 +7,14 @@ import Foundation
 /// or a `key=value` string) or the original product's JDBC URL
 /// (`jdbc:postgresql://localhost/pigeon?user=…`) — with `dbUsername`/`dbPassword` filling what
 /// the URL lacks. libpq itself parses the result, so anything libpq accepts works.
-public struct PostgresConnectionSettings: Sendable, Equatable {
-    public private(set) var parameters: [(keyword: String, value: String)]
+package struct PostgresConnectionSettings: Sendable, Equatable {
+    package private(set) var parameters: [(keyword: String, value: String)]
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.parameters.elementsEqual(rhs.parameters) { $0.keyword == $1.keyword && $0.value == $1.value }
     }
 
-    public init(url: String, username: String? = nil, password: String? = nil) throws(PostgresError) {
+    package init(url: String, username: String? = nil, password: String? = nil) throws(PostgresError) {
         let libpqForm = try Self.libpqForm(of: url)
         var parsed = try Self.parse(libpqForm)
         if let username, !parsed.contains(where: { $0.keyword == "user" }) {
@@ -46,12 +46,12 @@ public struct PostgresConnectionSettings: Sendable, Equatable {
     }
 
     /// The value of a libpq keyword, if set.
-    public func value(_ keyword: String) -> String? {
+    package func value(_ keyword: String) -> String? {
         parameters.first { $0.keyword == keyword }?.value
     }
 
     /// A description for logs: host, port, database and user, never the password.
-    public var redacted: String {
+    package var redacted: String {
         let shown = ["host", "hostaddr", "port", "dbname", "user"].compactMap { key in
             value(key).map { "\(key)=\($0)" }
         }

@@ -11,18 +11,18 @@ import Synchronization
 /// `idempotent` (reads) is run again on the fresh connection after its first statement found the
 /// old one dead: a write whose reply was lost may have committed, and only its caller can know
 /// whether doing it again is safe.
-public final class PostgresPool: Sendable {
+package final class PostgresPool: Sendable {
     /// Pool sizing and per-connection set-up.
-    public struct Configuration: Sendable {
-        public var settings: PostgresConnectionSettings
+    package struct Configuration: Sendable {
+        package var settings: PostgresConnectionSettings
         /// Worker threads, and so connections.
-        public var size: Int
+        package var size: Int
         /// Jobs allowed to wait for a worker before submissions fail with `overloaded`.
-        public var maxWaitingJobs: Int
+        package var maxWaitingJobs: Int
         /// `statement_timeout` set on every connection, in milliseconds (0: none).
-        public var statementTimeoutMilliseconds: Int
+        package var statementTimeoutMilliseconds: Int
 
-        public init(settings: PostgresConnectionSettings, size: Int = 8, maxWaitingJobs: Int = 10_000, statementTimeoutMilliseconds: Int = 30_000) {
+        package init(settings: PostgresConnectionSettings, size: Int = 8, maxWaitingJobs: Int = 10_000, statementTimeoutMilliseconds: Int = 30_000) {
             self.settings = settings
             self.size = size
             self.maxWaitingJobs = maxWaitingJobs
@@ -34,7 +34,7 @@ public final class PostgresPool: Sendable {
     private let running = DispatchGroup()
     private let configuration: Configuration
 
-    public init(configuration: Configuration, logger: Logger) {
+    package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         let queue = JobQueue(limit: configuration.maxWaitingJobs)
         self.queue = queue
@@ -58,7 +58,7 @@ public final class PostgresPool: Sendable {
     /// A caller cancelled while its job still waits for a connection gets `CancellationError` at
     /// once and the job never runs; a job a worker has started runs to its end (a statement in
     /// flight is not abandoned half-way).
-    public func withConnection<T: Sendable>(idempotent: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(idempotent: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let ticket = JobTicket()
         let waiting = Mutex<CheckedContinuation<T, any Error>?>(nil)
         // Exactly one of the job, its failure and the cancellation answers the caller.
@@ -97,12 +97,12 @@ public final class PostgresPool: Sendable {
     }
 
     /// Runs `body` in a transaction on a pooled connection.
-    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try connection.transaction(body) }
     }
 
     /// Fails waiting jobs, lets running ones finish (up to `timeout`), and closes every connection.
-    public func close(timeout: Duration = .seconds(10)) {
+    package func close(timeout: Duration = .seconds(10)) {
         queue.close()
         let seconds = timeout.inSeconds
         _ = running.wait(timeout: .now() + seconds)

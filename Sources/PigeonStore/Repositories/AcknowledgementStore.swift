@@ -2,7 +2,7 @@ import Foundation
 import PigeonDomain
 
 /// What an app's acknowledgement came to.
-public enum AcknowledgementResult: Sendable, Equatable {
+package enum AcknowledgementResult: Sendable, Equatable {
     /// The user's delivery now stands at this state (unchanged when it was already there or
     /// further: acknowledgements are idempotent and never move a state backwards).
     case recorded(DeliveryState)
@@ -13,7 +13,7 @@ public enum AcknowledgementResult: Sendable, Equatable {
 }
 
 /// A notification looked up on behalf of a user.
-public enum NotificationLookup: Sendable, Equatable {
+package enum NotificationLookup: Sendable, Equatable {
     case found(PushNotification)
     case notAddressed
     case notFound
@@ -22,18 +22,18 @@ public enum NotificationLookup: Sendable, Equatable {
 /// Acknowledgements from the app (`delivered`, `opened`) and the notification details it may
 /// read. Opening writes the `pushIsOpened` report to the outbox in the same transaction as the
 /// state change, so the bank hears of it exactly when the state changed.
-public struct AcknowledgementStore: Sendable {
+package struct AcknowledgementStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
         self.pool = pool
         self.identifiers = identifiers
     }
 
     /// Moves `user`'s delivery of `notificationId` to `target` (`.delivered` or `.read`) if the
     /// state machine allows it; the acknowledging device counts as reached (``DeviceReach``).
-    public func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult {
+    package func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult {
         let sources = PostgresArray.encode(DeliveryState.allCases.filter { $0.canAdvance(to: target) }.map(\.rawValue))
         let (column, key) = userMatch(user)
         return try await pool.transaction { connection in
@@ -63,7 +63,7 @@ public struct AcknowledgementStore: Sendable {
     }
 
     /// The notification (content only), if it was addressed to `user`.
-    public func notification(id: String, user: String) async throws -> NotificationLookup {
+    package func notification(id: String, user: String) async throws -> NotificationLookup {
         let (column, key) = userMatch(user)
         return try await pool.withConnection { connection in
             guard let notificationKey = try NotificationStore.key(of: id, connection),

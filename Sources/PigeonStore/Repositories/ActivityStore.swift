@@ -7,22 +7,22 @@ import PigeonDomain
 /// activity engine claims under a lease. Every event of an activity gets an `aps.timestamp`
 /// larger than the last one, and a device has at most one push waiting per activity: a newer
 /// event replaces one not yet pushed, so nothing is ever sent out of order.
-public struct ActivityStore: Sendable {
+package struct ActivityStore: Sendable {
     let pool: PostgresPool
     let identifiers: UserIdentifiers
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
         self.pool = pool
         self.identifiers = identifiers
     }
 
     /// What `startActivity` did.
-    public enum StartOutcome: Sendable, Equatable {
+    package enum StartOutcome: Sendable, Equatable {
         /// Each recipient's state, in the order sent.
         case started([(user: String, state: ActivityRecipientState)])
         case duplicate
 
-        public static func == (lhs: StartOutcome, rhs: StartOutcome) -> Bool {
+        package static func == (lhs: StartOutcome, rhs: StartOutcome) -> Bool {
             switch (lhs, rhs) {
             case (.duplicate, .duplicate): true
             case (.started(let a), .started(let b)): a.map(\.user) == b.map(\.user) && a.map(\.state) == b.map(\.state)
@@ -32,7 +32,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// What an update or end did.
-    public enum EventOutcome: Sendable, Equatable {
+    package enum EventOutcome: Sendable, Equatable {
         /// Pushes queued (or waiting for an update token), one per device the activity reaches.
         case queued(devices: Int)
         case notFound
@@ -40,7 +40,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// What the phone's update token call did.
-    public enum TokenOutcome: Sendable, Equatable {
+    package enum TokenOutcome: Sendable, Equatable {
         case saved
         /// The activity does not reach this device.
         case notFound
@@ -51,11 +51,11 @@ public struct ActivityStore: Sendable {
 
     /// The most activity types one device keeps push-to-start tokens for: an app has a handful
     /// of attributes types, and the table must not grow with whatever a phone sends.
-    public static let maximumStartTokensPerDevice = 64
+    package static let maximumStartTokensPerDevice = 64
 
     /// Stores an iPhone's push-to-start token for an activity type (replacing the last one);
     /// false when the device already has tokens for ``maximumStartTokensPerDevice`` other types.
-    public func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
+    package func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
         try await pool.transaction { connection in
             // The device's row serializes its token calls, so two at once cannot both pass the count.
             try connection.query("SELECT 1 FROM devices WHERE id = $1 FOR UPDATE", [String(deviceRowId)])
@@ -71,7 +71,7 @@ public struct ActivityStore: Sendable {
 
     /// Stores a running activity's update token for a device: the activity is RUNNING there,
     /// and what waited for the token (an update, an end) is due now.
-    public func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
+    package func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
             let state = try connection.query("""
@@ -90,7 +90,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// The phone ended the activity: no more pushes to this device for it.
-    public func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
+    package func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
             let changed = try connection.query("""
@@ -106,7 +106,7 @@ public struct ActivityStore: Sendable {
     /// Starts an activity: every subscribed device of the recipients that can show it (an iPhone
     /// with a push-to-start token for the type; an Android device, by data message) gets the
     /// start. `now` gives the first `aps.timestamp`.
-    public func start(_ start: ActivityStart, now: Date) async throws -> StartOutcome {
+    package func start(_ start: ActivityStart, now: Date) async throws -> StartOutcome {
         let users = PostgresArray.encode(start.recipients)
         let lookup = PostgresArray.encode(start.recipients.map(identifiers.comparable))
         let column = identifiers.userColumn
@@ -138,7 +138,7 @@ public struct ActivityStore: Sendable {
 
     /// An update or the end of an activity, queued for every device it reaches that has not
     /// ended it. An update's or end's timestamp is larger than every earlier event's.
-    public func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
+    package func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
         try await pool.transaction { connection in
             guard let row = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId]).rows.first else {
                 return .notFound
@@ -168,7 +168,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// Each recipient's state in the order sent, or `nil` for an unknown activity.
-    public func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]? {
+    package func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]? {
         try await pool.withConnection(idempotent: true) { connection in
             guard try connection.query("SELECT 1 FROM activities WHERE activity_id = $1", [activityId]).rows.first != nil else { return nil }
             return try Self.states(activityId: activityId, connection)
@@ -177,7 +177,7 @@ public struct ActivityStore: Sendable {
 
     /// Queues a widget refresh for every subscribed iPhone and Android device of `users`;
     /// returns how many devices each user has that get it, in the order given.
-    public func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)] {
+    package func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)] {
         let column = identifiers.userColumn
         let lookup = users.map(identifiers.comparable)
         return try await pool.transaction { connection in
@@ -206,7 +206,7 @@ public struct ActivityStore: Sendable {
     /// Up to `limit` due pushes that can go now, leased to `owner` for `lease`: starts and
     /// widget refreshes, Android pushes, and iPhone updates and ends once the phone sent its
     /// update token.
-    public func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush] {
+    package func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush] {
         let limit = max(1, min(limit, 10_000))
         // In a transaction: a row that does not decode fails the claim and rolls its leases back
         // (loudly), instead of vanishing from the claim while it stays leased.
@@ -239,7 +239,7 @@ public struct ActivityStore: Sendable {
 
     /// Writes what became of claims `owner` still holds. A push whose row a newer event
     /// replaced while it was in flight leaves the row due at once (the newer event goes next).
-    public func record(_ results: [ActivityPushResult], owner: String) async throws {
+    package func record(_ results: [ActivityPushResult], owner: String) async throws {
         guard !results.isEmpty else { return }
         try await pool.transaction { connection in
             try Self.lock(activities: results.map(\.claim.activityId), connection)
@@ -249,7 +249,7 @@ public struct ActivityStore: Sendable {
 
     /// Hands back every claim `owner` holds, due at once; returns how many.
     @discardableResult
-    public func release(owner: String) async throws -> Int {
+    package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = $1", [owner]).affected
         }
@@ -258,13 +258,13 @@ public struct ActivityStore: Sendable {
     // MARK: Broadcast channels
 
     /// A broadcast channel as stored.
-    public struct Channel: Sendable, Equatable {
-        public var channelId: String
-        public var appId: String
-        public var activityType: String
-        public var storagePolicy: Int
+    package struct Channel: Sendable, Equatable {
+        package var channelId: String
+        package var appId: String
+        package var activityType: String
+        package var storagePolicy: Int
 
-        public init(channelId: String, appId: String, activityType: String, storagePolicy: Int) {
+        package init(channelId: String, appId: String, activityType: String, storagePolicy: Int) {
             self.channelId = channelId
             self.appId = appId
             self.activityType = activityType
@@ -273,7 +273,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// Stores a channel Apple created.
-    public func saveChannel(_ channel: Channel) async throws {
+    package func saveChannel(_ channel: Channel) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("""
                 INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES ($1, $2, $3, $4)
@@ -283,7 +283,7 @@ public struct ActivityStore: Sendable {
     }
 
     /// The stored channel, or `nil`.
-    public func channel(id: String) async throws -> Channel? {
+    package func channel(id: String) async throws -> Channel? {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
                 .rows.first.map { Channel(channelId: $0.text(0) ?? "", appId: $0.text(1) ?? "", activityType: $0.text(2) ?? "",
@@ -293,14 +293,14 @@ public struct ActivityStore: Sendable {
 
     /// Forgets a channel; returns whether it was stored.
     @discardableResult
-    public func deleteChannel(id: String) async throws -> Bool {
+    package func deleteChannel(id: String) async throws -> Bool {
         try await pool.withConnection { connection in
             try connection.query("DELETE FROM activity_channels WHERE channel_id = $1", [id]).affected > 0
         }
     }
 
     /// The `aps.timestamp` of a channel's next broadcast: larger than every earlier one.
-    public func nextChannelTimestamp(id: String, now: Date) async throws -> Int64? {
+    package func nextChannelTimestamp(id: String, now: Date) async throws -> Int64? {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, $2) WHERE channel_id = $1 RETURNING last_timestamp

@@ -5,44 +5,44 @@ import PigeonDomain
 /// recipients, a user's devices and waiting registrations, revoking a device, the reports waiting
 /// for the bank. Every read is bounded and goes through an index: notifications by id, deliveries
 /// by their key, devices and waiting registrations by user, the outbox by id.
-public struct ConsoleStore: Sendable {
+package struct ConsoleStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
         self.pool = pool
         self.identifiers = identifiers
     }
 
     /// One recipient of a notification, with what became of each of its devices' pushes.
-    public struct Recipient: Sendable, Equatable {
-        public var user: String
-        public var state: String
-        public var attempts: Int
-        public var lastError: String?
-        public var updatedAt: Date
-        public var devices: [DeviceOutcome] = []
+    package struct Recipient: Sendable, Equatable {
+        package var user: String
+        package var state: String
+        package var attempts: Int
+        package var lastError: String?
+        package var updatedAt: Date
+        package var devices: [DeviceOutcome] = []
     }
 
     /// One device's push of a delivery (CONTRACT §5).
-    public struct DeviceOutcome: Sendable, Equatable {
-        public var deviceId: String
-        public var platform: String
-        public var appId: String
+    package struct DeviceOutcome: Sendable, Equatable {
+        package var deviceId: String
+        package var platform: String
+        package var appId: String
         /// Shortened when written; never the whole token.
-        public var maskedToken: String
-        public var state: String
-        public var attempts: Int
-        public var lastError: String?
+        package var maskedToken: String
+        package var state: String
+        package var attempts: Int
+        package var lastError: String?
         /// APNs' apns-id or FCM's message name.
-        public var serviceId: String?
-        public var sentAt: Date?
-        public var updatedAt: Date
+        package var serviceId: String?
+        package var sentAt: Date?
+        package var updatedAt: Date
     }
 
     /// A page of a notification's recipients in the order they were sent, each with its devices'
     /// pushes; how many recipients there are and when the notification was sent.
-    public func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
+    package func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
             guard let row = try connection.query("""
@@ -83,22 +83,22 @@ public struct ConsoleStore: Sendable {
     }
 
     /// A subscribed device as the console shows it (the push token is for masking, never shown).
-    public struct DeviceSummary: Sendable, Equatable {
-        public var id: Int64
-        public var bankClientId: String
-        public var deviceId: String
-        public var platform: String
-        public var appId: String
-        public var environment: String
-        public var pushToken: String
-        public var registeredAt: Date
-        public var reachedAt: Date?
+    package struct DeviceSummary: Sendable, Equatable {
+        package var id: Int64
+        package var bankClientId: String
+        package var deviceId: String
+        package var platform: String
+        package var appId: String
+        package var environment: String
+        package var pushToken: String
+        package var registeredAt: Date
+        package var reachedAt: Date?
         /// The id of its key for confidential notifications, if it registered one.
-        public var encryptionKeyId: String?
+        package var encryptionKeyId: String?
     }
 
     /// The user's subscribed devices (at most 100).
-    public func devices(user: String) async throws -> [DeviceSummary] {
+    package func devices(user: String) async throws -> [DeviceSummary] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
@@ -111,17 +111,17 @@ public struct ConsoleStore: Sendable {
     }
 
     /// One of a user's notifications, as that user's delivery stands.
-    public struct UserNotification: Sendable, Equatable {
-        public var notificationId: String
-        public var state: String
-        public var attempts: Int
-        public var sentAt: Date
-        public var updatedAt: Date
+    package struct UserNotification: Sendable, Equatable {
+        package var notificationId: String
+        package var state: String
+        package var attempts: Int
+        package var sentAt: Date
+        package var updatedAt: Date
     }
 
     /// The user's most recent notifications (at most `limit`, newest first), through the
     /// deliveries' index by user: each day's partition is read from the user's newest entry down.
-    public func recentNotifications(user: String, limit: Int = 20) async throws -> [UserNotification] {
+    package func recentNotifications(user: String, limit: Int = 20) async throws -> [UserNotification] {
         let limit = max(1, min(limit, 100))
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
@@ -142,15 +142,15 @@ public struct ConsoleStore: Sendable {
     }
 
     /// A registration waiting for its SMS code.
-    public struct PendingRegistration: Sendable, Equatable {
-        public var bankClientId: String
-        public var deviceId: String
-        public var platform: String
-        public var createdAt: Date
+    package struct PendingRegistration: Sendable, Equatable {
+        package var bankClientId: String
+        package var deviceId: String
+        package var platform: String
+        package var createdAt: Date
     }
 
     /// The user's registrations waiting for their SMS code (at most 100).
-    public func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
+    package func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision
@@ -166,7 +166,7 @@ public struct ConsoleStore: Sendable {
     /// Deletes a device, and with it its bearer token and push token; the device as it was, or
     /// nil when there is no such device.
     /// `reason`: why, as the user's page lists it among the removed devices.
-    public func revoke(deviceId: Int64, reason: String = "revoked in the console") async throws -> (user: String, device: DeviceSummary)? {
+    package func revoke(deviceId: Int64, reason: String = "revoked in the console") async throws -> (user: String, device: DeviceSummary)? {
         try await pool.withConnection { connection in
             guard let row = try connection.query("""
                 WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
@@ -179,18 +179,18 @@ public struct ConsoleStore: Sendable {
     }
 
     /// A device removed: when and why.
-    public struct RemovedDevice: Sendable, Equatable {
-        public var deviceId: String
-        public var platform: String
-        public var appId: String
+    package struct RemovedDevice: Sendable, Equatable {
+        package var deviceId: String
+        package var platform: String
+        package var appId: String
         /// Shortened when written.
-        public var maskedToken: String
-        public var reason: String
-        public var removedAt: Date
+        package var maskedToken: String
+        package var reason: String
+        package var removedAt: Date
     }
 
     /// The user's devices removed within the retention period, newest first (at most 50).
-    public func removedDevices(user: String) async throws -> [RemovedDevice] {
+    package func removedDevices(user: String) async throws -> [RemovedDevice] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision
@@ -206,19 +206,19 @@ public struct ConsoleStore: Sendable {
     }
 
     /// A report waiting for the bank.
-    public struct WaitingReport: Sendable, Equatable {
-        public var id: Int64
-        public var kind: String
-        public var subject: String
-        public var concerned: [String]
-        public var attempts: Int
-        public var nextAttemptAt: Date
-        public var lastError: String?
-        public var createdAt: Date
+    package struct WaitingReport: Sendable, Equatable {
+        package var id: Int64
+        package var kind: String
+        package var subject: String
+        package var concerned: [String]
+        package var attempts: Int
+        package var nextAttemptAt: Date
+        package var lastError: String?
+        package var createdAt: Date
     }
 
     /// A page of the reports waiting for the bank, oldest first, and how many wait.
-    public func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {
+    package func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
             let total = try connection.query("SELECT count(*) FROM outbox").scalar.flatMap(Int.init) ?? 0

@@ -7,7 +7,7 @@ import PigeonDomain
 /// row; a claim moves `next_attempt_at` to the end of the lease, so rows held by a process that
 /// died become due again by themselves. Outcomes are written in one statement per batch, only
 /// by the lease holder, and only onto rows still QUEUED: a state never moves backwards.
-public struct DeliveryQueue: Sendable {
+package struct DeliveryQueue: Sendable {
     private let pool: PostgresPool
     private let liveDays = LiveDays()
     /// One claim at a time from this process per band of priorities. Claims run side by side
@@ -19,7 +19,7 @@ public struct DeliveryQueue: Sendable {
     private let claimTurns = Turns()
     private let urgentClaimTurns = Turns()
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
@@ -35,7 +35,7 @@ public struct DeliveryQueue: Sendable {
     ///
     /// `band` narrows the claim to some priorities: the urgent lane claims `.atLeast(urgent)`,
     /// the others `.below(urgent)`.
-    public func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand = .all) async throws -> [ClaimedDelivery] {
+    package func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand = .all) async throws -> [ClaimedDelivery] {
         let leaseSeconds = String(lease.inSeconds)
         // The limit is written into the statement, not passed: prepared statements run with
         // generic plans, and a generic plan that does not know the limit sorts every QUEUED row.
@@ -155,7 +155,7 @@ public struct DeliveryQueue: Sendable {
     /// meanwhile (acknowledged, expired), are left alone; a SENT delivery never goes back.
     /// Returns how many rows changed.
     @discardableResult
-    public func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
+    package func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
         guard !results.isEmpty else { return 0 }
         let parameters: [String?] = [
             owner,
@@ -232,7 +232,7 @@ public struct DeliveryQueue: Sendable {
     /// gateway stopping before its in-flight sends finished). A late `record` by `owner` then
     /// changes nothing. Returns how many were released.
     @discardableResult
-    public func release(owner: String) async throws -> Int {
+    package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE deliveries SET lease_owner = NULL, next_attempt_at = now(), updated_at = now()
@@ -245,7 +245,7 @@ public struct DeliveryQueue: Sendable {
     /// their claim as an attempt: they were not pushed (their push service was slow, and the
     /// engine would not hold them waiting). Returns how many were handed back.
     @discardableResult
-    public func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String? = nil) async throws -> Int {
+    package func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String? = nil) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
         let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
@@ -267,7 +267,7 @@ public struct DeliveryQueue: Sendable {
     /// How long the longest-waiting due delivery has been due, in seconds (0 when none is due):
     /// the engine falling behind shows here first. Read through the queue index, one descent per
     /// priority present (never a walk of the backlog).
-    public func oldestDueAge() async throws -> Double {
+    package func oldestDueAge() async throws -> Double {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.transaction { connection in
                 let firstKey = try liveDays.firstKey(connection)
@@ -289,7 +289,7 @@ public struct DeliveryQueue: Sendable {
     /// QUEUED deliveries due now or later (the queue depth for metrics): counted exactly up to
     /// `exactUpTo`; a deeper queue is estimated from the queue index's statistics (kept by
     /// autovacuum), so sampling never walks a million-row backlog.
-    public func depth(exactUpTo: Int = 10_000) async throws -> Int {
+    package func depth(exactUpTo: Int = 10_000) async throws -> Int {
         let bound = max(1, exactUpTo)
         return try await pool.withConnection(idempotent: true) { connection in
             let counted = try connection.query("""

@@ -4,16 +4,16 @@ import PigeonDomain
 /// A device's identity as the app states it when registering: who, which device, which platform
 /// and app — a phone with two of the bank's apps is two devices — and the APNs environment its
 /// token belongs to.
-public struct DeviceIdentity: Sendable, Equatable {
-    public var bankClientId: String
-    public var userId: String
-    public var deviceId: String
-    public var platform: Platform
+package struct DeviceIdentity: Sendable, Equatable {
+    package var bankClientId: String
+    package var userId: String
+    package var deviceId: String
+    package var platform: Platform
     /// A configured app's name (``PushRoute/defaultApp`` for the top-level keys).
-    public var appId: String
-    public var environment: PushEnvironment
+    package var appId: String
+    package var environment: PushEnvironment
 
-    public init(bankClientId: String, userId: String, deviceId: String, platform: Platform,
+    package init(bankClientId: String, userId: String, deviceId: String, platform: Platform,
                 appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production) {
         self.bankClientId = bankClientId
         self.userId = userId
@@ -25,12 +25,12 @@ public struct DeviceIdentity: Sendable, Equatable {
 }
 
 /// A registration waiting for its SMS code: the device, its push token and its encryption key.
-public struct PendingRegistration: Sendable, Equatable {
-    public var identity: DeviceIdentity
-    public var pushToken: String
-    public var encryptionKey: DeviceEncryptionKey?
+package struct PendingRegistration: Sendable, Equatable {
+    package var identity: DeviceIdentity
+    package var pushToken: String
+    package var encryptionKey: DeviceEncryptionKey?
 
-    public init(identity: DeviceIdentity, pushToken: String, encryptionKey: DeviceEncryptionKey?) {
+    package init(identity: DeviceIdentity, pushToken: String, encryptionKey: DeviceEncryptionKey?) {
         self.identity = identity
         self.pushToken = pushToken
         self.encryptionKey = encryptionKey
@@ -38,13 +38,13 @@ public struct PendingRegistration: Sendable, Equatable {
 }
 
 /// A device an authentication token belongs to.
-public struct AuthenticatedDevice: Sendable, Equatable {
-    public var id: Int64
-    public var userId: String
+package struct AuthenticatedDevice: Sendable, Equatable {
+    package var id: Int64
+    package var userId: String
     /// The device as it registered (user id as stored).
-    public var identity: DeviceIdentity
+    package var identity: DeviceIdentity
 
-    public init(id: Int64, userId: String, identity: DeviceIdentity) {
+    package init(id: Int64, userId: String, identity: DeviceIdentity) {
         self.id = id
         self.userId = userId
         self.identity = identity
@@ -52,7 +52,7 @@ public struct AuthenticatedDevice: Sendable, Equatable {
 }
 
 /// What a registration does to a device's encryption key (CONTRACT §8).
-public enum EncryptionKeyUpdate: Sendable, Equatable {
+package enum EncryptionKeyUpdate: Sendable, Equatable {
     /// The member was absent: a refresh keeps the key (a new subscription has none).
     case keep
     /// `null`: the key is removed.
@@ -60,18 +60,18 @@ public enum EncryptionKeyUpdate: Sendable, Equatable {
     case replace(DeviceEncryptionKey)
 
     /// The key a new subscription gets.
-    public var newKey: DeviceEncryptionKey? {
+    package var newKey: DeviceEncryptionKey? {
         if case .replace(let key) = self { return key }
         return nil
     }
 }
 
 /// An authentication token as stored: its SHA-256 digest and when it stops working.
-public struct StoredToken: Sendable {
-    public var digest: Data
-    public var expiresAt: Date
+package struct StoredToken: Sendable {
+    package var digest: Data
+    package var expiresAt: Date
 
-    public init(digest: Data, expiresAt: Date) {
+    package init(digest: Data, expiresAt: Date) {
         self.digest = digest
         self.expiresAt = expiresAt
     }
@@ -89,11 +89,11 @@ public struct StoredToken: Sendable {
 /// verification, subscribing with `overrideSubscriptions`) and bearer-token authentication.
 /// User ids are compared under the configured ``UserIdentifiers`` rule (folded in Swift, as
 /// everywhere else, never by the database's locale); device ids exactly.
-public struct DeviceRegistry: Sendable {
+package struct DeviceRegistry: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
         self.pool = pool
         self.identifiers = identifiers
     }
@@ -102,7 +102,7 @@ public struct DeviceRegistry: Sendable {
     /// A known device refreshing its push token, proved by its current authentication token:
     /// new push token, new authentication token (the old one stops working).
     /// `encryptionKey`: kept, removed or replaced with the refresh.
-    public func refresh(device id: Int64, pushToken: String, environment: PushEnvironment = .production, token: StoredToken,
+    package func refresh(device id: Int64, pushToken: String, environment: PushEnvironment = .production, token: StoredToken,
                         encryptionKey: EncryptionKeyUpdate = .keep) async throws {
         let keyColumns: String
         var parameters: [String?] = [String(id), pushToken, token.digestParameter, token.expiresParameter, environment.rawValue]
@@ -128,7 +128,7 @@ public struct DeviceRegistry: Sendable {
     /// unsubscribed in the same transaction. Every registration of this device still waiting for
     /// a code is dropped. Returns the device's row id.
     @discardableResult
-    public func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool,
+    package func subscribe(_ identity: DeviceIdentity, pushToken: String, token: StoredToken, override: Bool,
                           encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
@@ -156,7 +156,7 @@ public struct DeviceRegistry: Sendable {
     /// Keeps a registration waiting for its SMS code under the digest of its registration id.
     /// Earlier waiting registrations of the device stay (each verifies only its own push token);
     /// beyond the newest `keep` of them the oldest are dropped.
-    public func savePending(_ identity: DeviceIdentity, pushToken: String, registrationDigest: Data, keep: Int = 5,
+    package func savePending(_ identity: DeviceIdentity, pushToken: String, registrationDigest: Data, keep: Int = 5,
                             encryptionKey: DeviceEncryptionKey? = nil) async throws {
         let column = identifiers.userColumn
         let key = identifiers.comparable(identity.userId)
@@ -178,7 +178,7 @@ public struct DeviceRegistry: Sendable {
 
     /// The registration with this id's digest, if it is waiting and belongs to this bank
     /// client, user and device.
-    public func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> PendingRegistration? {
+    package func pending(registrationDigest: Data, bankClientId: String, userId: String, deviceId: String) async throws -> PendingRegistration? {
         let sql = """
             SELECT platform, push_token, bank_client_id, user_id, device_id, app_id, environment,
                    encryption_key_id, encryption_public_key FROM pending_registrations
@@ -197,7 +197,7 @@ public struct DeviceRegistry: Sendable {
     }
 
     /// Drops every registration of this device waiting for a code (its attempts are used up).
-    public func dropPending(bankClientId: String, userId: String, deviceId: String) async throws {
+    package func dropPending(bankClientId: String, userId: String, deviceId: String) async throws {
         let sql = "DELETE FROM pending_registrations WHERE \(identifiers.userColumn) = $1 AND device_id = $2 AND bank_client_id = $3"
         _ = try await pool.withConnection { [key = identifiers.comparable(userId)] connection in
             try connection.query(sql, [key, deviceId, bankClientId])
@@ -205,7 +205,7 @@ public struct DeviceRegistry: Sendable {
     }
 
     /// The subscribed device holding this token, if the token is known and not expired.
-    public func authenticate(digest: Data) async throws -> AuthenticatedDevice? {
+    package func authenticate(digest: Data) async throws -> AuthenticatedDevice? {
         let parameter = StoredToken.byteaParameter(digest)
         return try await pool.withConnection(idempotent: true) { connection in
             guard let row = try connection.query("""

@@ -2,7 +2,7 @@ import Foundation
 import PigeonDomain
 
 /// What sending a notification did.
-public enum SendOutcome: Sendable, Equatable {
+package enum SendOutcome: Sendable, Equatable {
     /// Stored now; one state per (unique) recipient, in the order sent.
     case stored([RecipientState])
     /// The id was used before; nothing was stored, these are the first send's current states.
@@ -11,13 +11,13 @@ public enum SendOutcome: Sendable, Equatable {
 
 /// Notifications and their deliveries. Every write is one transaction, committed before the
 /// method returns.
-public struct NotificationStore: Sendable {
+package struct NotificationStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
     private let batcher: SendBatcher
 
     /// `now` is the moment a send is stored at (its period and expiry); tests move it.
-    public init(pool: PostgresPool, identifiers: UserIdentifiers, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers, now: @escaping @Sendable () -> Date = Date.init) {
         self.init(pool: pool, identifiers: identifiers, limits: SendBatcher.Limits(), now: now)
     }
 
@@ -30,14 +30,14 @@ public struct NotificationStore: Sendable {
     /// Stores `notification` and one delivery per unique recipient: `QUEUED` when the user has a
     /// subscribed device, `INVALID_SUBSCRIPTION` otherwise. A repeated id stores nothing.
     /// Returns once everything is committed (concurrent sends share one commit).
-    public func send(_ notification: PushNotification) async throws -> SendOutcome {
+    package func send(_ notification: PushNotification) async throws -> SendOutcome {
         try await batcher.send(notification)
     }
 
     /// The notification as sent, or `nil` if the id is unknown (or older than the retention
     /// period). Without `recipients` its recipient list comes back empty: the device API needs
     /// only the content, and a million-recipient list is tens of megabytes.
-    public func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
+    package func notification(id: String, recipients: Bool = true) async throws -> PushNotification? {
         try await pool.withConnection(idempotent: true) { connection in
             guard let key = try Self.key(of: id, connection) else { return nil }
             return try Self.notification(key: key, recipients: recipients, connection)
@@ -45,7 +45,7 @@ public struct NotificationStore: Sendable {
     }
 
     /// The notification stored under `key` (content only: the engine's view), or `nil`.
-    public func notification(key: Int64) async throws -> PushNotification? {
+    package func notification(key: Int64) async throws -> PushNotification? {
         try await pool.withConnection(idempotent: true) { connection in
             try Self.notification(key: key, recipients: false, connection)
         }
@@ -63,7 +63,7 @@ public struct NotificationStore: Sendable {
 
     /// The notifications stored under `keys` (content only: the engine's view of a claimed
     /// batch), in one query; keys that are gone are missing from the answer.
-    public func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
+    package func notifications(keys: [Int64]) async throws -> [Int64: PushNotification] {
         guard let lowest = keys.min(), let highest = keys.max() else { return [:] }
         return try await pool.withConnection(idempotent: true) { connection in
             // The key range lets the plan leave out the days no key is in.
@@ -123,7 +123,7 @@ public struct NotificationStore: Sendable {
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.
-    public func deliveryStatus(id: String) async throws -> [RecipientState]? {
+    package func deliveryStatus(id: String) async throws -> [RecipientState]? {
         try await pool.withConnection(idempotent: true) { connection in
             guard let key = try Self.key(of: id, connection) else { return nil }
             return try Self.states(of: key, connection)

@@ -3,40 +3,40 @@ import PigeonCore
 import PigeonDomain
 
 /// A report moved out of the outbox after failing for too long.
-public struct DeadReport: Sendable, Equatable {
-    public var id: Int64
-    public var kind: String
+package struct DeadReport: Sendable, Equatable {
+    package var id: Int64
+    package var kind: String
     /// The notification id, or the pass (`passTypeIdentifier/serialNumber`) a report is about.
-    public var notificationId: String
+    package var notificationId: String
     /// The users it names, or how many devices (a pass report).
-    public var users: [String]
-    public var attempts: Int
-    public var lastError: String?
-    public var createdAt: Date
-    public var diedAt: Date
+    package var users: [String]
+    package var attempts: Int
+    package var lastError: String?
+    package var createdAt: Date
+    package var diedAt: Date
 }
 
 /// Outbox health for /metrics.
-public struct OutboxStatistics: Sendable, Equatable {
-    public var depth: Int
-    public var oldestAgeSeconds: Double
+package struct OutboxStatistics: Sendable, Equatable {
+    package var depth: Int
+    package var oldestAgeSeconds: Double
     /// Reports in the dead-letter table.
-    public var dead: Int
+    package var dead: Int
 }
 
 /// The durable outbox of reports to the bank. Reports are written in the transaction that
 /// changes the state they report (``enqueue(_:_:)``), claimed under a lease like deliveries (so
 /// several gateways never send the same row at once and a crashed sender's rows come due again),
 /// and deleted only after the bank acknowledged them: at least once, never lost.
-public struct Outbox: Sendable {
+package struct Outbox: Sendable {
     private let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
     /// Adds a report inside the caller's transaction.
-    public static func enqueue(_ report: BankReport, _ connection: PostgresConnection) throws {
+    package static func enqueue(_ report: BankReport, _ connection: PostgresConnection) throws {
         _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ($1, $2::jsonb)", [report.kind, report.payload])
     }
 
@@ -47,7 +47,7 @@ public struct Outbox: Sendable {
     /// payload does not decode is moved to the dead letters in the same transaction, with why —
     /// an operator sees it there — rather than vanishing from the claim while it stays leased, or
     /// failing every claim after it.
-    public func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
+    package func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
         let seconds = String(lease.inSeconds)
         // A literal limit: a generic plan that does not know it would sort the whole outbox.
         let limit = max(1, min(limit, 10_000))
@@ -86,7 +86,7 @@ public struct Outbox: Sendable {
     }
 
     /// The bank acknowledged these reports.
-    public func complete(_ ids: [Int64]) async throws {
+    package func complete(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await pool.withConnection { connection in
             try connection.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [PostgresArray.encode(ids.map(String.init))])
@@ -94,7 +94,7 @@ public struct Outbox: Sendable {
     }
 
     /// A send failed: try again at `retryAt`.
-    public func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
+    package func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("UPDATE outbox SET next_attempt_at = to_timestamp($2), last_error = $3 WHERE id = $1",
                                  [String(id), String(retryAt.timeIntervalSince1970), String(error.prefix(500))])
@@ -102,7 +102,7 @@ public struct Outbox: Sendable {
     }
 
     /// Moves a report that failed for too long to the dead letters, with its last error.
-    public func bury(_ id: Int64, error: String) async throws {
+    package func bury(_ id: Int64, error: String) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("""
                 WITH moved AS (DELETE FROM outbox WHERE id = $1 RETURNING id, kind, payload, attempts, created_at)
@@ -114,7 +114,7 @@ public struct Outbox: Sendable {
     }
 
     /// Dead letters, oldest death first (at most `limit`).
-    public func deadLetters(limit: Int = 1_000) async throws -> [DeadReport] {
+    package func deadLetters(limit: Int = 1_000) async throws -> [DeadReport] {
         let limit = max(1, min(limit, 100_000))
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
@@ -137,7 +137,7 @@ public struct Outbox: Sendable {
     /// Puts dead letters back into the outbox, due now with a fresh age (all of them when `ids`
     /// is nil). Returns the ids re-queued: an id given that is not among them was no dead letter
     /// (unknown, already re-queued, or still waiting).
-    public func requeue(_ ids: [Int64]?) async throws -> [Int64] {
+    package func requeue(_ ids: [Int64]?) async throws -> [Int64] {
         // One statement: the move is atomic without a transaction of its own.
         try await pool.withConnection { connection in
             try connection.query("""
@@ -148,7 +148,7 @@ public struct Outbox: Sendable {
     }
 
     /// Reports waiting, how long the oldest has waited, and the dead letters.
-    public func statistics() async throws -> OutboxStatistics {
+    package func statistics() async throws -> OutboxStatistics {
         try await pool.withConnection(idempotent: true) { connection in
             let row = try connection.query("""
                 SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision,

@@ -7,7 +7,7 @@ import PigeonDomain
 /// the lease holder, only onto the version and state it claimed (a fetch in between wins).
 extension PassStore {
     /// Up to `limit` due claims, oldest due first, leased to `owner` for `lease`.
-    public func claimPassPushes(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedPassPush] {
+    package func claimPassPushes(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedPassPush] {
         let leaseSeconds = String(lease.inSeconds)
         let limit = max(1, min(limit, 10_000))
         // In a transaction: a row that does not decode fails the claim and rolls its leases back
@@ -38,7 +38,7 @@ extension PassStore {
     /// are locked first (in key order, so two writers never deadlock), then each change is
     /// applied, then each such pass's report is written if its version settled.
     @discardableResult
-    public func recordPassPushes(_ results: [PassPushResult], owner: String) async throws -> Int {
+    package func recordPassPushes(_ results: [PassPushResult], owner: String) async throws -> Int {
         guard !results.isEmpty else { return 0 }
         var sentRows: [[String?]] = [[], [], [], [], []]
         var retriedRows: [[String?]] = [[], [], [], [], [], []]
@@ -132,7 +132,7 @@ extension PassStore {
 
     /// Hands back every claim `owner` holds, due at once.
     @discardableResult
-    public func releasePassPushes(owner: String) async throws -> Int {
+    package func releasePassPushes(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE pass_registrations SET lease_owner = NULL, next_attempt_at = now()

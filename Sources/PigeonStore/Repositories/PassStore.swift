@@ -8,21 +8,21 @@ import PigeonDomain
 /// Every change that can settle a version — a fetch, an expiry, a failed push — first locks the
 /// pass's row, so the check "no device still waits, some did not fetch" sees the others' changes
 /// and the bank gets exactly one `reportPassUpdateNotFetched` per version.
-public struct PassStore: Sendable {
+package struct PassStore: Sendable {
     let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
     /// Bounds on registrations (CONTRACT §7: limits on everything a phone can create).
-    public struct RegistrationLimits: Sendable, Equatable {
+    package struct RegistrationLimits: Sendable, Equatable {
         /// Passes one Wallet may register for.
-        public var perDevice: Int
+        package var perDevice: Int
         /// Wallets one pass may be registered on.
-        public var perPass: Int
+        package var perPass: Int
 
-        public init(perDevice: Int = 500, perPass: Int = 20) {
+        package init(perDevice: Int = 500, perPass: Int = 20) {
             self.perDevice = perDevice
             self.perPass = perPass
         }
@@ -31,7 +31,7 @@ public struct PassStore: Sendable {
     // MARK: The bank's side
 
     /// What became of an `updatePass`.
-    public enum UpdateResult: Sendable, Equatable {
+    package enum UpdateResult: Sendable, Equatable {
         /// Stored as `version`; `queued` devices will be pushed.
         case stored(version: Int64, queued: Int)
         /// The pass exists with another authentication token, which Wallet never changes.
@@ -41,7 +41,7 @@ public struct PassStore: Sendable {
     /// Stores `content` as the pass's next version (the first when it is new) and queues an
     /// update push for every device registered for it, in one statement. Last-Modified grows by
     /// at least a second a version, so `If-Modified-Since` never hides a newer version.
-    public func update(_ pass: PassIdentity, authenticationDigest: Data, content: Data) async throws -> UpdateResult {
+    package func update(_ pass: PassIdentity, authenticationDigest: Data, content: Data) async throws -> UpdateResult {
         let parameters = [pass.passTypeIdentifier, pass.serialNumber, PostgresBytea.encode(authenticationDigest), PostgresBytea.encode(content)]
         return try await pool.withConnection { connection in
             let row = try connection.query("""
@@ -70,7 +70,7 @@ public struct PassStore: Sendable {
 
     /// A pass's current version and every registered device's state, by device library id;
     /// nil for an unknown pass.
-    public func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])? {
+    package func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])? {
         try await pool.withConnection(idempotent: true) { connection in
             guard let version = try connection.query(
                 "SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
@@ -89,7 +89,7 @@ public struct PassStore: Sendable {
     // MARK: Apple's web service
 
     /// What became of a registration.
-    public enum RegistrationResult: Sendable, Equatable {
+    package enum RegistrationResult: Sendable, Equatable {
         case created
         case alreadyRegistered
         /// No such pass, or not its authentication token.
@@ -100,7 +100,7 @@ public struct PassStore: Sendable {
     }
 
     /// Registers `device` (with its current push token) for `pass`.
-    public func register(device: String, pushToken: String, for pass: PassIdentity, authenticationDigest: Data,
+    package func register(device: String, pushToken: String, for pass: PassIdentity, authenticationDigest: Data,
                          limits: RegistrationLimits) async throws -> RegistrationResult {
         let digest = PostgresBytea.encode(authenticationDigest)
         return try await pool.transaction { connection in
@@ -151,7 +151,7 @@ public struct PassStore: Sendable {
 
     /// Removes `device`'s registration for `pass` (and the device, when it was its last);
     /// false when the pass or its token is not right. Removing what is not registered is fine.
-    public func unregister(device: String, from pass: PassIdentity, authenticationDigest: Data) async throws -> Bool {
+    package func unregister(device: String, from pass: PassIdentity, authenticationDigest: Data) async throws -> Bool {
         let digest = PostgresBytea.encode(authenticationDigest)
         return try await pool.transaction { connection in
             guard try Self.lockPass(pass, digest: digest, connection) != nil else { return false }
@@ -173,7 +173,7 @@ public struct PassStore: Sendable {
     /// out while another update was still being written never hides that update — and the
     /// newest tag of its passes. Each listed registration is marked: its fetch comes next.
     /// nil when the device has no pass of that type.
-    public func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)? {
+    package func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)? {
         try await pool.withConnection { connection in
             let row = try connection.query("""
                 WITH mine AS (
@@ -197,7 +197,7 @@ public struct PassStore: Sendable {
     }
 
     /// What a download of a pass came to.
-    public enum FetchResult: Sendable, Equatable {
+    package enum FetchResult: Sendable, Equatable {
         case unauthorized
         /// The device has this version already (`If-Modified-Since` at or after Last-Modified).
         case notModified(modifiedAt: Date)
@@ -209,7 +209,7 @@ public struct PassStore: Sendable {
     /// the one that asked first for the changed serials and has not fetched, else the one
     /// waiting longest (a Wallet refreshed by hand), else a device that registered without
     /// fetching.
-    public func fetch(_ pass: PassIdentity, authenticationDigest: Data, ifModifiedSince: Date?) async throws -> FetchResult {
+    package func fetch(_ pass: PassIdentity, authenticationDigest: Data, ifModifiedSince: Date?) async throws -> FetchResult {
         let digest = PostgresBytea.encode(authenticationDigest)
         let since = ifModifiedSince.map { String($0.timeIntervalSince1970) }
         return try await pool.transaction { connection in

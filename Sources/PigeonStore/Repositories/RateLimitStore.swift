@@ -3,17 +3,17 @@ import Foundation
 /// Fixed-window counters in the database, shared by every gateway process on it: one atomic
 /// statement counts an attempt and tells whether it is within its limit, so concurrent attempts
 /// can never all slip under it.
-public struct RateLimitStore: Sendable {
+package struct RateLimitStore: Sendable {
     /// The outcome of counting one attempt.
-    public struct Decision: Sendable, Equatable {
+    package struct Decision: Sendable, Equatable {
         /// Attempts in the current window, this one included.
-        public var count: Int
+        package var count: Int
         /// Seconds until the window ends.
-        public var retryAfterSeconds: Int
+        package var retryAfterSeconds: Int
         /// Whether this attempt is within the limit.
-        public var allowed: Bool
+        package var allowed: Bool
 
-        public init(count: Int, retryAfterSeconds: Int, allowed: Bool) {
+        package init(count: Int, retryAfterSeconds: Int, allowed: Bool) {
             self.count = count
             self.retryAfterSeconds = retryAfterSeconds
             self.allowed = allowed
@@ -22,13 +22,13 @@ public struct RateLimitStore: Sendable {
 
     private let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
     /// Counts one attempt in `bucket`, whose window lasts `window` from its first attempt, and
     /// allows it when the count is at most `limit`.
-    public func take(bucket: String, limit: Int, window: Duration) async throws -> Decision {
+    package func take(bucket: String, limit: Int, window: Duration) async throws -> Decision {
         let sql = """
             INSERT INTO rate_limits AS r (bucket, window_ends_at, count)
             VALUES ($1, now() + make_interval(secs => $2::double precision), 1)

@@ -8,20 +8,20 @@ import PigeonDomain
 ///
 /// A day is detached concurrently (sends, claims and acknowledgements go on meanwhile) and then
 /// dropped; a pass interrupted in between is finished by the next one.
-public struct Retention: Sendable {
+package struct Retention: Sendable {
     /// Session advisory lock: one process at a time runs a pass.
     static let lock = "7414013205"
 
     private let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
     /// Creates the partitions from the day before `now` to `daysAhead` days after it. A sender
     /// holding the tables longer than `lockTimeout` makes the pass fail (retried later) rather
     /// than queue every send behind it.
-    public func prepareDays(around now: Date, daysAhead: Int = 3, lockTimeout: Duration = .seconds(1)) async throws -> Int {
+    package func prepareDays(around now: Date, daysAhead: Int = 3, lockTimeout: Duration = .seconds(1)) async throws -> Int {
         let moment = NotificationStore.timestamp(now)
         return try await pool.transaction { connection in
             try connection.setTransactionLockTimeout(lockTimeout)
@@ -32,7 +32,7 @@ public struct Retention: Sendable {
     }
 
     /// Drops every day that ended `days` days or more before `now`; returns the tables dropped.
-    public func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
+    package func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
         let cutoff = NotificationStore.timestamp(now.addingTimeInterval(-Double(max(1, days)) * 86_400))
         return try await pool.withConnection { connection in
             guard try connection.query("SELECT pg_try_advisory_lock($1::bigint)", [Self.lock]).rows.first?.boolean(0) == true else {
@@ -75,7 +75,7 @@ public struct Retention: Sendable {
     }
 
     /// The days (as `YYYYMMDD`) that have partitions, oldest first.
-    public func days() async throws -> [String] {
+    package func days() async throws -> [String] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT right(c.relname, 8) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid

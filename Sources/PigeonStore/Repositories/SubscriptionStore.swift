@@ -2,11 +2,11 @@ import Foundation
 import PigeonDomain
 
 /// Users' devices (subscriptions).
-public struct SubscriptionStore: Sendable {
+package struct SubscriptionStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
 
-    public init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
         self.pool = pool
         self.identifiers = identifiers
     }
@@ -15,7 +15,7 @@ public struct SubscriptionStore: Sendable {
     /// Subscribes a device, or updates the push token of a known one (same user, device id,
     /// platform and app). Returns the device's row id.
     @discardableResult
-    public func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
+    package func subscribe(bankClientId: String, userId: String, deviceId: String, platform: Platform, pushToken: String,
                           appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production,
                           encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         try await pool.withConnection { connection in
@@ -38,7 +38,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Erases every device of `user`; returns how many there were.
-    public func deleteAll(user: String) async throws -> Int {
+    package func deleteAll(user: String) async throws -> Int {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
         return try await pool.withConnection { connection in
@@ -50,7 +50,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// For each user, whether they have at least one subscribed device; in the order given.
-    public func exist(users: [String]) async throws -> [Bool] {
+    package func exist(users: [String]) async throws -> [Bool] {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
@@ -64,7 +64,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Subscribed devices of many users at once, keyed by the users' comparable form
     /// (`user_folded` when ids are case-insensitive, else the id as given).
-    public func devices(users: [String]) async throws -> [String: [Device]] {
+    package func devices(users: [String]) async throws -> [String: [Device]] {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
@@ -86,7 +86,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// How many subscribed devices each route (platform, app, environment) has.
-    public func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
+    package func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT platform, app_id, environment, count(*) FROM devices WHERE state = 'SUBSCRIBED'
@@ -100,11 +100,11 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// The comparable form of a user id under the configured rule.
-    public func key(for user: String) -> String { identifiers.comparable(user) }
+    package func key(for user: String) -> String { identifiers.comparable(user) }
 
     /// Deletes devices whose push tokens the push services declared dead.
     @discardableResult
-    public func remove(deviceIds: [Int64]) async throws -> Int {
+    package func remove(deviceIds: [Int64]) async throws -> Int {
         guard !deviceIds.isEmpty else { return 0 }
         let ids = PostgresArray.encode(deviceIds.map(String.init))
         return try await pool.withConnection { connection in
@@ -117,7 +117,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Records a successful delivery to these devices (for `deviceExpiredPeriodMillis`; see
     /// ``DeviceReach``).
-    public func markDelivered(deviceIds: [Int64]) async throws {
+    package func markDelivered(deviceIds: [Int64]) async throws {
         guard !deviceIds.isEmpty else { return }
         try await pool.withConnection { connection in
             try DeviceReach.record(deviceIds: deviceIds, connection)
@@ -125,7 +125,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Every device of `user`.
-    public func devices(user: String) async throws -> [Device] {
+    package func devices(user: String) async throws -> [Device] {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
         return try await pool.withConnection(idempotent: true) { connection in

@@ -8,14 +8,14 @@ import PigeonDomain
 ///   `reportNotificationExpired` per notification lists their users;
 /// - hygiene: subscriptions with no successful delivery for longer than the configured period,
 ///   and registrations left waiting for their SMS code, are deleted.
-public struct Sweeps: Sendable {
+package struct Sweeps: Sendable {
     /// Advisory lock keys (any constants unique to Pigeon).
     static let expiryLock = "7414013201"
     static let hygieneLock = "7414013202"
 
     private let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    package init(pool: PostgresPool) {
         self.pool = pool
     }
 
@@ -23,13 +23,13 @@ public struct Sweeps: Sendable {
     /// deliveries per transaction. A notification whose deliveries fit in one step gets exactly
     /// one report; a larger one gets one report per step of `rows` users. The oldest deadlines
     /// first.
-    public func expire(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
+    package func expire(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
         try await expire(notifications: notifications, rows: rows, newestFirst: false)
     }
 
     /// ``expire(notifications:rows:)`` taking the deadlines that passed last first: the deadline
     /// watcher's step, run as deadlines pass, so a code's expiry is not queued behind a backlog's.
-    public func expireNewestFirst(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
+    package func expireNewestFirst(notifications: Int = 100, rows: Int = 10_000) async throws -> SweepStep {
         try await expire(notifications: notifications, rows: rows, newestFirst: true)
     }
 
@@ -109,7 +109,7 @@ public struct Sweeps: Sendable {
 
     /// The earliest deadline of a notification whose expiry is not handled yet (passed or to
     /// come), or `nil` when there is none: one descent of the expiry index per day kept.
-    public func nextDeadline() async throws -> Date? {
+    package func nextDeadline() async throws -> Date? {
         try await pool.withConnection { connection in
             try connection.query("""
                 SELECT extract(epoch FROM expires_at)::double precision FROM notifications
@@ -122,7 +122,7 @@ public struct Sweeps: Sendable {
     /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
     /// day, up to `limit` rate-limit windows that ended, and up to `limit` Wallet log messages
     /// older than a week.
-    public func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
+    package func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))
         return try await pool.transaction { connection in

@@ -3,19 +3,19 @@ import PigeonCrypto
 import PushCore
 
 /// APNs token-based authentication: the `.p8` key, its key id and the team id.
-public struct APNsSigningCredentials: Sendable {
-    public let key: PrivateKey
-    public let keyId: String
-    public let teamId: String
+package struct APNsSigningCredentials: Sendable {
+    package let key: PrivateKey
+    package let keyId: String
+    package let teamId: String
 
-    public init(p8PEM: String, keyId: String, teamId: String) throws(CryptoError) {
+    package init(p8PEM: String, keyId: String, teamId: String) throws(CryptoError) {
         self.key = try PrivateKey(pem: p8PEM)
         self.keyId = keyId
         self.teamId = teamId
     }
 
     /// A provider token issued at `issuedAt`: ES256, `kid` = key id, `iss` = team id.
-    public func providerToken(issuedAt: Date) throws(CryptoError) -> String {
+    package func providerToken(issuedAt: Date) throws(CryptoError) -> String {
         try JSONWebToken.sign(
             header: ["kid": keyId, "typ": "JWT"],
             claims: ["iss": teamId, "iat": Int(issuedAt.timeIntervalSince1970)],
@@ -24,17 +24,17 @@ public struct APNsSigningCredentials: Sendable {
 }
 
 /// A Google service account (the JSON file `fcmServiceAccountPath` names).
-public struct ServiceAccount: Sendable {
-    public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+package struct ServiceAccount: Sendable {
+    package static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
 
-    public let projectId: String
-    public let clientEmail: String
-    public let tokenURI: String
-    public let privateKeyId: String?
-    public let key: PrivateKey
+    package let projectId: String
+    package let clientEmail: String
+    package let tokenURI: String
+    package let privateKeyId: String?
+    package let key: PrivateKey
 
     /// Reads the fields FCM needs; the error names the missing one.
-    public init(json: Data) throws(CryptoError) {
+    package init(json: Data) throws(CryptoError) {
         struct File: Decodable {
             var project_id: String?
             var client_email: String?
@@ -59,7 +59,7 @@ public struct ServiceAccount: Sendable {
     }
 
     /// The RS256 assertion exchanged for an access token (grant type jwt-bearer), valid one hour.
-    public func assertion(issuedAt: Date, audience: String? = nil) throws(CryptoError) -> String {
+    package func assertion(issuedAt: Date, audience: String? = nil) throws(CryptoError) -> String {
         var header: [String: Any] = ["typ": "JWT"]
         if let privateKeyId { header["kid"] = privateKeyId }
         let issued = Int(issuedAt.timeIntervalSince1970)

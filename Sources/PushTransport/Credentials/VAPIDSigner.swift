@@ -5,9 +5,9 @@ import Synchronization
 /// VAPID (RFC 8292): the application server's ES256 JWT per push service origin — `aud` the
 /// origin, `exp` twelve hours on (RFC 8292 allows at most 24), `sub` the operator's contact —
 /// reused until an hour before it expires, and the `Authorization: vapid t=…, k=…` header.
-public final class VAPIDSigner: Sendable {
-    public static let lifetime: TimeInterval = 12 * 3600
-    public static let renewBefore: TimeInterval = 3600
+package final class VAPIDSigner: Sendable {
+    package static let lifetime: TimeInterval = 12 * 3600
+    package static let renewBefore: TimeInterval = 3600
 
     private let key: PrivateKey
     private let publicKey: String
@@ -16,7 +16,7 @@ public final class VAPIDSigner: Sendable {
     private let tokens = Mutex<[String: (token: String, expiresAt: Date)]>([:])
 
     /// `key`: a P-256 private key; `subject`: `mailto:` or `https:` contact.
-    public init(key: PrivateKey, subject: String, clock: @escaping @Sendable () -> Date = Date.init) throws(CryptoError) {
+    package init(key: PrivateKey, subject: String, clock: @escaping @Sendable () -> Date = Date.init) throws(CryptoError) {
         self.key = key
         self.publicKey = Base64URL.encode(try key.p256PublicPoint())
         self.subject = subject
@@ -24,10 +24,10 @@ public final class VAPIDSigner: Sendable {
     }
 
     /// The application server's public key, base64url (what browsers subscribe with).
-    public var applicationServerKey: String { publicKey }
+    package var applicationServerKey: String { publicKey }
 
     /// The `Authorization` header value for a push to `origin`.
-    public func authorization(origin: String) throws(CryptoError) -> String {
+    package func authorization(origin: String) throws(CryptoError) -> String {
         let now = clock()
         if let cached = tokens.withLock({ $0[origin] }), cached.expiresAt.timeIntervalSince(now) > Self.renewBefore {
             return "vapid t=\(cached.token), k=\(publicKey)"

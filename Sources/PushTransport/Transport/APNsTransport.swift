@@ -8,15 +8,15 @@ import Synchronization
 /// provider token per key, reused across requests and replaced per ``ProviderTokenSchedule`` —
 /// never signed per request. Every answer, and every transport failure, becomes a
 /// ``PushOutcome``.
-public final class APNsTransport: Sendable {
-    public enum Authentication: Sendable {
+package final class APNsTransport: Sendable {
+    package enum Authentication: Sendable {
         /// The client certificate is configured on the ``HTTP2Client``.
         case certificate
         case token(APNsSigningCredentials)
     }
 
     /// What happened to the provider token, for the operator's log and metrics.
-    public enum ProviderTokenEvent: Sendable, Equatable {
+    package enum ProviderTokenEvent: Sendable, Equatable {
         case signed(ProviderTokenSigning)
         /// APNs refused the token for `reason`; `replacing`: a new one is signed before the next push.
         case rejected(reason: String, replacing: Bool)
@@ -44,7 +44,7 @@ public final class APNsTransport: Sendable {
     private let onTokenEvent: @Sendable (ProviderTokenEvent) -> Void
     private let tokens: ProviderTokens
 
-    public init(client: HTTP2Client, endpoint: String, topic: String?, authentication: Authentication,
+    package init(client: HTTP2Client, endpoint: String, topic: String?, authentication: Authentication,
                 policy: ProviderTokenPolicy = ProviderTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init,
                 onTokenEvent: @escaping @Sendable (ProviderTokenEvent) -> Void = { _ in }) {
         self.client = client
@@ -68,21 +68,21 @@ public final class APNsTransport: Sendable {
 
     /// A transport to another APNs host (the sandbox of a production one) with the same client,
     /// topic and credentials, sharing this one's provider token.
-    public func sending(to endpoint: String) -> APNsTransport {
+    package func sending(to endpoint: String) -> APNsTransport {
         APNsTransport(sibling: self, endpoint: endpoint)
     }
 
     /// The same host, topic and credentials over another client (the urgent lane's
     /// connections), sharing this one's provider token.
-    public func using(_ client: HTTP2Client) -> APNsTransport {
+    package func using(_ client: HTTP2Client) -> APNsTransport {
         APNsTransport(sibling: self, endpoint: endpoint, client: client)
     }
 
     /// Provider tokens signed so far.
-    public var providerTokensSigned: Int { tokens.state.withLock { $0.signed } }
+    package var providerTokensSigned: Int { tokens.state.withLock { $0.signed } }
 
     /// One attempt to deliver `message` to `deviceToken`.
-    public func send(_ message: PushMessage, to deviceToken: String, apnsId: UUID = UUID()) async -> PushOutcome {
+    package func send(_ message: PushMessage, to deviceToken: String, apnsId: UUID = UUID()) async -> PushOutcome {
         let request: PushRequest
         do {
             request = try builder.request(for: message, deviceToken: deviceToken, apnsId: apnsId)
@@ -108,21 +108,21 @@ public final class APNsTransport: Sendable {
     /// provider token they carried was refused (`ExpiredProviderToken`, …) are sent once more
     /// with the token signed in its place (``BatchRounds``), so one refused token does not fail
     /// a whole batch.
-    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
         await send(prepared, expiries: batch.messages.map { message in batch.startBy.map { min($0, message.expiresAt) } ?? message.expiresAt }, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most
     /// `maxInFlight` at once; one outcome per token, in order.
-    public func sendPassUpdates(passTypeIdentifier: String, tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
+    package func sendPassUpdates(passTypeIdentifier: String, tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
         await send(APNsRequestBuilder.passUpdate(passTypeIdentifier: passTypeIdentifier), to: tokens, maxInFlight: maxInFlight)
     }
 
     /// A request built elsewhere (a Wallet pass update, a Live Activity event, a widget refresh:
     /// its own push type and topic) to each of `tokens`, at most `maxInFlight` at once, with this
     /// transport's credentials; one outcome per token, in order.
-    public func send(_ prepared: APNsPreparedMessage, to tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
+    package func send(_ prepared: APNsPreparedMessage, to tokens: [String], maxInFlight: Int) async -> [PushOutcome] {
         let outcomes = Mutex([PushOutcome](repeating: .retry(reason: "not sent", after: nil), count: tokens.count))
         await send([.success(prepared)], expiries: [nil],
                    pushes: tokens.map { PushBatch.Push(message: 0, token: $0) }, maxInFlight: maxInFlight) { result in
@@ -134,7 +134,7 @@ public final class APNsTransport: Sendable {
     /// One call to Apple's broadcast and channel management API (CONTRACT §9) with this
     /// transport's provider token (or client certificate): `path` on this transport's host, or
     /// `url` whole (the channel management host). The answer, or the transport failure.
-    public func call(method: String, path: String? = nil, url: String? = nil, headers: [String: String], body: Data) async
+    package func call(method: String, path: String? = nil, url: String? = nil, headers: [String: String], body: Data) async
         -> Result<HTTP2Client.Response, APNsCallFailure> {
         var headers = headers
         switch bearer() {
@@ -240,7 +240,7 @@ public final class APNsTransport: Sendable {
 }
 
 /// Why a call to Apple's API got no answer (a provider token that cannot be signed, a transport failure).
-public struct APNsCallFailure: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct APNsCallFailure: Error, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }

@@ -79,15 +79,15 @@ struct BatchRounds<Credential: Equatable & Sendable> {
 }
 
 /// No credential could be had: the outcome every push of the batch gets.
-public struct CredentialUnavailable: Error {
-    public var outcome: PushOutcome
-    public init(outcome: PushOutcome) { self.outcome = outcome }
+package struct CredentialUnavailable: Error {
+    package var outcome: PushOutcome
+    package init(outcome: PushOutcome) { self.outcome = outcome }
 }
 
 /// A push that is not sent (its message cannot be built, its token cannot be addressed): the
 /// outcome it gets instead.
-public struct RequestRefused: Error {
-    public var outcome: PushOutcome
-    public init(outcome: PushOutcome) { self.outcome = outcome }
-    public init(_ error: PushMessageError) { outcome = .failed(reason: error.description) }
+package struct RequestRefused: Error {
+    package var outcome: PushOutcome
+    package init(outcome: PushOutcome) { self.outcome = outcome }
+    package init(_ error: PushMessageError) { outcome = .failed(reason: error.description) }
 }

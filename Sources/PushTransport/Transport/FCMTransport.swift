@@ -4,31 +4,31 @@ import PushCore
 
 /// FCM HTTP v1 as a ``PushService``: access tokens from ``OAuthAccessTokens``; a 401 drops the
 /// cached token and the refused pushes go once more with a new one.
-public struct FCMService: OAuthTokenService {
-    public let endpoint: String
-    public let builder: FCMRequestBuilder
-    public let tokens: OAuthAccessTokens
+package struct FCMService: OAuthTokenService {
+    package let endpoint: String
+    package let builder: FCMRequestBuilder
+    package let tokens: OAuthAccessTokens
 
-    public init(endpoint: String = "https://fcm.googleapis.com", projectId: String, tokens: OAuthAccessTokens) {
+    package init(endpoint: String = "https://fcm.googleapis.com", projectId: String, tokens: OAuthAccessTokens) {
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         self.builder = FCMRequestBuilder(projectId: projectId)
         self.tokens = tokens
     }
 
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         try builder.prepare(message, now: now)
     }
 
-    public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
+    package func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
         FCMResponse.classify(status: response.status, body: response.body, retryAfter: response.headers["retry-after"], now: now)
     }
 }
 
 /// Sends pushes to FCM HTTP v1.
-public typealias FCMTransport = ServiceTransport<FCMService>
+package typealias FCMTransport = ServiceTransport<FCMService>
 
 extension ServiceTransport where Service == FCMService {
-    public convenience init(client: HTTP2Client, endpoint: String = "https://fcm.googleapis.com", projectId: String, tokens: OAuthAccessTokens,
+    package convenience init(client: HTTP2Client, endpoint: String = "https://fcm.googleapis.com", projectId: String, tokens: OAuthAccessTokens,
                             clock: @escaping @Sendable () -> Date = Date.init) {
         self.init(client: client, service: FCMService(endpoint: endpoint, projectId: projectId, tokens: tokens), clock: clock)
     }

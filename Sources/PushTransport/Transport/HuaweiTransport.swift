@@ -5,25 +5,25 @@ import PushCore
 /// Huawei Push Kit as a ``PushService``: one token per request, access tokens from
 /// ``OAuthAccessTokens`` (client credentials). An expired or refused access token (80200003,
 /// 80200001, HTTP 401) is dropped and the refused pushes go once more with a new one.
-public struct HuaweiService: OAuthTokenService {
-    public let endpoint: String
-    public let builder: HuaweiRequestBuilder
-    public let tokens: OAuthAccessTokens
+package struct HuaweiService: OAuthTokenService {
+    package let endpoint: String
+    package let builder: HuaweiRequestBuilder
+    package let tokens: OAuthAccessTokens
 
-    public init(endpoint: String = "https://push-api.cloud.huawei.com", appId: String, tokens: OAuthAccessTokens) {
+    package init(endpoint: String = "https://push-api.cloud.huawei.com", appId: String, tokens: OAuthAccessTokens) {
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         self.builder = HuaweiRequestBuilder(appId: appId)
         self.tokens = tokens
     }
 
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> FCMPreparedMessage {
         try builder.prepare(message, now: now)
     }
 
-    public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
+    package func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
         HuaweiResponse.classify(status: response.status, body: response.body, token: token, retryAfter: response.headers["retry-after"], now: now)
     }
 }
 
 /// Sends pushes to Huawei Push Kit.
-public typealias HuaweiTransport = ServiceTransport<HuaweiService>
+package typealias HuaweiTransport = ServiceTransport<HuaweiService>

@@ -7,10 +7,10 @@ import PushCore
 /// shortly before it expires (the answer's `expires_in`) by a single request however many
 /// senders ask at once. The grant is the service's: FCM's jwt-bearer assertion signed with the
 /// service account's key, Huawei's client credentials.
-public actor OAuthAccessTokens {
+package actor OAuthAccessTokens {
     /// Why no token could be had.
-    public struct TokenError: Error, CustomStringConvertible {
-        public var description: String
+    package struct TokenError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     private let tokenURL: String
@@ -22,9 +22,9 @@ public actor OAuthAccessTokens {
     private var cached: (token: String, expiresAt: Date)?
     private var refreshing: Task<(token: String, expiresAt: Date), any Error>?
     /// Access tokens fetched so far (for metrics and tests).
-    public private(set) var fetched = 0
+    package private(set) var fetched = 0
 
-    public init(tokenURL: String, client: HTTP2Client, policy: AccessTokenPolicy = AccessTokenPolicy(),
+    package init(tokenURL: String, client: HTTP2Client, policy: AccessTokenPolicy = AccessTokenPolicy(),
                 clock: @escaping @Sendable () -> Date = Date.init, grant: @escaping @Sendable (Date) throws -> String) {
         self.tokenURL = tokenURL
         self.client = client
@@ -34,7 +34,7 @@ public actor OAuthAccessTokens {
     }
 
     /// FCM's tokens: Google's jwt-bearer grant with an RS256 assertion from `account`.
-    public init(account: ServiceAccount, tokenURL: String? = nil, client: HTTP2Client, policy: AccessTokenPolicy = AccessTokenPolicy(),
+    package init(account: ServiceAccount, tokenURL: String? = nil, client: HTTP2Client, policy: AccessTokenPolicy = AccessTokenPolicy(),
                 clock: @escaping @Sendable () -> Date = Date.init) {
         let url = tokenURL ?? account.tokenURI
         self.init(tokenURL: url, client: client, policy: policy, clock: clock) { now in
@@ -44,7 +44,7 @@ public actor OAuthAccessTokens {
     }
 
     /// Huawei's tokens: the client-credentials grant with the app's id and secret.
-    public init(clientId: String, clientSecret: String, tokenURL: String, client: HTTP2Client,
+    package init(clientId: String, clientSecret: String, tokenURL: String, client: HTTP2Client,
                 policy: AccessTokenPolicy = AccessTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init) {
         self.init(tokenURL: tokenURL, client: client, policy: policy, clock: clock) { _ in
             "grant_type=client_credentials&client_id=\(Self.formEncoded(clientId))&client_secret=\(Self.formEncoded(clientSecret))"
@@ -52,7 +52,7 @@ public actor OAuthAccessTokens {
     }
 
     /// A valid access token, fetching one if the cached token is missing or about to expire.
-    public func token() async throws -> String {
+    package func token() async throws -> String {
         if let cached, !policy.needsRefresh(expiresAt: cached.expiresAt, now: clock()) {
             return cached.token
         }
@@ -69,7 +69,7 @@ public actor OAuthAccessTokens {
     }
 
     /// Drops `token` after the service refused it (401), so the next call fetches a new one.
-    public func invalidate(_ token: String) {
+    package func invalidate(_ token: String) {
         if cached?.token == token { cached = nil }
     }
 
@@ -98,4 +98,4 @@ public actor OAuthAccessTokens {
 }
 
 /// FCM's access tokens (``OAuthAccessTokens/init(account:tokenURL:client:policy:clock:)``).
-public typealias FCMAccessTokens = OAuthAccessTokens
+package typealias FCMAccessTokens = OAuthAccessTokens

@@ -9,7 +9,7 @@ import Synchronization
 /// pushes refused for their credential sent once more with the new one, transport failures as
 /// retries, single pushes — is ``ServiceTransport``'s, the same for every service, so the
 /// engine, its retries and its metrics never change per service.
-public protocol PushService: Sendable {
+package protocol PushService: Sendable {
     /// The parts of a message's request that all its devices share.
     associatedtype Prepared: Sendable
     /// What authenticates a request (an access token, a static token; `NoCredential`).
@@ -29,17 +29,17 @@ public protocol PushService: Sendable {
 }
 
 /// The credential of a service that signs each request itself (Web Push's VAPID).
-public struct NoCredential: Equatable, Sendable {
-    public init() {}
+package struct NoCredential: Equatable, Sendable {
+    package init() {}
 }
 
 /// A ``PushService`` over one ``HTTP2Client``.
-public final class ServiceTransport<Service: PushService>: Sendable {
+package final class ServiceTransport<Service: PushService>: Sendable {
     private let client: HTTP2Client
-    public let service: Service
+    package let service: Service
     private let clock: @Sendable () -> Date
 
-    public init(client: HTTP2Client, service: Service, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(client: HTTP2Client, service: Service, clock: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
         self.service = service
         self.clock = clock
@@ -47,12 +47,12 @@ public final class ServiceTransport<Service: PushService>: Sendable {
 
     /// The same service (its credentials and their cache) over another client: the urgent
     /// lane's connections.
-    public func using(_ client: HTTP2Client) -> ServiceTransport<Service> {
+    package func using(_ client: HTTP2Client) -> ServiceTransport<Service> {
         ServiceTransport(client: client, service: service, clock: clock)
     }
 
     /// One attempt to deliver `message` to `token`.
-    public func send(_ message: PushMessage, to token: String) async -> PushOutcome {
+    package func send(_ message: PushMessage, to token: String) async -> PushOutcome {
         let outcome = Mutex<PushOutcome>(.failed(reason: "not sent"))
         await send(PushBatch(messages: [message], pushes: [PushBatch.Push(message: 0, token: token)]), maxInFlight: 1) { result in
             outcome.withLock { $0 = result.outcome }
@@ -63,7 +63,7 @@ public final class ServiceTransport<Service: PushService>: Sendable {
     /// Sends a batch as one submission to the HTTP/2 client, at most `maxInFlight` at once;
     /// `onResult` gets each push's result as it arrives (on the client's thread: it must be
     /// quick). Each message's shared parts are built once.
-    public func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
+    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let now = clock()
         let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try service.prepare(message, now: now) } }
         let rounds = BatchRounds<Service.Credential>(
@@ -85,13 +85,13 @@ public final class ServiceTransport<Service: PushService>: Sendable {
 
 /// A service whose requests are JSON written around the device's token and carry a bearer
 /// token (FCM, RuStore, Huawei): its request is the same for all of them.
-public protocol BearerTokenService: PushService where Prepared == FCMPreparedMessage, Credential == String {
+package protocol BearerTokenService: PushService where Prepared == FCMPreparedMessage, Credential == String {
     /// The base URL of the service's API.
     var endpoint: String { get }
 }
 
 extension BearerTokenService {
-    public func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
+    package func request(_ prepared: FCMPreparedMessage, token: String, credential: String) -> Result<HTTP2Client.Request, RequestRefused> {
         .success(HTTP2Client.Request(url: endpoint + prepared.path, headerLines: prepared.headerLines + ["authorization: Bearer \(credential)"],
                                      body: prepared.body(registrationToken: token), wantHeaders: ["retry-after"]))
     }
@@ -99,12 +99,12 @@ extension BearerTokenService {
 
 /// A bearer-token service whose token is an OAuth access token (FCM, Huawei): a refused one is
 /// dropped and the refused pushes go once more with a new one.
-public protocol OAuthTokenService: BearerTokenService {
+package protocol OAuthTokenService: BearerTokenService {
     var tokens: OAuthAccessTokens { get }
 }
 
 extension OAuthTokenService {
-    public func credential() async -> Result<String, CredentialUnavailable> {
+    package func credential() async -> Result<String, CredentialUnavailable> {
         do {
             return .success(try await tokens.token())
         } catch {
@@ -112,7 +112,7 @@ extension OAuthTokenService {
         }
     }
 
-    public func replace(_ refused: String) async -> Bool {
+    package func replace(_ refused: String) async -> Bool {
         // The next token() fetches a new access token.
         await tokens.invalidate(refused)
         return true

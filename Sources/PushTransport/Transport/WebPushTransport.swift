@@ -8,9 +8,9 @@ import PushCore
 /// 8291, a fresh key and salt each), VAPID-signed per push service origin (RFC 8292), with `TTL`
 /// from the timeout, `Urgency` from the priority and `Topic` from the notification id. A
 /// subscription whose endpoint's host is not allowed is never called.
-public struct WebPushService: PushService {
+package struct WebPushService: PushService {
     /// A message's plaintext and the headers all its subscriptions share.
-    public struct Prepared: Sendable {
+    package struct Prepared: Sendable {
         var plaintext: Data
         var headerLines: [String]
     }
@@ -18,12 +18,12 @@ public struct WebPushService: PushService {
     private let vapid: VAPIDSigner
     private let allowedHosts: WebPushHosts
 
-    public init(vapid: VAPIDSigner, allowedHosts: WebPushHosts) {
+    package init(vapid: VAPIDSigner, allowedHosts: WebPushHosts) {
         self.vapid = vapid
         self.allowedHosts = allowedHosts
     }
 
-    public func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> Prepared {
+    package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> Prepared {
         let plaintext = WebPushResponse.plaintext(message)
         guard plaintext.count <= WebPushEncryption.maximumPlaintext else {
             throw .payloadTooLarge(bytes: plaintext.count, limit: WebPushEncryption.maximumPlaintext)
@@ -39,7 +39,7 @@ public struct WebPushService: PushService {
     }
 
     /// The message encrypted for the subscription stored as `token`, signed for its origin.
-    public func request(_ prepared: Prepared, token: String, credential: NoCredential) -> Result<HTTP2Client.Request, RequestRefused> {
+    package func request(_ prepared: Prepared, token: String, credential: NoCredential) -> Result<HTTP2Client.Request, RequestRefused> {
         guard let subscription = WebPushSubscription(stored: token) else {
             return .failure(RequestRefused(outcome: .tokenDead(reason: "not a Web Push subscription", since: nil)))
         }
@@ -66,14 +66,14 @@ public struct WebPushService: PushService {
         }
     }
 
-    public func credential() async -> Result<NoCredential, CredentialUnavailable> { .success(NoCredential()) }
+    package func credential() async -> Result<NoCredential, CredentialUnavailable> { .success(NoCredential()) }
 
-    public func replace(_ refused: NoCredential) async -> Bool { false }
+    package func replace(_ refused: NoCredential) async -> Bool { false }
 
-    public func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
+    package func classify(_ response: HTTP2Client.Response, token: String, now: Date) -> PushOutcome {
         WebPushResponse.classify(status: response.status, retryAfter: response.headers["retry-after"], now: now)
     }
 }
 
 /// Sends Web Push messages.
-public typealias WebPushTransport = ServiceTransport<WebPushService>
+package typealias WebPushTransport = ServiceTransport<WebPushService>

@@ -1,33 +1,33 @@
 import Foundation
 
 /// A decoded request: which operation, in which SOAP version, with which parameters.
-public struct SOAPRequest: Sendable {
-    public var version: SOAPVersion
-    public var operation: OperationDescription
+package struct SOAPRequest: Sendable {
+    package var version: SOAPVersion
+    package var operation: OperationDescription
     /// The parameters, except the operation's ``OperationDescription/streamedList``.
-    public var parameters: SOAPRecord
+    package var parameters: SOAPRecord
     /// The values of the operation's ``OperationDescription/streamedList`` in document order
     /// (checked against its field: count and length), or empty.
-    public var streamedList: [String] = []
+    package var streamedList: [String] = []
 }
 
 /// A request that could not be decoded: the fault to answer, in the version to answer it in.
-public struct SOAPRequestError: Error, CustomStringConvertible {
-    public var version: SOAPVersion
-    public var fault: SOAPFault
+package struct SOAPRequestError: Error, CustomStringConvertible {
+    package var version: SOAPVersion
+    package var fault: SOAPFault
 
-    public var description: String { fault.description }
+    package var description: String { fault.description }
 }
 
 /// Reads and writes the SOAP messages of one ``ServiceDescription``: SOAP 1.1 and 1.2 envelopes,
 /// document/literal wrapped, JAX-WS style (qualified wrapper, unqualified children).
-public struct SOAPCodec: Sendable {
-    public let service: ServiceDescription
-    public let parser: XMLTreeParser
+package struct SOAPCodec: Sendable {
+    package let service: ServiceDescription
+    package let parser: XMLTreeParser
     /// Where each operation's streamed list sits in a request, from the envelope.
     private let streamedPaths: [[String]]
 
-    public init(service: ServiceDescription, limits: XMLTreeParser.Limits = .init()) {
+    package init(service: ServiceDescription, limits: XMLTreeParser.Limits = .init()) {
         self.service = service
         self.parser = XMLTreeParser(limits: limits)
         streamedPaths = service.operations.compactMap { operation in
@@ -39,7 +39,7 @@ public struct SOAPCodec: Sendable {
 
     /// Decodes a request body. Requests are accepted with the wrapper qualified by the service's
     /// namespace or bare, and with children qualified or not.
-    public func decodeRequest(_ body: Data, contentType: String?) throws(SOAPRequestError) -> SOAPRequest {
+    package func decodeRequest(_ body: Data, contentType: String?) throws(SOAPRequestError) -> SOAPRequest {
         let fallbackVersion = SOAPVersion(contentType: contentType)
         let root: XMLElementNode
         let list: [String]
@@ -68,7 +68,7 @@ public struct SOAPCodec: Sendable {
     }
 
     /// Encodes a request (used by our SOAP client and by tests).
-    public func encodeRequest(_ operation: OperationDescription, parameters: SOAPRecord, version: SOAPVersion = .soap11) -> Data {
+    package func encodeRequest(_ operation: OperationDescription, parameters: SOAPRecord, version: SOAPVersion = .soap11) -> Data {
         let document = DocumentWriter()
         document += envelopeOpening(version) + "<ns2:\(operation.name) xmlns:ns2=\"\(service.targetNamespace)\">"
         SchemaEncoder().encode(parameters, as: operation.request, into: document)
@@ -79,7 +79,7 @@ public struct SOAPCodec: Sendable {
     // MARK: Responses
 
     /// Encodes an operation's response wrapping `result` as its `return` element.
-    public func encodeResponse(_ operation: OperationDescription, result: SOAPRecord, version: SOAPVersion) -> Data {
+    package func encodeResponse(_ operation: OperationDescription, result: SOAPRecord, version: SOAPVersion) -> Data {
         // Written straight into the bytes sent: an answer with a million recipients' states is
         // tens of megabytes.
         let name = operation.response.name
@@ -92,7 +92,7 @@ public struct SOAPCodec: Sendable {
 
     /// Decodes a response to `operation` and returns its `return` record (empty if absent).
     /// A fault in the response is thrown as a ``SOAPFault`` carrying the remote reason.
-    public func decodeResponse(_ body: Data, for operation: OperationDescription) throws(SOAPFault) -> SOAPRecord {
+    package func decodeResponse(_ body: Data, for operation: OperationDescription) throws(SOAPFault) -> SOAPRecord {
         let root: XMLElementNode
         do {
             root = try parser.parse(body)
@@ -133,7 +133,7 @@ public struct SOAPCodec: Sendable {
     }
 
     /// Encodes a fault.
-    public func encodeFault(_ fault: SOAPFault, version: SOAPVersion) -> Data {
+    package func encodeFault(_ fault: SOAPFault, version: SOAPVersion) -> Data {
         let code = fault.code.qualifiedName(for: version)
         let reason = XMLEscaping.escape(fault.reason)
         // A declared fault travels as its element in the detail, JAX-WS style.

@@ -1,7 +1,7 @@
 /// A SOAP Fault: the sender's mistake (`Client` in SOAP 1.1, `Sender` in 1.2) or ours
 /// (`Server` / `Receiver`). The reason is safe to show to the caller.
-public struct SOAPFault: Error, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+package struct SOAPFault: Error, Equatable, CustomStringConvertible {
+    package enum Code: Sendable, Equatable {
         case client
         case server
 
@@ -15,23 +15,23 @@ public struct SOAPFault: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    public var code: Code
-    public var reason: String
+    package var code: Code
+    package var reason: String
     /// The declared fault this is (a fault element of the service, such as
     /// `BankClientNotExistsException`), carried in the fault's detail.
-    public var detail: String?
+    package var detail: String?
 
-    public init(_ code: Code, _ reason: String, detail: String? = nil) {
+    package init(_ code: Code, _ reason: String, detail: String? = nil) {
         self.code = code
         self.reason = reason
         self.detail = detail
     }
 
     /// A fault caused by the request.
-    public static func client(_ reason: String) -> SOAPFault { SOAPFault(.client, reason) }
+    package static func client(_ reason: String) -> SOAPFault { SOAPFault(.client, reason) }
 
     /// A fault on the answering side.
-    public static func server(_ reason: String) -> SOAPFault { SOAPFault(.server, reason) }
+    package static func server(_ reason: String) -> SOAPFault { SOAPFault(.server, reason) }
 
-    public var description: String { "\(code == .client ? "Client" : "Server") fault: \(reason)" }
+    package var description: String { "\(code == .client ? "Client" : "Server") fault: \(reason)" }
 }

@@ -1,14 +1,14 @@
 /// Writes the WSDL 1.1 of a ``ServiceDescription``: an XML Schema with the wrapper elements and
 /// every named type they reach, one message per wrapper, a port type, SOAP 1.1 and SOAP 1.2
 /// document/literal bindings, and a service whose ports point at `address`.
-public struct WSDLGenerator: Sendable {
-    public let service: ServiceDescription
+package struct WSDLGenerator: Sendable {
+    package let service: ServiceDescription
 
-    public init(service: ServiceDescription) {
+    package init(service: ServiceDescription) {
         self.service = service
     }
 
-    public func wsdl(address: String) -> String {
+    package func wsdl(address: String) -> String {
         let name = service.name
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>

@@ -1,6 +1,6 @@
 /// The XML Schema types our services use. One description drives decoding, encoding and the
 /// WSDL, so what the WSDL promises is exactly what is accepted and served.
-public enum XSDType: Sendable {
+package enum XSDType: Sendable {
     /// `xs:string`; longer values are refused when decoding (the bound is not published in WSDL,
     /// as JAX-WS does not publish one either).
     case string(maxLength: Int)
@@ -32,41 +32,41 @@ public enum XSDType: Sendable {
 }
 
 /// A named list of allowed string values.
-public struct EnumerationType: Sendable {
-    public var name: String
-    public var values: [String]
+package struct EnumerationType: Sendable {
+    package var name: String
+    package var values: [String]
 
-    public init(name: String, values: [String]) {
+    package init(name: String, values: [String]) {
         self.name = name
         self.values = values
     }
 }
 
 /// A named sequence of fields, emitted in this order.
-public struct ComplexType: Sendable {
-    public var name: String
-    public var fields: [Field]
+package struct ComplexType: Sendable {
+    package var name: String
+    package var fields: [Field]
 
-    public init(name: String, fields: [Field]) {
+    package init(name: String, fields: [Field]) {
         self.name = name
         self.fields = fields
     }
 
     /// The field called `name`, if any.
-    public func field(named name: String) -> Field? {
+    package func field(named name: String) -> Field? {
         fields.first { $0.name == name }
     }
 }
 
 /// One element of a sequence.
-public struct Field: Sendable {
-    public var name: String
-    public var type: XSDType
-    public var minOccurs: Int
+package struct Field: Sendable {
+    package var name: String
+    package var type: XSDType
+    package var minOccurs: Int
     /// `nil` means unbounded.
-    public var maxOccurs: Int?
+    package var maxOccurs: Int?
 
-    public init(_ name: String, _ type: XSDType, minOccurs: Int = 1, maxOccurs: Int? = 1) {
+    package init(_ name: String, _ type: XSDType, minOccurs: Int = 1, maxOccurs: Int? = 1) {
         self.name = name
         self.type = type
         self.minOccurs = minOccurs
@@ -74,29 +74,29 @@ public struct Field: Sendable {
     }
 
     /// A field that may be absent.
-    public static func optional(_ name: String, _ type: XSDType) -> Field {
+    package static func optional(_ name: String, _ type: XSDType) -> Field {
         Field(name, type, minOccurs: 0, maxOccurs: 1)
     }
 
     /// A field that may repeat, at least `minOccurs` times, at most `maxOccurs` (nil: unbounded).
-    public static func list(_ name: String, _ type: XSDType, minOccurs: Int = 0, maxOccurs: Int? = nil) -> Field {
+    package static func list(_ name: String, _ type: XSDType, minOccurs: Int = 0, maxOccurs: Int? = nil) -> Field {
         Field(name, type, minOccurs: minOccurs, maxOccurs: maxOccurs)
     }
 }
 
 /// One document/literal-wrapped operation: the request wrapper's fields and the response's
 /// `return` type.
-public struct OperationDescription: Sendable {
-    public var name: String
-    public var request: ComplexType
-    public var response: ComplexType
+package struct OperationDescription: Sendable {
+    package var name: String
+    package var request: ComplexType
+    package var response: ComplexType
     /// A repeated string field of the request, by its path below the wrapper (e.g.
     /// `["notification", "recipients"]`), read by the parser straight into a list of strings
     /// instead of into the document's tree: a send's millions of recipients.
-    public var streamedList: [String]?
+    package var streamedList: [String]?
 
     /// `response` is the type of the response wrapper's single `return` element.
-    public init(name: String, requestFields: [Field], returnType: ComplexType, streamedList: [String]? = nil) {
+    package init(name: String, requestFields: [Field], returnType: ComplexType, streamedList: [String]? = nil) {
         self.name = name
         self.streamedList = streamedList
         self.request = ComplexType(name: name, fields: requestFields)
@@ -106,14 +106,14 @@ public struct OperationDescription: Sendable {
 }
 
 /// A whole SOAP service: what the WSDL describes and the codec serves.
-public struct ServiceDescription: Sendable {
-    public var name: String
-    public var targetNamespace: String
-    public var operations: [OperationDescription]
+package struct ServiceDescription: Sendable {
+    package var name: String
+    package var targetNamespace: String
+    package var operations: [OperationDescription]
     /// Faults an operation may declare, by name of the fault element.
-    public var faults: [ComplexType]
+    package var faults: [ComplexType]
 
-    public init(name: String, targetNamespace: String, operations: [OperationDescription], faults: [ComplexType] = []) {
+    package init(name: String, targetNamespace: String, operations: [OperationDescription], faults: [ComplexType] = []) {
         self.name = name
         self.targetNamespace = targetNamespace
         self.operations = operations
@@ -121,7 +121,7 @@ public struct ServiceDescription: Sendable {
     }
 
     /// The operation whose request wrapper is called `name`.
-    public func operation(named name: String) -> OperationDescription? {
+    package func operation(named name: String) -> OperationDescription? {
         operations.first { $0.name == name }
     }
 }

@@ -1,14 +1,14 @@
 /// An element of a parsed document: its local name, namespace, text and child elements.
 /// Attributes are kept only when they matter to SOAP (`xsi:nil`).
-public struct XMLElementNode: Sendable, Equatable {
-    public var name: String
-    public var namespace: String?
-    public var text: String
-    public var children: [XMLElementNode]
+package struct XMLElementNode: Sendable, Equatable {
+    package var name: String
+    package var namespace: String?
+    package var text: String
+    package var children: [XMLElementNode]
     /// True when the element carried `xsi:nil="true"`.
-    public var isNil: Bool
+    package var isNil: Bool
 
-    public init(
+    package init(
         name: String, namespace: String? = nil, text: String = "",
         children: [XMLElementNode] = [], isNil: Bool = false
     ) {
@@ -20,7 +20,7 @@ public struct XMLElementNode: Sendable, Equatable {
     }
 
     /// Child elements with the given local name, in document order.
-    public func children(named name: String) -> [XMLElementNode] {
+    package func children(named name: String) -> [XMLElementNode] {
         children.filter { $0.name == name }
     }
 }

@@ -10,14 +10,14 @@
 /// It also bounds every tag (at most ``maximumTagBytes`` bytes and ``maximumAttributes``
 /// attributes): libxml2 checks an element's attributes for duplicates in quadratic time, so one
 /// start tag with a hundred thousand attributes would cost seconds of CPU.
-public enum XMLSafetyCheck {
+package enum XMLSafetyCheck {
     /// The longest tag accepted (an envelope with its namespace declarations is a few hundred).
-    public static let maximumTagBytes = 8192
+    package static let maximumTagBytes = 8192
     /// The most attributes (namespace declarations included) one tag may carry.
-    public static let maximumAttributes = 32
+    package static let maximumAttributes = 32
 
     /// Why a document was refused before parsing.
-    public enum Rejection: Error, Equatable, CustomStringConvertible {
+    package enum Rejection: Error, Equatable, CustomStringConvertible {
         case empty
         case nulByte
         case notMarkup
@@ -25,7 +25,7 @@ public enum XMLSafetyCheck {
         case documentTypeDeclaration
         case oversizedTag
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: "the request body is empty"
             case .nulByte: "the request contains NUL bytes; only UTF-8 is accepted"
@@ -41,7 +41,7 @@ public enum XMLSafetyCheck {
     }
 
     /// Throws when `bytes` must not reach an XML parser.
-    public static func validate(_ bytes: some Collection<UInt8>) throws(Rejection) {
+    package static func validate(_ bytes: some Collection<UInt8>) throws(Rejection) {
         let data = Array(bytes)
         guard !data.isEmpty else { throw .empty }
         if data.contains(0) { throw .nulByte }

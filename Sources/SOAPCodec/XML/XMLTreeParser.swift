@@ -8,15 +8,15 @@ import Foundation
 /// libxml2 is driven through a small C shim rather than through FoundationXML's `XMLParser`,
 /// which leaks its bridged error (about 300 bytes) on every malformed document — a slow memory
 /// leak any client could trigger.
-public struct XMLTreeParser: Sendable {
+package struct XMLTreeParser: Sendable {
     /// Bounds on what one document may contain.
-    public struct Limits: Sendable {
-        public var maxDepth: Int
-        public var maxElements: Int
+    package struct Limits: Sendable {
+        package var maxDepth: Int
+        package var maxElements: Int
         /// Text of one element, in UTF-8 bytes; checked as the text arrives.
-        public var maxTextBytes: Int
+        package var maxTextBytes: Int
 
-        public init(maxDepth: Int = 64, maxElements: Int = 2_000_000, maxTextBytes: Int = 1 << 20) {
+        package init(maxDepth: Int = 64, maxElements: Int = 2_000_000, maxTextBytes: Int = 1 << 20) {
             self.maxDepth = maxDepth
             self.maxElements = maxElements
             self.maxTextBytes = maxTextBytes
@@ -25,19 +25,19 @@ public struct XMLTreeParser: Sendable {
         /// The limits for documents of at most `bytes`: the element count follows the size (one
         /// element per 8 bytes, never fewer than the default), so any document within a size the
         /// operator allows is read — a parsed element costs about ten times its smallest text.
-        public init(forDocumentsUpTo bytes: Int) {
+        package init(forDocumentsUpTo bytes: Int) {
             self.init(maxElements: max(Limits().maxElements, bytes / 8))
         }
     }
 
     /// Why a document could not be parsed.
-    public struct ParseError: Error, Equatable, CustomStringConvertible {
-        public var description: String
+    package struct ParseError: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
-    public var limits: Limits
+    package var limits: Limits
 
-    public init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
     }
 
@@ -47,7 +47,7 @@ public struct XMLTreeParser: Sendable {
     }()
 
     /// The document's root element.
-    public func parse(_ data: Data) throws(ParseError) -> XMLElementNode {
+    package func parse(_ data: Data) throws(ParseError) -> XMLElementNode {
         try parse(data, streaming: []).root
     }
 
@@ -56,7 +56,7 @@ public struct XMLTreeParser: Sendable {
     /// in document order, read into a list instead of into the tree: one string per element
     /// rather than a node, for a field that repeats a million times. Such an element must hold
     /// text only; one with `xsi:nil` is left out, as the schema decoder leaves out nil elements.
-    public func parse(_ data: Data, streaming streamedPaths: [[String]]) throws(ParseError) -> (root: XMLElementNode, list: [String]) {
+    package func parse(_ data: Data, streaming streamedPaths: [[String]]) throws(ParseError) -> (root: XMLElementNode, list: [String]) {
         do {
             try XMLSafetyCheck.validate(data)
         } catch {

@@ -52,6 +52,32 @@ struct ActivityStoreTests {
         await drop()
     }
 
+    @Test("a device of a platform a newer version added is not claimed (its push waits, unleased, for a process that knows it); the others are")
+    func unknownPlatformWaits() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        let rows = try await Self.devices(pool, user: "future-user", count: 2)
+        _ = try await store.start(ActivityStart(activityId: "future-1", activityType: "T", recipients: ["future-user"], attributes: "{}",
+                                                content: ActivityContent(contentState: #"{"n":0}"#)), now: Date())
+        // What a newer version's migration and registration would leave behind.
+        try await TestDatabase.load(pool, script: """
+            DO $$ DECLARE c text; BEGIN
+                FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'devices'::regclass AND contype = 'c'
+                         AND pg_get_constraintdef(oid) LIKE '%platform%' LOOP
+                    EXECUTE format('ALTER TABLE devices DROP CONSTRAINT %I', c);
+                END LOOP;
+            END $$;
+            UPDATE devices SET platform = 'HARMONY' WHERE id = \(rows[1]);
+            """)
+        let claimed = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(claimed.map(\.device.id) == [rows[0]])
+        let waiting = try await pool.withConnection { connection in
+            try connection.query("SELECT lease_owner IS NULL, attempts FROM activity_pushes WHERE device_row_id = $1", [String(rows[1])]).rows
+        }
+        #expect(waiting == [["t", "0"]])
+        await drop()
+    }
+
     @Test("an event replacing a push the engine holds: recording the older push leaves the newer due, never deletes it")
     func newerEventSurvivesRecord() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -208,8 +208,12 @@ package struct ActivityStore: Sendable {
     /// update token.
     package func claim(owner: String, limit: Int, lease: Duration) async throws -> [ClaimedActivityPush] {
         let limit = max(1, min(limit, 10_000))
-        // In a transaction: a row that does not decode fails the claim and rolls its leases back
+        // Rows a newer version wrote (a kind, platform or environment this binary does not know)
+        // are not claimed: they wait for a process that knows them, and the others flow. In a
+        // transaction: a row that still does not decode fails the claim and rolls its leases back
         // (loudly), instead of vanishing from the claim while it stays leased.
+        let known = [PostgresArray.encode(ActivityPushKind.allCases.map(\.rawValue)), PostgresArray.encode(Platform.allCases.map(\.rawValue)),
+                     PostgresArray.encode(PushEnvironment.allCases.map(\.rawValue))]
         return try await pool.transaction { connection in
             try connection.query("""
                 WITH due AS (
@@ -218,6 +222,8 @@ package struct ActivityStore: Sendable {
                     LEFT JOIN activity_devices ad ON ad.activity_id = p.activity_id AND ad.device_row_id = p.device_row_id
                     WHERE p.next_attempt_at <= now()
                       AND (p.kind IN ('start', 'widgets') OR d.platform <> 'IOS' OR ad.update_token IS NOT NULL)
+                      AND p.kind = ANY($3::text[]) AND d.platform = ANY($4::text[])
+                      AND d.environment = ANY($5::text[])
                     ORDER BY p.next_attempt_at LIMIT \(limit) FOR UPDATE OF p SKIP LOCKED
                 )
                 UPDATE activity_pushes p
@@ -233,7 +239,7 @@ package struct ActivityStore: Sendable {
                     d.id, d.bank_client_id, d.user_id, d.device_id, d.platform, d.push_token, d.app_id, d.environment,
                     CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END,
                     COALESCE(ad.last_sent_timestamp, 0), p.attempts
-                """, [owner, String(lease.inSeconds)]).rows.map { row throws(PostgresError) in try Self.claimed(row) }
+                """, [owner, String(lease.inSeconds)] + known).rows.map { row throws(PostgresError) in try Self.claimed(row) }
         }
     }
 

@@ -73,8 +73,8 @@ package struct NotificationStore: Sendable {
                 """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
             var found: [Int64: PushNotification] = [:]
             for row in rows.rows {
-                guard let key = row.text(15).flatMap(Int64.init) else { continue }
-                found[key] = Self.content(row, recipients: [])
+                let key = try row.decode(15, "key", as: Int64.self)
+                found[key] = try Self.content(row, recipients: [])
             }
             return found
         }
@@ -96,22 +96,22 @@ package struct NotificationStore: Sendable {
             ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
                 .rows.map { $0[0] ?? "" }
             : []
-        return content(row, recipients: users)
+        return try content(row, recipients: users)
     }
 
     /// A notification from a row of ``contentColumns``.
-    private static func content(_ row: [String?], recipients users: [String]) -> PushNotification {
+    private static func content(_ row: [String?], recipients users: [String]) throws(PostgresError) -> PushNotification {
         let details: [KeyValue]? = row[10].map { keys in
             Self.pairs(keys: keys, values: row[11] ?? "{}")
         }
         return PushNotification(
-            id: row[0] ?? "",
+            id: try row.decode(0, "id"),
             recipients: users,
-            timeoutSeconds: row.integer(1) ?? 0,
+            timeoutSeconds: try row.decode(1, "timeout_seconds"),
             pushContent: PushContent(
                 badge: row.integer(4),
                 sound: row[5],
-                text: row[6] ?? "",
+                text: try row.decode(6, "push_text"),
                 type: row[7].flatMap(PushType.init(rawValue:)) ?? .universal,
                 details: Self.pairs(keys: row[8] ?? "{}", values: row[9] ?? "{}")),
             details: details,
@@ -134,8 +134,9 @@ package struct NotificationStore: Sendable {
     static func states(of key: Int64, _ connection: PostgresConnection) throws -> [RecipientState] {
         try connection.query(
             "SELECT user_id, state FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)]
-        ).rows.map { row in
-            RecipientState(user: row[0] ?? "", state: row[1].flatMap(DeliveryState.init(rawValue:)) ?? .queued)
+        ).rows.map { row throws(PostgresError) in
+            // A state this binary does not know is an error, never reported as QUEUED.
+            RecipientState(user: try row.decode(0, "user_id"), state: try row.decode(1, "state"))
         }
     }
 

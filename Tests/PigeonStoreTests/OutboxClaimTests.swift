@@ -42,4 +42,45 @@ struct OutboxClaimTests {
         #expect(try await outbox.claim(limit: 10, lease: .seconds(60)).isEmpty)
         await database.drop()
     }
+
+    @Test("eight senders claiming at once, reports of every kind mixed with undecodable ones: each report claimed by exactly one sender, each undecodable one dead exactly once")
+    func concurrentClaims() async throws {
+        let database = try await TestDatabase.isolatedDatabase()
+        let pool = database.pool
+        let outbox = Outbox(pool: pool)
+        var written: [BankReport] = []
+        for index in 0..<60 {
+            written.append(.pushIsOpened(notificationId: "n-\(index)", user: "u-\(index)"))
+            written.append(.notificationExpired(notificationId: "e-\(index)", users: ["u-\(index)", "v-\(index)"]))
+            written.append(.passUpdateNotFetched(pass: PassIdentity(passTypeIdentifier: "pass.t", serialNumber: "s-\(index)"), deviceCount: index))
+        }
+        _ = try await pool.transaction { [written] connection in
+            for (index, report) in written.enumerated() {
+                try Outbox.enqueue(report, connection)
+                if index % 18 == 0 {
+                    _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ('reportNotificationExpired', '[1, 2]')")
+                }
+            }
+        }
+        let claimed = try await withThrowingTaskGroup(of: [ClaimedReport].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var mine: [ClaimedReport] = []
+                    while true {
+                        let batch = try await outbox.claim(limit: 7, lease: .seconds(600))
+                        if batch.isEmpty { return mine }
+                        mine += batch
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(claimed.count == written.count)
+        #expect(Set(claimed.map(\.id)).count == written.count, "a report claimed twice")
+        #expect(Set(claimed.map { "\($0.report)" }) == Set(written.map { "\($0)" }), "every kind decodes back to what was written")
+        let dead = try await outbox.deadLetters()
+        #expect(dead.count == 10)
+        #expect(dead.allSatisfy { $0.lastError == BankReport.undecodablePayload && $0.attempts == 1 })
+        await database.drop()
+    }
 }

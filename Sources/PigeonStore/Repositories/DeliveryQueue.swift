@@ -67,7 +67,6 @@ package struct DeliveryQueue: Sendable {
                     """, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
                           PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
                           String(lowest), String(highest)]).rows
-                    .sorted { ($0.integer(6) ?? 0) > ($1.integer(6) ?? 0) }
                     .map { row throws(PostgresError) in
                         // A row that does not decode fails the claim, whose transaction then rolls
                         // back: it is never left leased to an owner that cannot push it.
@@ -85,6 +84,7 @@ package struct DeliveryQueue: Sendable {
                             throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(row.text(0) ?? "NULL"), position \(row.text(3) ?? "NULL")): \(error.message); the claim is rolled back")
                         }
                     }
+                    .sorted { $0.priority > $1.priority }
             }
         } }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonDomain
 import PigeonTestSupport
 import Testing
@@ -12,7 +13,8 @@ struct OutboxClaimTests {
     func undecodableRows() async throws {
         let database = try await TestDatabase.isolatedDatabase()
         let pool = database.pool
-        let outbox = Outbox(pool: pool)
+        let logs = InMemoryLogHandler()
+        let outbox = Outbox(pool: pool, logger: Logger(label: "test", level: .info, handler: logs))
         let good = BankReport.notificationExpired(notificationId: "n-good", users: ["alice", "bob"])
         _ = try await pool.transaction { connection in
             try Outbox.enqueue(good, connection)
@@ -37,6 +39,11 @@ struct OutboxClaimTests {
         #expect(dead.first?.notificationId == "(undecodable payload)")
         #expect(dead.first?.lastError == BankReport.undecodablePayload)
         #expect(dead.first?.attempts == 1)
+        // Logged once, as the contract asks of a dead letter, naming the row (never its payload).
+        let logged = logs.records.filter { $0.message.hasPrefix("report dead-lettered at its claim") }
+        #expect(logged.count == 1)
+        #expect(logged.first?.level == .error)
+        #expect(logged.first?.metadata["kind"] == "pushIsOpened" && logged.first?.metadata["id"] == dead.first.map { String($0.id) })
 
         // Nothing further is due: the good report is leased, the unknown kind never claimed.
         #expect(try await outbox.claim(limit: 10, lease: .seconds(60)).isEmpty)

@@ -277,7 +277,7 @@ package final class Gateway: Sendable {
         let expiryWatcher = ExpiryWatcher(jobs: Sweeps(pool: enginePool), notes: deadlines, outboxWake: outboxWake,
                                           metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {
-            OutboxSender(outbox: Outbox(pool: enginePool), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
+            OutboxSender(outbox: Outbox(pool: enginePool, logger: logger.withLabel("pigeon.outbox")), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
                          maxAge: .seconds(3600 * configuration.reportMaxAgeHours), wake: outboxWake,
                          metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
         }

@@ -30,9 +30,12 @@ package struct OutboxStatistics: Sendable, Equatable {
 /// and deleted only after the bank acknowledged them: at least once, never lost.
 package struct Outbox: Sendable {
     private let pool: PostgresPool
+    /// Where a report dead-lettered at its claim (its payload does not decode) is logged.
+    private let logger: Logger
 
-    package init(pool: PostgresPool) {
+    package init(pool: PostgresPool, logger: Logger = .silent) {
         self.pool = pool
+        self.logger = logger
     }
 
     /// Adds a report inside the caller's transaction.
@@ -51,7 +54,7 @@ package struct Outbox: Sendable {
         let seconds = String(lease.inSeconds)
         // A literal limit: a generic plan that does not know it would sort the whole outbox.
         let limit = max(1, min(limit, 10_000))
-        return try await pool.transaction { connection in
+        let (claimed, undecodable) = try await pool.transaction { connection in
             let rows = try connection.query("""
                 WITH due AS (
                     SELECT id FROM outbox WHERE next_attempt_at <= now() AND kind = ANY($2::text[])
@@ -63,11 +66,12 @@ package struct Outbox: Sendable {
                 RETURNING o.id, o.kind, o.payload::text, o.attempts, extract(epoch FROM o.created_at)::double precision
                 """, [seconds, PostgresArray.encode(BankReport.storedKinds)]).rows
             var claimed: [ClaimedReport] = []
-            var undecodable: [String] = []
+            var undecodable: [(id: String, kind: String)] = []
             for row in rows {
                 let id = try row.decode(0, "id", as: Int64.self)
-                guard let report = BankReport(kind: try row.decode(1, "kind"), payload: try row.decode(2, "payload")) else {
-                    undecodable.append(String(id))
+                let kind = try row.decode(1, "kind", as: String.self)
+                guard let report = BankReport(kind: kind, payload: try row.decode(2, "payload")) else {
+                    undecodable.append((String(id), kind))
                     continue
                 }
                 claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode(3, "attempts"),
@@ -79,10 +83,15 @@ package struct Outbox: Sendable {
                     INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
                     SELECT id, kind, payload, attempts, $2, created_at FROM moved
                     ON CONFLICT (id) DO NOTHING
-                    """, [PostgresArray.encode(undecodable), BankReport.undecodablePayload])
+                    """, [PostgresArray.encode(undecodable.map(\.id)), BankReport.undecodablePayload])
             }
-            return claimed.sorted { $0.id < $1.id }
+            return (claimed.sorted { $0.id < $1.id }, undecodable)
         }
+        for report in undecodable {
+            logger.error("report dead-lettered at its claim: its stored payload does not decode as its kind; 'pigeon outbox list' shows it",
+                         metadata: ["kind": report.kind, "id": report.id])
+        }
+        return claimed
     }
 
     /// The bank acknowledged these reports.

@@ -166,7 +166,7 @@ final class SendBatcher: Sendable {
                 FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($1::text[]) AS id ORDER BY h) AS ids
                 """, [PostgresArray.encode(batch.map(\.notification.id))])
             let started = ContinuousClock.now
-            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch))
+            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) }))
             // A stored notification's recipients are QUEUED or INVALID_SUBSCRIPTION; only the
             // QUEUED positions come back (a big send has millions of the other kind).
             var queued: [String: [Int]] = [:]
@@ -238,7 +238,7 @@ final class SendBatcher: Sendable {
     /// Inserts the notifications of a batch that do not exist yet and their first
     /// ``Limits/recipientsPerStatement`` deliveries; returns (id, position, state, key) per
     /// QUEUED delivery, and one row with only the id and key for a notification without any.
-    private static func insertStatement(userColumn: String) -> String {
+    static func insertStatement(userColumn: String) -> String {
         """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::boolean[], $5::integer[],
@@ -256,7 +256,10 @@ final class SendBatcher: Sendable {
                 push_detail_values::text[], detail_keys::text[], detail_values::text[], confidential, interruption_level, $14::timestamptz,
                 $14::timestamptz + make_interval(secs => timeout_seconds)
             FROM input i
-            WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)
+            -- A scalar subquery per notification (an index probe per partition, stopping at the
+            -- first match): a NOT EXISTS was planned, while the day's partition was not yet
+            -- analyzed, as a hash over every stored notification, built again for each send.
+            WHERE (SELECT true FROM notifications n WHERE n.id = i.id LIMIT 1) IS NULL
             RETURNING key, id, created_at, expires_at, priority
         ),
         stored AS (
@@ -282,17 +285,18 @@ final class SendBatcher: Sendable {
         """
     }
 
-    private func parameters(_ batch: [Item]) -> [String?] {
-        let notifications = batch.map(\.notification)
+    /// The parameters of ``insertStatement(userColumn:)`` for `sends` (each with its recipients).
+    func parameters(_ sends: [(notification: PushNotification, recipients: [String])]) -> [String?] {
+        let notifications = sends.map(\.notification)
         func column(_ value: (PushNotification) -> String?) -> String? {
             PostgresArray.encode(notifications.map(value))
         }
-        let recipients = recipientColumns(batch.enumerated().map { index, item in
+        let recipients = recipientColumns(sends.enumerated().map { index, item in
             (index + 1, item.recipients, 0..<min(item.recipients.count, limits.recipientsPerStatement))
         })
         return [
             column { $0.id },
-            PostgresArray.encode(batch.map { String($0.recipients.count) }),
+            PostgresArray.encode(sends.map { String($0.recipients.count) }),
             column { String($0.timeoutSeconds) },
             column { $0.perishable.map { $0 ? "true" : "false" } },
             column { $0.priority.map(String.init) },

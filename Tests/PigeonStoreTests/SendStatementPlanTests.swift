@@ -4,9 +4,9 @@ import PigeonTestSupport
 import Testing
 @testable import PigeonStore
 
-/// The send statement's plan as the pool runs it: prepared once per connection and planned
-/// generically, often while the day's partition is not yet analyzed.
-@Suite("Send statement plan (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+/// Statements as the pool runs them: prepared once per connection and planned generically,
+/// often while the day's partition is not yet analyzed or was analyzed while it was small.
+@Suite("Plans while sends fill a day (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct SendStatementPlanTests {
     @Test("the repeated-id check probes the index: it reads no stored notification, however many the unanalyzed day holds")
     func repeatedIdCheckProbesTheIndex() async throws {
@@ -51,5 +51,93 @@ struct SendStatementPlanTests {
         walk(try JSONSerialization.jsonObject(with: Data(plan.utf8)))
         #expect(notificationScans > 0, "the plan does not look up stored notifications at all: \(plan.prefix(2000))")
         #expect(storedRowsRead == 0, "the repeated-id check read \(storedRowsRead) stored notifications: \(plan.prefix(4000))")
+    }
+
+    @Test("a blast stored into a day analyzed while small: the day is analyzed again at once, so a connection's cached lease plan is made again and probes the index per row instead of reading the blast")
+    func bigSendRefreshesTheDaysStatistics() async throws {
+        let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
+        defer { Task { await drop() } }
+        let blast = 30_000
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
+                FROM generate_series(1, \(blast)) AS n
+                """)
+        }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        func send(_ id: String, _ users: ClosedRange<Int>) async throws {
+            _ = try await store.send(PushNotification(id: id, recipients: users.map { "blast-\($0)" }, timeoutSeconds: 600,
+                                                      pushContent: PushContent(text: "News", type: .message)))
+        }
+        // The day as autovacuum leaves it in the morning: a few sends, analyzed. From here on
+        // only the gateway's analyses count: autovacuum stays out of the day's partition.
+        try await send("morning", 1...200)
+        let partition = try await pool.withConnection { connection in
+            let partition = try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query("ALTER TABLE \(partition) SET (autovacuum_enabled = false)")
+            try connection.query("ANALYZE \(partition)")
+            return partition
+        }
+        #expect(partition.hasPrefix("deliveries_p"), "today's partition: \(partition)")
+
+        // An engine connection that has leased the morning's rows: its generic plan is cached.
+        let engine = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
+        try engine.query("SELECT set_config('plan_cache_mode', 'force_generic_plan', false)")
+        try engine.query("PREPARE lease_probe AS " + DeliveryQueue.leaseStatement)
+        func lease(_ id: String, explain: Bool) throws -> String {
+            let due = try engine.query("""
+                SELECT d.notification_key, d.user_folded, d.position FROM deliveries d JOIN notifications n ON n.key = d.notification_key
+                WHERE n.id = $1 ORDER BY d.position LIMIT 500
+                """, [id]).rows
+            let keys = due.compactMap { $0.text(0) }
+            func literal(_ value: String?) -> String { value.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL" }
+            let arguments = [literal("probe"), literal("60"), literal(PostgresArray.encode(keys)),
+                             literal(PostgresArray.encode(due.map { $0.text(1) })), literal(PostgresArray.encode(due.map { $0.text(2) })),
+                             literal(keys.first), literal(keys.first)]
+            try engine.query("BEGIN")
+            defer { _ = try? engine.query("ROLLBACK") }
+            try DeliveryQueue.readInQueueOrder(engine)
+            return try engine.query((explain ? "EXPLAIN (ANALYZE, FORMAT JSON) " : "") + "EXECUTE lease_probe(\(arguments.joined(separator: ", ")))").scalar ?? "[]"
+        }
+        _ = try lease("morning", explain: false)
+
+        try await send("blast", 1...blast)
+        let refreshed = try await waitUntil(seconds: 60) {
+            try await pool.withConnection { connection in
+                try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+            } >= blast
+        }
+        #expect(refreshed, "the day's statistics still count the morning's rows after the blast was stored")
+        let read = rowsRead(try lease("blast", explain: true), relationPrefix: "deliveries_p")
+        #expect(read > 0 && read <= 2_000, "leasing 500 of the blast's rows read \(read) deliveries")
+    }
+
+    /// Rows the plan's scans of relations named `relationPrefix…` produced or filtered out.
+    func rowsRead(_ plan: String, relationPrefix: String) -> Double {
+        var read = 0.0
+        func walk(_ node: Any) {
+            if let object = node as? [String: Any] {
+                if let relation = object["Relation Name"] as? String, relation.hasPrefix(relationPrefix) {
+                    let loops = (object["Actual Loops"] as? Double) ?? 1
+                    read += (((object["Actual Rows"] as? Double) ?? 0) + ((object["Rows Removed by Filter"] as? Double) ?? 0)) * loops
+                }
+                object.values.forEach(walk)
+            } else if let array = node as? [Any] {
+                array.forEach(walk)
+            }
+        }
+        if let json = try? JSONSerialization.jsonObject(with: Data(plan.utf8)) { walk(json) }
+        return read
+    }
+
+    /// Polls `condition` until it holds or `seconds` pass.
+    func waitUntil(seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
     }
 }

@@ -121,7 +121,7 @@ package final class Gateway: Sendable {
         let deadlines = DeadlineNotes()
         // A queued Live Activity event, widget refresh or update token wakes the activity engine.
         let activityWake = WakeSignal()
-        let notificationStore = NotificationStore(pool: pool, identifiers: identifiers)
+        let notificationStore = NotificationStore(pool: pool, identifiers: identifiers, logger: logger.withLabel("pigeon.db"))
         var inboundEndpoint = InboundEndpoint(
             notifications: notificationStore,
             subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),

@@ -53,18 +53,7 @@ package struct DeliveryQueue: Sendable {
                 let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).rows
                 let keys = due.compactMap { $0.text(0).flatMap(Int64.init) }
                 guard let lowest = keys.min(), let highest = keys.max() else { return [] }
-                return try connection.query("""
-                    UPDATE deliveries d
-                    SET lease_owner = $1, attempts = d.attempts + 1, updated_at = now(),
-                        next_attempt_at = now() + make_interval(secs => $2::double precision)
-                    FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS due(notification_key, user_folded, position)
-                    WHERE d.notification_key = due.notification_key AND d.user_folded = due.user_folded
-                      AND d.position = due.position
-                      AND d.notification_key BETWEEN $6::bigint AND $7::bigint
-                    RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
-                              extract(epoch FROM d.expires_at)::double precision, d.priority,
-                              d.pending_devices, d.state
-                    """, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
+                return try connection.query(Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
                           PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
                           String(lowest), String(highest)]).rows
                     .map { row throws(PostgresError) in
@@ -88,6 +77,21 @@ package struct DeliveryQueue: Sendable {
             }
         } }
     }
+
+    /// Leases the due rows a claim found (owner, lease seconds, the rows' keys, folded users and
+    /// positions, the lowest and highest key) and answers them as claimed.
+    static let leaseStatement = """
+        UPDATE deliveries d
+        SET lease_owner = $1, attempts = d.attempts + 1, updated_at = now(),
+            next_attempt_at = now() + make_interval(secs => $2::double precision)
+        FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS due(notification_key, user_folded, position)
+        WHERE d.notification_key = due.notification_key AND d.user_folded = due.user_folded
+          AND d.position = due.position
+          AND d.notification_key BETWEEN $6::bigint AND $7::bigint
+        RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
+                  extract(epoch FROM d.expires_at)::double precision, d.priority,
+                  d.pending_devices, d.state
+        """
 
     /// Makes the rest of the transaction read the queue in its index's order. A send's day
     /// partition gets its rows moments before the engine claims them, long before autovacuum

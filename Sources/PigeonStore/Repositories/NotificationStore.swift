@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonDomain
 
 /// What sending a notification did.
@@ -17,14 +18,16 @@ package struct NotificationStore: Sendable {
     private let batcher: SendBatcher
 
     /// `now` is the moment a send is stored at (its period and expiry); tests move it.
-    package init(pool: PostgresPool, identifiers: UserIdentifiers, now: @escaping @Sendable () -> Date = Date.init) {
-        self.init(pool: pool, identifiers: identifiers, limits: SendBatcher.Limits(), now: now)
+    /// `logger` tells of background work that failed (a day's statistics not refreshed).
+    package init(pool: PostgresPool, identifiers: UserIdentifiers, logger: Logger? = nil, now: @escaping @Sendable () -> Date = Date.init) {
+        self.init(pool: pool, identifiers: identifiers, limits: SendBatcher.Limits(), logger: logger, now: now)
     }
 
-    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: SendBatcher.Limits, now: @escaping @Sendable () -> Date = Date.init) {
+    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: SendBatcher.Limits, logger: Logger? = nil,
+         now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
         self.identifiers = identifiers
-        self.batcher = SendBatcher(pool: pool, identifiers: identifiers, limits: limits, now: now)
+        self.batcher = SendBatcher(pool: pool, identifiers: identifiers, limits: limits, logger: logger, now: now)
     }
 
     /// Stores `notification` and one delivery per unique recipient: `QUEUED` when the user has a

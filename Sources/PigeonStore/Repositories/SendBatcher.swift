@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonDomain
 import Synchronization
 
@@ -39,12 +40,15 @@ final class SendBatcher: Sendable {
     private let limits: Limits
     private let state = Mutex(State())
     private let now: @Sendable () -> Date
+    private let statistics: FreshStatistics
 
-    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = Date.init) {
+    init(pool: PostgresPool, identifiers: UserIdentifiers, limits: Limits = Limits(), logger: Logger? = nil,
+         now: @escaping @Sendable () -> Date = Date.init) {
         self.pool = pool
         self.identifiers = identifiers
         self.limits = limits
         self.now = now
+        self.statistics = FreshStatistics(pool: pool, logger: logger)
     }
 
     func send(_ notification: PushNotification) async throws -> SendOutcome {
@@ -130,10 +134,11 @@ final class SendBatcher: Sendable {
     /// Writes and answers `batch`; returns the error when the connection was lost doing so.
     private func write(_ batch: [Item], on connection: PostgresConnection) -> PostgresError? {
         do {
-            let outcomes = try insert(batch, on: connection)
+            let (outcomes, written) = try insert(batch, on: connection)
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(returning: outcome)
             }
+            statistics.noteWritten(written)
             return nil
         } catch let error as PostgresError where batch.count > 1 && !error.isConnectionFailure && connection.isUsable {
             for (index, item) in batch.enumerated() {
@@ -159,7 +164,8 @@ final class SendBatcher: Sendable {
     /// recipients than one statement carries (``Limits/recipientsPerStatement``) continues in
     /// further statements of the same transaction, each a bounded piece of work, the whole send
     /// under its own time limit. The ids that already existed get their first send's states.
-    private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> [SendOutcome] {
+    /// Also returns the delivery rows written per notification key (for ``FreshStatistics``).
+    private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int]) {
         try connection.transaction { connection in
             try connection.query("""
                 SELECT count(pg_advisory_xact_lock(\(Self.idLockSpace), h))
@@ -180,7 +186,11 @@ final class SendBatcher: Sendable {
                 guard let key = keys[item.notification.id] else { continue }
                 try insertRemaining(item, key: key, started: started, queued: &queued, connection)
             }
-            return try batch.map { item in
+            var written: [Int64: Int] = [:]
+            for item in batch {
+                if let key = keys[item.notification.id] { written[key] = item.recipients.count }
+            }
+            return (try batch.map { item in
                 guard keys[item.notification.id] != nil else {
                     let existing = try NotificationStore.key(of: item.notification.id, connection)
                     return .duplicate(try existing.map { try NotificationStore.states(of: $0, connection) } ?? [])
@@ -190,7 +200,7 @@ final class SendBatcher: Sendable {
                     states[position - 1].state = .queued
                 }
                 return .stored(states)
-            }
+            }, written)
         }
     }
 

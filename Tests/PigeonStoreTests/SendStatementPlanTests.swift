@@ -113,6 +113,43 @@ struct SendStatementPlanTests {
         #expect(read > 0 && read <= 2_000, "leasing 500 of the blast's rows read \(read) deliveries")
     }
 
+    @Test("the confidential erasure step probes each confidential notification's deliveries, not every delivery of the day")
+    func erasureProbesPerNotification() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        defer { Task { await drop() } }
+        let blast = 30_000
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
+                FROM generate_series(1, \(blast)) AS n
+                """)
+        }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        _ = try await store.send(PushNotification(id: "blast", recipients: (1...blast).map { "blast-\($0)" }, timeoutSeconds: 600,
+                                                  pushContent: PushContent(text: "News", type: .message)))
+        for code in 1...3 {
+            _ = try await store.send(PushNotification(id: "code-\(code)", recipients: ["blast-\(code)"], timeoutSeconds: 600,
+                                                      pushContent: PushContent(text: "Code 1234", type: .pinCode), confidential: true))
+        }
+        let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue)) ?? "{}"
+        let plan = try await pool.withConnection { connection in
+            // The statistics of a day a million-recipient blast fills: its key is nearly every
+            // row sampled, so the planner expects half the day per notification key. (A sample of
+            // 300 rows stands for the 30,000 of a default analysis of a million rows.)
+            let partition = try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query("ALTER TABLE \(partition) ALTER COLUMN notification_key SET STATISTICS 1")
+            try connection.query("ANALYZE \(partition)")
+            try connection.query("PREPARE erase_probe AS " + Sweeps.eraseStatement)
+            try connection.query("BEGIN")
+            defer { _ = try? connection.query("ROLLBACK") }
+            try Sweeps.forbidSequentialScans(connection)
+            return try connection.query("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE erase_probe('\(final)')").scalar ?? "[]"
+        }
+        let read = rowsRead(plan, relationPrefix: "deliveries_p")
+        #expect(read <= 100, "one erasure step read \(read) deliveries for three one-recipient codes: \(plan.prefix(3000))")
+    }
+
     /// Rows the plan's scans of relations named `relationPrefix…` produced or filtered out.
     func rowsRead(_ plan: String, relationPrefix: String) -> Double {
         var read = 0.0

@@ -86,25 +86,40 @@ package struct Sweeps: Sendable {
     /// The most confidential notifications one step erases.
     static let erasuresPerStep = 1_000
 
+    /// The erasure step: `$1` the final states (a text array).
+    static let eraseStatement = """
+        UPDATE notifications n SET push_text = '', push_detail_keys = '{}', push_detail_values = '{}',
+            detail_keys = NULL, detail_values = NULL, content_erased_at = now()
+        WHERE n.key IN (
+            SELECT c.key FROM notifications c
+            WHERE c.confidential AND c.content_erased_at IS NULL
+              -- A probe per notification into its deliveries by primary key (see
+              -- eraseFinishedContent for why the transaction forbids sequential scans).
+              AND (c.expiry_handled OR (
+                  SELECT true FROM deliveries d WHERE d.notification_key = c.key AND NOT d.state = ANY($1::text[]) LIMIT 1) IS NULL)
+            LIMIT \(erasuresPerStep) FOR UPDATE SKIP LOCKED)
+          AND n.content_erased_at IS NULL
+        RETURNING n.expiry_handled
+        """
+
     /// Erases the content of confidential notifications that are over (CONTRACT §8): their
     /// expiry handled (the timeout passed; set earlier in the same transaction), or every
     /// recipient's delivery final. One statement: a crash leaves the content or nothing.
     static func eraseFinishedContent(_ connection: PostgresConnection) throws -> (final: Int, expired: Int, more: Bool) {
         let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue))
-        let rows = try connection.query("""
-            UPDATE notifications n SET push_text = '', push_detail_keys = '{}', push_detail_values = '{}',
-                detail_keys = NULL, detail_values = NULL, content_erased_at = now()
-            WHERE n.key IN (
-                SELECT c.key FROM notifications c
-                WHERE c.confidential AND c.content_erased_at IS NULL
-                  AND (c.expiry_handled OR NOT EXISTS (
-                      SELECT 1 FROM deliveries d WHERE d.notification_key = c.key AND NOT d.state = ANY($1::text[])))
-                LIMIT \(erasuresPerStep) FOR UPDATE SKIP LOCKED)
-              AND n.content_erased_at IS NULL
-            RETURNING n.expiry_handled
-            """, [final]).rows
+        // A day a blast fills has few keys in its statistics: the generic plan expected hundreds
+        // of deliveries per key and read the day's whole partition for each confidential
+        // notification (seen: 997,731 rows 20 times, 4.5 s a step, during a blast of a million).
+        // Without sequential scans the probe takes the primary key, whatever the statistics.
+        try forbidSequentialScans(connection)
+        let rows = try connection.query(eraseStatement, [final]).rows
         let expired = rows.filter { $0.boolean(0) == true }.count
         return (rows.count - expired, expired, rows.count == erasuresPerStep)
+    }
+
+    /// No sequential scans for the rest of the transaction (plans made in it keep to indexes).
+    static func forbidSequentialScans(_ connection: PostgresConnection) throws {
+        _ = try connection.query("SELECT set_config('enable_seqscan', 'off', true)")
     }
 
     /// The earliest deadline of a notification whose expiry is not handled yet (passed or to

@@ -76,6 +76,39 @@ struct LaneTests {
         await task.value
     }
 
+    @Test("the urgent lane claims and looks up through stores of its own (in the gateway, its own connections); the other lane's never see the code")
+    func urgentLaneHasItsOwnStores() async throws {
+        let clock = PatientClock()
+        let expiry = clock.now().addingTimeInterval(600)
+        let bulkQueue = FakeQueue(clock: clock, deliveries: (1...20).map { delivery("blast\($0)", key: 1, position: $0, expiresAt: expiry) })
+        let bulkDevices = LookupRecorder(FakeDevices((1...20).map { device(Int64($0), "blast\($0)", "b\($0)") }))
+        let urgentQueue = FakeQueue(clock: clock, deliveries: [])
+        let urgentDevices = FakeDevices([device(1000, "payer", "code-phone")])
+        let bulk = FakeSender(), urgent = FakeSender()
+        let wake = QueueWake(urgentPriority: 10)
+        var configuration = DeliveryEngine.Configuration()
+        configuration.slowPushAfter = .seconds(3600)
+        configuration.idlePoll = .seconds(3600)
+        let notifications = FakeNotifications(notifications: [1: notification("blast"), 2: notification("code", priority: 10)])
+        let running = DeliveryEngine(
+            configuration: configuration, owner: "test",
+            services: .init(queue: bulkQueue, notifications: notifications, devices: bulkDevices,
+                            senders: [PushRoute(platform: .ios): bulk], urgentSenders: [PushRoute(platform: .ios): urgent], wake: wake,
+                            clock: clock, random: CountingRandom(),
+                            urgentStores: LaneStores(queue: urgentQueue, notifications: notifications, devices: urgentDevices)),
+            logger: .silent, metrics: MetricsRegistry())
+        let task = Task { await running.run(workers: 1) }
+        #expect(await eventually { bulk.tokens.withLock { $0.count } == 20 })
+        urgentQueue.add([delivery("payer", key: 2, position: 1, expiresAt: expiry, priority: 10)])
+        wake.stored(priority: 10)
+        #expect(await eventually { urgent.tokens.withLock { $0 } == ["code-phone"] })
+        #expect(urgentQueue.snapshot.first?.attempts == 1, "the code was claimed from the urgent lane's queue")
+        #expect(!bulkDevices.seen.withLock { $0 }.contains("payer"), "the other lane's device look-ups saw the code")
+        #expect(!bulkQueue.snapshot.contains { $0.delivery.userId == "payer" })
+        task.cancel()
+        await task.value
+    }
+
     @Test("the engine holds no more claimed deliveries than it can have in flight plus one batch")
     func claimedWorkIsBounded() async throws {
         let clock = ManualClock()
@@ -208,4 +241,23 @@ struct QuotaSenderTests {
         await sender.send(batch(5, prefix: "after"), maxInFlight: 5) { _ in }
         #expect(service.tokens.withLock { $0.count } == 6)
     }
+}
+
+/// A device directory that notes every user it is asked for, then answers from `directory`.
+final class LookupRecorder: DeviceDirectory {
+    let directory: FakeDevices
+    let seen = Mutex<[String]>([])
+
+    init(_ directory: FakeDevices) {
+        self.directory = directory
+    }
+
+    func devices(users: [String]) async throws -> [String: [Device]] {
+        seen.withLock { $0 += users }
+        return try await directory.devices(users: users)
+    }
+
+    func key(for user: String) -> String { directory.key(for: user) }
+    func remove(deviceIds: [Int64]) async throws -> Int { try await directory.remove(deviceIds: deviceIds) }
+    func markDelivered(deviceIds: [Int64]) async throws { try await directory.markDelivered(deviceIds: deviceIds) }
 }

@@ -71,12 +71,19 @@ package final class DeliveryEngine: Sendable {
         package var random: any RandomSource
         /// How confidential notifications are sealed and announced (CONTRACT §8).
         package var confidential: ConfidentialPushing
+        /// The urgent lane's database seams (a pool of its own, so a code's claim and look-ups
+        /// never wait for a connection behind a blast's work); `nil`: the lane shares the others'.
+        package var urgentStores: LaneStores?
+
+        /// The database seams ``queue``, ``notifications`` and ``devices`` as one lane's.
+        var stores: LaneStores { LaneStores(queue: queue, notifications: notifications, devices: devices) }
 
         package init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
                     senders: [PushRoute: any PushSending], urgentSenders: [PushRoute: any PushSending] = [:], wake: QueueWake? = nil,
                     clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
-                    confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil)) {
+                    confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil), urgentStores: LaneStores? = nil) {
             self.confidential = confidential
+            self.urgentStores = urgentStores
             self.queue = queue
             self.notifications = notifications
             self.devices = devices
@@ -124,16 +131,19 @@ package final class DeliveryEngine: Sendable {
         let bulkWorkers = max(1, workers)
         guard let urgent = configuration.urgentPriority else {
             return [DeliveryLane(name: "all", band: .all, batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                                 workers: bulkWorkers, senders: services.senders, lease: configuration.lease, slowAfter: configuration.slowPushAfter)]
+                                 workers: bulkWorkers, senders: services.senders, stores: services.stores,
+                                 lease: configuration.lease, slowAfter: configuration.slowPushAfter)]
         }
         return [
             DeliveryLane(name: "urgent", band: .atLeast(urgent), batchSize: configuration.urgentBatchSize,
                          window: configuration.urgentMaxConcurrentPushes, workers: configuration.urgentWorkers,
                          senders: services.senders.merging(services.urgentSenders) { _, urgent in urgent },
+                         stores: services.urgentStores ?? services.stores,
                          lease: min(configuration.urgentLease, configuration.lease), slowAfter: configuration.slowPushAfter,
                          wake: services.wake?.urgent),
             DeliveryLane(name: "bulk", band: .below(urgent), batchSize: configuration.batchSize, window: configuration.maxConcurrentPushes,
-                         workers: bulkWorkers, senders: services.senders, lease: configuration.lease, slowAfter: configuration.slowPushAfter),
+                         workers: bulkWorkers, senders: services.senders, stores: services.stores,
+                         lease: configuration.lease, slowAfter: configuration.slowPushAfter),
         ]
     }
 
@@ -173,7 +183,7 @@ package final class DeliveryEngine: Sendable {
                 }
                 let claims: [ClaimedDelivery]
                 do {
-                    claims = try await services.queue.claim(owner: owner, limit: reserved, lease: lane.lease, band: lane.band)
+                    claims = try await lane.stores.queue.claim(owner: owner, limit: reserved, lease: lane.lease, band: lane.band)
                 } catch is CancellationError {
                     // The engine is stopping: nothing was claimed.
                     lane.allowance.release(reserved)
@@ -216,7 +226,7 @@ package final class DeliveryEngine: Sendable {
         if !missing.isEmpty {
             do {
                 // One look-up for the batch, not one per notification.
-                cache.merge(try await services.notifications.notifications(keys: Array(missing))) { _, loaded in loaded }
+                cache.merge(try await lane.stores.notifications.notifications(keys: Array(missing))) { _, loaded in loaded }
             } catch {
                 // A database hiccup must not fail deliveries: leave the batch to its lease.
                 lane.allowance.release(claims.count)
@@ -225,8 +235,8 @@ package final class DeliveryEngine: Sendable {
             }
         }
         do {
-            let devices = try await services.devices.devices(users: Array(Set(claims.map(\.userId))))
-            let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: services.devices.key(for:),
+            let devices = try await lane.stores.devices.devices(users: Array(Set(claims.map(\.userId))))
+            let plan = PushPlan(claims: claims, notifications: cache, devices: devices, key: lane.stores.devices.key(for:),
                                 confidential: services.confidential)
             for (count, pushes) in plan.confidentialCounts {
                 metrics.increment(Metric.confidentialPushesTotal, labels: ["service": count.service, "mode": count.mode], by: Double(pushes))
@@ -269,7 +279,7 @@ package final class DeliveryEngine: Sendable {
     private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane, error: String? = nil) async {
         guard !deliveries.isEmpty else { return }
         do {
-            try await services.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay, error: error)
+            try await lane.stores.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay, error: error)
             metrics.increment(Metric.deliveriesHandedBackTotal, labels: ["lane": lane.name], by: Double(deliveries.count))
         } catch {
             // Their lease ends them in the queue again; they were not pushed.

@@ -11,6 +11,8 @@ struct DeliveryLane: Sendable {
     var window: Int
     var workers: Int
     var senders: [PushRoute: any PushSending]
+    /// Where the lane claims, looks up and hands back (the urgent lane's may be a pool of its own).
+    var stores: LaneStores
     /// How long its claims are held: a process that dies holding some delays them by this.
     var lease: Duration
     /// Bounds the deliveries the lane holds claimed and undecided: its window plus a batch.
@@ -21,7 +23,8 @@ struct DeliveryLane: Sendable {
     var wake: WakeSignal?
 
     init(name: String, band: PriorityBand, batchSize: Int, window: Int, workers: Int, senders: [PushRoute: any PushSending],
-         lease: Duration, slowAfter: Duration, wake: WakeSignal? = nil) {
+         stores: LaneStores, lease: Duration, slowAfter: Duration, wake: WakeSignal? = nil) {
+        self.stores = stores
         self.lease = lease
         self.name = name
         self.band = band
@@ -32,5 +35,18 @@ struct DeliveryLane: Sendable {
         allowance = ClaimAllowance(inFlight: window, batchSize: batchSize)
         holds = RouteHolds(cap: window, slowAfter: slowAfter)
         self.wake = wake
+    }
+}
+
+/// The database seams one lane of the engine claims, looks up and hands back through.
+package struct LaneStores: Sendable {
+    package var queue: any DeliveryQueueing
+    package var notifications: any NotificationSource
+    package var devices: any DeviceDirectory
+
+    package init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory) {
+        self.queue = queue
+        self.notifications = notifications
+        self.devices = devices
     }
 }

@@ -97,6 +97,11 @@ package final class Gateway: Sendable {
         let enginePool = try lifecycle.open("engine database pool",
                                             { try Self.openPool(configuration, size: max(2, configuration.database.poolSize / 2), label: "pigeon.db.engine", logger: logger) },
                                             close: { pool, closing in pool.close(timeout: closing.timeout(keeping: 0.5)) })
+        // The urgent lane's own connections: a code's claim and look-ups never wait for one
+        // behind a blast's claims, look-ups and outcome writes, or a sweep.
+        let urgentPool = try lifecycle.open("urgent lane database pool",
+                                            { try Self.openPool(configuration, size: 2, label: "pigeon.db.urgent", logger: logger) },
+                                            close: { pool, closing in pool.close(timeout: closing.timeout(keeping: 0.5)) })
         // The bank proxy: HTTP/1.1 or HTTP/2, a few connections, each call bounded in time,
         // the gateway's own credentials and the bank's CA.
         let bankHTTP = try configuration.bankProxyURL.map { url in
@@ -252,7 +257,10 @@ package final class Gateway: Sendable {
                 services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
                                 devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
                                 senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake,
-                                confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText)),
+                                confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText),
+                                urgentStores: LaneStores(queue: DeliveryQueue(pool: urgentPool),
+                                                         notifications: NotificationStore(pool: urgentPool, identifiers: identifiers),
+                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers))),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
         if !passPushers.isConfigured {

@@ -9,11 +9,15 @@ import Synchronization
 /// that moment and made again only when they change. A day's partition is analyzed while it is
 /// small; a blast then adds a million rows in one commit, and until autovacuum analyzes the
 /// partition (a minute or more later) the engine's claim and outcome statements kept their
-/// small-table plan: a hash over every delivery of the blast for each batch of 500 — 88 ms a
-/// claim with 200,000 recipients, half a second with a million, the blast crawling and its
-/// database work slowing the bank's one-time codes. Analyzing the partition once its rows have
-/// grown by a fifth (at least ``Policy/minimumRows``) since its last analysis makes the next
-/// plans probe the index per claimed row.
+/// small-table plan: a hash over every delivery of the blast for each batch of 500 (88 ms a
+/// claim with 200,000 recipients), or a loop over all of them for each row (a claim cancelled
+/// by the 30 s statement timeout with a million, the blast standing still).
+///
+/// So a day's partition is analyzed again once its rows have grown by a fifth (at least
+/// ``Policy/minimumRows``) since its last analysis. A send that is that big by itself is analyzed
+/// inside its own transaction, just before it commits: the new statistics become visible with
+/// its rows, so no claim ever sees the blast with the old plans. Smaller sends add up and the
+/// analysis runs in the background, never delaying a caller.
 final class FreshStatistics: Sendable {
     /// When a day's partition is analyzed again.
     struct Policy: Sendable {
@@ -33,11 +37,72 @@ final class FreshStatistics: Sendable {
         self.ledger = Mutex(Ledger(policy: policy))
     }
 
-    /// Notes deliveries just committed, as rows per notification key; analyzes a day's partition
-    /// in the background (on a pooled connection, never delaying the caller) when they are enough.
-    func noteWritten(_ rowsByKey: [Int64: Int]) {
-        let due = ledger.withLock { $0.noteWritten(rowsByKey) }
+    /// Inside a send's transaction, once its rows are written: analyzes the day of every
+    /// notification key whose rows alone call for it. Answers what was analyzed, for
+    /// ``committed(_:analyzed:)`` (or ``abandoned(_:)`` if the transaction fails).
+    func analyzeWithin(_ rowsByKey: [Int64: Int], on connection: PostgresConnection) throws -> [Int64: Double] {
+        let due = ledger.withLock { $0.takeWithin(rowsByKey) }
+        var analyzed: [Int64: Double] = [:]
+        do {
+            for (day, key) in due {
+                analyzed[day] = try Self.analyzePartition(of: key, connection) ?? 0
+            }
+        } catch {
+            abandoned(due.map(\.day))
+            throw error
+        }
+        return analyzed
+    }
+
+    /// After a send committed: its rows per notification key, and the days analyzed within it.
+    /// Other days' rows are noted; a day they have grown enough is analyzed in the background.
+    func committed(_ rowsByKey: [Int64: Int], analyzed: [Int64: Double] = [:]) {
+        let due = ledger.withLock { ledger in
+            for (day, rows) in analyzed { ledger.finishedWithin(day: day, rows: rows) }
+            return ledger.noteWritten(rowsByKey.filter { analyzed[Self.day(of: $0.key)] == nil })
+        }
         due.forEach { analyze(day: $0.day, key: $0.key) }
+    }
+
+    /// A send's transaction failed after ``analyzeWithin(_:on:)``: its analyses did not happen.
+    func abandoned(_ days: [Int64]) {
+        ledger.withLock { ledger in days.forEach { _ = ledger.finished(day: $0, rows: nil) } }
+    }
+
+    /// The day a notification key belongs to (its partition), as `pigeon_day`.
+    static func day(of key: Int64) -> Int64 { key >> 40 }
+
+    /// Analyzes the `deliveries` partition holding `key`; answers the rows it counted, or `nil`
+    /// when no delivery of `key` is there (nothing to analyze).
+    private static func analyzePartition(of key: Int64, _ connection: PostgresConnection) throws -> Double? {
+        // The partition's name comes from the catalog (regclass text is quoted as needed).
+        guard let partition = try connection.query(
+            "SELECT tableoid::regclass::text FROM deliveries WHERE notification_key = $1 LIMIT 1", [String(key)]).scalar else {
+            return nil
+        }
+        try connection.query("ANALYZE \(partition)")
+        return try connection.query(
+            "SELECT reltuples::double precision FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Double.init)
+    }
+
+    private func analyze(day: Int64, key: Int64) {
+        pool.submit { [self] connection in
+            let counted = ledger.withLock { $0.writtenSince(day: day) }
+            let rows = try Self.analyzePartition(of: key, connection)
+            finished(day: day, rows: rows, counted: counted)
+        } failure: { [self] error in
+            // A closed pool is the gateway stopping: nothing to tell.
+            if (error as? PostgresError)?.code != .poolClosed {
+                logger?.warning("could not analyze a day's deliveries; the next send will try again",
+                                metadata: ["error": "\(error)"])
+                finished(day: day, rows: nil)
+            }
+        }
+    }
+
+    private func finished(day: Int64, rows: Double?, counted: Int = 0) {
+        let again = ledger.withLock { $0.finished(day: day, rows: rows, counted: counted) }
+        if let again { analyze(day: day, key: again) }
     }
 
     /// What was written to each recent day since its last analysis, and which day is due for
@@ -48,6 +113,8 @@ final class FreshStatistics: Sendable {
             var rowsAtAnalysis = 0.0
             var writtenSince = 0
             var analyzing = false
+            /// A notification key of the day, to find its partition by.
+            var key: Int64 = 0
         }
 
         let policy: Policy
@@ -57,23 +124,57 @@ final class FreshStatistics: Sendable {
             self.policy = policy
         }
 
-        /// Notes rows per notification key; answers the days whose analysis starts now (each
-        /// with a key of that day), marked as analyzing until ``finished(day:rows:counted:)``.
-        mutating func noteWritten(_ rowsByKey: [Int64: Int]) -> [(day: Int64, key: Int64)] {
+        private func threshold(_ day: Day) -> Double {
+            max(Double(policy.minimumRows), policy.growth * day.rowsAtAnalysis)
+        }
+
+        /// Rows per day of `rowsByKey`, each with one of its keys.
+        private static func byDay(_ rowsByKey: [Int64: Int]) -> [(day: Int64, rows: Int, key: Int64)] {
             var byDay: [Int64: (rows: Int, key: Int64)] = [:]
             for (key, rows) in rowsByKey where rows > 0 {
                 byDay[FreshStatistics.day(of: key), default: (0, key)].rows += rows
             }
+            return byDay.map { ($0.key, $0.value.rows, $0.value.key) }.sorted { $0.day < $1.day }
+        }
+
+        /// The days a send's own rows are enough to analyze, not being analyzed already; marked
+        /// as analyzing until ``finishedWithin(day:rows:)`` or ``finished(day:rows:counted:)``.
+        mutating func takeWithin(_ rowsByKey: [Int64: Int]) -> [(day: Int64, key: Int64)] {
             var due: [(day: Int64, key: Int64)] = []
-            for (day, written) in byDay.sorted(by: { $0.key < $1.key }) {
-                var entry = days[day] ?? Day()
+            for written in Self.byDay(rowsByKey) {
+                var entry = days[written.day] ?? Day()
+                guard !entry.analyzing, Double(written.rows) >= threshold(entry) else { continue }
+                entry.analyzing = true
+                entry.key = written.key
+                days[written.day] = entry
+                due.append((written.day, written.key))
+            }
+            return due
+        }
+
+        /// A send analyzed `day` in its transaction and committed: the statistics count
+        /// everything written to the day until then.
+        mutating func finishedWithin(day: Int64, rows: Double) {
+            var entry = days[day] ?? Day()
+            entry.analyzing = false
+            entry.rowsAtAnalysis = rows
+            entry.writtenSince = 0
+            days[day] = entry
+        }
+
+        /// Notes rows per notification key; answers the days whose analysis starts now (each
+        /// with a key of that day), marked as analyzing until ``finished(day:rows:counted:)``.
+        mutating func noteWritten(_ rowsByKey: [Int64: Int]) -> [(day: Int64, key: Int64)] {
+            var due: [(day: Int64, key: Int64)] = []
+            for written in Self.byDay(rowsByKey) {
+                var entry = days[written.day] ?? Day()
                 entry.writtenSince += written.rows
-                let threshold = max(Double(policy.minimumRows), policy.growth * entry.rowsAtAnalysis)
-                if !entry.analyzing && Double(entry.writtenSince) >= threshold {
+                entry.key = written.key
+                if !entry.analyzing && Double(entry.writtenSince) >= threshold(entry) {
                     entry.analyzing = true
-                    due.append((day, written.key))
+                    due.append((written.day, written.key))
                 }
-                days[day] = entry
+                days[written.day] = entry
             }
             // Only the last few days are written to: forget the others.
             if let newest = days.keys.max() {
@@ -87,45 +188,22 @@ final class FreshStatistics: Sendable {
 
         /// An analysis of `day` ended: with `rows`, the partition's new size, and `counted`, the
         /// rows noted before it started (now in the statistics); without, it failed and
-        /// everything stays noted for the next send to try again.
-        mutating func finished(day: Int64, rows: Double?, counted: Int = 0) {
-            guard var entry = days[day] else { return }
+        /// everything stays noted for the next send to try again. Answers a key of the day when
+        /// what was written meanwhile already calls for another analysis (marked as started).
+        mutating func finished(day: Int64, rows: Double?, counted: Int = 0) -> Int64? {
+            guard var entry = days[day] else { return nil }
             entry.analyzing = false
             if let rows {
                 entry.rowsAtAnalysis = rows
                 entry.writtenSince = max(0, entry.writtenSince - counted)
+                if Double(entry.writtenSince) >= threshold(entry) {
+                    entry.analyzing = true
+                    days[day] = entry
+                    return entry.key
+                }
             }
             days[day] = entry
+            return nil
         }
-    }
-
-    /// The day a notification key belongs to (its partition), as `pigeon_day`.
-    static func day(of key: Int64) -> Int64 { key >> 40 }
-
-    private func analyze(day: Int64, key: Int64) {
-        pool.submit { [self] connection in
-            // The partition's name comes from the catalog (regclass text is quoted as needed).
-            guard let partition = try connection.query(
-                "SELECT tableoid::regclass::text FROM deliveries WHERE notification_key = $1 LIMIT 1", [String(key)]).scalar else {
-                finished(day: day, rows: nil)
-                return
-            }
-            let written = ledger.withLock { $0.writtenSince(day: day) }
-            try connection.query("ANALYZE \(partition)")
-            let rows = try connection.query(
-                "SELECT reltuples::double precision FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Double.init)
-            finished(day: day, rows: rows, counted: written)
-        } failure: { [self] error in
-            // A closed pool is the gateway stopping: nothing to tell.
-            if (error as? PostgresError)?.code != .poolClosed {
-                logger?.warning("could not analyze a day's deliveries; the next send will try again",
-                                metadata: ["error": "\(error)"])
-            }
-            finished(day: day, rows: nil)
-        }
-    }
-
-    private func finished(day: Int64, rows: Double?, counted: Int = 0) {
-        ledger.withLock { $0.finished(day: day, rows: rows, counted: counted) }
     }
 }

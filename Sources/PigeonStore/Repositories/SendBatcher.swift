@@ -134,11 +134,11 @@ final class SendBatcher: Sendable {
     /// Writes and answers `batch`; returns the error when the connection was lost doing so.
     private func write(_ batch: [Item], on connection: PostgresConnection) -> PostgresError? {
         do {
-            let (outcomes, written) = try insert(batch, on: connection)
+            let (outcomes, written, analyzed) = try insert(batch, on: connection)
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(returning: outcome)
             }
-            statistics.noteWritten(written)
+            statistics.committed(written, analyzed: analyzed)
             return nil
         } catch let error as PostgresError where batch.count > 1 && !error.isConnectionFailure && connection.isUsable {
             for (index, item) in batch.enumerated() {
@@ -164,8 +164,20 @@ final class SendBatcher: Sendable {
     /// recipients than one statement carries (``Limits/recipientsPerStatement``) continues in
     /// further statements of the same transaction, each a bounded piece of work, the whole send
     /// under its own time limit. The ids that already existed get their first send's states.
-    /// Also returns the delivery rows written per notification key (for ``FreshStatistics``).
-    private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int]) {
+    /// Also returns the delivery rows written per notification key and the days analyzed within
+    /// the transaction (for ``FreshStatistics``).
+    private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
+        var analyzedDays: [Int64] = []
+        do {
+            return try insertTransaction(batch, on: connection) { analyzedDays = $0 }
+        } catch {
+            statistics.abandoned(analyzedDays)
+            throw error
+        }
+    }
+
+    private func insertTransaction(_ batch: [Item], on connection: PostgresConnection,
+                                   analyzing: ([Int64]) -> Void) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
         try connection.transaction { connection in
             try connection.query("""
                 SELECT count(pg_advisory_xact_lock(\(Self.idLockSpace), h))
@@ -190,6 +202,10 @@ final class SendBatcher: Sendable {
             for item in batch {
                 if let key = keys[item.notification.id] { written[key] = item.recipients.count }
             }
+            // A send big enough to change the day's plans is analyzed before it commits, so
+            // no claim sees its rows with the old statistics.
+            let analyzed = try statistics.analyzeWithin(written, on: connection)
+            analyzing(Array(analyzed.keys))
             return (try batch.map { item in
                 guard keys[item.notification.id] != nil else {
                     let existing = try NotificationStore.key(of: item.notification.id, connection)
@@ -200,7 +216,7 @@ final class SendBatcher: Sendable {
                     states[position - 1].state = .queued
                 }
                 return .stored(states)
-            }, written)
+            }, written, analyzed)
         }
     }
 

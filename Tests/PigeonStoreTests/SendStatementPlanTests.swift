@@ -112,6 +112,50 @@ struct SendStatementPlanTests {
         #expect(read > 0 && read <= 2_000, "leasing 500 of the blast's rows read \(read) deliveries")
     }
 
+    @Test("a send whose analysis cannot have the day's partition (another holds it) is stored all the same; the analysis is left to the background and happens once the partition is free")
+    func analysisNeverFailsTheSend() async throws {
+        let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
+        defer { Task { await drop() } }
+        let blast = 12_000
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
+                FROM generate_series(1, \(blast)) AS n
+                """)
+        }
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        _ = try await store.send(PushNotification(id: "morning", recipients: ["blast-1"], timeoutSeconds: 600,
+                                                  pushContent: PushContent(text: "News", type: .message)))
+        let partition = try await pool.withConnection { connection in
+            try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+        }
+        func counted() async throws -> Int {
+            try await pool.withConnection { connection in
+                try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+            }
+        }
+        // Another session holds the lock an analysis takes (as a long vacuum would).
+        let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
+        try holder.query("BEGIN")
+        try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
+        let outcome = try await store.send(PushNotification(id: "blast", recipients: (1...blast).map { "blast-\($0)" }, timeoutSeconds: 600,
+                                                            pushContent: PushContent(text: "News", type: .message)))
+        guard case .stored(let states) = outcome else {
+            Issue.record("the blast was not stored: \(outcome)")
+            return
+        }
+        #expect(states.count == blast && states.allSatisfy { $0.state == .queued })
+        #expect(try await counted() < blast, "analyzed although the partition was held")
+        try holder.query("ROLLBACK")
+        var refreshed = false
+        for _ in 0..<600 where !refreshed {
+            refreshed = try await counted() >= blast
+            if !refreshed { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(refreshed, "the background analysis did not follow once the partition was free")
+    }
+
     @Test("the confidential erasure step probes each confidential notification's deliveries, not every delivery of the day")
     func erasureProbesPerNotification() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

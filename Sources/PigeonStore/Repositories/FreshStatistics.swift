@@ -40,16 +40,30 @@ final class FreshStatistics: Sendable {
     /// Inside a send's transaction, once its rows are written: analyzes the day of every
     /// notification key whose rows alone call for it. Answers what was analyzed, for
     /// ``committed(_:analyzed:)`` (or ``abandoned(_:)`` if the transaction fails).
+    ///
+    /// The statistics are never worth the send: each analysis runs in a savepoint, waits at
+    /// most 2 s for the partition's lock (another analysis, a vacuum), and one that fails is
+    /// rolled back to its savepoint and left to the background; only a lost connection fails
+    /// the send.
     func analyzeWithin(_ rowsByKey: [Int64: Int], on connection: PostgresConnection) throws -> [Int64: Double] {
         let due = ledger.withLock { $0.takeWithin(rowsByKey) }
         var analyzed: [Int64: Double] = [:]
-        do {
-            for (day, key) in due {
+        for (index, (day, key)) in due.enumerated() {
+            do {
+                try connection.query("SAVEPOINT pigeon_fresh_statistics")
+                try connection.query("SELECT set_config('lock_timeout', '2000', true)")
                 analyzed[day] = try Self.analyzePartition(of: key, connection) ?? 0
+                try connection.query("RELEASE SAVEPOINT pigeon_fresh_statistics")
+            } catch let error as PostgresError where !error.isConnectionFailure && connection.isUsable {
+                _ = try? connection.query("ROLLBACK TO SAVEPOINT pigeon_fresh_statistics")
+                analyzed[day] = nil
+                abandoned([day])
+                logger?.warning("could not analyze a day's deliveries with its send; left to the background",
+                                metadata: ["error": "\(error)"])
+            } catch {
+                abandoned(due[index...].map(\.day) + analyzed.keys)
+                throw error
             }
-        } catch {
-            abandoned(due.map(\.day))
-            throw error
         }
         return analyzed
     }

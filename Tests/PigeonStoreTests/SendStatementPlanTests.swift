@@ -58,18 +58,8 @@ struct SendStatementPlanTests {
         let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
         defer { Task { await drop() } }
         let blast = 30_000
-        try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
-                FROM generate_series(1, \(blast)) AS n
-                """)
-        }
-        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
-        func send(_ id: String, _ users: ClosedRange<Int>) async throws {
-            _ = try await store.send(PushNotification(id: id, recipients: users.map { "blast-\($0)" }, timeoutSeconds: 600,
-                                                      pushContent: PushContent(text: "News", type: .message)))
-        }
+        let store = try await subscribedStore(pool, users: blast)
+        func send(_ id: String, _ users: ClosedRange<Int>) async throws { _ = try await Self.send(store, id, users) }
         // The day as autovacuum leaves it in the morning: a few sends, analyzed. From here on
         // only the gateway's analyses count: autovacuum stays out of the day's partition.
         try await send("morning", 1...200)
@@ -117,16 +107,8 @@ struct SendStatementPlanTests {
         let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
         defer { Task { await drop() } }
         let blast = 12_000
-        try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
-                FROM generate_series(1, \(blast)) AS n
-                """)
-        }
-        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
-        _ = try await store.send(PushNotification(id: "morning", recipients: ["blast-1"], timeoutSeconds: 600,
-                                                  pushContent: PushContent(text: "News", type: .message)))
+        let store = try await subscribedStore(pool, users: blast)
+        _ = try await Self.send(store, "morning", 1...1)
         let partition = try await pool.withConnection { connection in
             try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
         }
@@ -139,8 +121,7 @@ struct SendStatementPlanTests {
         let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
         try holder.query("BEGIN")
         try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
-        let outcome = try await store.send(PushNotification(id: "blast", recipients: (1...blast).map { "blast-\($0)" }, timeoutSeconds: 600,
-                                                            pushContent: PushContent(text: "News", type: .message)))
+        let outcome = try await Self.send(store, "blast", 1...blast)
         guard case .stored(let states) = outcome else {
             Issue.record("the blast was not stored: \(outcome)")
             return
@@ -161,16 +142,8 @@ struct SendStatementPlanTests {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         defer { Task { await drop() } }
         let blast = 30_000
-        try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
-                FROM generate_series(1, \(blast)) AS n
-                """)
-        }
-        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
-        _ = try await store.send(PushNotification(id: "blast", recipients: (1...blast).map { "blast-\($0)" }, timeoutSeconds: 600,
-                                                  pushContent: PushContent(text: "News", type: .message)))
+        let store = try await subscribedStore(pool, users: blast)
+        _ = try await Self.send(store, "blast", 1...blast)
         for code in 1...3 {
             _ = try await store.send(PushNotification(id: "code-\(code)", recipients: ["blast-\(code)"], timeoutSeconds: 600,
                                                       pushContent: PushContent(text: "Code 1234", type: .pinCode), confidential: true))
@@ -191,6 +164,24 @@ struct SendStatementPlanTests {
         }
         let read = rowsRead(plan, relationPrefix: "deliveries_p")
         #expect(read <= 100, "one erasure step read \(read) deliveries for three one-recipient codes: \(plan.prefix(3000))")
+    }
+
+    /// A notification store on `pool` whose users blast-1…blast-`users` each have an iPhone.
+    func subscribedStore(_ pool: PostgresPool, users: Int) async throws -> NotificationStore {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
+                FROM generate_series(1, \(users)) AS n
+                """)
+        }
+        return NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+    }
+
+    /// Sends news `id` to blast-`users`.
+    static func send(_ store: NotificationStore, _ id: String, _ users: ClosedRange<Int>) async throws -> SendOutcome {
+        try await store.send(PushNotification(id: id, recipients: users.map { "blast-\($0)" }, timeoutSeconds: 600,
+                                              pushContent: PushContent(text: "News", type: .message)))
     }
 
     /// Rows the plan's scans of relations named `relationPrefix…` produced or filtered out.

@@ -45,11 +45,24 @@ struct FreshStatisticsLedgerTests {
         #expect(within.map(\.day) == [today])
         // While it runs, another big send of the day is not analyzed a second time.
         #expect(ledger.takeWithin([key(today, 3): 1_000_000]).isEmpty)
-        ledger.finishedWithin(day: today, rows: 2_000_000)
+        #expect(ledger.finishedWithin(day: today, rows: 2_000_000) == nil)
         #expect(ledger.writtenSince(day: today) == 0)
         // Now a fifth of two million is what it takes.
         #expect(ledger.takeWithin([key(today, 4): 399_999]).isEmpty)
         #expect(ledger.takeWithin([key(today, 5): 400_000]).map(\.day) == [today])
+    }
+
+    @Test("rows other sends committed while a send's own analysis ran stay noted, and start a background analysis when they are enough")
+    func rowsDuringAnInlineAnalysis() {
+        var ledger = FreshStatistics.Ledger(policy: .init(minimumRows: 10_000, growth: 0.2))
+        _ = ledger.noteWritten([key(today): 3_000])
+        #expect(ledger.takeWithin([key(today, 2): 12_000]).count == 1)
+        // Another big send commits meanwhile: not analyzed within (one at a time), only noted.
+        #expect(ledger.takeWithin([key(today, 3): 12_000]).isEmpty)
+        #expect(ledger.noteWritten([key(today, 3): 12_000]).isEmpty)
+        // The first counted the 3,000 noted before it; the 12,000 since call for another.
+        #expect(ledger.finishedWithin(day: today, rows: 15_000) != nil)
+        #expect(ledger.writtenSince(day: today) == 12_000)
     }
 
     @Test("a failed analysis keeps everything noted, so the next send tries again; old days are forgotten")
@@ -64,7 +77,7 @@ struct FreshStatisticsLedgerTests {
         #expect(ledger.takeWithin([key(today, 3): 200]).count == 1)
         _ = ledger.finished(day: today, rows: nil)
         #expect(ledger.takeWithin([key(today, 4): 200]).count == 1)
-        ledger.finishedWithin(day: today, rows: 551)
+        _ = ledger.finishedWithin(day: today, rows: 551)
         // Two days in one batch (a send at midnight): each is decided on its own.
         let both = ledger.noteWritten([key(today, 5): 40, key(today + 1): 100])
         #expect(both.map(\.day) == [today + 1])

@@ -137,6 +137,35 @@ struct SendStatementPlanTests {
         #expect(refreshed, "the background analysis did not follow once the partition was free")
     }
 
+    @Test("four big sends at once into one day: every one stored whole, one analysis at a time, and the day's statistics catch up with all of them")
+    func concurrentBigSends() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        defer { Task { await drop() } }
+        let each = 12_000
+        let store = try await subscribedStore(pool, users: each)
+        let outcomes = try await withThrowingTaskGroup(of: SendOutcome.self) { group in
+            for send in 1...4 { group.addTask { try await Self.send(store, "blast-\(send)", 1...each) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for outcome in outcomes {
+            guard case .stored(let states) = outcome else {
+                Issue.record("a send was not stored: \(outcome)")
+                continue
+            }
+            #expect(states.count == each && states.allSatisfy { $0.state == .queued })
+        }
+        var counted = 0
+        for _ in 0..<600 where counted < 4 * each {
+            counted = try await pool.withConnection { connection in
+                try connection.query("""
+                    SELECT reltuples::bigint FROM pg_class WHERE oid = (SELECT tableoid FROM deliveries LIMIT 1)
+                    """).scalar.flatMap(Int.init) ?? 0
+            }
+            if counted < 4 * each { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(counted >= 4 * each, "the day's statistics count \(counted) of \(4 * each) rows")
+    }
+
     @Test("the confidential erasure step probes each confidential notification's deliveries, not every delivery of the day")
     func erasureProbesPerNotification() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -72,8 +72,8 @@ final class FreshStatistics: Sendable {
     /// Other days' rows are noted; a day they have grown enough is analyzed in the background.
     func committed(_ rowsByKey: [Int64: Int], analyzed: [Int64: Double] = [:]) {
         let due = ledger.withLock { ledger in
-            for (day, rows) in analyzed { ledger.finishedWithin(day: day, rows: rows) }
-            return ledger.noteWritten(rowsByKey.filter { analyzed[Self.day(of: $0.key)] == nil })
+            let again = analyzed.compactMap { day, rows in ledger.finishedWithin(day: day, rows: rows).map { (day: day, key: $0) } }
+            return again + ledger.noteWritten(rowsByKey.filter { analyzed[Self.day(of: $0.key)] == nil })
         }
         due.forEach { analyze(day: $0.day, key: $0.key) }
     }
@@ -129,6 +129,8 @@ final class FreshStatistics: Sendable {
             var analyzing = false
             /// A notification key of the day, to find its partition by.
             var key: Int64 = 0
+            /// Rows noted when a send's own analysis started (counted by it).
+            var notedAtStart = 0
         }
 
         let policy: Policy
@@ -160,20 +162,26 @@ final class FreshStatistics: Sendable {
                 guard !entry.analyzing, Double(written.rows) >= threshold(entry) else { continue }
                 entry.analyzing = true
                 entry.key = written.key
+                entry.notedAtStart = entry.writtenSince
                 days[written.day] = entry
                 due.append((written.day, written.key))
             }
             return due
         }
 
-        /// A send analyzed `day` in its transaction and committed: the statistics count
-        /// everything written to the day until then.
-        mutating func finishedWithin(day: Int64, rows: Double) {
+        /// A send analyzed `day` in its transaction and committed: the statistics count what
+        /// was noted before it started. Rows other sends committed meanwhile stay noted; answers
+        /// a key of the day when they already call for another analysis (marked as started).
+        mutating func finishedWithin(day: Int64, rows: Double) -> Int64? {
             var entry = days[day] ?? Day()
             entry.analyzing = false
             entry.rowsAtAnalysis = rows
-            entry.writtenSince = 0
+            entry.writtenSince = max(0, entry.writtenSince - entry.notedAtStart)
+            entry.notedAtStart = 0
+            let again = Double(entry.writtenSince) >= threshold(entry)
+            entry.analyzing = again
             days[day] = entry
+            return again ? entry.key : nil
         }
 
         /// Notes rows per notification key; answers the days whose analysis starts now (each

@@ -109,6 +109,26 @@ struct LaneTests {
         await task.value
     }
 
+    @Test("lanes and their stores: the urgent lane takes its own stores when given, the engine's otherwise; the other lane always the engine's")
+    func laneStores() {
+        let clock = ManualClock()
+        let main = FakeQueue(clock: clock, deliveries: []), urgent = FakeQueue(clock: clock, deliveries: [])
+        let notifications = FakeNotifications(notifications: [:])
+        func lanes(urgentStores: LaneStores?) -> [String: ObjectIdentifier?] {
+            let engine = DeliveryEngine(
+                configuration: DeliveryEngine.Configuration(), owner: "test",
+                services: .init(queue: main, notifications: notifications, devices: FakeDevices([]), senders: [:],
+                                urgentStores: urgentStores),
+                logger: .silent, metrics: MetricsRegistry())
+            return Dictionary(uniqueKeysWithValues: engine.lanes(workers: 2).map {
+                ($0.name, ($0.stores.queue as? FakeQueue).map(ObjectIdentifier.init))
+            })
+        }
+        #expect(lanes(urgentStores: nil) == ["urgent": ObjectIdentifier(main), "bulk": ObjectIdentifier(main)])
+        let own = LaneStores(queue: urgent, notifications: notifications, devices: FakeDevices([]))
+        #expect(lanes(urgentStores: own) == ["urgent": ObjectIdentifier(urgent), "bulk": ObjectIdentifier(main)])
+    }
+
     @Test("the engine holds no more claimed deliveries than it can have in flight plus one batch")
     func claimedWorkIsBounded() async throws {
         let clock = ManualClock()

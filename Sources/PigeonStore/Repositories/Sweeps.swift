@@ -58,6 +58,8 @@ package struct Sweeps: Sendable {
                 var left = true
                 for _ in 0..<Self.expiryPasses {
                     expired += try Self.expireDeliveries(of: key, limit: allowance - expired.count, expirable: expirable, connection)
+                    // The budget spent: the rest is the next step's, without looking.
+                    if expired.count >= allowance { break }
                     // A delivery another transaction changed (the engine writing its outcome)
                     // while this one waited for its lock is locked in its new version but missed
                     // by the update, whose tuple ids are the old ones: a notification was marked
@@ -66,7 +68,7 @@ package struct Sweeps: Sendable {
                     left = try connection.query(
                         "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[]))",
                         [key, expirable]).rows.first?.boolean(0) ?? true
-                    if !left || expired.count >= allowance { break }
+                    if !left { break }
                 }
                 let users = expired.sorted { $0.position < $1.position }.map(\.user)
                 if !users.isEmpty {

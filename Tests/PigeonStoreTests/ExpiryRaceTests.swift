@@ -37,7 +37,7 @@ struct ExpiryRaceTests {
             waiting = try await pool.withConnection { connection in
                 try connection.query("""
                     SELECT count(*) FROM pg_stat_activity
-                    WHERE wait_event_type = 'Lock' AND query LIKE '%SET state = ''EXPIRED''%'
+                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET state = ''EXPIRED''%'
                     """).scalar == "1"
             }
             if !waiting { try await Task.sleep(for: .milliseconds(20)) }

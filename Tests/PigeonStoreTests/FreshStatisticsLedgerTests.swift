@@ -7,6 +7,16 @@ struct FreshStatisticsLedgerTests {
     let today: Int64 = 20_000
     func key(_ day: Int64, _ serial: Int64 = 1) -> Int64 { day << 40 | serial }
 
+    @Test("a key's day is the one pigeon_notification_key wrote into it (migration 0005: the day shifted by 40 bits, a serial below)")
+    func dayOfKey() {
+        let serialMask: Int64 = (1 << 40) - 1
+        for day: Int64 in [0, 1, 20_426, 20_427, 40_000] {
+            #expect(FreshStatistics.day(of: day << 40) == day)
+            #expect(FreshStatistics.day(of: day << 40 | serialMask) == day)
+            #expect(FreshStatistics.day(of: (day + 1) << 40) == day + 1)
+        }
+    }
+
     @Test("small sends add up to the minimum and start one background analysis at a time; what was written meanwhile starts the next as the first ends")
     func minimumAndOneAtATime() {
         var ledger = FreshStatistics.Ledger(policy: .init(minimumRows: 10_000, growth: 0.2))

@@ -137,6 +137,49 @@ struct SendStatementPlanTests {
         #expect(refreshed, "the background analysis did not follow once the partition was free")
     }
 
+    @Test("the send's backend killed while it analyzes the day: the send fails whole (nothing of it stored), and the same id sent again is stored and analyzed")
+    func backendKilledDuringTheAnalysis() async throws {
+        let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
+        defer { Task { await drop() } }
+        let blast = 12_000
+        let store = try await subscribedStore(pool, users: blast)
+        _ = try await Self.send(store, "morning", 1...1)
+        let partition = try await pool.withConnection { connection in
+            try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+        }
+        // The analysis waits for the partition (held elsewhere), so it can be caught doing so.
+        let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
+        try holder.query("BEGIN")
+        try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
+        let first = Task { try await Self.send(store, "blast", 1...blast) }
+        var killed = false
+        for _ in 0..<400 where !killed {
+            killed = try await pool.withConnection { connection in
+                try connection.query("""
+                    SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                    WHERE datname = current_database() AND query LIKE 'ANALYZE %' AND wait_event_type = 'Lock'
+                    """).scalar == "1"
+            }
+            if !killed { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(killed, "the send's analysis was never seen waiting")
+        await #expect(throws: (any Error).self) { _ = try await first.value }
+        try holder.query("ROLLBACK")
+        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM notifications WHERE id = 'blast'").scalar } == "0")
+        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries").scalar } == "1")
+
+        // The bank sends it again: stored whole, and the day analyzed with it.
+        guard case .stored(let states) = try await Self.send(store, "blast", 1...blast) else {
+            Issue.record("the second send was not stored")
+            return
+        }
+        #expect(states.count == blast)
+        let counted = try await pool.withConnection { connection in
+            try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+        }
+        #expect(counted >= blast, "the day's statistics count \(counted) rows after the send sent again")
+    }
+
     @Test("four big sends at once into one day: every one stored whole, one analysis at a time, and the day's statistics catch up with all of them")
     func concurrentBigSends() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -42,13 +42,15 @@ package struct Sweeps: Sendable {
             guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.expiryLock]).rows.first?.boolean(0) == true else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
+            // Every statement of the step probes an index, whatever a blast did to the day's
+            // statistics: on a day a blast fills, a generic plan expected hundreds of deliveries
+            // per notification and read the whole partition for each one (seen in the erasure:
+            // 997,731 rows 20 times, 4.5 s a step, during a blast of a million).
+            try Self.forbidSequentialScans(connection)
             let overdue = try connection.query("""
                 SELECT key, id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
                 ORDER BY expires_at \(newestFirst ? "DESC" : "ASC") LIMIT \(notifications)
                 """).rows.compactMap { row in row.text(0).flatMap { key in row.text(1).map { (key: key, id: $0) } } }
-            // Every statement of the step probes an index, whatever a blast did to the day's
-            // statistics (see eraseFinishedContent).
-            try Self.forbidSequentialScans(connection)
             var budget = rows
             var changed = 0, reports = 0, more = overdue.count == notifications
             for (key, id) in overdue {
@@ -134,14 +136,11 @@ package struct Sweeps: Sendable {
 
     /// Erases the content of confidential notifications that are over (CONTRACT §8): their
     /// expiry handled (the timeout passed; set earlier in the same transaction), or every
-    /// recipient's delivery final. One statement: a crash leaves the content or nothing.
+    /// recipient's delivery final. One statement: a crash leaves the content or nothing. Runs in
+    /// the expiry step's transaction, which forbids sequential scans (its probe of each
+    /// notification's deliveries then takes the primary key, whatever the statistics).
     static func eraseFinishedContent(_ connection: PostgresConnection) throws -> (final: Int, expired: Int, more: Bool) {
         let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue))
-        // A day a blast fills has few keys in its statistics: the generic plan expected hundreds
-        // of deliveries per key and read the day's whole partition for each confidential
-        // notification (seen: 997,731 rows 20 times, 4.5 s a step, during a blast of a million).
-        // Without sequential scans the probe takes the primary key, whatever the statistics.
-        try forbidSequentialScans(connection)
         let rows = try connection.query(eraseStatement, [final]).rows
         let expired = rows.filter { $0.boolean(0) == true }.count
         return (rows.count - expired, expired, rows.count == erasuresPerStep)

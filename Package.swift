@@ -162,7 +162,7 @@ let package = Package(
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         // The unit tier's request side: the router and every endpoint on in-memory stores.
-        .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy"]),
+        .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy", "PigeonConsole"]),
         .testTarget(
             name: "PigeonServerTests",
             dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]

@@ -6,8 +6,9 @@ import PigeonHTTP
 import PigeonStore
 import Synchronization
 
-/// What the console's pages show, read from the stores, the metrics and the push clients.
-package struct ConsoleData: Sendable {
+/// What the console's pages show in the gateway, read from PostgreSQL, the metrics and the push
+/// clients.
+package struct ConsoleData: ConsoleSource {
     package let store: ConsoleStore
     package let notifications: NotificationStore
     package let outbox: Outbox
@@ -37,23 +38,9 @@ package struct ConsoleData: Sendable {
         self.settings = settings
     }
 
-    package struct Overview: Sendable {
-        var database: String
-        var databaseUp: Bool
-        var queueDepth: Double?
-        var oldestDueSeconds: Double?
-        var outboxDepth: Double?
-        var outboxOldestSeconds: Double?
-        var deadReports: Double?
-        var connections: [(service: String, app: String, opened: Int, restarted: Int)]
-        /// Each HTTPS listener (`listen`, `bankListen`) and when the certificate it presents expires.
-        var certificates: [(listener: String, expiry: Date?)]
-        var minutes: [PushActivity.Minute]
-    }
-
     /// The overview; a database that does not answer is shown as such, not as an error page.
-    package func overview() async throws -> Overview {
-        var overview = Overview(
+    package func overview() async throws -> ConsoleOverview {
+        var overview = ConsoleOverview(
             database: "", databaseUp: false, queueDepth: metrics.gauge(Metric.deliveryQueueDepth),
             oldestDueSeconds: metrics.gauge(Metric.deliveryOldestDueSeconds), outboxDepth: metrics.gauge(Metric.outboxDepth),
             outboxOldestSeconds: metrics.gauge(Metric.outboxOldestAgeSeconds), deadReports: metrics.gauge(Metric.outboxDeadLetters),
@@ -72,55 +59,31 @@ package struct ConsoleData: Sendable {
         return overview
     }
 
-    package struct NotificationView: Sendable {
-        var notification: PushNotification
-        var total: Int
-        var sentAt: Date
-        var recipients: [ConsoleStore.Recipient]
-    }
-
-    package static let pageSize = 50
-    /// The last page the console shows (50 million rows): a page number from a URL is brought
-    /// into 1…this, so no arithmetic on it can overflow.
-    package static let lastPage = 1_000_000
-
-    /// The page a `page` parameter asks for: 1 when missing or not a number, within 1…``lastPage``.
-    package static func pageNumber(_ text: String?) -> Int {
-        guard let text, text.utf8.count <= 20, let number = Int(text) else { return 1 }
-        return min(max(1, number), lastPage)
-    }
-
-    package func notification(_ id: String, page: Int) async throws -> NotificationView? {
+    package func notification(_ id: String, page: Int) async throws -> ConsoleNotificationView? {
         guard let notification = try await notifications.notification(id: id, recipients: false),
-              let recipients = try await store.recipients(notificationId: id, offset: (min(max(1, page), Self.lastPage) - 1) * Self.pageSize,
-                                                          limit: Self.pageSize)
+              let recipients = try await store.recipients(notificationId: id, offset: ConsolePaging.offset(of: page),
+                                                          limit: ConsolePaging.pageSize)
         else { return nil }
-        return NotificationView(notification: notification, total: recipients.total, sentAt: recipients.sentAt, recipients: recipients.page)
+        return ConsoleNotificationView(notification: notification, total: recipients.total, sentAt: recipients.sentAt, recipients: recipients.page)
     }
 
-    package struct UserView: Sendable {
-        var devices: [ConsoleStore.DeviceSummary]
-        var pending: [ConsoleStore.PendingRegistration]
-        var recent: [ConsoleStore.UserNotification]
-        var removed: [ConsoleStore.RemovedDevice] = []
-    }
-
-    package func user(_ user: String) async throws -> UserView? {
+    package func user(_ user: String) async throws -> ConsoleUserView? {
         guard !user.isEmpty else { return nil }
-        return UserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user),
+        return ConsoleUserView(devices: try await store.devices(user: user), pending: try await store.pendingRegistrations(user: user),
                         recent: try await store.recentNotifications(user: user), removed: try await store.removedDevices(user: user))
     }
 
-    package struct OutboxView: Sendable {
-        var page: Int
-        var total: Int
-        var waiting: [ConsoleStore.WaitingReport]
-        var dead: [DeadReport]
+    package func outbox(page: Int) async throws -> ConsoleOutboxView {
+        let page = ConsolePaging.clamped(page)
+        let waiting = try await store.waitingReports(offset: ConsolePaging.offset(of: page), limit: ConsolePaging.pageSize)
+        return ConsoleOutboxView(page: page, total: waiting.total, waiting: waiting.page, dead: try await outbox.deadLetters(limit: 100))
     }
 
-    package func outbox(page: Int) async throws -> OutboxView {
-        let page = min(max(1, page), Self.lastPage)
-        let waiting = try await store.waitingReports(offset: (page - 1) * Self.pageSize, limit: Self.pageSize)
-        return OutboxView(page: page, total: waiting.total, waiting: waiting.page, dead: try await outbox.deadLetters(limit: 100))
+    package func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)? {
+        try await store.revoke(deviceId: deviceId, reason: reason)
+    }
+
+    package func requeue(report: Int64) async throws -> Bool {
+        try await outbox.requeue([report]).count == 1
     }
 }

@@ -26,10 +26,10 @@ package struct ConsoleEndpoint: Sendable {
     package let sessions: ConsoleSessions
     package let signInLimit: AddressRateLimit
     package let secureCookie: Bool
-    package let data: ConsoleData
+    package let data: any ConsoleSource
     package let logger: Logger
 
-    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit, secureCookie: Bool, data: ConsoleData, logger: Logger) {
+    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit, secureCookie: Bool, data: any ConsoleSource, logger: Logger) {
         self.credentials = credentials
         self.sessions = sessions
         self.signInLimit = signInLimit
@@ -80,23 +80,23 @@ package struct ConsoleEndpoint: Sendable {
             case ("GET", "/console"), ("GET", "/console/"):
                 return ("overview", page(200, ConsolePages.overview(try await data.overview(), context)))
             case ("GET", "/console/notification"):
-                return ("notification", page(200, try await notification(query["id"] ?? "", page: ConsoleData.pageNumber(query["page"]), reveal: false, context)))
+                return ("notification", page(200, try await notification(query["id"] ?? "", page: ConsolePaging.pageNumber(query["page"]), reveal: false, context)))
             case ("POST", "/console/notification/reveal"):
                 let id = form["id"] ?? ""
                 logger.notice("console: notification content revealed", metadata: ["operator": session.username, "notification": LogText.escaped(id, limit: 100)])
-                return ("reveal", page(200, try await notification(id, page: ConsoleData.pageNumber(form["page"]), reveal: true, context)))
+                return ("reveal", page(200, try await notification(id, page: ConsolePaging.pageNumber(form["page"]), reveal: true, context)))
             case ("GET", "/console/user"):
                 let user = query["user"] ?? ""
                 return ("user", page(200, ConsolePages.user(user, try await data.user(user), message: query["message"], context)))
             case ("POST", "/console/device/revoke"):
                 return ("revoke", try await revoke(form, session: session))
             case ("GET", "/console/outbox"):
-                return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsoleData.pageNumber(query["page"])), message: query["message"], context)))
+                return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsolePaging.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):
                 guard let reportId = form["id"].flatMap(Int64.init) else { return ("requeue", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No report id.</p>"))) }
-                let moved = try await data.outbox.requeue([reportId]).count
+                let moved = try await data.requeue(report: reportId)
                 logger.notice("console: dead report re-queued", metadata: ["operator": session.username, "report": String(reportId), "moved": String(moved)])
-                return ("requeue", Self.redirect("/console/outbox?message=" + HTML.query(moved == 1 ? "Report \(reportId) is waiting to be sent again." : "Report \(reportId) is no longer a dead letter.")))
+                return ("requeue", Self.redirect("/console/outbox?message=" + HTML.query(moved ? "Report \(reportId) is waiting to be sent again." : "Report \(reportId) is no longer a dead letter.")))
             case ("GET", "/console/config"):
                 return ("config", page(200, ConsolePages.configuration(data.settings, context)))
             case ("POST", "/console/logout"):
@@ -128,7 +128,7 @@ package struct ConsoleEndpoint: Sendable {
         guard !reason.isEmpty, reason.count <= 200 else {
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("Give a reason (at most 200 characters) to revoke a device."))
         }
-        guard let revoked = try await data.store.revoke(deviceId: deviceId, reason: "revoked in the console by \(session.username): \(reason)") else {
+        guard let revoked = try await data.revoke(deviceId: deviceId, reason: "revoked in the console by \(session.username): \(reason)") else {
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("That device is already gone."))
         }
         logger.notice("console: device revoked", metadata: [
@@ -168,7 +168,7 @@ package struct ConsoleEndpoint: Sendable {
         do {
             switch parts[0] {
             case "notifications":
-                let page = ConsoleData.pageNumber(FormFields.query(request.query)["page"])
+                let page = ConsolePaging.pageNumber(FormFields.query(request.query)["page"])
                 guard let view = try await data.notification(name, page: page) else {
                     return ("api_notification", APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id").response)
                 }

@@ -8,7 +8,7 @@ import PigeonStore
 package enum ConsoleJSON {
     /// `GET /console/api/v1/notifications/{id}`: the notification and a page of its recipients,
     /// each with its devices' pushes.
-    package static func notification(_ view: ConsoleData.NotificationView, page: Int) -> [String: Any] {
+    package static func notification(_ view: ConsoleNotificationView, page: Int) -> [String: Any] {
         let notification = view.notification
         return [
             "id": notification.id,
@@ -17,7 +17,7 @@ package enum ConsoleJSON {
             "timeout": notification.timeoutSeconds,
             "confidential": notification.isConfidential,
             "page": page,
-            "pageSize": ConsoleData.pageSize,
+            "pageSize": ConsolePaging.pageSize,
             "total": view.total,
             "recipients": view.recipients.map { recipient -> [String: Any] in
                 [
@@ -50,7 +50,7 @@ package enum ConsoleJSON {
 
     /// `GET /console/api/v1/users/{user}`: the user's devices (when each was last reached, or
     /// null) and recent notifications.
-    package static func user(_ user: String, _ view: ConsoleData.UserView) -> [String: Any] {
+    package static func user(_ user: String, _ view: ConsoleUserView) -> [String: Any] {
         [
             "user": user,
             "devices": view.devices.map { device -> [String: Any] in

@@ -44,7 +44,7 @@ package enum ConsolePages {
 
     // MARK: Overview
 
-    package static func overview(_ overview: ConsoleData.Overview, _ context: Context) -> String {
+    package static func overview(_ overview: ConsoleOverview, _ context: Context) -> String {
         let oldest = overview.oldestDueSeconds.map { $0 < 1 ? "none waiting" : String(format: "%.0f s", $0) } ?? "—"
         let whole = { (value: Double?) in value.map { String(Int($0)) } ?? "—" }
         let outbox = overview.outboxDepth.map { "\(Int($0)) (oldest \(String(format: "%.0f", overview.outboxOldestSeconds ?? 0)) s)" } ?? "—"
@@ -124,7 +124,7 @@ package enum ConsolePages {
             """)
     }
 
-    package static func notification(_ id: String, _ view: ConsoleData.NotificationView?, page: Int, reveal: Bool, _ context: Context) -> String {
+    package static func notification(_ id: String, _ view: ConsoleNotificationView?, page: Int, reveal: Bool, _ context: Context) -> String {
         guard let view else { return notificationSearch(context, message: "No notification with id \(id).") }
         let notification = view.notification
         let content = notification.pushContent
@@ -191,7 +191,7 @@ package enum ConsolePages {
 
     // MARK: User
 
-    package static func user(_ user: String, _ view: ConsoleData.UserView?, message: String?, _ context: Context) -> String {
+    package static func user(_ user: String, _ view: ConsoleUserView?, message: String?, _ context: Context) -> String {
         var body = """
             \(message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? "")
             <form method="get" action="/console/user"><p><label for="user">User id</label><br>
@@ -230,7 +230,7 @@ package enum ConsolePages {
 
     // MARK: Outbox
 
-    package static func outbox(_ view: ConsoleData.OutboxView, message: String?, _ context: Context) -> String {
+    package static func outbox(_ view: ConsoleOutboxView, message: String?, _ context: Context) -> String {
         var body = message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
         body += "<h2>Waiting (\(view.total))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Next attempt</th><th scope=\"col\">Last error</th></tr></thead><tbody>"
         for report in view.waiting {
@@ -258,7 +258,7 @@ package enum ConsolePages {
     }
 
     package static func pager(_ base: String, page: Int, total: Int) -> String {
-        let pages = max(1, (total + ConsoleData.pageSize - 1) / ConsoleData.pageSize)
+        let pages = max(1, (total + ConsolePaging.pageSize - 1) / ConsolePaging.pageSize)
         guard pages > 1 else { return "" }
         var links = "<nav aria-label=\"Pages\" class=\"pager\">Page \(page) of \(pages)"
         if page > 1 { links += " <a href=\"\(base)&amp;page=\(page - 1)\">previous</a>" }

@@ -2,6 +2,7 @@ import BankProxy
 import Foundation
 @testable import PigeonBankService
 @testable import PigeonConfiguration
+@testable import PigeonConsole
 import PigeonCore
 @testable import PigeonDeviceAPI
 import PigeonHTTP
@@ -26,6 +27,10 @@ struct RouterHarness {
     let bank: FakeBank
     let metrics = MetricsRegistry()
     let router: Router
+    /// The console's source when the harness serves the console (`console: true`).
+    let console: InMemoryConsole?
+    /// What the console logged (the request side's other endpoints log nowhere).
+    let consoleLog: InMemoryLogHandler
     /// The ids of the notifications stored, in order (what wakes the engine).
     var stored: [String] { storedIds.ids }
     private let storedIds = StoredIds()
@@ -43,12 +48,14 @@ struct RouterHarness {
         func append(_ id: String) { list.withLock { $0.append(id) } }
     }
 
+    static let consoleUser = "operator"
+    static let consolePassword = "console-password-2026"
     static let soapUser = "bank-user"
     static let soapPassword = "s3cret-bank-password"
 
     /// `adjust` changes the configuration the endpoints are built from (as `server.conf` would).
     init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
-         bankConfigured: Bool = true, liveActivities: Bool = true, database: Database = .current,
+         bankConfigured: Bool = true, liveActivities: Bool = true, database: Database = .current, console serveConsole: Bool = false,
          adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         stores = InMemoryStores(clock: { [clock] in clock.now })
         activities = InMemoryActivities(devices: stores)
@@ -75,8 +82,21 @@ struct RouterHarness {
             prefix: configuration.passes.webServicePath, store: wallet,
             limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
             addressLimit: AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute), metrics: metrics, logger: .silent)
+        let consoleLog = InMemoryLogHandler()
+        self.consoleLog = consoleLog
+        let testClock = clock
+        let console = serveConsole
+            ? InMemoryConsole(stores: stores, settings: configuration.effectiveSettings(), clock: { [clock] in clock.now }) : nil
+        self.console = console
+        let consoleEndpoint = console.map {
+            ConsoleEndpoint(
+                credentials: BasicAuthentication(username: Self.consoleUser, password: Self.consolePassword),
+                sessions: ConsoleSessions(clock: { testClock.now.timeIntervalSince1970 }),
+                signInLimit: AddressRateLimit(perMinute: 10, clock: { testClock.now.timeIntervalSince1970 }), secureCookie: true, data: $0,
+                logger: Logger(label: "pigeon.console", level: .debug, handler: consoleLog))
+        }
         router = Router(
-            surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: nil,
+            surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: consoleEndpoint,
             outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
             health: HealthEndpoint(pendingMigrations: database.pendingMigrations, logger: .silent), metrics: metrics,
             soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,

@@ -66,6 +66,17 @@ package final class InMemoryStores: DeviceRegistering, AcknowledgementRecording,
         }
     }
 
+    /// Removes a device as the console's revoke does; nil when it is already gone.
+    package func remove(deviceId: Int64) -> Device? {
+        world.withLock { world in
+            guard let index = world.devices.firstIndex(where: { $0.id == deviceId }) else { return nil }
+            return world.devices.remove(at: index)
+        }
+    }
+
+    /// Every notification stored, by id.
+    package var notifications: [String: PushNotification] { world.withLock { $0.notifications } }
+
     /// Moves a delivery as the engine would (`SENT`, `EXPIRED`, …).
     package func setState(_ state: DeliveryState, notificationId: String, user: String) {
         world.withLock { world in

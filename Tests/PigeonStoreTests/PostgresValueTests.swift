@@ -46,6 +46,31 @@ struct PostgresValueTests {
         #expect(throws: PostgresError.self) { try row.decode(0, "flag", as: Bool.self) }
     }
 
+    @Test("rows read by column name: every column as its type, an epoch as a Date; a missing, NULL or malformed column throws naming it; one bad row fails the whole read instead of vanishing")
+    func namedRows() throws {
+        let result = PostgresRows(columns: ["id", "state", "sent_at", "token", "id"],
+                                  rows: [["7", "SENT", "1800000000.5", "0123abcdef-token", "other"], ["8", "QUEUED", nil, nil, nil]])
+        let first = try #require(result.named.first)
+        #expect(try first.decode("id", as: Int64.self) == 7, "the first column of a name wins")
+        #expect(try first.decode("state", as: DeliveryState.self) == .sent)
+        #expect(try first.decode("sent_at", as: Date.self) == Date(timeIntervalSince1970: 1_800_000_000.5))
+        #expect(try result.named[1].decodeIfPresent("sent_at", as: Date.self) == nil)
+        for (column, row) in [("absent", first), ("sent_at", result.named[1]), ("token", first)] {
+            do {
+                _ = try row.decode(column, as: Int.self)
+                Issue.record("column \(column) decoded")
+            } catch {
+                #expect(error.message.contains(column) && !error.message.contains("0123abcdef"), "\(error.message)")
+            }
+        }
+        #expect(try result.decoded { try $0.decode("id", as: Int.self) } == [7, 8])
+        #expect(throws: PostgresError.self, "the second row has no token: the read fails, it does not return one row") {
+            try result.decoded { try $0.decode("token", as: String.self) }
+        }
+        #expect(try PostgresRows().decodedFirst { try $0.decode("id", as: Int.self) } == nil)
+        #expect(Date(postgresText: "nan") == nil && Date(postgresText: "2026-12-04") == nil)
+    }
+
     @Test("the JDBC form becomes a libpq URI")
     func jdbc() throws {
         #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://localhost/pigeon") == "postgresql://localhost/pigeon")

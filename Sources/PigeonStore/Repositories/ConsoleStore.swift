@@ -45,40 +45,44 @@ package struct ConsoleStore: Sendable {
     package func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            guard let row = try connection.query("""
-                SELECT key, recipient_count, extract(epoch FROM created_at)::double precision FROM notifications
+            guard let notification = try connection.query("""
+                SELECT key, recipient_count, extract(epoch FROM created_at)::double precision AS created_at FROM notifications
                 WHERE id = $1 ORDER BY key DESC LIMIT 1
-                """, [notificationId]).rows.first,
-                  let key = row.text(0), let total = row.integer(1), let sent = row.text(2).flatMap(Double.init) else { return nil }
-            var positions: [Int] = []
-            var page = try connection.query("""
-                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision, position
+                """, [notificationId]).decodedFirst({ row in
+                    (key: try row.decode("key", as: Int64.self), total: try row.decode("recipient_count", as: Int.self),
+                     sentAt: try row.decode("created_at", as: Date.self))
+                }) else { return nil }
+            let recipients = try connection.query("""
+                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision AS updated_at, position
                 FROM deliveries WHERE notification_key = $1::bigint
                 ORDER BY position LIMIT \(limit) OFFSET \(offset)
-                """, [key]).rows.compactMap { row -> Recipient? in
-                guard let user = row.text(0), let state = row.text(1), let updated = row.text(4).flatMap(Double.init),
-                      let position = row.integer(5) else { return nil }
-                positions.append(position)
-                return Recipient(user: user, state: state, attempts: row.integer(2) ?? 0, lastError: row.text(3),
-                                 updatedAt: Date(timeIntervalSince1970: updated))
+                """, [String(notification.key)]).decoded { row in
+                (position: try row.decode("position", as: Int.self),
+                 recipient: Recipient(user: try row.decode("user_id"), state: try row.decode("state"), attempts: try row.decode("attempts"),
+                                      lastError: try row.decodeIfPresent("last_error"), updatedAt: try row.decode("updated_at")))
             }
-            guard let first = positions.first, let last = positions.last else { return (total, Date(timeIntervalSince1970: sent), page) }
-            var byPosition: [Int: [DeviceOutcome]] = [:]
-            for row in try connection.query("""
+            guard let first = recipients.first?.position, let last = recipients.last?.position else {
+                return (notification.total, notification.sentAt, [])
+            }
+            let outcomes = try connection.query("""
                 SELECT position, device_id, platform, app_id, token_masked, state, attempts, last_error, service_id,
-                       extract(epoch FROM sent_at)::double precision, extract(epoch FROM updated_at)::double precision
+                       extract(epoch FROM sent_at)::double precision AS sent_at, extract(epoch FROM updated_at)::double precision AS updated_at
                 FROM device_pushes WHERE notification_key = $1::bigint AND position BETWEEN $2 AND $3
                 ORDER BY position, device_row_id
-                """, [key, String(first), String(last)]).rows {
-                guard let position = row.integer(0), let device = row.text(1), let platform = row.text(2), let state = row.text(5),
-                      let updated = row.text(10).flatMap(Double.init) else { continue }
-                byPosition[position, default: []].append(DeviceOutcome(
-                    deviceId: device, platform: platform, appId: row.text(3) ?? "", maskedToken: row.text(4) ?? "", state: state,
-                    attempts: row.integer(6) ?? 0, lastError: row.text(7), serviceId: row.text(8),
-                    sentAt: row.text(9).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)), updatedAt: Date(timeIntervalSince1970: updated)))
+                """, [String(notification.key), String(first), String(last)]).decoded { row in
+                (position: try row.decode("position", as: Int.self), outcome: DeviceOutcome(
+                    deviceId: try row.decode("device_id"), platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? "",
+                    maskedToken: try row.decodeIfPresent("token_masked") ?? "", state: try row.decode("state"), attempts: try row.decode("attempts"),
+                    lastError: try row.decodeIfPresent("last_error"), serviceId: try row.decodeIfPresent("service_id"),
+                    sentAt: try row.decodeIfPresent("sent_at"), updatedAt: try row.decode("updated_at")))
             }
-            for index in page.indices { page[index].devices = byPosition[positions[index]] ?? [] }
-            return (total, Date(timeIntervalSince1970: sent), page)
+            let byPosition = Dictionary(grouping: outcomes, by: \.position)
+            let page = recipients.map { entry in
+                var recipient = entry.recipient
+                recipient.devices = byPosition[entry.position]?.map(\.outcome) ?? []
+                return recipient
+            }
+            return (notification.total, notification.sentAt, page)
         }
     }
 
@@ -102,11 +106,11 @@ package struct ConsoleStore: Sendable {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
-                       extract(epoch FROM d.created_at)::double precision, extract(epoch FROM CASE WHEN r.reached THEN r.reached_at END)::double precision,
-                       d.encryption_key_id
+                       extract(epoch FROM d.created_at)::double precision AS created_at,
+                       extract(epoch FROM CASE WHEN r.reached THEN r.reached_at END)::double precision AS reached_at, d.encryption_key_id
                 FROM devices d LEFT JOIN device_reach r ON r.device_id = d.id
                 WHERE d.\(identifiers.userColumn) = $1 ORDER BY d.id LIMIT 100
-                """, [identifiers.comparable(user)]).rows.compactMap(Self.device)
+                """, [identifiers.comparable(user)]).decoded(Self.device)
         }
     }
 
@@ -125,18 +129,16 @@ package struct ConsoleStore: Sendable {
         let limit = max(1, min(limit, 100))
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT n.id, d.state, d.attempts, extract(epoch FROM n.created_at)::double precision,
-                       extract(epoch FROM d.updated_at)::double precision
+                SELECT n.id, d.state, d.attempts, extract(epoch FROM n.created_at)::double precision AS created_at,
+                       extract(epoch FROM d.updated_at)::double precision AS updated_at
                 FROM (SELECT notification_key, state, attempts, updated_at FROM deliveries
                       WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1)
                       ORDER BY notification_key DESC LIMIT \(limit)) AS d
                 JOIN notifications n ON n.key = d.notification_key
                 ORDER BY d.notification_key DESC
-                """, [user, identifiers.caseInsensitive ? "true" : "false"]).rows.compactMap { row in
-                guard let id = row.text(0), let state = row.text(1), let sent = row.text(3).flatMap(Double.init),
-                      let updated = row.text(4).flatMap(Double.init) else { return nil }
-                return UserNotification(notificationId: id, state: state, attempts: row.integer(2) ?? 0,
-                                        sentAt: Date(timeIntervalSince1970: sent), updatedAt: Date(timeIntervalSince1970: updated))
+                """, [user, identifiers.caseInsensitive ? "true" : "false"]).decoded { row in
+                UserNotification(notificationId: try row.decode("id"), state: try row.decode("state"), attempts: try row.decode("attempts"),
+                                 sentAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"))
             }
         }
     }
@@ -153,12 +155,11 @@ package struct ConsoleStore: Sendable {
     package func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision
+                SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision AS created_at
                 FROM pending_registrations WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1) ORDER BY id LIMIT 100
-                """, [user, identifiers.caseInsensitive ? "true" : "false"]).rows.compactMap { row in
-                guard let bank = row.text(0), let device = row.text(1), let platform = row.text(2),
-                      let created = row.text(3).flatMap(Double.init) else { return nil }
-                return PendingRegistration(bankClientId: bank, deviceId: device, platform: platform, createdAt: Date(timeIntervalSince1970: created))
+                """, [user, identifiers.caseInsensitive ? "true" : "false"]).decoded { row in
+                PendingRegistration(bankClientId: try row.decode("bank_client_id"), deviceId: try row.decode("device_id"),
+                                    platform: try row.decode("platform"), createdAt: try row.decode("created_at"))
             }
         }
     }
@@ -168,13 +169,13 @@ package struct ConsoleStore: Sendable {
     /// `reason`: why, as the user's page lists it among the removed devices.
     package func revoke(deviceId: Int64, reason: String = "revoked in the console") async throws -> (user: String, device: DeviceSummary)? {
         try await pool.withConnection { connection in
-            guard let row = try connection.query("""
+            try connection.query("""
                 WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT g.id, g.bank_client_id, g.device_id, g.platform, g.app_id, g.environment, g.push_token,
-                       extract(epoch FROM g.created_at)::double precision, NULL::double precision, NULL::text, g.user_id
+                       extract(epoch FROM g.created_at)::double precision AS created_at, NULL::double precision AS reached_at,
+                       NULL::text AS encryption_key_id, g.user_id
                 FROM gone g
-                """, [String(deviceId), String(reason.prefix(300))]).rows.first, let device = Self.device(row), let user = row.text(10) else { return nil }
-            return (user, device)
+                """, [String(deviceId), String(reason.prefix(300))]).decodedFirst { row in (try row.decode("user_id"), try Self.device(row)) }
         }
     }
 
@@ -193,14 +194,13 @@ package struct ConsoleStore: Sendable {
     package func removedDevices(user: String) async throws -> [RemovedDevice] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision
+                SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision AS removed_at
                 FROM removed_devices WHERE user_folded = $1 AND ($2 OR user_id = $3)
                 ORDER BY removed_at DESC LIMIT 50
-                """, [user.lowercased(), identifiers.caseInsensitive ? "true" : "false", user]).rows.compactMap { row -> RemovedDevice? in
-                guard let device = row.text(0), let platform = row.text(1), let reason = row.text(4),
-                      let removed = row.text(5).flatMap(Double.init) else { return nil }
-                return RemovedDevice(deviceId: device, platform: platform, appId: row.text(2) ?? "", maskedToken: row.text(3) ?? "",
-                                     reason: reason, removedAt: Date(timeIntervalSince1970: removed))
+                """, [user.lowercased(), identifiers.caseInsensitive ? "true" : "false", user]).decoded { row in
+                RemovedDevice(deviceId: try row.decode("device_id"), platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? "",
+                              maskedToken: try row.decodeIfPresent("token_masked") ?? "", reason: try row.decode("reason"),
+                              removedAt: try row.decode("removed_at"))
             }
         }
     }
@@ -223,27 +223,26 @@ package struct ConsoleStore: Sendable {
         return try await pool.withConnection(idempotent: true) { connection in
             let total = try connection.query("SELECT count(*) FROM outbox").scalar.flatMap(Int.init) ?? 0
             let page = try connection.query("""
-                SELECT id, kind, payload::text, attempts, extract(epoch FROM next_attempt_at)::double precision, last_error,
-                       extract(epoch FROM created_at)::double precision
+                SELECT id, kind, payload::text AS payload, attempts, extract(epoch FROM next_attempt_at)::double precision AS next_attempt_at,
+                       last_error, extract(epoch FROM created_at)::double precision AS created_at
                 FROM outbox ORDER BY id LIMIT \(limit) OFFSET \(offset)
-                """).rows.compactMap { row -> WaitingReport? in
-                guard let id = row.text(0).flatMap(Int64.init), let kind = row.text(1), let payload = row.text(2),
-                      let report = BankReport(kind: kind, payload: payload), let next = row.text(4).flatMap(Double.init),
-                      let created = row.text(6).flatMap(Double.init) else { return nil }
-                return WaitingReport(id: id, kind: kind, subject: report.subject, concerned: report.concerned, attempts: row.integer(3) ?? 0,
-                                     nextAttemptAt: Date(timeIntervalSince1970: next), lastError: row.text(5),
-                                     createdAt: Date(timeIntervalSince1970: created))
+                """).decoded { row in
+                let kind: String = try row.decode("kind")
+                // A report of a kind a newer version wrote is listed with what the console can tell of it.
+                let report = BankReport(kind: kind, payload: try row.decode("payload"))
+                return WaitingReport(id: try row.decode("id"), kind: kind, subject: report?.subject ?? "(unreadable report)",
+                                     concerned: report?.concerned ?? [], attempts: try row.decode("attempts"),
+                                     nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decodeIfPresent("last_error"),
+                                     createdAt: try row.decode("created_at"))
             }
             return (total, page)
         }
     }
 
-    private static func device(_ row: [String?]) -> DeviceSummary? {
-        guard let id = row.text(0).flatMap(Int64.init), let bank = row.text(1), let device = row.text(2), let platform = row.text(3),
-              let app = row.text(4), let environment = row.text(5), let token = row.text(6),
-              let created = row.text(7).flatMap(Double.init) else { return nil }
-        return DeviceSummary(id: id, bankClientId: bank, deviceId: device, platform: platform, appId: app, environment: environment,
-                             pushToken: token, registeredAt: Date(timeIntervalSince1970: created),
-                             reachedAt: row.text(8).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)), encryptionKeyId: row.text(9))
+    private static func device(_ row: PostgresRow) throws -> DeviceSummary {
+        DeviceSummary(id: try row.decode("id"), bankClientId: try row.decode("bank_client_id"), deviceId: try row.decode("device_id"),
+                      platform: try row.decode("platform"), appId: try row.decode("app_id"), environment: try row.decode("environment"),
+                      pushToken: try row.decode("push_token"), registeredAt: try row.decode("created_at"),
+                      reachedAt: try row.decodeIfPresent("reached_at"), encryptionKeyId: try row.decodeIfPresent("encryption_key_id"))
     }
 }

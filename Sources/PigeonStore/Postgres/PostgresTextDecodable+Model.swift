@@ -6,3 +6,4 @@ extension Platform: PostgresTextDecodable {}
 extension PushEnvironment: PostgresTextDecodable {}
 extension ActivityPushKind: PostgresTextDecodable {}
 extension PassDeliveryState: PostgresTextDecodable {}
+extension ActivityRecipientState: PostgresTextDecodable {}

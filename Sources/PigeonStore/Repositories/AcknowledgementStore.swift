@@ -39,25 +39,24 @@ package struct AcknowledgementStore: Sendable {
         return try await pool.transaction { connection in
             guard let notificationKey = try NotificationStore.key(of: notificationId, connection) else { return .notFound }
             let notification = String(notificationKey)
-            let rows = try connection.query("""
-                SELECT position, state, user_id FROM deliveries
+            let states = try connection.query("""
+                SELECT state FROM deliveries
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3
                 ORDER BY position FOR UPDATE
-                """, [notification, user.lowercased(), key]).rows
-            guard !rows.isEmpty else { return .notAddressed }
+                """, [notification, user.lowercased(), key]).decoded { try $0.decode("state", as: DeliveryState.self) }
+            guard !states.isEmpty else { return .notAddressed }
             // Leaving QUEUED also leaves the queue; the state itself is in no index, so an
             // acknowledgement of a SENT delivery stays on its page (a HOT update).
             let changed = try connection.query("""
                 UPDATE deliveries SET state = $4, updated_at = now(), lease_owner = NULL, next_attempt_at = NULL
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
                 RETURNING user_id
-                """, [notification, user.lowercased(), key, target.rawValue, sources])
+                """, [notification, user.lowercased(), key, target.rawValue, sources]).decoded { try $0.decode("user_id", as: String.self) }
             try DeviceReach.record(deviceIds: [device], connection)
-            if target == .read, let reported = changed.rows.first?[0] {
+            if target == .read, let reported = changed.first {
                 try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)
             }
             if !changed.isEmpty { return .recorded(target) }
-            let states = rows.compactMap { $0[1].flatMap(DeliveryState.init(rawValue:)) }
             return .recorded(states.first ?? target)
         }
     }

@@ -76,7 +76,7 @@ package struct ActivityStore: Sendable {
             try Self.lock(activities: [activityId], connection)
             let state = try connection.query("""
                 SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2
-                """, [activityId, String(deviceRowId)]).rows.first?.text(0)
+                """, [activityId, String(deviceRowId)]).decodedFirst { try $0.decode("state", as: String.self) }
             guard let state else { return .notFound }
             guard state != "ENDED" else { return .ended }
             try connection.query("""
@@ -116,7 +116,7 @@ package struct ActivityStore: Sendable {
                 INSERT INTO activities (activity_id, activity_type, attributes, content_state, last_timestamp) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (activity_id) DO NOTHING RETURNING last_timestamp
                 """, [start.activityId, start.activityType, start.attributes, start.content.contentState ?? "{}", String(Self.seconds(now))])
-                .rows.first?.text(0)
+                .decodedFirst({ String(try $0.decode("last_timestamp", as: Int64.self)) })
             else { return .duplicate }
             try connection.query("""
                 INSERT INTO activity_recipients (activity_id, position, user_id)
@@ -140,18 +140,21 @@ package struct ActivityStore: Sendable {
     /// ended it. An update's or end's timestamp is larger than every earlier event's.
     package func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
         try await pool.transaction { connection in
-            guard let row = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId]).rows.first else {
+            guard let ended = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId])
+                .decodedFirst({ try $0.decodeIfPresent("ended", as: Bool.self) ?? false }) else {
                 return .notFound
             }
-            guard row.boolean(0) != true else { return .ended }
+            guard !ended else { return .ended }
             // An end without a content state ends on the newest one sent.
             let updated = try connection.query("""
                 UPDATE activities SET last_timestamp = GREATEST(last_timestamp + 1, $2), updated_at = now(), ended = $3,
                     content_state = COALESCE($4, content_state)
                 WHERE activity_id = $1 RETURNING last_timestamp, content_state
-                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false", content.contentState]).rows.first
+                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false", content.contentState])
+                .decodedFirst { row in (timestamp: try row.decode("last_timestamp", as: Int64.self), contentState: try row.decodeIfPresent("content_state", as: String.self)) }
+            guard let updated else { throw PostgresError(.unexpectedResult, "the locked activity was not updated") }
             var content = content
-            content.contentState = updated?.text(1) ?? content.contentState
+            content.contentState = updated.contentState ?? content.contentState
             if kind == .end {
                 // A start not yet pushed never needs an end: that device is done.
                 try connection.query("""
@@ -161,7 +164,7 @@ package struct ActivityStore: Sendable {
                     UPDATE activity_devices SET state = 'ENDED' WHERE activity_id = $1 AND device_row_id IN (SELECT device_row_id FROM dropped)
                     """, [activityId])
             }
-            let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: updated?.text(0) ?? "0",
+            let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: String(updated.timestamp),
                                         content: Self.contentParameters(content), connection)
             return .queued(devices: queued)
         }
@@ -193,10 +196,9 @@ package struct ActivityStore: Sendable {
                         next_attempt_at = CASE WHEN activity_pushes.lease_owner IS NULL THEN now() ELSE activity_pushes.next_attempt_at END
                     RETURNING device_row_id
                 )
-                SELECT t.lookup, count(*) FROM targets t JOIN queued q ON q.device_row_id = t.id GROUP BY t.lookup
-                """, [PostgresArray.encode(lookup)]).rows
-            var counts: [String: Int] = [:]
-            for row in rows { counts[row.text(0) ?? ""] = row.integer(1) ?? 0 }
+                SELECT t.lookup, count(*) AS devices FROM targets t JOIN queued q ON q.device_row_id = t.id GROUP BY t.lookup
+                """, [PostgresArray.encode(lookup)]).decoded { row in (try row.decode("lookup", as: String.self), try row.decode("devices", as: Int.self)) }
+            let counts = Dictionary(rows, uniquingKeysWith: { first, _ in first })
             return zip(users, lookup).map { ($0, counts[$1] ?? 0) }
         }
     }
@@ -237,9 +239,9 @@ package struct ActivityStore: Sendable {
                 RETURNING p.activity_id, a.activity_type, p.kind, p.event_timestamp, p.content_state, p.alert_title, p.alert_body,
                     p.stale_date, p.dismissal_date, p.relevance_score, p.priority, a.attributes,
                     d.id, d.bank_client_id, d.user_id, d.device_id, d.platform, d.push_token, d.app_id, d.environment,
-                    CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END,
-                    COALESCE(ad.last_sent_timestamp, 0), p.attempts
-                """, [owner, String(lease.inSeconds)] + known).rows.map { row throws(PostgresError) in try Self.claimed(row) }
+                    CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END AS token,
+                    COALESCE(ad.last_sent_timestamp, 0) AS last_sent_timestamp, p.attempts
+                """, [owner, String(lease.inSeconds)] + known).decoded(Self.claimed)
         }
     }
 
@@ -292,8 +294,8 @@ package struct ActivityStore: Sendable {
     package func channel(id: String) async throws -> Channel? {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
-                .rows.first.map { Channel(channelId: $0.text(0) ?? "", appId: $0.text(1) ?? "", activityType: $0.text(2) ?? "",
-                                          storagePolicy: $0.integer(3) ?? 0) }
+                .decodedFirst { Channel(channelId: try $0.decode("channel_id"), appId: try $0.decode("app_id"), activityType: try $0.decode("activity_type"),
+                                        storagePolicy: try $0.decode("storage_policy")) }
         }
     }
 
@@ -310,7 +312,7 @@ package struct ActivityStore: Sendable {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, $2) WHERE channel_id = $1 RETURNING last_timestamp
-                """, [id, String(Self.seconds(now))]).rows.first?.text(0).flatMap(Int64.init)
+                """, [id, String(Self.seconds(now))]).decodedFirst { try $0.decode("last_timestamp", as: Int64.self) }
         }
     }
 
@@ -364,34 +366,33 @@ package struct ActivityStore: Sendable {
                 WHEN count(ad.device_row_id) = 0 THEN 'NO_TOKEN'
                 WHEN bool_or(ad.state = 'RUNNING') THEN 'RUNNING'
                 WHEN bool_or(ad.state = 'STARTING') THEN 'STARTING'
-                ELSE 'ENDED' END
+                ELSE 'ENDED' END AS state
             FROM activity_recipients r
             LEFT JOIN activity_devices ad ON ad.activity_id = r.activity_id AND ad.user_id = r.user_id
             WHERE r.activity_id = $1 GROUP BY r.position, r.user_id ORDER BY r.position
-            """, [activityId]).rows.map { row in
-            (row.text(0) ?? "", row.text(1).flatMap(ActivityRecipientState.init(rawValue:)) ?? .noToken)
+            """, [activityId]).decoded { row in
+            (user: try row.decode("user_id", as: String.self), state: try row.decode("state", as: ActivityRecipientState.self))
         }
     }
 
     /// A claimed row; throws when it does not decode (the claim then rolls back).
-    private static func claimed(_ row: [String?]) throws(PostgresError) -> ClaimedActivityPush {
-        let platform = try row.decode(16, "platform", as: Platform.self)
-        let device = Device(id: try row.decode(12, "device id"), bankClientId: try row.decode(13, "bank_client_id"),
-                            userId: try row.decode(14, "user_id"), deviceId: try row.decode(15, "device_id"),
-                            platform: platform, pushToken: try row.decode(17, "push_token"),
-                            appId: try row.decodeIfPresent(18, "app_id") ?? PushRoute.defaultApp,
-                            environment: try row.decodeIfPresent(19, "environment") ?? .production)
+    private static func claimed(_ row: PostgresRow) throws(PostgresError) -> ClaimedActivityPush {
+        let device = Device(id: try row.decode("id"), bankClientId: try row.decode("bank_client_id"),
+                            userId: try row.decode("user_id"), deviceId: try row.decode("device_id"),
+                            platform: try row.decode("platform"), pushToken: try row.decode("push_token"),
+                            appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
+                            environment: try row.decodeIfPresent("environment") ?? .production)
         let content = ActivityContent(
-            contentState: try row.decodeIfPresent(4, "content_state"), alertTitle: try row.decodeIfPresent(5, "alert_title"),
-            alertBody: try row.decodeIfPresent(6, "alert_body"), staleDate: try row.decodeIfPresent(7, "stale_date"),
-            dismissalDate: try row.decodeIfPresent(8, "dismissal_date"), relevanceScore: try row.decodeIfPresent(9, "relevance_score"),
-            priority: try row.decodeIfPresent(10, "priority"))
-        return ClaimedActivityPush(activityId: try row.decode(0, "activity_id"), activityType: try row.decodeIfPresent(1, "activity_type") ?? "",
-                                   kind: try row.decode(2, "kind"), timestamp: try row.decode(3, "event_timestamp"), content: content,
-                                   attributes: try row.decodeIfPresent(11, "attributes"), device: device,
-                                   token: try row.decodeIfPresent(20, "token") ?? "",
-                                   lastSentTimestamp: try row.decodeIfPresent(21, "last_sent_timestamp") ?? 0,
-                                   attempts: try row.decodeIfPresent(22, "attempts") ?? 1)
+            contentState: try row.decodeIfPresent("content_state"), alertTitle: try row.decodeIfPresent("alert_title"),
+            alertBody: try row.decodeIfPresent("alert_body"), staleDate: try row.decodeIfPresent("stale_date"),
+            dismissalDate: try row.decodeIfPresent("dismissal_date"), relevanceScore: try row.decodeIfPresent("relevance_score"),
+            priority: try row.decodeIfPresent("priority"))
+        return ClaimedActivityPush(activityId: try row.decode("activity_id"), activityType: try row.decodeIfPresent("activity_type") ?? "",
+                                   kind: try row.decode("kind"), timestamp: try row.decode("event_timestamp"), content: content,
+                                   attributes: try row.decodeIfPresent("attributes"), device: device,
+                                   token: try row.decodeIfPresent("token") ?? "",
+                                   lastSentTimestamp: try row.decode("last_sent_timestamp"),
+                                   attempts: try row.decode("attempts"))
     }
 
     private static func record(_ result: ActivityPushResult, owner: String, _ connection: PostgresConnection) throws {

@@ -50,27 +50,30 @@ package struct DeliveryQueue: Sendable {
                 // parameters leaves only the partitions the claimed rows are in.
                 let firstKey = try liveDays.firstKey(connection)
                 try Self.readInQueueOrder(connection)
-                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).rows
-                let keys = due.compactMap { $0.text(0).flatMap(Int64.init) }
-                guard let lowest = keys.min(), let highest = keys.max() else { return [] }
-                return try connection.query(Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { $0.text(0) }),
-                          PostgresArray.encode(due.map { $0.text(1) }), PostgresArray.encode(due.map { $0.text(2) }),
-                          String(lowest), String(highest)]).rows
+                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).decoded { row in
+                    (key: try row.decode("notification_key", as: Int64.self), folded: try row.decode("user_folded", as: String.self),
+                     position: try row.decode("position", as: Int.self))
+                }
+                guard let lowest = due.map(\.key).min(), let highest = due.map(\.key).max() else { return [] }
+                return try connection.query(Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { String($0.key) }),
+                          PostgresArray.encode(due.map(\.folded)), PostgresArray.encode(due.map { String($0.position) }),
+                          String(lowest), String(highest)]).named
                     .map { row throws(PostgresError) in
                         // A row that does not decode fails the claim, whose transaction then rolls
                         // back: it is never left leased to an owner that cannot push it.
                         do throws(PostgresError) {
-                            let pending = try row.decodeIfPresent(7, "pending_devices", as: String.self)
+                            let pending = try row.decodeIfPresent("pending_devices", as: String.self)
                                 .map { PostgresArray.decode($0).compactMap { $0.flatMap(Int64.init) } }
                             return ClaimedDelivery(
-                                notificationKey: try row.decode(0, "notification_key"), userId: try row.decode(1, "user_id"),
-                                userFolded: try row.decode(2, "user_folded"), position: try row.decode(3, "position"),
-                                attempt: try row.decode(4, "attempts"),
-                                expiresAt: Date(timeIntervalSince1970: try row.decode(5, "expires_at", as: Double.self)),
-                                pendingDevices: pending, alreadySent: try row.decode(8, "state", as: DeliveryState.self) == .sent,
-                                priority: try row.decode(6, "priority"))
+                                notificationKey: try row.decode("notification_key"), userId: try row.decode("user_id"),
+                                userFolded: try row.decode("user_folded"), position: try row.decode("position"),
+                                attempt: try row.decode("attempts"), expiresAt: try row.decode("expires_at"),
+                                pendingDevices: pending, alreadySent: try row.decode("state", as: DeliveryState.self) == .sent,
+                                priority: try row.decode("priority"))
                         } catch {
-                            throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(row.text(0) ?? "NULL"), position \(row.text(3) ?? "NULL")): \(error.message); the claim is rolled back")
+                            let key = (try? row.decodeIfPresent("notification_key", as: Int64.self)).flatMap { $0 }.map(String.init) ?? "NULL"
+                            let position = (try? row.decodeIfPresent("position", as: Int.self)).flatMap { $0 }.map(String.init) ?? "NULL"
+                            throw PostgresError(.unexpectedResult, "a claimed delivery row did not decode (notification_key \(key), position \(position)): \(error.message); the claim is rolled back")
                         }
                     }
                     .sorted { $0.priority > $1.priority }
@@ -89,7 +92,7 @@ package struct DeliveryQueue: Sendable {
           AND d.position = due.position
           AND d.notification_key BETWEEN $6::bigint AND $7::bigint
         RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
-                  extract(epoch FROM d.expires_at)::double precision, d.priority,
+                  extract(epoch FROM d.expires_at)::double precision AS expires_at, d.priority,
                   d.pending_devices, d.state
         """
 

@@ -186,13 +186,15 @@ package struct DeviceRegistry: Sendable {
               AND created_at > now() - interval '1 day'
             """
         return try await pool.withConnection(idempotent: true) { [key = identifiers.comparable(userId)] connection in
-            guard let row = try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).rows.first,
-                  let platform = row[0].flatMap(Platform.init(rawValue:)), let pushToken = row[1] else { return nil }
-            return PendingRegistration(
-                identity: DeviceIdentity(bankClientId: row[2] ?? bankClientId, userId: row[3] ?? userId, deviceId: row[4] ?? deviceId, platform: platform,
-                                         appId: row[5] ?? PushRoute.defaultApp,
-                                         environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production),
-                pushToken: pushToken, encryptionKey: Self.encryptionKey(id: row[7], point: row[8]))
+            try connection.query(sql, [StoredToken.byteaParameter(registrationDigest), key, deviceId, bankClientId]).decodedFirst { row in
+                PendingRegistration(
+                    identity: DeviceIdentity(bankClientId: try row.decode("bank_client_id"), userId: try row.decode("user_id"),
+                                             deviceId: try row.decode("device_id"), platform: try row.decode("platform"),
+                                             appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
+                                             environment: try row.decodeIfPresent("environment") ?? .production),
+                    pushToken: try row.decode("push_token"),
+                    encryptionKey: try Self.encryptionKey(id: row.decodeIfPresent("encryption_key_id"), point: row.decodeIfPresent("encryption_public_key")))
+            }
         }
     }
 
@@ -211,12 +213,12 @@ package struct DeviceRegistry: Sendable {
             guard let row = try connection.query("""
                 SELECT id, user_id, device_id, platform, bank_client_id, app_id, environment FROM devices
                 WHERE auth_token_hash = $1::bytea AND auth_token_expires_at > now() AND state = 'SUBSCRIBED'
-                """, [parameter]).rows.first, let id = row[0].flatMap(Int64.init), let user = row[1],
-                let device = row[2], let platform = row[3].flatMap(Platform.init(rawValue:)), let bankClient = row[4]
-            else { return nil }
-            return AuthenticatedDevice(id: id, userId: user, identity: DeviceIdentity(
-                bankClientId: bankClient, userId: user, deviceId: device, platform: platform, appId: row[5] ?? PushRoute.defaultApp,
-                environment: row[6].flatMap(PushEnvironment.init(rawValue:)) ?? .production))
+                """, [parameter]).named.first else { return nil }
+            let user: String = try row.decode("user_id")
+            return AuthenticatedDevice(id: try row.decode("id"), userId: user, identity: DeviceIdentity(
+                bankClientId: try row.decode("bank_client_id"), userId: user, deviceId: try row.decode("device_id"),
+                platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
+                environment: try row.decodeIfPresent("environment") ?? .production))
         }
     }
 

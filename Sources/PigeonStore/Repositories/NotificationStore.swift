@@ -59,9 +59,9 @@ package struct NotificationStore: Sendable {
     static func key(of id: String, _ connection: PostgresConnection) throws -> Int64? {
         let recent = try connection.query(
             "SELECT key FROM notifications WHERE id = $1 AND key >= pigeon_day_key(pigeon_day(now()) - 1) LIMIT 1", [id])
-        if let key = recent.rows.first?.text(0).flatMap(Int64.init) { return key }
+        if let key = try recent.decodedFirst({ try $0.decode("key", as: Int64.self) }) { return key }
         return try connection.query("SELECT key FROM notifications WHERE id = $1 LIMIT 1", [id])
-            .rows.first?.text(0).flatMap(Int64.init)
+            .decodedFirst { try $0.decode("key", as: Int64.self) }
     }
 
     /// The notifications stored under `keys` (content only: the engine's view of a claimed
@@ -74,55 +74,53 @@ package struct NotificationStore: Sendable {
                 SELECT \(Self.contentColumns), key FROM notifications
                 WHERE key = ANY($1::bigint[]) AND key BETWEEN $2::bigint AND $3::bigint
                 """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
-            var found: [Int64: PushNotification] = [:]
-            for row in rows.rows {
-                let key = try row.decode(15, "key", as: Int64.self)
-                found[key] = try Self.content(row, recipients: [])
-            }
-            return found
+            return Dictionary(uniqueKeysWithValues: try rows.decoded { row in
+                (try row.decode("key", as: Int64.self), try Self.content(row, recipients: []))
+            })
         }
     }
 
-    /// The columns ``content(_:recipients:)`` reads, in its order.
+    /// The columns ``content(_:recipients:)`` reads.
     private static let contentColumns = """
         id, timeout_seconds, perishable, priority, push_badge, push_sound,
             push_text, push_type, push_detail_keys, push_detail_values, detail_keys, detail_values,
-            confidential, content_erased_at IS NOT NULL, interruption_level
+            confidential, content_erased_at IS NOT NULL AS content_erased, interruption_level
         """
 
     /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
     /// recipient list back from the deliveries, in the order sent.
     static func notification(key: Int64, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
         let rows = try connection.query("SELECT \(contentColumns) FROM notifications WHERE key = $1", [String(key)])
-        guard let row = rows.rows.first else { return nil }
+        guard let row = rows.named.first else { return nil }
         let users = recipients
             ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
-                .rows.map { $0[0] ?? "" }
+                .decoded { try $0.decode("user_id", as: String.self) }
             : []
         return try content(row, recipients: users)
     }
 
     /// A notification from a row of ``contentColumns``.
-    private static func content(_ row: [String?], recipients users: [String]) throws(PostgresError) -> PushNotification {
-        let details: [KeyValue]? = row[10].map { keys in
-            Self.pairs(keys: keys, values: row[11] ?? "{}")
+    private static func content(_ row: PostgresRow, recipients users: [String]) throws(PostgresError) -> PushNotification {
+        let details: [KeyValue]? = try row.decodeIfPresent("detail_keys", as: String.self).map { keys throws(PostgresError) in
+            Self.pairs(keys: keys, values: try row.decodeIfPresent("detail_values") ?? "{}")
         }
         return PushNotification(
-            id: try row.decode(0, "id"),
+            id: try row.decode("id"),
             recipients: users,
-            timeoutSeconds: try row.decode(1, "timeout_seconds"),
+            timeoutSeconds: try row.decode("timeout_seconds"),
             pushContent: PushContent(
-                badge: row.integer(4),
-                sound: row[5],
-                text: try row.decode(6, "push_text"),
-                type: row[7].flatMap(PushType.init(rawValue:)) ?? .universal,
-                details: Self.pairs(keys: row[8] ?? "{}", values: row[9] ?? "{}")),
+                badge: try row.decodeIfPresent("push_badge"),
+                sound: try row.decodeIfPresent("push_sound"),
+                text: try row.decode("push_text"),
+                // A type or level a newer version stored is pushed as this version knows best.
+                type: try row.decodeIfPresent("push_type", as: String.self).flatMap(PushType.init(rawValue:)) ?? .universal,
+                details: Self.pairs(keys: try row.decodeIfPresent("push_detail_keys") ?? "{}", values: try row.decodeIfPresent("push_detail_values") ?? "{}")),
             details: details,
-            perishable: row.boolean(2),
-            priority: row.integer(3),
-            confidential: row.boolean(12),
-            contentErased: row.boolean(13) ?? false,
-            interruptionLevel: row[14].flatMap(InterruptionLevel.init(rawValue:)))
+            perishable: try row.decodeIfPresent("perishable"),
+            priority: try row.decodeIfPresent("priority"),
+            confidential: try row.decodeIfPresent("confidential"),
+            contentErased: try row.decode("content_erased"),
+            interruptionLevel: try row.decodeIfPresent("interruption_level", as: String.self).flatMap(InterruptionLevel.init(rawValue:)))
     }
 
     /// Each recipient's state in the order sent, or `nil` if the id is unknown.
@@ -137,9 +135,9 @@ package struct NotificationStore: Sendable {
     static func states(of key: Int64, _ connection: PostgresConnection) throws -> [RecipientState] {
         try connection.query(
             "SELECT user_id, state FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)]
-        ).rows.map { row throws(PostgresError) in
+        ).decoded { row in
             // A state this binary does not know is an error, never reported as QUEUED.
-            RecipientState(user: try row.decode(0, "user_id"), state: try row.decode(1, "state"))
+            RecipientState(user: try row.decode("user_id"), state: try row.decode("state"))
         }
     }
 

@@ -63,19 +63,18 @@ package struct Outbox: Sendable {
                 UPDATE outbox o SET attempts = o.attempts + 1,
                                     next_attempt_at = now() + make_interval(secs => $1::double precision)
                 FROM due WHERE o.id = due.id
-                RETURNING o.id, o.kind, o.payload::text, o.attempts, extract(epoch FROM o.created_at)::double precision
-                """, [seconds, PostgresArray.encode(BankReport.storedKinds)]).rows
+                RETURNING o.id, o.kind, o.payload::text AS payload, o.attempts, extract(epoch FROM o.created_at)::double precision AS created_at
+                """, [seconds, PostgresArray.encode(BankReport.storedKinds)]).named
             var claimed: [ClaimedReport] = []
             var undecodable: [(id: String, kind: String)] = []
             for row in rows {
-                let id = try row.decode(0, "id", as: Int64.self)
-                let kind = try row.decode(1, "kind", as: String.self)
-                guard let report = BankReport(kind: kind, payload: try row.decode(2, "payload")) else {
+                let id = try row.decode("id", as: Int64.self)
+                let kind = try row.decode("kind", as: String.self)
+                guard let report = BankReport(kind: kind, payload: try row.decode("payload")) else {
                     undecodable.append((String(id), kind))
                     continue
                 }
-                claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode(3, "attempts"),
-                                             createdAt: Date(timeIntervalSince1970: try row.decode(4, "created_at"))))
+                claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode("attempts"), createdAt: try row.decode("created_at")))
             }
             if !undecodable.isEmpty {
                 try connection.query("""
@@ -127,18 +126,17 @@ package struct Outbox: Sendable {
         let limit = max(1, min(limit, 100_000))
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT id, kind, payload::text, attempts, last_error,
-                       extract(epoch FROM created_at)::double precision, extract(epoch FROM died_at)::double precision
+                SELECT id, kind, payload::text AS payload, attempts, last_error,
+                       extract(epoch FROM created_at)::double precision AS created_at, extract(epoch FROM died_at)::double precision AS died_at
                 FROM outbox_dead ORDER BY died_at, id LIMIT \(limit)
-                """).rows.map { row throws(PostgresError) in
+                """).decoded { row in
                 // Listed even when its payload does not decode: that is why some died.
-                let kind = try row.decode(1, "kind", as: String.self)
-                let report = BankReport(kind: kind, payload: try row.decode(2, "payload"))
-                return DeadReport(id: try row.decode(0, "id"), kind: kind, notificationId: report?.subject ?? "(undecodable payload)",
-                                  users: report?.concerned ?? [], attempts: try row.decode(3, "attempts"),
-                                  lastError: try row.decodeIfPresent(4, "last_error"),
-                                  createdAt: Date(timeIntervalSince1970: try row.decode(5, "created_at")),
-                                  diedAt: Date(timeIntervalSince1970: try row.decode(6, "died_at")))
+                let kind = try row.decode("kind", as: String.self)
+                let report = BankReport(kind: kind, payload: try row.decode("payload"))
+                return DeadReport(id: try row.decode("id"), kind: kind, notificationId: report?.subject ?? "(undecodable payload)",
+                                  users: report?.concerned ?? [], attempts: try row.decode("attempts"),
+                                  lastError: try row.decodeIfPresent("last_error"),
+                                  createdAt: try row.decode("created_at"), diedAt: try row.decode("died_at"))
             }
         }
     }
@@ -152,19 +150,22 @@ package struct Outbox: Sendable {
             try connection.query("""
                 WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
                 INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved RETURNING id
-                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).rows.compactMap { $0.text(0).flatMap(Int64.init) }
+                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).decoded { try $0.decode("id", as: Int64.self) }
         }
     }
 
     /// Reports waiting, how long the oldest has waited, and the dead letters.
     package func statistics() async throws -> OutboxStatistics {
         try await pool.withConnection(idempotent: true) { connection in
-            let row = try connection.query("""
-                SELECT count(*), COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision,
-                       (SELECT count(*) FROM outbox_dead)
+            let statistics = try connection.query("""
+                SELECT count(*) AS depth, COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision AS oldest_age,
+                       (SELECT count(*) FROM outbox_dead) AS dead
                 FROM outbox
-                """).rows.first
-            return OutboxStatistics(depth: row?.integer(0) ?? 0, oldestAgeSeconds: row?[1].flatMap(Double.init) ?? 0, dead: row?.integer(2) ?? 0)
+                """).decodedFirst { row in
+                OutboxStatistics(depth: try row.decode("depth"), oldestAgeSeconds: try row.decode("oldest_age"), dead: try row.decode("dead"))
+            }
+            guard let statistics else { throw PostgresError(.unexpectedResult, "counting the outbox returned no row") }
+            return statistics
         }
     }
 }

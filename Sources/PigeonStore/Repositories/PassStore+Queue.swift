@@ -25,11 +25,11 @@ extension PassStore {
                 WHERE r.pass_type_id = due.pass_type_id AND r.serial_number = due.serial_number
                   AND r.device_library_id = due.device_library_id AND d.device_library_id = r.device_library_id
                 RETURNING r.pass_type_id, r.serial_number, r.device_library_id, d.push_token, r.state, r.version, r.pushes, r.failures
-                """, [owner, leaseSeconds]).rows.map { row throws(PostgresError) in
-                ClaimedPassPush(pass: PassIdentity(passTypeIdentifier: try row.decode(0, "pass_type_id"), serialNumber: try row.decode(1, "serial_number")),
-                                deviceLibraryIdentifier: try row.decode(2, "device_library_id"), pushToken: try row.decode(3, "push_token"),
-                                state: try row.decode(4, "state"), version: try row.decode(5, "version"),
-                                pushes: try row.decode(6, "pushes"), failures: try row.decode(7, "failures"))
+                """, [owner, leaseSeconds]).decoded { row in
+                ClaimedPassPush(pass: PassIdentity(passTypeIdentifier: try row.decode("pass_type_id"), serialNumber: try row.decode("serial_number")),
+                                deviceLibraryIdentifier: try row.decode("device_library_id"), pushToken: try row.decode("push_token"),
+                                state: try row.decode("state"), version: try row.decode("version"),
+                                pushes: try row.decode("pushes"), failures: try row.decode("failures"))
             }
         }
     }

@@ -61,10 +61,10 @@ package struct PassStore: Sendable {
                     WHERE r.pass_type_id = $1 AND r.serial_number = $2
                     RETURNING 1
                 )
-                SELECT (SELECT version FROM stored), (SELECT count(*) FROM queued)
-                """, parameters).rows.first
-            guard let version = row?.text(0).flatMap(Int64.init) else { return .tokenMismatch }
-            return .stored(version: version, queued: row?.integer(1) ?? 0)
+                SELECT (SELECT version FROM stored) AS version, (SELECT count(*) FROM queued) AS queued
+                """, parameters).named.first
+            guard let row, let version = try row.decodeIfPresent("version", as: Int64.self) else { return .tokenMismatch }
+            return .stored(version: version, queued: try row.decode("queued"))
         }
     }
 
@@ -78,9 +78,8 @@ package struct PassStore: Sendable {
             let devices = try connection.query("""
                 SELECT device_library_id, state FROM pass_registrations
                 WHERE pass_type_id = $1 AND serial_number = $2 ORDER BY device_library_id
-                """, [pass.passTypeIdentifier, pass.serialNumber]).rows.compactMap { row -> (String, PassDeliveryState)? in
-                guard let device = row.text(0), let state = row.text(1).flatMap(PassDeliveryState.init(rawValue:)) else { return nil }
-                return (device, state)
+                """, [pass.passTypeIdentifier, pass.serialNumber]).decoded { row in
+                (device: try row.decode("device_library_id", as: String.self), state: try row.decode("state", as: PassDeliveryState.self))
             }
             return (version, devices)
         }
@@ -114,14 +113,15 @@ package struct PassStore: Sendable {
                 _ = try connection.query("UPDATE pass_devices SET push_token = $2, updated_at = now() WHERE device_library_id = $1", [device, pushToken])
                 return .alreadyRegistered
             }
-            let counts = try connection.query("""
-                SELECT (SELECT count(*) FROM pass_registrations WHERE device_library_id = $3),
-                       (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2)
-                """, key).rows.first
-            if (counts?.integer(0) ?? 0) >= limits.perDevice {
+            guard let counts = try connection.query("""
+                SELECT (SELECT count(*) FROM pass_registrations WHERE device_library_id = $3) AS of_device,
+                       (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) AS of_pass
+                """, key).decodedFirst({ row in (device: try row.decode("of_device", as: Int.self), pass: try row.decode("of_pass", as: Int.self)) })
+            else { throw PostgresError(.unexpectedResult, "counting a pass's registrations returned no row") }
+            if counts.device >= limits.perDevice {
                 return .limitReached("this device has registered for \(limits.perDevice) passes, the most one device may")
             }
-            if (counts?.integer(1) ?? 0) >= limits.perPass {
+            if counts.pass >= limits.perPass {
                 // The pass's owner on a new phone (or anyone holding a copy of the pass file):
                 // the newest registration wins, the oldest goes, so copies cannot lock the owner
                 // out; a pass never has more than `perPass` devices.
@@ -132,7 +132,7 @@ package struct PassStore: Sendable {
                         ORDER BY registered_at, device_library_id
                         LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) - $3 + 1))
                     RETURNING device_library_id
-                    """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).rows.compactMap { $0.text(0) }
+                    """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).decoded { try $0.decode("device_library_id", as: String.self) }
                 _ = try connection.query("""
                     DELETE FROM pass_devices d WHERE device_library_id = ANY($1::text[])
                       AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
@@ -188,10 +188,11 @@ package struct PassStore: Sendable {
                            OR mine.state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED'))
                     RETURNING r.serial_number
                 )
-                SELECT (SELECT max(update_tag) FROM mine), (SELECT array_agg(serial_number ORDER BY serial_number) FROM listed)
-                """, [device, passType, tag.map(String.init)]).rows.first
-            guard let lastUpdated = row?.text(0).flatMap(Int64.init) else { return nil }
-            let serials = row?.text(1).map { PostgresArray.decode($0).compactMap { $0 } } ?? []
+                SELECT (SELECT max(update_tag) FROM mine) AS last_updated,
+                       (SELECT array_agg(serial_number ORDER BY serial_number) FROM listed) AS serials
+                """, [device, passType, tag.map(String.init)]).named.first
+            guard let row, let lastUpdated = try row.decodeIfPresent("last_updated", as: Int64.self) else { return nil }
+            let serials = try row.decodeIfPresent("serials", as: String.self).map { PostgresArray.decode($0).compactMap { $0 } } ?? []
             return (serials, lastUpdated)
         }
     }
@@ -215,13 +216,14 @@ package struct PassStore: Sendable {
         return try await pool.transaction { connection in
             // The content only when it is to be sent (not for a 304).
             guard let row = try connection.query("""
-                SELECT version, extract(epoch FROM modified_at)::double precision,
-                       CASE WHEN $4::double precision IS NULL OR modified_at > to_timestamp($4::double precision) THEN content END
+                SELECT version, extract(epoch FROM modified_at)::double precision AS modified_at,
+                       CASE WHEN $4::double precision IS NULL OR modified_at > to_timestamp($4::double precision) THEN content END AS content
                 FROM passes
                 WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
-                """, [pass.passTypeIdentifier, pass.serialNumber, digest, since]).rows.first,
-                  let version = row.text(0).flatMap(Int64.init), let modified = row.text(1).flatMap(Double.init)
+                """, [pass.passTypeIdentifier, pass.serialNumber, digest, since]).named.first
             else { return .unauthorized }
+            let version: Int64 = try row.decode("version")
+            let modifiedAt: Date = try row.decode("modified_at")
             // Read after the lock: a concurrent download of the same pass is attributed first.
             let before = try connection.query("""
                 UPDATE pass_registrations r
@@ -238,9 +240,8 @@ package struct PassStore: Sendable {
             if before == PassDeliveryState.queued.rawValue || before == PassDeliveryState.sent.rawValue {
                 try Self.reportIfSettled(pass, connection)
             }
-            let modifiedAt = Date(timeIntervalSince1970: modified)
-            guard let text = row.text(2) else { return .notModified(modifiedAt: modifiedAt) }
-            guard let content = PostgresBytea.decode(text) else { return .unauthorized }
+            guard let text = try row.decodeIfPresent("content", as: String.self) else { return .notModified(modifiedAt: modifiedAt) }
+            guard let content = PostgresBytea.decode(text) else { throw PostgresError(.unexpectedResult, "column content is not bytea") }
             return .pass(content: content, modifiedAt: modifiedAt, version: version)
         }
     }

@@ -37,15 +37,16 @@ package struct RateLimitStore: Sendable {
                 window_ends_at = CASE WHEN r.window_ends_at <= now()
                                       THEN now() + make_interval(secs => $2::double precision)
                                       ELSE r.window_ends_at END
-            RETURNING count, ceil(extract(epoch FROM r.window_ends_at - now()))::integer
+            RETURNING count, ceil(extract(epoch FROM r.window_ends_at - now()))::integer AS seconds_left
             """
         let seconds = String(window.components.seconds)
         return try await pool.withConnection { connection in
-            guard let row = try connection.query(sql, [bucket, seconds]).rows.first,
-                  let count = row.integer(0) else {
+            guard let (count, secondsLeft) = try connection.query(sql, [bucket, seconds]).decodedFirst({ row in
+                (try row.decode("count", as: Int.self), try row.decode("seconds_left", as: Int.self))
+            }) else {
                 throw PostgresError(.unexpectedResult, "counting a rate-limited attempt returned nothing")
             }
-            return Decision(count: count, retryAfterSeconds: max(1, row.integer(1) ?? 1), allowed: count <= limit)
+            return Decision(count: count, retryAfterSeconds: max(1, secondsLeft), allowed: count <= limit)
         }
     }
 }

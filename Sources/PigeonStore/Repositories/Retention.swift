@@ -35,14 +35,15 @@ package struct Retention: Sendable {
     package func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
         let cutoff = NotificationStore.timestamp(now.addingTimeInterval(-Double(max(1, days)) * 86_400))
         return try await pool.withConnection { connection in
-            guard try connection.query("SELECT pg_try_advisory_lock($1::bigint)", [Self.lock]).rows.first?.boolean(0) == true else {
+            guard try connection.query("SELECT pg_try_advisory_lock($1::bigint) AS locked", [Self.lock])
+                .decodedFirst({ try $0.decode("locked", as: Bool.self) }) == true else {
                 return RetentionStep(created: 0, dropped: [], ran: false)
             }
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
             // Deliveries and device pushes before notifications; a table already detached by an interrupted pass
             // (no longer a partition, or detach pending) is finished here.
             let aged = try connection.query("""
-                SELECT c.relname, parent.relname, COALESCE(i.inhdetachpending, false)
+                SELECT c.relname AS table_name, parent.relname AS parent_name, COALESCE(i.inhdetachpending, false) AS detach_pending
                 FROM pg_class c
                 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
                 LEFT JOIN pg_class parent ON parent.oid = i.inhparent
@@ -50,12 +51,14 @@ package struct Retention: Sendable {
                   AND c.relname ~ '^(deliveries|device_pushes|notifications)_p[0-9]{8}$'
                   AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1::timestamptz AT TIME ZONE 'UTC')::date
                 ORDER BY c.relname LIKE 'notifications%', c.relname
-                """, [cutoff]).rows
+                """, [cutoff]).decoded { row in
+                (table: try row.decode("table_name", as: String.self), parent: try row.decodeIfPresent("parent_name", as: String.self),
+                 detachPending: try row.decode("detach_pending", as: Bool.self))
+            }
             var dropped: [String] = []
-            for row in aged {
-                guard let table = row.text(0) else { continue }
-                if let parent = row.text(1) {
-                    let finish = row.boolean(2) == true ? "FINALIZE" : "CONCURRENTLY"
+            for (table, parent, detachPending) in aged {
+                if let parent {
+                    let finish = detachPending ? "FINALIZE" : "CONCURRENTLY"
                     try connection.query("ALTER TABLE \"\(parent)\" DETACH PARTITION \"\(table)\" \(finish)")
                 }
                 try connection.query("DROP TABLE IF EXISTS \"\(table)\"")
@@ -78,9 +81,9 @@ package struct Retention: Sendable {
     package func days() async throws -> [String] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT right(c.relname, 8) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                SELECT right(c.relname, 8) AS day FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'notifications'::regclass ORDER BY 1
-                """).rows.compactMap { $0.text(0) }
+                """).decoded { try $0.decode("day", as: String.self) }
         }
     }
 }

@@ -189,10 +189,11 @@ final class SendBatcher: Sendable {
             // QUEUED positions come back (a big send has millions of the other kind).
             var queued: [String: [Int]] = [:]
             var keys: [String: Int64] = [:]
-            for row in rows.rows {
-                guard let id = row.text(0), let key = row.text(3).flatMap(Int64.init) else { continue }
-                keys[id] = key
-                if let position = row.integer(1) { queued[id, default: []].append(position) }
+            for row in rows.named {
+                // One row per notification stored with no recipient queued (position NULL), else one per queued position.
+                let id: String = try row.decode("id")
+                keys[id] = try row.decode("key", as: Int64.self)
+                if let position = try row.decodeIfPresent("position", as: Int.self) { queued[id, default: []].append(position) }
             }
             for item in batch where item.recipients.count > limits.recipientsPerStatement {
                 guard let key = keys[item.notification.id] else { continue }
@@ -254,9 +255,7 @@ final class SendBatcher: Sendable {
                 )
                 SELECT position FROM stored WHERE state = 'QUEUED'
                 """, [String(key), columns.users, columns.folded, columns.lookup, columns.positions])
-            for row in rows.rows {
-                if let position = row.integer(0) { queued[item.notification.id, default: []].append(position) }
-            }
+            queued[item.notification.id, default: []] += try rows.decoded { try $0.decode("position", as: Int.self) }
             first = piece.upperBound
         }
     }

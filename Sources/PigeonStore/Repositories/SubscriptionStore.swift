@@ -55,10 +55,10 @@ package struct SubscriptionStore: Sendable {
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED')
+                SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED') AS subscribed
                 FROM unnest($1::text[]) WITH ORDINALITY AS u(key, position)
                 ORDER BY u.position
-                """, [keys]).rows.map { $0.boolean(0) ?? false }
+                """, [keys]).decoded { try $0.decode("subscribed", as: Bool.self) }
         }
     }
 
@@ -68,20 +68,12 @@ package struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
-            var devices: [String: [Device]] = [:]
-            for row in try connection.query("""
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column), app_id, environment,
+            let found = try connection.query("""
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column) AS user_key, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
-                """, [keys]).rows {
-                guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)), let key = row[6] else { continue }
-                devices[key, default: []].append(Device(
-                    id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
-                    pushToken: row[5] ?? "", appId: row[7] ?? PushRoute.defaultApp,
-                    environment: row[8].flatMap(PushEnvironment.init(rawValue:)) ?? .production,
-                    encryptionKey: DeviceRegistry.encryptionKey(id: row[9], point: row[10])))
-            }
-            return devices
+                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED' AND platform = ANY($2::text[])
+                """, [keys, Self.knownPlatforms]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
+            return Dictionary(grouping: found, by: \.key).mapValues { $0.map(\.device) }
         }
     }
 
@@ -89,12 +81,14 @@ package struct SubscriptionStore: Sendable {
     package func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
-                SELECT platform, app_id, environment, count(*) FROM devices WHERE state = 'SUBSCRIBED'
+                SELECT platform, app_id, environment, count(*) AS devices FROM devices
+                WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[])
                 GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
-                """).rows.compactMap { row in
-                guard let platform = row.text(0).flatMap(Platform.init(rawValue:)), let count = row.integer(3) else { return nil }
-                let environment = row.text(2).flatMap(PushEnvironment.init(rawValue:)) ?? .production
-                return (PushRoute(platform: platform, appId: row.text(1) ?? PushRoute.defaultApp, environment: platform == .ios ? environment : .production), count)
+                """, [Self.knownPlatforms]).decoded { row in
+                let platform = try row.decode("platform", as: Platform.self)
+                let environment = try row.decodeIfPresent("environment", as: PushEnvironment.self) ?? .production
+                return (PushRoute(platform: platform, appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
+                                  environment: platform == .ios ? environment : .production), try row.decode("devices", as: Int.self))
             }
         }
     }
@@ -132,14 +126,21 @@ package struct SubscriptionStore: Sendable {
             try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = $1 ORDER BY id
-                """, [key]).rows.compactMap { row in
-                guard let id = row[0].flatMap(Int64.init), let platform = row[4].flatMap(Platform.init(rawValue:)) else { return nil }
-                return Device(id: id, bankClientId: row[1] ?? "", userId: row[2] ?? "", deviceId: row[3] ?? "", platform: platform,
-                              pushToken: row[5] ?? "", appId: row[6] ?? PushRoute.defaultApp,
-                              environment: row[7].flatMap(PushEnvironment.init(rawValue:)) ?? .production,
-                              encryptionKey: DeviceRegistry.encryptionKey(id: row[8], point: row[9]))
-            }
+                FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) ORDER BY id
+                """, [key, Self.knownPlatforms]).decoded(Self.device)
         }
+    }
+
+    /// The platforms this version pushes to: a device of a platform a newer version added is not
+    /// read (this version could not push it), so it never fails a read of the others.
+    static let knownPlatforms = PostgresArray.encode(Platform.allCases.map(\.rawValue))
+
+    /// A device from the columns `devices` names them by.
+    static func device(_ row: PostgresRow) throws -> Device {
+        Device(id: try row.decode("id"), bankClientId: try row.decode("bank_client_id"), userId: try row.decode("user_id"),
+               deviceId: try row.decode("device_id"), platform: try row.decode("platform"), pushToken: try row.decode("push_token"),
+               appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
+               environment: try row.decodeIfPresent("environment") ?? .production,
+               encryptionKey: try DeviceRegistry.encryptionKey(id: row.decodeIfPresent("encryption_key_id"), point: row.decodeIfPresent("encryption_public_key")))
     }
 }

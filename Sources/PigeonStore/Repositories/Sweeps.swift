@@ -39,7 +39,7 @@ package struct Sweeps: Sendable {
         // every candidate row.
         let notifications = max(1, min(notifications, 10_000))
         return try await pool.transaction { connection in
-            guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.expiryLock]).rows.first?.boolean(0) == true else {
+            guard try Self.tryLock(Self.expiryLock, connection) else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
             // Every statement of the step probes an index, whatever a blast did to the day's
@@ -50,7 +50,7 @@ package struct Sweeps: Sendable {
             let overdue = try connection.query("""
                 SELECT key, id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
                 ORDER BY expires_at \(newestFirst ? "DESC" : "ASC") LIMIT \(notifications)
-                """).rows.compactMap { row in row.text(0).flatMap { key in row.text(1).map { (key: key, id: $0) } } }
+                """).decoded { row in (key: String(try row.decode("key", as: Int64.self)), id: try row.decode("id", as: String.self)) }
             var budget = rows
             var changed = 0, reports = 0, more = overdue.count == notifications
             for (key, id) in overdue {
@@ -68,8 +68,8 @@ package struct Sweeps: Sendable {
                     // handled with such a delivery still SENT and no report. A fresh statement
                     // sees the new version, so look again before calling the notification done.
                     left = try connection.query(
-                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[]))",
-                        [key, expirable]).rows.first?.boolean(0) ?? true
+                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[])) AS left",
+                        [key, expirable]).decodedFirst { try $0.decode("left", as: Bool.self) } ?? true
                     if !left { break }
                 }
                 let users = expired.sorted { $0.position < $1.position }.map(\.user)
@@ -110,9 +110,7 @@ package struct Sweeps: Sendable {
                 WHERE notification_key = $1 AND state = ANY($2::text[])
                 ORDER BY position LIMIT \(limit) FOR UPDATE))
             RETURNING d.user_id, d.position
-            """, [key, expirable]).rows.compactMap { row in
-                row.text(0).flatMap { user in row.integer(1).map { (user: user, position: $0) } }
-            }
+            """, [key, expirable]).decoded { row in (user: try row.decode("user_id", as: String.self), position: try row.decode("position", as: Int.self)) }
     }
 
     /// The most confidential notifications one step erases.
@@ -141,9 +139,15 @@ package struct Sweeps: Sendable {
     /// notification's deliveries then takes the primary key, whatever the statistics).
     static func eraseFinishedContent(_ connection: PostgresConnection) throws -> (final: Int, expired: Int, more: Bool) {
         let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue))
-        let rows = try connection.query(eraseStatement, [final]).rows
-        let expired = rows.filter { $0.boolean(0) == true }.count
-        return (rows.count - expired, expired, rows.count == erasuresPerStep)
+        let handled = try connection.query(eraseStatement, [final]).decoded { try $0.decode("expiry_handled", as: Bool.self) }
+        let expired = handled.filter { $0 }.count
+        return (handled.count - expired, expired, handled.count == erasuresPerStep)
+    }
+
+    /// Takes the transaction-scoped advisory lock `key` if no one holds it; false when another
+    /// transaction does.
+    static func tryLock(_ key: String, _ connection: PostgresConnection) throws -> Bool {
+        try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [key]).decodedFirst { try $0.decode("locked", as: Bool.self) } ?? false
     }
 
     /// No sequential scans for the rest of the transaction (plans made in it keep to indexes).
@@ -156,9 +160,9 @@ package struct Sweeps: Sendable {
     package func nextDeadline() async throws -> Date? {
         try await pool.withConnection { connection in
             try connection.query("""
-                SELECT extract(epoch FROM expires_at)::double precision FROM notifications
+                SELECT extract(epoch FROM expires_at)::double precision AS expires_at FROM notifications
                 WHERE NOT expiry_handled ORDER BY expires_at LIMIT 1
-                """).rows.first?.text(0).flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
+                """).decodedFirst { try $0.decode("expires_at", as: Date.self) }
         }
     }
 
@@ -170,7 +174,7 @@ package struct Sweeps: Sendable {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))
         return try await pool.transaction { connection in
-            guard try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint)", [Self.hygieneLock]).rows.first?.boolean(0) == true else {
+            guard try Self.tryLock(Self.hygieneLock, connection) else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
             let deleted = try connection.query("""

@@ -83,7 +83,7 @@ struct ConsoleTests {
             <recipients>alice</recipients><recipients>bob</recipients><timeout>600</timeout></notification></inb:sendNotification>
             """)
         #expect(sent.text.contains("<status>OK</status>"))
-        #expect(try await flow.waitUntil(seconds: 30) {
+        #expect(try await flow.waitUntil(seconds: 120) {
             try await console.call("GET", "/console/notification?id=pin-1").body.contains(#"<td class="state">SENT</td>"#)
         })
         let masked = try await console.call("GET", "/console/notification?id=pin-1")

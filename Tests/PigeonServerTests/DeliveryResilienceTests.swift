@@ -77,7 +77,7 @@ struct DeliveryResilienceTests {
             """))
         let reply = try await Self.post(gateway.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "term", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))
-        #expect(try await Self.waitUntil(seconds: 30) { Self.pushCount(simulator) >= 100 })
+        #expect(try await Self.waitUntil(seconds: 120) { Self.pushCount(simulator) >= 100 })
         let stopping = ContinuousClock.now
         gateway.signal(SIGTERM)
         #expect(await gateway.waitForExit(timeout: .seconds(30)) == 0)
@@ -88,7 +88,7 @@ struct DeliveryResilienceTests {
         simulator.apns.setFaults(FaultRules())
         simulator.fcm.setFaults(FaultRules())
         let successor = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: ""))
-        #expect(try await Self.waitUntil(seconds: 30) { try await Self.count(database.pool, "state = 'SENT'") == 100 })
+        #expect(try await Self.waitUntil(seconds: 120) { try await Self.count(database.pool, "state = 'SENT'") == 100 })
         successor.signal(SIGTERM)
         #expect(await successor.waitForExit() == 0)
         await database.drop()

@@ -195,7 +195,7 @@ struct DeviceAPITests {
         #expect(status.text.contains("<key>alice</key><value>READ</value>"))
         #expect(status.text.contains("<key>bob</key><value>READ</value>"))
         // One pushIsOpened per user that opened, however often they acknowledged.
-        #expect(try await flow.waitUntil(seconds: 15) { flow.stub.reports.count >= 2 })
+        #expect(try await flow.waitUntil(seconds: 120) { flow.stub.reports.count >= 2 })
         #expect(try await flow.waitUntilReportsSettled())
         let opened = flow.stub.reports.filter { $0.operation == "pushIsOpened" }
         #expect(opened.count == 2)

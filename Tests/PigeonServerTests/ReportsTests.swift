@@ -66,7 +66,7 @@ struct ReportsTests {
                     ('pushIsOpened', '{"notificationId": "young-1", "users": ["bob"]}', now())
                 """)
         }
-        #expect(try await flow.waitUntil(seconds: 20) { try await flow.count("SELECT count(*) FROM outbox_dead") == 1 })
+        #expect(try await flow.waitUntil(seconds: 120) { try await flow.count("SELECT count(*) FROM outbox_dead") == 1 })
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead WHERE payload->>'notificationId' = 'old-1' AND last_error IS NOT NULL") == 1)
         // The young one keeps being retried.
         #expect(try await flow.count("SELECT count(*) FROM outbox WHERE payload->>'notificationId' = 'young-1'") == 1)
@@ -91,9 +91,9 @@ struct ReportsTests {
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 1)
         let retried = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "retry", "--config", config.path, "--all"]), as: UTF8.self)
         #expect(retried.contains("re-queued 1 report"))
-        #expect(try await flow.waitUntil(seconds: 20) { flow.stub.reports.contains { $0.notificationId == "old-1" } })
+        #expect(try await flow.waitUntil(seconds: 120) { flow.stub.reports.contains { $0.notificationId == "old-1" } })
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 0)
-        #expect(try await flow.waitUntil(seconds: 20) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
+        #expect(try await flow.waitUntil(seconds: 120) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
         let empty = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "list", "--config", config.path]), as: UTF8.self)
         #expect(empty == "Waiting to be sent (0):\nnone\n\nDead letters (0):\nnone\n", "\(empty)")
         await flow.stop()
@@ -109,7 +109,7 @@ struct ReportsTests {
             #expect(try await flow.call("POST", "/api/v1/notifications/down-\(index)/opened", bearer: alice).json["state"] == "READ")
         }
         // Every report was tried, refused, and rescheduled with the reason.
-        #expect(try await flow.waitUntil(seconds: 15) {
+        #expect(try await flow.waitUntil(seconds: 120) {
             try await flow.count("SELECT count(*) FROM outbox WHERE attempts >= 1 AND last_error IS NOT NULL") == 5
         })
         #expect(flow.stub.calls >= 5)
@@ -120,15 +120,15 @@ struct ReportsTests {
         for mode in [BankStub.Mode.garbage, .slow(milliseconds: 3000)] {
             flow.stub.setMode(mode)
             let calls = flow.stub.calls
-            #expect(try await flow.waitUntil(seconds: 20) { flow.stub.calls >= calls + 5 }, "\(mode)")
+            #expect(try await flow.waitUntil(seconds: 120) { flow.stub.calls >= calls + 5 }, "\(mode)")
             #expect(try await flow.count("SELECT count(*) FROM outbox") == 5)
         }
         flow.stub.setMode(.normal)
         let all = Set((0..<5).map { "down-\($0)" })
-        #expect(try await flow.waitUntil(seconds: 40) { Set(flow.stub.reports.map(\.notificationId)) == all })
+        #expect(try await flow.waitUntil(seconds: 120) { Set(flow.stub.reports.map(\.notificationId)) == all })
         // The stub may have taken reports whose answers came too late: the gateway sends those
         // again (at least once), and only then are they gone from the outbox.
-        #expect(try await flow.waitUntil(seconds: 40) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
+        #expect(try await flow.waitUntil(seconds: 120) { try await flow.count("SELECT count(*) FROM outbox") == 0 })
         await flow.stop()
     }
 
@@ -149,7 +149,7 @@ struct ReportsTests {
             #expect(reply.status == 200 && reply.text.components(separatedBy: "<value>QUEUED</value>").count == 3,
                     "send two-\(index): \(reply.status) \(reply.text.prefix(600))")
         }
-        #expect(try await flow.waitUntil(seconds: 30) { flow.stub.reports.count >= 20 })
+        #expect(try await flow.waitUntil(seconds: 120) { flow.stub.reports.count >= 20 })
         // Both gateways' sweeps are done with every notification and their outboxes are empty:
         // a duplicate would have been written, and sent, by now.
         #expect(try await flow.waitUntilReportsSettled())
@@ -260,7 +260,7 @@ struct ReportsTests {
         // One statement chose every stale device in one snapshot (Sweeps.removeStaleDevices): had
         // bob's or carol's been chosen, it would have gone with alice's. Later sweeps see the
         // same ages, an hour from bob's limit — nothing to wait for.
-        #expect(try await flow.waitUntil(seconds: 15) { try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0 })
+        #expect(try await flow.waitUntil(seconds: 120) { try await flow.count("SELECT count(*) FROM devices WHERE user_id = 'alice'") == 0 })
         #expect(try await flow.count("SELECT count(*) FROM devices WHERE user_id IN ('bob', 'carol')") == 2)
         await flow.stop()
     }

@@ -54,7 +54,7 @@ struct WalletPassResilienceTests {
         #expect(await wallet.addDevice(id: "late", pushToken: late, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
         #expect(try await update(first.baseURL, "v2").contains("<version>2</version>"))
         // Both pushed, both waiting for their fetch: then the process dies without a word.
-        #expect(try await DeviceFlowHarness.waitUntil(seconds: 30) { try await states() == ["silent": "SENT", "late": "SENT"] })
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 120) { try await states() == ["silent": "SENT", "late": "SENT"] })
         first.signal(SIGKILL)
         #expect(await first.waitForExit() == SIGKILL)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 1)
@@ -70,7 +70,7 @@ struct WalletPassResilienceTests {
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 2)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == late }.count == 2)
         #expect(wallet.fetches.contains { $0.device == "late" && $0.status == 200 })
-        #expect(try await DeviceFlowHarness.waitUntil(seconds: 30) { stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 120) { stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
         let reports = stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }
         #expect(reports.count == 1 && reports.first?.deviceCount == 1)
         successor.signal(SIGTERM)

@@ -142,7 +142,7 @@ struct WalletPassTests {
 
         let reply = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "balance 42"))
         #expect(reply.text.contains("<version>2</version>"))
-        #expect(try await wallet.flow.waitUntil(seconds: 30) {
+        #expect(try await wallet.flow.waitUntil(seconds: 120) {
             try await wallet.passStatus(serial: "card-1").devices == ["device-1": "FETCHED", "device-2": "FETCHED", "device-3": "FETCHED"]
         })
         let pushes = wallet.simulator.apns.deliveries.filter { $0.topic == Harness.passType }
@@ -174,7 +174,7 @@ struct WalletPassTests {
         #expect(try await wallet.passStatus(serial: "card-1").devices["eager"] == "FETCHED")
         #expect(wallet.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 3)
         #expect(wallet.simulator.apns.deliveries.filter { $0.deviceToken == eager }.count >= 1)
-        #expect(try await wallet.flow.waitUntil(seconds: 30) { wallet.flow.stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
+        #expect(try await wallet.flow.waitUntil(seconds: 120) { wallet.flow.stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
         let reports = wallet.flow.stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }
         #expect(reports.count == 1)
         #expect(reports.first?.notificationId == "\(Harness.passType)/card-1" && reports.first?.deviceCount == 1)
@@ -218,7 +218,7 @@ struct WalletPassTests {
         // APNs says the token is dead: the Wallet and its registrations go.
         wallet.simulator.apns.setFaults(FaultRules([pushToken: .init(.unregistered)]))
         _ = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "changed"))
-        #expect(try await wallet.flow.waitUntil(seconds: 30) { try await wallet.flow.count("SELECT count(*) FROM pass_devices") == 0 })
+        #expect(try await wallet.flow.waitUntil(seconds: 120) { try await wallet.flow.count("SELECT count(*) FROM pass_devices") == 0 })
         #expect(try await wallet.flow.count("SELECT count(*) FROM pass_registrations") == 0)
         await wallet.stop()
     }

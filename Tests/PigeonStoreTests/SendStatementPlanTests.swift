@@ -142,7 +142,12 @@ struct SendStatementPlanTests {
         let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
         defer { Task { await drop() } }
         let blast = 12_000
-        let store = try await subscribedStore(pool, users: blast)
+        // The send's analysis waits for the partition as long as it takes this test to catch it
+        // waiting (with 2 s, a loaded machine saw the send give up first and store the blast).
+        var limits = SendBatcher.Limits()
+        limits.statistics.lockTimeoutMilliseconds = 300_000
+        _ = try await subscribedStore(pool, users: blast)
+        let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false), limits: limits)
         _ = try await Self.send(store, "morning", 1...1)
         let partition = try await pool.withConnection { connection in
             try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
@@ -153,11 +158,12 @@ struct SendStatementPlanTests {
         try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
         let first = Task { try await Self.send(store, "blast", 1...blast) }
         var killed = false
-        for _ in 0..<400 where !killed {
+        for _ in 0..<12_000 where !killed {
             killed = try await pool.withConnection { connection in
                 try connection.query("""
                     SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                     WHERE datname = current_database() AND query LIKE 'ANALYZE %' AND wait_event_type = 'Lock'
+                      AND backend_xid IS NOT NULL
                     """).scalar == "1"
             }
             if !killed { try await Task.sleep(for: .milliseconds(5)) }

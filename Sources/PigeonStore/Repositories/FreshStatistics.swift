@@ -25,7 +25,12 @@ final class FreshStatistics: Sendable {
         var minimumRows = 10_000
         /// Growth, as a fraction of the rows the last analysis counted, that starts another.
         var growth = 0.2
+        /// How long a send's own analysis waits for the partition's lock before it leaves the
+        /// analysis to the background.
+        var lockTimeoutMilliseconds = 2_000
     }
+
+    private let lockTimeoutMilliseconds: Int
 
     private let pool: PostgresPool
     private let logger: Logger?
@@ -35,6 +40,7 @@ final class FreshStatistics: Sendable {
         self.pool = pool
         self.logger = logger
         self.ledger = Mutex(Ledger(policy: policy))
+        self.lockTimeoutMilliseconds = max(1, policy.lockTimeoutMilliseconds)
     }
 
     /// Inside a send's transaction, once its rows are written: analyzes the day of every
@@ -42,7 +48,7 @@ final class FreshStatistics: Sendable {
     /// ``committed(_:analyzed:)`` (or ``abandoned(_:)`` if the transaction fails).
     ///
     /// The statistics are never worth the send: each analysis runs in a savepoint, waits at
-    /// most 2 s for the partition's lock (another analysis, a vacuum), and one that fails is
+    /// most ``Policy/lockTimeoutMilliseconds`` (2 s) for the partition's lock (another analysis, a vacuum), and one that fails is
     /// rolled back to its savepoint and left to the background; only a lost connection fails
     /// the send.
     func analyzeWithin(_ rowsByKey: [Int64: Int], on connection: PostgresConnection) throws -> [Int64: Double] {
@@ -51,7 +57,7 @@ final class FreshStatistics: Sendable {
         for (index, (day, key)) in due.enumerated() {
             do {
                 try connection.query("SAVEPOINT pigeon_fresh_statistics")
-                try connection.query("SELECT set_config('lock_timeout', '2000', true)")
+                try connection.query("SELECT set_config('lock_timeout', $1, true)", [String(lockTimeoutMilliseconds)])
                 analyzed[day] = try Self.analyzePartition(of: key, connection) ?? 0
                 try connection.query("RELEASE SAVEPOINT pigeon_fresh_statistics")
             } catch let error as PostgresError where !error.isConnectionFailure && connection.isUsable {

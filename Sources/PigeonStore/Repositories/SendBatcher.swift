@@ -21,6 +21,9 @@ final class SendBatcher: Sendable {
         /// How long storing one big send may take in all (each statement also keeps the pool's
         /// statement timeout).
         var bigSendTimeLimit: Duration = .seconds(600)
+        /// When a day's deliveries are analyzed again, and how long a send's own analysis waits
+        /// for the partition.
+        var statistics = FreshStatistics.Policy()
     }
 
     /// A notification ready to insert, with its recipients already de-duplicated.
@@ -48,7 +51,7 @@ final class SendBatcher: Sendable {
         self.identifiers = identifiers
         self.limits = limits
         self.now = now
-        self.statistics = FreshStatistics(pool: pool, logger: logger)
+        self.statistics = FreshStatistics(pool: pool, policy: limits.statistics, logger: logger)
     }
 
     func send(_ notification: PushNotification) async throws -> SendOutcome {

@@ -43,4 +43,50 @@ struct ConsoleStoreTests {
         #expect(!plan.contains("Seq Scan on deliveries_p\(today)"), "\(plan)")
         await drop()
     }
+
+    @Test("every console read decodes real rows by name: a page of recipients with their devices' pushes, a user's devices, waiting registrations, recent notifications, a revoke and the removed device, the waiting reports — one of a kind this version does not know listed as unreadable, not hidden")
+    func everyReadDecodes() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ConsoleStore(pool: pool, identifiers: identifiers)
+        let subscriptions = SubscriptionStore(pool: pool, identifiers: identifiers)
+        let device = try await subscriptions.subscribe(bankClientId: "bank", userId: "alice", deviceId: "phone-1", platform: .ios,
+                                                       pushToken: String(repeating: "ab", count: 32),
+                                                       encryptionKey: DeviceEncryptionKey(keyId: "key-7", publicKey: Data(repeating: 4, count: 65)))
+        try await DeviceRegistry(pool: pool, identifiers: identifiers).savePending(
+            DeviceIdentity(bankClientId: "bank", userId: "alice", deviceId: "phone-2", platform: .android), pushToken: "fcm-token",
+            registrationDigest: Data(repeating: 9, count: 32))
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers).send(PushNotification(
+            id: "n-1", recipients: ["alice", "bob"], timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .pinCode)))
+        try await TestDatabase.load(pool, script: """
+            INSERT INTO device_pushes (notification_key, position, device_row_id, device_id, platform, app_id, token_masked, state,
+                                       last_error, service_id, sent_at, updated_at)
+                SELECT n.key, d.position, \(device), 'phone-1', 'IOS', '', 'abab…abab', 'SENT', NULL, 'apns-id-1', now(), now()
+                FROM notifications n JOIN deliveries d ON d.notification_key = n.key AND d.user_id = 'alice' WHERE n.id = 'n-1';
+            INSERT INTO outbox (kind, payload) VALUES
+                ('pushIsOpened', '{"notificationId": "n-1", "users": ["alice"]}'),
+                ('reportFromTheFuture', '{"whatever": true}');
+            """)
+
+        let recipients = try #require(try await store.recipients(notificationId: "n-1", offset: 0, limit: 50))
+        #expect(recipients.total == 2 && recipients.page.map(\.user) == ["alice", "bob"])
+        #expect(recipients.page.map(\.state) == ["QUEUED", "INVALID_SUBSCRIPTION"])
+        #expect(recipients.page[0].devices.map(\.serviceId) == ["apns-id-1"] && recipients.page[0].devices.first?.sentAt != nil)
+        #expect(recipients.page[1].devices.isEmpty)
+        #expect(try await store.recipients(notificationId: "missing", offset: 0, limit: 50) == nil)
+
+        let devices = try await store.devices(user: "ALICE")
+        #expect(devices.map(\.deviceId) == ["phone-1"] && devices.first?.encryptionKeyId == "key-7" && devices.first?.reachedAt == nil)
+        #expect(try await store.pendingRegistrations(user: "alice").map(\.deviceId) == ["phone-2"])
+        #expect(try await store.recentNotifications(user: "alice").map(\.notificationId) == ["n-1"])
+
+        let revoked = try #require(try await store.revoke(deviceId: device, reason: "stolen"))
+        #expect(revoked.user == "alice" && revoked.device.deviceId == "phone-1")
+        #expect(try await store.revoke(deviceId: device, reason: "again") == nil)
+        #expect(try await store.removedDevices(user: "alice").map(\.reason) == ["stolen"])
+
+        let waiting = try await store.waitingReports(offset: 0, limit: 50)
+        #expect(waiting.total == 2 && waiting.page.count == 2, "\(waiting)")
+        #expect(waiting.page.map(\.subject) == ["n-1", "(unreadable report)"])
+        await drop()
+    }
 }

@@ -71,8 +71,9 @@ package struct SubscriptionStore: Sendable {
             let found = try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column) AS user_key, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED' AND platform = ANY($2::text[])
-                """, [keys, Self.knownPlatforms]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
+                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
+                  AND platform = ANY($2::text[]) AND environment = ANY($3::text[])
+                """, [keys, Self.knownPlatforms, Self.knownEnvironments]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
             return Dictionary(grouping: found, by: \.key).mapValues { $0.map(\.device) }
         }
     }
@@ -82,9 +83,9 @@ package struct SubscriptionStore: Sendable {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT platform, app_id, environment, count(*) AS devices FROM devices
-                WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[])
+                WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[]) AND environment = ANY($2::text[])
                 GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
-                """, [Self.knownPlatforms]).decoded { row in
+                """, [Self.knownPlatforms, Self.knownEnvironments]).decoded { row in
                 let platform = try row.decode("platform", as: Platform.self)
                 let environment = try row.decodeIfPresent("environment", as: PushEnvironment.self) ?? .production
                 return (PushRoute(platform: platform, appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
@@ -126,14 +127,16 @@ package struct SubscriptionStore: Sendable {
             try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) ORDER BY id
-                """, [key, Self.knownPlatforms]).decoded(Self.device)
+                FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) AND environment = ANY($3::text[]) ORDER BY id
+                """, [key, Self.knownPlatforms, Self.knownEnvironments]).decoded(Self.device)
         }
     }
 
-    /// The platforms this version pushes to: a device of a platform a newer version added is not
-    /// read (this version could not push it), so it never fails a read of the others.
+    /// The platforms and environments this version pushes to: a device of a platform or
+    /// environment a newer version added is not read (this version could not push it), so it
+    /// never fails a read of the others.
     static let knownPlatforms = PostgresArray.encode(Platform.allCases.map(\.rawValue))
+    static let knownEnvironments = PostgresArray.encode(PushEnvironment.allCases.map(\.rawValue))
 
     /// A device from the columns `devices` names them by.
     static func device(_ row: PostgresRow) throws -> Device {

@@ -79,7 +79,13 @@ struct ConsoleStoreTests {
         #expect(try await store.pendingRegistrations(user: "alice").map(\.deviceId) == ["phone-2"])
         #expect(try await store.recentNotifications(user: "alice").map(\.notificationId) == ["n-1"])
 
-        let revoked = try #require(try await store.revoke(deviceId: device, reason: "stolen"))
+        // Two operators revoking the same device at once: one revokes it, the others find it gone.
+        let revokes = try await withThrowingTaskGroup(of: (user: String, device: ConsoleStore.DeviceSummary)?.self) { group in
+            for _ in 0..<8 { group.addTask { try await store.revoke(deviceId: device, reason: "stolen") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let revoked = try #require(revokes.compactMap { $0 }.first)
+        #expect(revokes.compactMap { $0 }.count == 1)
         #expect(revoked.user == "alice" && revoked.device.deviceId == "phone-1")
         #expect(try await store.revoke(deviceId: device, reason: "again") == nil)
         #expect(try await store.removedDevices(user: "alice").map(\.reason) == ["stolen"])

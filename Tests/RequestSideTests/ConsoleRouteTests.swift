@@ -198,6 +198,14 @@ struct ConsoleRouteTests {
         #expect(user.status == 200 && user.header("content-type")?.contains("json") == true && user.text.contains("phone-1"), "\(user.text)")
         let notification = await harness.call("GET", "/console/api/v1/notifications/n-1", headers: credentials)
         #expect(notification.status == 200 && notification.text.contains("alice"), "\(notification.text)")
+        // The shape CONTRACT §5 gives the twins.
+        let twin = try #require(try JSONSerialization.jsonObject(with: notification.body) as? [String: Any])
+        #expect(Set(["id", "type", "sentAt", "timeout", "confidential", "recipients"]).isSubset(of: twin.keys), "\(twin.keys)")
+        let recipient = try #require((twin["recipients"] as? [[String: Any]])?.first)
+        #expect(Set(["user", "state", "devices"]).isSubset(of: recipient.keys) && recipient["user"] as? String == "alice")
+        let userTwin = try #require(try JSONSerialization.jsonObject(with: user.body) as? [String: Any])
+        let device = try #require((userTwin["devices"] as? [[String: Any]])?.first)
+        #expect(device["lastReachedAt"] is NSNull && (device["pushToken"] as? String)?.count ?? 0 < 64, "\(device)")
         #expect(await harness.call("GET", "/console/api/v1/notifications/missing", headers: credentials).json["error"] == "NOTIFICATION_NOT_FOUND")
         #expect(await harness.call("POST", "/console/api/v1/users/alice", body: "{}", headers: credentials).status == 405)
         for path in ["/console/api/v1/devices/alice", "/console/api/v1/users/", "/console/api/v1/users/a/b", "/console/api/v2/users/alice",

@@ -87,11 +87,10 @@ package struct Migrator: Sendable {
     }
 
     private static func appliedChecksums(_ connection: PostgresConnection) throws -> [Int: String] {
-        var applied: [Int: String] = [:]
-        for row in try connection.query("SELECT version, checksum FROM schema_migrations").rows {
-            if let version = row.integer(0), let checksum = row.text(1) { applied[version] = checksum }
+        let applied = try connection.query("SELECT version, checksum FROM schema_migrations").decoded { row in
+            (try row.decode("version", as: Int.self), try row.decode("checksum", as: String.self))
         }
-        return applied
+        return Dictionary(applied, uniquingKeysWith: { first, _ in first })
     }
 
     /// An applied migration whose file has since changed means the schema is not what the files

@@ -34,9 +34,15 @@ package struct PostgresRow: Sendable {
 extension PostgresRows {
     /// The rows, each read by column name.
     package var named: [PostgresRow] {
+        let positions = self.positions
+        return rows.map { PostgresRow(positions: positions, values: $0) }
+    }
+
+    /// Each column's index by name (the first of two alike).
+    private var positions: [String: Int] {
         var positions: [String: Int] = [:]
         for (index, column) in columns.enumerated() where positions[column] == nil { positions[column] = index }
-        return rows.map { PostgresRow(positions: positions, values: $0) }
+        return positions
     }
 
     /// Each row made into a `T` by `make`; the first row that does not decode throws (no row is
@@ -47,7 +53,7 @@ extension PostgresRows {
 
     /// The first row made into a `T`, nil when there is none.
     package func decodedFirst<T>(_ make: (PostgresRow) throws -> T) throws -> T? {
-        try named.first.map(make)
+        try rows.first.map { try make(PostgresRow(positions: positions, values: $0)) }
     }
 }
 

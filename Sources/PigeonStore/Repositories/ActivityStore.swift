@@ -214,8 +214,7 @@ package struct ActivityStore: Sendable {
         // are not claimed: they wait for a process that knows them, and the others flow. In a
         // transaction: a row that still does not decode fails the claim and rolls its leases back
         // (loudly), instead of vanishing from the claim while it stays leased.
-        let known = [PostgresArray.encode(ActivityPushKind.allCases.map(\.rawValue)), PostgresArray.encode(Platform.allCases.map(\.rawValue)),
-                     PostgresArray.encode(PushEnvironment.allCases.map(\.rawValue))]
+        let known = [KnownValues.activityPushKinds, KnownValues.platforms, KnownValues.environments]
         return try await pool.transaction { connection in
             try connection.query("""
                 WITH due AS (

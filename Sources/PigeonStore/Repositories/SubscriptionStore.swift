@@ -73,7 +73,7 @@ package struct SubscriptionStore: Sendable {
                        encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
                   AND platform = ANY($2::text[]) AND environment = ANY($3::text[])
-                """, [keys, Self.knownPlatforms, Self.knownEnvironments]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
+                """, [keys, KnownValues.platforms, KnownValues.environments]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
             return Dictionary(grouping: found, by: \.key).mapValues { $0.map(\.device) }
         }
     }
@@ -85,7 +85,7 @@ package struct SubscriptionStore: Sendable {
                 SELECT platform, app_id, environment, count(*) AS devices FROM devices
                 WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[]) AND environment = ANY($2::text[])
                 GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
-                """, [Self.knownPlatforms, Self.knownEnvironments]).decoded { row in
+                """, [KnownValues.platforms, KnownValues.environments]).decoded { row in
                 let platform = try row.decode("platform", as: Platform.self)
                 let environment = try row.decodeIfPresent("environment", as: PushEnvironment.self) ?? .production
                 return (PushRoute(platform: platform, appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
@@ -128,15 +128,10 @@ package struct SubscriptionStore: Sendable {
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
                        encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) AND environment = ANY($3::text[]) ORDER BY id
-                """, [key, Self.knownPlatforms, Self.knownEnvironments]).decoded(Self.device)
+                """, [key, KnownValues.platforms, KnownValues.environments]).decoded(Self.device)
         }
     }
 
-    /// The platforms and environments this version pushes to: a device of a platform or
-    /// environment a newer version added is not read (this version could not push it), so it
-    /// never fails a read of the others.
-    static let knownPlatforms = PostgresArray.encode(Platform.allCases.map(\.rawValue))
-    static let knownEnvironments = PostgresArray.encode(PushEnvironment.allCases.map(\.rawValue))
 
     /// A device from the columns `devices` names them by.
     static func device(_ row: PostgresRow) throws -> Device {

@@ -142,8 +142,11 @@ struct WalletPassTests {
 
         let reply = try await wallet.updatePass(serial: "card-1", pass: Harness.pkpass(serial: "card-1", text: "balance 42"))
         #expect(reply.text.contains("<version>2</version>"))
+        // The gateway marks FETCHED as it serves; a Wallet records its download once the body has
+        // arrived, a moment later — wait for both.
         #expect(try await wallet.flow.waitUntil(seconds: 120) {
             try await wallet.passStatus(serial: "card-1").devices == ["device-1": "FETCHED", "device-2": "FETCHED", "device-3": "FETCHED"]
+                && wallet.simulator.wallet.fetches.count >= 3
         })
         let pushes = wallet.simulator.apns.deliveries.filter { $0.topic == Harness.passType }
         #expect(pushes.count == 3)

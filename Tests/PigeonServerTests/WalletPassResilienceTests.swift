@@ -69,7 +69,8 @@ struct WalletPassResilienceTests {
         #expect(try await DeviceFlowHarness.waitUntil(seconds: 60) { try await states() == ["silent": "EXPIRED", "late": "FETCHED"] }, "\(successor.log.suffix(2000))")
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 2)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == late }.count == 2)
-        #expect(wallet.fetches.contains { $0.device == "late" && $0.status == 200 })
+        // The Wallet records its download once the body has arrived, a moment after FETCHED.
+        #expect(try await DeviceFlowHarness.waitUntil(seconds: 60) { wallet.fetches.contains { $0.device == "late" && $0.status == 200 } })
         #expect(try await DeviceFlowHarness.waitUntil(seconds: 120) { stub.reports.contains { $0.operation == "reportPassUpdateNotFetched" } })
         let reports = stub.reports.filter { $0.operation == "reportPassUpdateNotFetched" }
         #expect(reports.count == 1 && reports.first?.deviceCount == 1)

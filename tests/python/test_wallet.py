@@ -77,8 +77,12 @@ def test_update_pass_and_a_wallet_fetches_it(client, base_url):
     assert wait_for(lambda: devices(client, serial)[1] == {device: "FETCHED"})
     status, _ = devices(client, serial)
     assert status.status == "OK" and status.version == 2
-    fetches = [json.loads(line) for line in simulator("GET", "/simulator/wallet/fetches").splitlines()]
-    mine = [fetch for fetch in fetches if fetch["device"] == device]
+    # The gateway marks FETCHED as it serves; the Wallet records its download once the body has arrived.
+    def downloads():
+        fetches = [json.loads(line) for line in simulator("GET", "/simulator/wallet/fetches").splitlines()]
+        return [fetch for fetch in fetches if fetch["device"] == device]
+    assert wait_for(lambda: downloads())
+    mine = downloads()
     assert [fetch["status"] for fetch in mine] == [200]
     assert mine[0]["bytes"] == len(pkpass(serial, "balance 42"))
 

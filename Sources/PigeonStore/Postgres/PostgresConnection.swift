@@ -97,6 +97,88 @@ package final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs `statements` as one transaction in one round trip: BEGIN, the statements and COMMIT
+    /// go out together (libpq's pipeline mode) and the server runs them in order, each with its
+    /// own snapshot as usual — so a lock taken by one statement holds for those after it. Under
+    /// load every round trip waits for two processes to be scheduled; a short transaction
+    /// written this way waits once instead of once per statement. Answers each statement's rows.
+    /// A statement that fails rolls the whole transaction back and is thrown; the ones after it
+    /// never ran.
+    package func transactionInOneTrip(_ statements: [(sql: String, parameters: [String?])]) throws(PostgresError) -> [PostgresRows] {
+        let all = [(sql: "BEGIN", parameters: [String?]())] + statements + [(sql: "COMMIT", parameters: [])]
+        do {
+            return Array(try pipeline(all).dropFirst().dropLast())
+        } catch {
+            if isUsable { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Sends every statement, then one sync, and reads the results in order. The first failure
+    /// is thrown once the pipeline is drained (the server skips what follows it).
+    private func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws(PostgresError) -> [PostgresRows] {
+        // Preparing is a round trip of its own, once per statement and connection: done first.
+        let names = try statements.map { statement throws(PostgresError) in
+            try preparedName(for: statement.sql, parameterCount: statement.parameters.count)
+        }
+        statementsInJob += statements.count
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
+        }
+        var failure: PostgresError?
+        for (statement, name) in zip(statements, names) {
+            let copies = statement.parameters.map { $0.map { strdup($0) } ?? nil }
+            defer { copies.forEach { free($0) } }
+            let sent = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { buffer in
+                if let name {
+                    PQsendQueryPrepared(handle, name, Int32(copies.count), buffer.baseAddress, nil, nil, 0)
+                } else {
+                    PQsendQueryParams(handle, statement.sql, Int32(copies.count), nil, buffer.baseAddress, nil, nil, 0)
+                }
+            }
+            if sent != 1 {
+                failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: statement.sql)
+                break
+            }
+        }
+        if failure == nil && PQpipelineSync(handle) != 1 {
+            failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline sync>")
+        }
+        guard failure == nil else {
+            // Nothing reliable can be read back: the connection is dropped by its pool.
+            PQexitPipelineMode(handle)
+            throw failure ?? PostgresError(.connectionLost, "pipeline failed", query: "<pipeline>")
+        }
+        var answers: [PostgresRows] = []
+        for statement in statements {
+            var answer: PostgresRows?
+            while let result = PQgetResult(handle) {
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                    continue
+                }
+                do throws(PostgresError) {
+                    answer = try collect(result, sql: statement.sql)
+                } catch {
+                    failure = failure ?? error
+                }
+            }
+            answers.append(answer ?? PostgresRows(affected: 0))
+        }
+        // The sync's own result ends the pipeline.
+        if let sync = PQgetResult(handle) {
+            if PQresultStatus(sync) != PGRES_PIPELINE_SYNC, failure == nil {
+                failure = PostgresError(.queryFailed, "unexpected result at the end of a pipeline", query: "<pipeline>")
+            }
+            PQclear(sync)
+        } else if failure == nil {
+            failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
+        }
+        PQexitPipelineMode(handle)
+        if let failure { throw failure }
+        return answers
+    }
+
     private func collect(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> PostgresRows {
         guard let result else {
             throw PostgresError(

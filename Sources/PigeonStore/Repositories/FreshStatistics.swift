@@ -31,6 +31,7 @@ final class FreshStatistics: Sendable {
     }
 
     private let lockTimeoutMilliseconds: Int
+    private let minimumRows: Int
 
     private let pool: PostgresPool
     private let logger: Logger?
@@ -41,6 +42,7 @@ final class FreshStatistics: Sendable {
         self.logger = logger
         self.ledger = Mutex(Ledger(policy: policy))
         self.lockTimeoutMilliseconds = max(1, policy.lockTimeoutMilliseconds)
+        self.minimumRows = policy.minimumRows
     }
 
     /// Inside a send's transaction, once its rows are written: analyzes the day of every
@@ -72,6 +74,12 @@ final class FreshStatistics: Sendable {
             }
         }
         return analyzed
+    }
+
+    /// False when `rows` written by one send are too few for ``analyzeWithin(_:on:)`` ever to
+    /// analyze anything: such a send needs no statement after its insert.
+    func mayAnalyzeWithin(rows: Int) -> Bool {
+        rows >= minimumRows
     }
 
     /// After a send committed: its rows per notification key, and the days analyzed within it.

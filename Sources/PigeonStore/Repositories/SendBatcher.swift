@@ -170,6 +170,7 @@ final class SendBatcher: Sendable {
     /// Also returns the delivery rows written per notification key and the days analyzed within
     /// the transaction (for ``FreshStatistics``).
     private func insert(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
+        if fitsOneTrip(batch) { return try insertInOneTrip(batch, on: connection) }
         var analyzedDays: [Int64] = []
         do {
             return try insertTransaction(batch, on: connection) { analyzedDays = $0 }
@@ -179,48 +180,92 @@ final class SendBatcher: Sendable {
         }
     }
 
+    /// True when the batch needs no statement decided by what the insert answers: every send
+    /// fits one statement and all of them together are too few rows for the day's statistics
+    /// to be refreshed within the send. Then lock, insert and commit travel together (the bank's
+    /// one-time codes and ordinary sends; a blast takes ``insertTransaction``).
+    private func fitsOneTrip(_ batch: [Item]) -> Bool {
+        let rows = batch.reduce(0) { $0 + $1.recipients.count }
+        return batch.allSatisfy { $0.recipients.count <= limits.recipientsPerStatement }
+            && !statistics.mayAnalyzeWithin(rows: rows)
+    }
+
+    /// ``insertTransaction`` in one round trip: the ids' locks and the insert are sent with
+    /// BEGIN and COMMIT at once (the insert's statement starts once the locks are held, so it
+    /// sees any send of the same id that committed first). The ids that already existed are read
+    /// after the commit: their first send is committed by then.
+    private func insertInOneTrip(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
+        let answers = try connection.transactionInOneTrip([
+            (Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))]),
+            (Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) })),
+        ])
+        let (keys, queued) = try Self.stored(answers[1])
+        return (try outcomes(batch, keys: keys, queued: queued, on: connection), written(batch, keys: keys), [:])
+    }
+
     private func insertTransaction(_ batch: [Item], on connection: PostgresConnection,
                                    analyzing: ([Int64]) -> Void) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
         try connection.transaction { connection in
-            try connection.query("""
-                SELECT count(pg_advisory_xact_lock(\(Self.idLockSpace), h))
-                FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($1::text[]) AS id ORDER BY h) AS ids
-                """, [PostgresArray.encode(batch.map(\.notification.id))])
+            try connection.query(Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))])
             let started = ContinuousClock.now
             let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) }))
-            // A stored notification's recipients are QUEUED or INVALID_SUBSCRIPTION; only the
-            // QUEUED positions come back (a big send has millions of the other kind).
-            var queued: [String: [Int]] = [:]
-            var keys: [String: Int64] = [:]
-            for row in rows.named {
-                // One row per notification stored with no recipient queued (position NULL), else one per queued position.
-                let id: String = try row.decode("id")
-                keys[id] = try row.decode("key", as: Int64.self)
-                if let position = try row.decodeIfPresent("position", as: Int.self) { queued[id, default: []].append(position) }
-            }
+            var (keys, queued) = try Self.stored(rows)
             for item in batch where item.recipients.count > limits.recipientsPerStatement {
                 guard let key = keys[item.notification.id] else { continue }
                 try insertRemaining(item, key: key, started: started, queued: &queued, connection)
             }
-            var written: [Int64: Int] = [:]
-            for item in batch {
-                if let key = keys[item.notification.id] { written[key] = item.recipients.count }
-            }
+            let written = written(batch, keys: keys)
             // A send big enough to change the day's plans is analyzed before it commits, so
             // no claim sees its rows with the old statistics.
             let analyzed = try statistics.analyzeWithin(written, on: connection)
             analyzing(Array(analyzed.keys))
-            return (try batch.map { item in
-                guard keys[item.notification.id] != nil else {
-                    let existing = try NotificationStore.key(of: item.notification.id, connection)
-                    return .duplicate(try existing.map { try NotificationStore.states(of: $0, connection) } ?? [])
-                }
-                var states = item.recipients.map { RecipientState(user: $0, state: .invalidSubscription) }
-                for position in queued[item.notification.id] ?? [] where states.indices.contains(position - 1) {
-                    states[position - 1].state = .queued
-                }
-                return .stored(states)
-            }, written, analyzed)
+            return (try outcomes(batch, keys: keys, queued: queued, on: connection), written, analyzed)
+        }
+    }
+
+    /// Locks the ids of a batch, one advisory lock per id in one order (no deadlock between flushes).
+    private static let lockStatement = """
+        SELECT count(pg_advisory_xact_lock(\(idLockSpace), h))
+        FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($1::text[]) AS id ORDER BY h) AS ids
+        """
+
+    /// The insert's answer: each stored notification's key, and its QUEUED positions (a stored
+    /// notification's recipients are QUEUED or INVALID_SUBSCRIPTION; only the QUEUED positions
+    /// come back, a big send has millions of the other kind).
+    private static func stored(_ rows: PostgresRows) throws -> (keys: [String: Int64], queued: [String: [Int]]) {
+        var queued: [String: [Int]] = [:]
+        var keys: [String: Int64] = [:]
+        for row in rows.named {
+            // One row per notification stored with no recipient queued (position NULL), else one per queued position.
+            let id: String = try row.decode("id")
+            keys[id] = try row.decode("key", as: Int64.self)
+            if let position = try row.decodeIfPresent("position", as: Int.self) { queued[id, default: []].append(position) }
+        }
+        return (keys, queued)
+    }
+
+    /// The delivery rows written per notification key.
+    private func written(_ batch: [Item], keys: [String: Int64]) -> [Int64: Int] {
+        var written: [Int64: Int] = [:]
+        for item in batch {
+            if let key = keys[item.notification.id] { written[key] = item.recipients.count }
+        }
+        return written
+    }
+
+    /// Each send's answer: its recipients' states, or, for an id stored before, that send's.
+    private func outcomes(_ batch: [Item], keys: [String: Int64], queued: [String: [Int]],
+                          on connection: PostgresConnection) throws -> [SendOutcome] {
+        try batch.map { item in
+            guard keys[item.notification.id] != nil else {
+                let existing = try NotificationStore.key(of: item.notification.id, connection)
+                return .duplicate(try existing.map { try NotificationStore.states(of: $0, connection) } ?? [])
+            }
+            var states = item.recipients.map { RecipientState(user: $0, state: .invalidSubscription) }
+            for position in queued[item.notification.id] ?? [] where states.indices.contains(position - 1) {
+                states[position - 1].state = .queued
+            }
+            return .stored(states)
         }
     }
 

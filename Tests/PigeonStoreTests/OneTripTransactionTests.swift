@@ -1,0 +1,96 @@
+import Foundation
+import PigeonCore
+import PigeonTestSupport
+import Testing
+@testable import PigeonStore
+
+/// `PostgresConnection.transactionInOneTrip`: BEGIN, the statements and COMMIT sent at once
+/// (libpq's pipeline mode), as the bank's sends are written.
+@Suite("PostgreSQL: a transaction in one round trip (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct OneTripTransactionTests {
+    private func connection() throws -> PostgresConnection {
+        try PostgresConnection(settings: try PostgresConnectionSettings(url: try #require(TestDatabase.url)))
+    }
+
+    @Test("every statement's rows come back in order, parameters and NULLs included, and the writes are committed")
+    func answersInOrder() throws {
+        let connection = try connection()
+        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
+        try connection.query("CREATE TABLE \(table) (n integer PRIMARY KEY, label text)")
+        defer { _ = try? connection.query("DROP TABLE \(table)") }
+
+        let answers = try connection.transactionInOneTrip([
+            ("INSERT INTO \(table) VALUES ($1::integer, $2) RETURNING n", ["1", "one"]),
+            ("INSERT INTO \(table) VALUES ($1::integer, $2) RETURNING n", ["2", nil]),
+            ("SELECT count(*) AS rows, count(label) AS labelled FROM \(table)", []),
+        ])
+        #expect(answers.count == 3)
+        #expect(answers[0].scalar == "1" && answers[1].scalar == "2")
+        let counts = try answers[2].decodedFirst { (try $0.decode("rows", as: Int.self), try $0.decode("labelled", as: Int.self)) }
+        #expect(counts?.0 == 2 && counts?.1 == 1)
+        // Committed: another session sees both rows.
+        let other = try self.connection()
+        #expect(try other.query("SELECT count(*) FROM \(table)").scalar == "2")
+    }
+
+    @Test("a statement that fails rolls back those before it, skips those after, is thrown with its SQL state, and the connection goes on as usual")
+    func failureRollsBack() throws {
+        let connection = try connection()
+        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
+        try connection.query("CREATE TABLE \(table) (n integer PRIMARY KEY)")
+        defer { _ = try? connection.query("DROP TABLE \(table)") }
+        try connection.query("INSERT INTO \(table) VALUES (7)")
+
+        do {
+            _ = try connection.transactionInOneTrip([
+                ("INSERT INTO \(table) VALUES ($1::integer)", ["1"]),
+                ("INSERT INTO \(table) VALUES ($1::integer)", ["7"]),  // duplicate key
+                ("INSERT INTO \(table) VALUES ($1::integer)", ["3"]),
+            ])
+            Issue.record("the duplicate key was not reported")
+        } catch {
+            #expect(error.sqlState == "23505")
+        }
+        #expect(try connection.query("SELECT string_agg(n::text, ',' ORDER BY n) FROM \(table)").scalar == "7")
+        // No transaction left open, not in pipeline mode: ordinary statements and another trip work.
+        #expect(try connection.query("SELECT $1::integer + 1", ["41"]).scalar == "42")
+        let again = try connection.transactionInOneTrip([("INSERT INTO \(table) VALUES ($1::integer) RETURNING n", ["8"])])
+        #expect(again.first?.scalar == "8")
+        #expect(try self.connection().query("SELECT count(*) FROM \(table)").scalar == "2")
+    }
+
+    @Test("a lock taken by one statement holds for the next: the second statement sees what a concurrent holder of the lock committed")
+    func lockThenRead() async throws {
+        let holder = try connection()
+        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
+        try holder.query("CREATE TABLE \(table) (n integer)")
+        defer { _ = try? holder.query("DROP TABLE \(table)") }
+        try holder.query("BEGIN")
+        try holder.query("SELECT pg_advisory_xact_lock(4242, 1)")
+        try holder.query("INSERT INTO \(table) VALUES (1)")
+
+        let waiter = try connection()
+        let reading = Task.detached {
+            try waiter.transactionInOneTrip([
+                ("SELECT count(pg_advisory_xact_lock(4242, $1::integer))", ["1"]),
+                ("SELECT count(*) AS seen FROM \(table)", []),
+            ])
+        }
+        // The waiter is blocked on the lock (a condition, not a time): then the holder commits.
+        let observer = try connection()
+        #expect(try await Self.waitUntil {
+            try observer.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = 1 AND NOT granted").scalar == "1"
+        })
+        try holder.query("COMMIT")
+        let answers = try await reading.value
+        #expect(answers[1].scalar == "1")
+    }
+
+    private static func waitUntil(_ condition: () throws -> Bool) async throws -> Bool {
+        for _ in 0..<6_000 {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try condition()
+    }
+}

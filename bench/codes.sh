@@ -108,7 +108,7 @@ PY
 # latencies FILE LABEL: the table row of one phase.
 latencies() {
     python3 - "$1" "$2" <<'PY'
-import sys
+import math, sys
 arrivals = {}
 for line in open("/tmp/pigeon-codes-arrivals.txt"):
     token, micros = line.split()
@@ -123,7 +123,9 @@ for line in open(sys.argv[1]):
 def stats(values):
     values = sorted(values)
     if not values: return "– | – | –"
-    pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]
+    # Nearest rank: the smallest value with at least q of the samples at or below it
+    # (of 100 samples, p99 is the 99th; the 100th is the max, printed on its own).
+    pick = lambda q: values[max(0, math.ceil(q * len(values)) - 1)]
     return f"{pick(0.5):.1f} | {pick(0.99):.1f} | {values[-1]:.1f}"
 print(f"| {sys.argv[2]} | {len(accepted)} | {stats(accepted)} | {stats(pushed)} | {len(pushed)} | {missing + refused} |")
 PY

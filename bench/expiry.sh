@@ -108,7 +108,7 @@ PY
 # lateness FILE LABEL: the table row of one phase.
 lateness() {
     python3 - "$1" "$2" "$timeout" <<'PY'
-import json, sys
+import json, math, sys
 received, counts = {}, {}
 for line in open("/tmp/pigeon-expiry-reports.txt"):
     if not line.strip(): continue
@@ -126,7 +126,8 @@ twice = sum(1 for line in open(sys.argv[1]) if counts.get(line.split()[0], 0) > 
 def stats(values):
     values = sorted(values)
     if not values: return "– | – | – | –"
-    pick = lambda q: values[min(len(values) - 1, int(q * len(values)))]
+    # Nearest rank (of 100 samples, p99 is the 99th; the max is printed on its own).
+    pick = lambda q: values[max(0, math.ceil(q * len(values)) - 1)]
     return f"{values[0]:.0f} | {pick(0.5):.0f} | {pick(0.99):.0f} | {values[-1]:.0f}"
 print(f"| {sys.argv[2]} | {len(late)} | {stats(late)} | {missing + refused} | {twice} |")
 PY

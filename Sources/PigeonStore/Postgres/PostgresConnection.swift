@@ -45,7 +45,12 @@ package final class PostgresConnection: @unchecked Sendable {
     }
 
     /// True while libpq believes the connection usable.
-    package var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Connected, and not left in pipeline mode (a pipeline that could not be drained leaves the
+    /// connection there, where every ordinary statement fails): the pool drops one that is not.
+    package var isUsable: Bool { isConnected && PQpipelineStatus(handle) == PQ_PIPELINE_OFF }
+
+    /// The server connection is up (whatever mode it is in): tells a statement's error from a lost connection.
+    private var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
     func beginJob() { statementsInJob = 0 }
 
@@ -123,7 +128,7 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         statementsInJob += statements.count
         guard PQenterPipelineMode(handle) == 1 else {
-            throw PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
+            throw PostgresError(isConnected ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
         }
         var failure: PostgresError?
         for (statement, name) in zip(statements, names) {
@@ -137,17 +142,18 @@ package final class PostgresConnection: @unchecked Sendable {
                 }
             }
             if sent != 1 {
-                failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: statement.sql)
+                failure = PostgresError(isConnected ? .queryFailed : .connectionLost, Self.lastError(handle), query: statement.sql)
                 break
             }
         }
         if failure == nil && PQpipelineSync(handle) != 1 {
-            failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline sync>")
+            failure = PostgresError(isConnected ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline sync>")
         }
         guard failure == nil else {
-            // Nothing reliable can be read back: the connection is dropped by its pool.
+            // Nothing reliable can be read back: the connection is dropped by its pool (it stays in
+            // pipeline mode with results pending, so it is no longer usable).
             PQexitPipelineMode(handle)
-            throw failure ?? PostgresError(.connectionLost, "pipeline failed", query: "<pipeline>")
+            throw PostgresError(.connectionLost, failure.map { "pipeline not sent whole: \($0.message)" } ?? "pipeline failed", query: "<pipeline>")
         }
         var answers: [PostgresRows] = []
         for statement in statements {
@@ -172,7 +178,7 @@ package final class PostgresConnection: @unchecked Sendable {
             }
             PQclear(sync)
         } else if failure == nil {
-            failure = PostgresError(isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
+            failure = PostgresError(isConnected ? .queryFailed : .connectionLost, Self.lastError(handle), query: "<pipeline>")
         }
         PQexitPipelineMode(handle)
         if let failure { throw failure }
@@ -182,7 +188,7 @@ package final class PostgresConnection: @unchecked Sendable {
     private func collect(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> PostgresRows {
         guard let result else {
             throw PostgresError(
-                isUsable ? .queryFailed : .connectionLost, Self.lastError(handle), query: sql)
+                isConnected ? .queryFailed : .connectionLost, Self.lastError(handle), query: sql)
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
@@ -211,7 +217,7 @@ package final class PostgresConnection: @unchecked Sendable {
             let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
             let message = primary ?? Self.lastError(handle)
-            let code: PostgresError.Code = isUsable ? .queryFailed : .connectionLost
+            let code: PostgresError.Code = isConnected ? .queryFailed : .connectionLost
             throw PostgresError(code, message, sqlState: sqlState, query: sql)
         }
     }

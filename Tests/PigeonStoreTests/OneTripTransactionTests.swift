@@ -70,7 +70,8 @@ struct OneTripTransactionTests {
         try holder.query("INSERT INTO \(table) VALUES (1)")
 
         let waiter = try connection()
-        let reading = Task.detached {
+        // Blocking libpq calls run on a thread of their own, never on the cooperative pool.
+        async let reading = onOwnThread {
             try waiter.transactionInOneTrip([
                 ("SELECT count(pg_advisory_xact_lock(4242, $1::integer))", ["1"]),
                 ("SELECT count(*) AS seen FROM \(table)", []),
@@ -82,8 +83,47 @@ struct OneTripTransactionTests {
             try observer.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = 1 AND NOT granted").scalar == "1"
         })
         try holder.query("COMMIT")
-        let answers = try await reading.value
+        let answers = try await reading
         #expect(answers[1].scalar == "1")
+    }
+
+    @Test("a trip whose backend is terminated while a statement waits on a lock returns a lost connection, leaves the connection unusable and commits nothing")
+    func terminatedWhileWaiting() async throws {
+        let holder = try connection()
+        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
+        try holder.query("CREATE TABLE \(table) (n integer)")
+        defer { _ = try? holder.query("DROP TABLE \(table)") }
+        let key = Int.random(in: 1...1_000_000)
+        try holder.query("BEGIN")
+        try holder.query("SELECT pg_advisory_xact_lock(4243, $1::integer)", ["\(key)"])
+
+        let victim = try connection()
+        let victimPID = try #require(try victim.query("SELECT pg_backend_pid()").scalar)
+        async let trip: Result<[PostgresRows], PostgresError> = onOwnThread {
+            Result { () throws(PostgresError) in
+                try victim.transactionInOneTrip([
+                    ("INSERT INTO \(table) VALUES ($1::integer)", ["1"]),
+                    ("SELECT count(pg_advisory_xact_lock(4243, $1::integer))", ["\(key)"]),
+                    ("INSERT INTO \(table) VALUES ($1::integer)", ["2"]),
+                ])
+            }
+        }
+        let observer = try connection()
+        #expect(try await Self.waitUntil {
+            try observer.query(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4243 AND objid = $1::integer AND pid = $2::integer AND NOT granted",
+                ["\(key)", victimPID]
+            ).scalar == "1"
+        })
+        #expect(try observer.query("SELECT pg_terminate_backend($1::integer)", [victimPID]).scalar == "t")
+
+        switch try await trip {
+        case .success(let answers): Issue.record("the trip succeeded on a terminated backend: \(answers.count) answers")
+        case .failure(let error): #expect(error.isConnectionFailure, "\(error)")
+        }
+        #expect(!victim.isUsable)
+        try holder.query("COMMIT")
+        #expect(try observer.query("SELECT count(*) FROM \(table)").scalar == "0")
     }
 
     private static func waitUntil(_ condition: () throws -> Bool) async throws -> Bool {

@@ -24,7 +24,9 @@ URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-codes-sim
 
 install_packages
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
+# PIGEON_BENCH_PG_SETTINGS: more `postgres -c` settings for an experiment (e.g. synchronous_commit=off).
+read -r -a pg_extra <<< "${PIGEON_BENCH_PG_SETTINGS:-}"
+pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_extra[@]}"
 gateway="" simulator="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$simulator" "$answerer"
@@ -151,11 +153,14 @@ answered() { curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count" | p
 # Let the fan-out get going (a few seconds of pushes), then send the codes into it.
 sleep 3
 before=$(answered)
+soap_buckets() { curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" | grep '^pigeon_http_request_duration_seconds_bucket{.*route="soap_inbound"' || true; }
+soap_buckets > /tmp/pigeon-codes-buckets-before.txt
 log "$codes codes during the blast"
 codes_started=$(date +%s.%N)
 send_codes $((codes + 1)) "$codes" /tmp/pigeon-codes-blast.txt
 codes_finished=$(date +%s.%N)
 after=$(answered)
+soap_buckets > /tmp/pigeon-codes-buckets-after.txt
 wait_for_codes /tmp/pigeon-codes-blast.txt || log "some codes sent during the blast never arrived"
 blast_row=$(latencies /tmp/pigeon-codes-blast.txt "during a blast of $blast")
 queued=$(sql "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT 1000000) AS q")
@@ -171,6 +176,23 @@ awk -F'|' -v clear="$idle_row" -v sealed="$confidential_row" 'BEGIN {
     split(clear, c, "|"); split(sealed, s, "|")
     printf "\nConfidential codes at the push service: p99 %+.1f ms against clear codes (%.1f vs %.1f ms).\n", s[8] - c[8], s[8], c[8]
 }'
+# The gateway's own time for the codes' calls during the blast (from routing to the answer, its
+# /metrics histogram): tells the gateway's share of the accept latency from the HTTP edge's and
+# the client's own scheduling.
+python3 - <<'PY'
+import re
+def read(path):
+    counts = {}
+    for line in open(path):
+        match = re.search(r'le="([^"]+)"[^}]*\}\s+([0-9.e+]+)', line)
+        if match: counts[match.group(1)] = float(match.group(2))
+    return counts
+before, after = read("/tmp/pigeon-codes-buckets-before.txt"), read("/tmp/pigeon-codes-buckets-after.txt")
+total = after.get("+Inf", 0) - before.get("+Inf", 0)
+if total:
+    shares = [f"≤ {float(le) * 1000:g} ms {100 * (after[le] - before.get(le, 0)) / total:.0f}%" for le in ("0.005", "0.01", "0.025", "0.05") if le in after]
+    print(f"\nThe gateway's own time (routing to answer) for the {int(total)} calls during the blast: " + ", ".join(shares) + ".")
+PY
 awk -v s="$blast_started" -v a="$blast_accepted" -v cs="$codes_started" -v cf="$codes_finished" -v b="$before" -v f="$after" -v q="$queued" 'BEGIN {
     printf "\nThe blast was accepted in %.1f s; while the codes were sent the engine pushed %d of its pushes (%.0f/s); %d deliveries were still queued after the last code.\n", a - s, f - b, (f - b) / (cf - cs), q
 }'

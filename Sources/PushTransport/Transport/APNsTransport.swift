@@ -43,6 +43,8 @@ package final class APNsTransport: Sendable {
     private let clock: @Sendable () -> Date
     private let onTokenEvent: @Sendable (ProviderTokenEvent) -> Void
     private let tokens: ProviderTokens
+    /// Each push's `apns-id`.
+    private let identifiers = PushIdentifiers()
 
     package init(client: HTTP2Client, endpoint: String, topic: String?, authentication: Authentication,
                 policy: ProviderTokenPolicy = ProviderTokenPolicy(), clock: @escaping @Sendable () -> Date = Date.init,
@@ -157,10 +159,10 @@ package final class APNsTransport: Sendable {
             credential: { [self] in
                 bearer().mapError { CredentialUnavailable(outcome: .failed(reason: $0.description)) }
             },
-            request: { [endpoint] push, authorization in
+            request: { [endpoint, identifiers] push, authorization in
                 prepared[push.message].mapError(RequestRefused.init).map { message in
                     var lines = message.headerLines
-                    lines.append("apns-id: \(UUID().uuidString.lowercased())")
+                    lines.append("apns-id: \(identifiers.next())")
                     if let authorization { lines.append("authorization: bearer \(authorization)") }
                     return HTTP2Client.Request(url: endpoint + message.path(deviceToken: push.token), headerLines: lines,
                                                body: message.body, wantHeaders: ["apns-id", "retry-after"])

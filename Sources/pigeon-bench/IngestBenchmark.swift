@@ -19,10 +19,13 @@ struct IngestBenchmark {
         var latencies: [Double]
 
         var throughput: Double { Double(requests) / elapsed }
+        /// By nearest rank, as bench/codes.sh: the smallest latency with at least `p` of them at
+        /// or below it (of 100, p99 is the 99th).
         func percentile(_ p: Double) -> Double {
             guard !latencies.isEmpty else { return 0 }
             let sorted = latencies.sorted()
-            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+            let rank = Int((Double(sorted.count) * p).rounded(.up))
+            return sorted[min(sorted.count - 1, max(0, rank - 1))]
         }
     }
 

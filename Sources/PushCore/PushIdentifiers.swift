@@ -33,9 +33,11 @@ package final class PushIdentifiers: Sendable {
         return Self.format(high: high, low: low)
     }
 
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
     /// `high` and `low` as 8-4-4-4-12 lowercase hexadecimal digits.
     static func format(high: UInt64, low: UInt64) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        let digits = Self.digits
         return String(unsafeUninitializedCapacity: 36) { buffer in
             var index = 0
             func put(_ value: UInt64, nibbles: Int) {

@@ -185,6 +185,7 @@ gateway_cpu_before=$(cpu_of "$gateway")
 if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
     sql "SELECT pg_stat_statements_reset()" >/dev/null
+    sql "SELECT pg_stat_reset_shared('wal')" >/dev/null
 fi
 postgres_cpu_before=$(postgres_cpu bench)
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
@@ -220,6 +221,10 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
          FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" > /tmp/pigeon-fanout-pgstats.txt
     log "PostgreSQL statements (ms, calls, rows, µs per row, query): /tmp/pigeon-fanout-pgstats.txt"
     cat /tmp/pigeon-fanout-pgstats.txt
+    # The WAL the fan-out wrote (every commit of the day waits for its share to be flushed).
+    sql "SELECT 'WAL during the fan-out: ' || pg_size_pretty(wal_bytes) || ', ' || round(wal_bytes / $recipients) || ' bytes a delivery, '
+                || round(wal_fpi * 100.0 / greatest(wal_records, 1), 1) || '% of records full-page images, '
+                || round(wal_records::numeric / $recipients, 1) || ' records a delivery' FROM pg_stat_wal"
 fi
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")

@@ -71,7 +71,7 @@ struct OneTripTransactionTests {
 
         let waiter = try connection()
         // Blocking libpq calls run on a thread of their own, never on the cooperative pool.
-        async let reading = onOwnThread {
+        async let reading = BlockingCall.onOwnThread {
             try waiter.transactionInOneTrip([
                 ("SELECT count(pg_advisory_xact_lock(4242, $1::integer))", ["1"]),
                 ("SELECT count(*) AS seen FROM \(table)", []),
@@ -99,7 +99,7 @@ struct OneTripTransactionTests {
 
         let victim = try connection()
         let victimPID = try #require(try victim.query("SELECT pg_backend_pid()").scalar)
-        async let trip: Result<[PostgresRows], PostgresError> = onOwnThread {
+        async let trip: Result<[PostgresRows], PostgresError> = BlockingCall.onOwnThread {
             Result { () throws(PostgresError) in
                 try victim.transactionInOneTrip([
                     ("INSERT INTO \(table) VALUES ($1::integer)", ["1"]),

@@ -14,7 +14,7 @@ DB=pigeon_bigsend
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
 install_packages
-pg_start bigsend "$PORT" max_connections=100 shared_buffers=1GB max_wal_size=8GB
+bench_pg_start bigsend "$PORT" max_connections=100 shared_buffers=1GB max_wal_size=8GB
 gateway=""
 cleanup() {
     stop_processes "$gateway"

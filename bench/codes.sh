@@ -24,9 +24,7 @@ URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-codes-sim
 
 install_packages
-# PIGEON_BENCH_PG_SETTINGS: more `postgres -c` settings for an experiment (e.g. synchronous_commit=off).
-read -r -a pg_extra <<< "${PIGEON_BENCH_PG_SETTINGS:-}"
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_extra[@]}"
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" simulator="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$simulator" "$answerer"

@@ -25,7 +25,7 @@ STATE=/tmp/pigeon-edge-sim
 DEVICES=1000
 
 install_packages
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" simulator="" holder="" slow="" sampler=""
 cleanup() {
     stop_processes "$sampler" "$holder" "$slow" "$gateway" "$simulator"

@@ -26,7 +26,7 @@ URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-expiry-sim
 
 install_packages
-pg_start bench-expiry "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
+bench_pg_start bench-expiry "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" stub="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$stub" "$answerer"

@@ -38,8 +38,8 @@ install_packages
 # the acceptance in forced checkpoints, which measures PostgreSQL's settings, not the gateway.
 # PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements).
 pg_stats=()
-[ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements ${PIGEON_BENCH_PG_EXTRA:-})
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
+[ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements)
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
 gateway="" simulator="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$simulator" "$answerer"

@@ -20,7 +20,7 @@ DB=pigeon_lifecycle
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
 install_packages
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" stub=""
 cleanup() {
     stop_processes "$gateway" "$stub"

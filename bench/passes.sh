@@ -23,7 +23,7 @@ STATE=/tmp/pigeon-passes-sim
 CLIENTS=16
 
 install_packages
-pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" answerer=""
 cleanup() {
     stop_processes "$gateway" "$answerer"

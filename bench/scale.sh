@@ -27,7 +27,7 @@ STATE=/tmp/pigeon-scale-sim
 FANOUT=100000
 
 install_packages
-pg_start bench "$PORT" max_connections=200 shared_buffers=1GB max_wal_size=8GB
+bench_pg_start bench "$PORT" max_connections=200 shared_buffers=1GB max_wal_size=8GB
 gateway="" simulator=""
 cleanup() {
     stop_processes "$gateway" "$simulator"

@@ -62,26 +62,25 @@ struct OneTripTransactionTests {
     @Test("a lock taken by one statement holds for the next: the second statement sees what a concurrent holder of the lock committed")
     func lockThenRead() async throws {
         let holder = try connection()
-        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
-        try holder.query("CREATE TABLE \(table) (n integer)")
+        let table = try Self.scratchTable(on: holder)
         defer { _ = try? holder.query("DROP TABLE \(table)") }
+        let key = Int.random(in: 1...1_000_000)
         try holder.query("BEGIN")
-        try holder.query("SELECT pg_advisory_xact_lock(4242, 1)")
+        try holder.query("SELECT pg_advisory_xact_lock(4242, $1::integer)", ["\(key)"])
         try holder.query("INSERT INTO \(table) VALUES (1)")
 
         let waiter = try connection()
+        let waiterPID = try #require(try waiter.query("SELECT pg_backend_pid()").scalar)
         // Blocking libpq calls run on a thread of their own, never on the cooperative pool.
-        async let reading = BlockingCall.onOwnThread {
+        async let reading = BlockingWork.run("one-trip-waiter") {
             try waiter.transactionInOneTrip([
-                ("SELECT count(pg_advisory_xact_lock(4242, $1::integer))", ["1"]),
+                ("SELECT count(pg_advisory_xact_lock(4242, $1::integer))", ["\(key)"]),
                 ("SELECT count(*) AS seen FROM \(table)", []),
             ])
         }
         // The waiter is blocked on the lock (a condition, not a time): then the holder commits.
         let observer = try connection()
-        #expect(try await Self.waitUntil {
-            try observer.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4242 AND objid = 1 AND NOT granted").scalar == "1"
-        })
+        #expect(try await Self.waitsForLock(observer, space: 4242, key: key, pid: waiterPID))
         try holder.query("COMMIT")
         let answers = try await reading
         #expect(answers[1].scalar == "1")
@@ -90,8 +89,7 @@ struct OneTripTransactionTests {
     @Test("a trip whose backend is terminated while a statement waits on a lock returns a lost connection, leaves the connection unusable and commits nothing")
     func terminatedWhileWaiting() async throws {
         let holder = try connection()
-        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
-        try holder.query("CREATE TABLE \(table) (n integer)")
+        let table = try Self.scratchTable(on: holder)
         defer { _ = try? holder.query("DROP TABLE \(table)") }
         let key = Int.random(in: 1...1_000_000)
         try holder.query("BEGIN")
@@ -99,7 +97,7 @@ struct OneTripTransactionTests {
 
         let victim = try connection()
         let victimPID = try #require(try victim.query("SELECT pg_backend_pid()").scalar)
-        async let trip: Result<[PostgresRows], PostgresError> = BlockingCall.onOwnThread {
+        async let trip: Result<[PostgresRows], PostgresError> = BlockingWork.run("one-trip-victim") {
             Result { () throws(PostgresError) in
                 try victim.transactionInOneTrip([
                     ("INSERT INTO \(table) VALUES ($1::integer)", ["1"]),
@@ -109,21 +107,33 @@ struct OneTripTransactionTests {
             }
         }
         let observer = try connection()
-        #expect(try await Self.waitUntil {
-            try observer.query(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 4243 AND objid = $1::integer AND pid = $2::integer AND NOT granted",
-                ["\(key)", victimPID]
-            ).scalar == "1"
-        })
+        #expect(try await Self.waitsForLock(observer, space: 4243, key: key, pid: victimPID))
         #expect(try observer.query("SELECT pg_terminate_backend($1::integer)", [victimPID]).scalar == "t")
 
-        switch try await trip {
+        switch await trip {
         case .success(let answers): Issue.record("the trip succeeded on a terminated backend: \(answers.count) answers")
         case .failure(let error): #expect(error.isConnectionFailure, "\(error)")
         }
         #expect(!victim.isUsable)
         try holder.query("COMMIT")
         #expect(try observer.query("SELECT count(*) FROM \(table)").scalar == "0")
+    }
+
+    /// A table of one integer column with a name of its own; the caller drops it.
+    private static func scratchTable(on connection: PostgresConnection) throws -> String {
+        let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
+        try connection.query("CREATE TABLE \(table) (n integer)")
+        return table
+    }
+
+    /// Waits until backend `pid` waits for the advisory lock (`space`, `key`): a condition, not a time.
+    private static func waitsForLock(_ observer: PostgresConnection, space: Int, key: Int, pid: String) async throws -> Bool {
+        try await waitUntil {
+            try observer.query(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::integer AND objid = $2::integer AND pid = $3::integer AND NOT granted",
+                ["\(space)", "\(key)", pid]
+            ).scalar == "1"
+        }
     }
 
     private static func waitUntil(_ condition: () throws -> Bool) async throws -> Bool {

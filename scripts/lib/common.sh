@@ -55,6 +55,15 @@ pg_start() {
     fi
 }
 
+# bench_pg_start NAME PORT [settings...]: pg_start for a benchmark, plus the words of
+# PIGEON_BENCH_PG_SETTINGS — PostgreSQL settings for an experiment, the same in every benchmark
+# (e.g. PIGEON_BENCH_PG_SETTINGS="synchronous_commit=off log_min_duration_statement=4").
+bench_pg_start() {
+    local experiment=()
+    read -r -a experiment <<< "${PIGEON_BENCH_PG_SETTINGS:-}"
+    pg_start "$@" "${experiment[@]}"
+}
+
 # pg_create_database PORT NAME
 pg_create_database() {
     local port="$1" database="$2"

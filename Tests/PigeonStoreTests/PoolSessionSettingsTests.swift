@@ -39,4 +39,23 @@ struct PoolSessionSettingsTests {
             #expect(tempted.contains("\"JIT\""))
         }
     }
+
+    @Test("a connection that replaces one the server ended has JIT off too")
+    func replacedConnectionKeepsTheSetting() async throws {
+        let settings = try PostgresConnectionSettings(url: try #require(TestDatabase.url))
+        let pool = PostgresPool(configuration: .init(settings: settings, size: 1), logger: .silent)
+        let other = PostgresPool(configuration: .init(settings: settings, size: 1), logger: .silent)
+        defer { pool.close(); other.close() }
+        let first = try #require(try await pool.withConnection { try $0.query("SELECT pg_backend_pid()").scalar })
+        let ended = try await other.withConnection { try $0.query("SELECT pg_terminate_backend($1::int)", [first]).scalar }
+        #expect(ended == "t")
+        // The pool finds its connection gone (that job may fail) and opens another for the next.
+        var answer: (pid: String?, jit: String?)?
+        for _ in 0..<3 where answer == nil {
+            answer = try? await pool.withConnection { (try $0.query("SELECT pg_backend_pid()").scalar, try $0.query("SELECT current_setting('jit')").scalar) }
+        }
+        let replaced = try #require(answer)
+        #expect(replaced.pid != first)
+        #expect(replaced.jit == "off")
+    }
 }

@@ -110,8 +110,13 @@ ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $
 # database, no Swift) sending the same requests to the same answerer with as many in flight
 # over as many connections as the gateway's defaults. The gateway's rate is bounded by it.
 log "ceiling: libcurl alone (bench/answerer/curl-pusher.c)"
+answerer_cpu_before=$(cpu_of "$answerer")
 curl_ceiling=$(/tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
 curl_rate=$(echo "$curl_ceiling" | awk '{print $4}')
+# CPU a request (µs) of libcurl alone and of the answerer answering it, and how busy the cores
+# were: the budget the fan-out's own CPU a push is weighed against.
+read -r curl_us curl_answerer_us curl_busy < <(echo "$curl_ceiling" | awk -v a="$(cpu_of "$answerer")" -v b="$answerer_cpu_before" -v cores="$(nproc)" \
+    '{printf "%.1f %.1f %.0f\n", 1e6 * $5 / $1, 1e6 * (a - b) / $1, 100 * ($5 + a - b) / ($3 * cores)}')
 
 # serve THREADS: (re)starts the gateway, with `pushThreads = THREADS` unless THREADS is "default".
 serve() {
@@ -188,6 +193,7 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "SELECT pg_stat_reset_shared('wal')" >/dev/null
 fi
 postgres_cpu_before=$(postgres_cpu bench)
+answerer_cpu_before=$(cpu_of "$answerer")
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
 profiler=""
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
@@ -206,6 +212,7 @@ done
 finished=$(date +%s.%N)
 gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 postgres_cpu_used=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
+answerer_cpu=$(awk -v a="$(cpu_of "$answerer")" -v b="$answerer_cpu_before" 'BEGIN {printf "%.2f", a - b}')
 if [ -n "$profiler" ]; then
     kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
     perf report -i /tmp/pigeon-fanout.perf --no-children --sort dso,symbol --stdio 2>/dev/null \
@@ -236,6 +243,19 @@ awk -v t="$threads$([ "$mode" = confidential ] && echo ', confidential')" -v n="
     rate = n / (f - a)
     printf "| %s | %d | %.2f | %.2f | %.0f | %d | %.1f%% | %d | %.0f%% | %d | %d–%d (after ingest %d) |\n", t, n, a - s, f - a, rate, c, 100 * rate / c, lc, 100 * rate / lc, peak, rmin, rmax, ri
     printf "States: %s. Pushes answered: %d. CPU during the fan-out: gateway %s s, PostgreSQL %s s (of %.1f s wall).\n", states, pushes, gc, pc, f - a
+}'
+# The CPU budget: what a push costs the gateway, PostgreSQL and the answerer against what a
+# request costs libcurl alone and the answerer, how busy the cores were, and the most the
+# fan-out could reach on these cores, every one of them busy, if the gateway's push cost no more
+# than libcurl alone's while PostgreSQL's measured share stays on the same cores.
+awk -v p="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v ac="$answerer_cpu" -v w="$(awk -v a="$accepted" -v f="$finished" 'BEGIN {print f - a}')" \
+    -v cores="$(nproc)" -v lc="$curl_rate" -v cu="$curl_us" -v ca="$curl_answerer_us" -v cb="$curl_busy" 'BEGIN {
+    if (p <= 0) exit
+    g = 1e6 * gc / p; q = 1e6 * pc / p; a = 1e6 * ac / p
+    printf "CPU a push: gateway %.1f µs + PostgreSQL %.1f µs + answerer %.1f µs, cores %.0f%% busy; libcurl alone %.1f µs + answerer %.1f µs a request, cores %.0f%% busy. ", g, q, a, 100 * (gc + pc + ac) / (w * cores), cu, ca, cb
+    busy = (gc + pc + ac) / (w * cores)
+    printf "With PostgreSQL'"'"'s share on the same cores, every core busy and the gateway'"'"'s push as cheap as libcurl alone, at most %.0f%% of libcurl alone; ", 100 * cores * 1e6 / (cu + ca + q) / lc
+    printf "more push threads can add at most ×%.2f (the cores'"'"' idle share).\n", 1 / busy
 }'
 }
 : > /tmp/pigeon-fanout-rows.txt

@@ -209,7 +209,10 @@ while :; do
     [ "$queued" -eq 0 ] && break
     sleep 0.5
 done
-finished=$(date +%s.%N)
+# The fan-out ended when its last outcome was written (the polling above notices up to half a
+# second later).
+finished=$(sql "SELECT extract(epoch FROM max(d.updated_at)) FROM deliveries d JOIN notifications n ON n.key = d.notification_key
+                WHERE n.id = 'fanout-$threads-$mode'")
 gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 postgres_cpu_used=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 answerer_cpu=$(awk -v a="$(cpu_of "$answerer")" -v b="$answerer_cpu_before" 'BEGIN {printf "%.2f", a - b}')

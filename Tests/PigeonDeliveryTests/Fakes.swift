@@ -140,10 +140,13 @@ final class FakeQueue: DeliveryQueueing {
 
     /// The largest `limit` any claim asked for.
     let largestClaim = Mutex(0)
+    /// How many claims were made.
+    let claims = Mutex(0)
 
     func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand) async throws -> [ClaimedDelivery] {
         let now = clock.now()
         largestClaim.withLock { $0 = max($0, limit) }
+        claims.withLock { $0 += 1 }
         return rows.withLock { rows in
             var claimed: [ClaimedDelivery] = []
             // Highest priority first, then in the order stored, as the queue index reads them.

@@ -158,6 +158,39 @@ struct LaneTests {
         await task.value
     }
 
+    @Test("a lane that polls claims again only after its poll once a claim drained the queue: a trickle of sends is claimed in batches")
+    func drainedQueueWaitsForThePoll() async throws {
+        let clock = VirtualClock()
+        let start = clock.now()
+        let expiry = start.addingTimeInterval(600)
+        let queue = FakeQueue(clock: clock, deliveries: (1...3).map { delivery("u\($0)", key: 1, position: $0, expiresAt: expiry) })
+        let devices = FakeDevices((1...5).map { device(Int64($0), "u\($0)", "t\($0)") })
+        let sender = FakeSender { _, _ in .accepted(id: nil) }
+        let running = engine(queue: queue, notifications: [1: notification("n")], devices: devices, clock: clock, senders: [.ios: sender]) {
+            $0.batchSize = 50
+            $0.idlePoll = .seconds(1)
+            $0.urgentPriority = nil
+            // Each outcome written at once: no commit wait on the virtual clock.
+            $0.commitSize = 1
+        }
+        let task = Task { await running.run(workers: 1) }
+        // One claim took the three (fewer than the 50 asked for), they were pushed, and the loop
+        // sleeps until its poll without claiming again at once.
+        #expect(await eventually { queue.snapshot.allSatisfy { $0.state == .sent } && clock.nextWake == start.addingTimeInterval(1) })
+        #expect(queue.claims.withLock { $0 } == 1)
+        // Sends stored meanwhile wait for the poll (the loop is parked: a fact, not a guess) ...
+        queue.add((4...5).map { delivery("u\($0)", key: 1, position: $0, expiresAt: expiry) })
+        #expect(queue.claims.withLock { $0 } == 1)
+        #expect(queue.row("u4")?.state == .queued)
+        // ... and are claimed together when it comes.
+        clock.advance(by: 1)
+        #expect(await eventually { queue.row("u4")?.state == .sent && queue.row("u5")?.state == .sent })
+        #expect(queue.claims.withLock { $0 } == 2)
+        task.cancel()
+        await task.value
+        #expect(sender.tokens.withLock { $0.count } == 5)
+    }
+
     @Test("a delivery whose time ran out while its batch was in hand is never pushed; it waits for the expiry sweep, unleased")
     func staleClaimIsNotPushed() async throws {
         let clock = ManualClock()

@@ -25,7 +25,8 @@ package final class DeliveryEngine: Sendable {
     package struct Configuration: Sendable {
         package var batchSize = 500
         package var lease: Duration = .seconds(60)
-        /// The wait before claiming again when the queue had nothing due.
+        /// The wait before claiming again when the queue had nothing due, or (in a lane that
+        /// polls) fewer deliveries than the claim asked for.
         package var idlePoll: Duration = .milliseconds(200)
         /// The wait before claiming again after a claim failed (the database away).
         package var claimRetryDelay: Duration = .seconds(1)
@@ -213,6 +214,13 @@ package final class DeliveryEngine: Sendable {
                 // cycle the queue through this process. (Some admitted: claim on, so a service
                 // wrongly thought slow on a loaded machine keeps its pace.)
                 if handedBack == claims.count {
+                    try? await services.clock.sleep(for: configuration.idlePoll)
+                } else if lane.wake == nil && claims.count < reserved {
+                    // The claim drained the queue: a lane that polls waits for its poll as if it
+                    // had found nothing, so sends arriving one by one are claimed, looked up and
+                    // written in batches, not a few rows a round trip, each paying a claim's,
+                    // a look-up's and a write's fixed cost again. A blast's claims are
+                    // full and go on at once; the woken urgent lane never waits here.
                     try? await services.clock.sleep(for: configuration.idlePoll)
                 }
             }

@@ -254,9 +254,8 @@ awk -v t="$threads$([ "$mode" = confidential ] && echo ', confidential')" -v n="
 awk -v p="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v ac="$answerer_cpu" -v w="$(awk -v a="$accepted" -v f="$finished" 'BEGIN {print f - a}')" \
     -v cores="$(nproc)" -v lc="$curl_rate" -v cu="$curl_us" -v ca="$curl_answerer_us" -v cb="$curl_busy" 'BEGIN {
     if (p <= 0) exit
-    g = 1e6 * gc / p; q = 1e6 * pc / p; a = 1e6 * ac / p
-    printf "CPU a push: gateway %.1f µs + PostgreSQL %.1f µs + answerer %.1f µs, cores %.0f%% busy; libcurl alone %.1f µs + answerer %.1f µs a request, cores %.0f%% busy. ", g, q, a, 100 * (gc + pc + ac) / (w * cores), cu, ca, cb
-    busy = (gc + pc + ac) / (w * cores)
+    g = 1e6 * gc / p; q = 1e6 * pc / p; a = 1e6 * ac / p; busy = (gc + pc + ac) / (w * cores)
+    printf "CPU a push: gateway %.1f µs + PostgreSQL %.1f µs + answerer %.1f µs, cores %.0f%% busy; libcurl alone %.1f µs + answerer %.1f µs a request, cores %.0f%% busy. ", g, q, a, 100 * busy, cu, ca, cb
     printf "With PostgreSQL'"'"'s share on the same cores, every core busy and the gateway'"'"'s push as cheap as libcurl alone, at most %.0f%% of libcurl alone; ", 100 * cores * 1e6 / (cu + ca + q) / lc
     printf "more push threads can add at most ×%.2f (the cores'"'"' idle share).\n", 1 / busy
 }'

@@ -210,17 +210,17 @@ package final class DeliveryEngine: Sendable {
                 if let admitted {
                     group.addTask { await self.push(admitted, lane: lane) }
                 }
-                // The whole batch was for a slow service: claiming again at once would only
-                // cycle the queue through this process. (Some admitted: claim on, so a service
-                // wrongly thought slow on a loaded machine keeps its pace.)
-                if handedBack == claims.count {
-                    try? await services.clock.sleep(for: configuration.idlePoll)
-                } else if lane.wake == nil && claims.count < reserved {
-                    // The claim drained the queue: a lane that polls waits for its poll as if it
-                    // had found nothing, so sends arriving one by one are claimed, looked up and
-                    // written in batches, not a few rows a round trip, each paying a claim's,
-                    // a look-up's and a write's fixed cost again. A blast's claims are
-                    // full and go on at once; the woken urgent lane never waits here.
+                // Claim again at once only while that can take more. Not when the whole batch
+                // was for a slow service: that would only cycle the queue through this process
+                // (some admitted: claim on, so a service wrongly thought slow on a loaded machine
+                // keeps its pace). Nor, in a lane that polls, when the claim drained the queue
+                // (fewer than it asked for): sends arriving one by one are then claimed, looked
+                // up and written in batches at the poll, not a few rows a round trip each paying
+                // a claim's, a look-up's and a write's fixed cost. A blast's claims are full and
+                // go on at once; the woken urgent lane never waits here.
+                let allHandedBack = handedBack == claims.count
+                let drainedWhilePolling = lane.wake == nil && claims.count < reserved
+                if allHandedBack || drainedWhilePolling {
                     try? await services.clock.sleep(for: configuration.idlePoll)
                 }
             }

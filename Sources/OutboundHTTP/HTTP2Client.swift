@@ -107,6 +107,10 @@ package final class HTTP2Client: Sendable {
     /// ``Request/notAfter`` had passed.
     package static let expiredCode = -2
     static let expired = TransportError(code: expiredCode, message: "not sent: its time ran out while it waited for a stream")
+    /// The ``TransportError/code`` of a batch's request answered without being sent because the
+    /// task that submitted the batch was cancelled before the request's turn came (a stop).
+    package static let notStartedCode = -3
+    static let notStarted = TransportError(code: notStartedCode, message: "not sent: the sender stopped before its turn came")
 
     /// Where a finished transfer's result goes: one waiting caller, or one entry of a batch.
     private enum Completion {
@@ -147,6 +151,9 @@ package final class HTTP2Client: Sendable {
         let maxInFlight: Int
         let onResponse: @Sendable (Int, Result<Response, TransportError>) -> Void
         let continuation: CheckedContinuation<Void, Never>
+        /// Set from any thread when the submitting task is cancelled; the driving thread then
+        /// starts none of the requests still waiting.
+        let cancelled: CancellationFlag
         var next = 0
         var inFlight = 0
         var finished = 0
@@ -156,7 +163,8 @@ package final class HTTP2Client: Sendable {
         private var earliestNotAfter: Date?
 
         init(requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void,
-             continuation: CheckedContinuation<Void, Never>) {
+             continuation: CheckedContinuation<Void, Never>, cancelled: CancellationFlag) {
+            self.cancelled = cancelled
             self.requests = requests
             self.maxInFlight = max(1, maxInFlight)
             self.onResponse = onResponse
@@ -308,13 +316,24 @@ package final class HTTP2Client: Sendable {
     /// are in flight at once, `onResponse` gets each one's index and result on the driving
     /// thread as it finishes (it must be quick), and this returns when all are answered. No
     /// task or continuation per request.
+    ///
+    /// Cancelling the calling task stops the batch at once: the requests already on the wire
+    /// finish and are answered as usual, the ones not started are answered ``notStartedCode``
+    /// and never sent (a stopping gateway hands them back; CONTRACT §10).
     package func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void) async {
         guard !requests.isEmpty else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, continuation: continuation)
-            if !submit({ $0.submittedBatches.append(batch) }) {
-                batch.failUnstarted(Self.shutDown)
+        let cancelled = CancellationFlag()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, continuation: continuation,
+                                  cancelled: cancelled)
+                if !submit({ $0.submittedBatches.append(batch) }) {
+                    batch.failUnstarted(Self.shutDown)
+                }
             }
+        } onCancel: {
+            cancelled.set()
+            pigeon_h2_client_wakeup(client)
         }
     }
 
@@ -369,6 +388,8 @@ package final class HTTP2Client: Sendable {
             // Stopping: what a batch has not started yet is answered as shut down, like a
             // request submitted after shutdown.
             if stopping { batches.forEach { $0.failUnstarted(Self.shutDown) } }
+            // A batch whose caller was cancelled starts nothing more.
+            for batch in batches where batch.cancelled.isSet { batch.failUnstarted(Self.notStarted) }
             // Batches start no more than the connections can carry at once: a request waits in
             // its batch (where its expiry is checked as it starts), not in libcurl's queue.
             var startable = submitted
@@ -482,6 +503,14 @@ package final class HTTP2Client: Sendable {
             duration: pending.started.map { ContinuousClock.now - $0 } ?? .zero)))
         return nil
     }
+}
+
+/// A one-way flag set from any thread (a task's cancellation handler) and read by the driving
+/// thread.
+private final class CancellationFlag: Sendable {
+    private let value = Atomic(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }
 
 /// The TLS settings as C strings kept alive for the driving thread's lifetime.

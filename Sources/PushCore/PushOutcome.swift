@@ -18,7 +18,8 @@ package enum PushOutcome: Sendable, Equatable {
     /// went on the wire; the delivery takes the expiry path, never a late push.
     case expired
     /// Not sent: no stream took it within its batch's start limit while the message still had
-    /// time (its service is slow). The engine hands the delivery back to the queue unpushed.
+    /// time (its service is slow), or the sender stopped before its turn (the gateway is
+    /// stopping). The engine hands the delivery back to the queue unpushed.
     case deferred
 
     /// The reason an `expired` outcome gives in logs and the delivery's last error.

@@ -144,6 +144,38 @@ struct HTTP2ClientTests {
         }
     }
 
+    @Test("a batch whose task is cancelled starts nothing more: the requests answered so far stand, the rest are answered 'not started' and the call returns")
+    func cancelledBatchStopsStarting() async throws {
+        let server = try ReferenceServer()
+        let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 4, caFile: server.caFile))
+        defer { client.shutdown() }
+        let requests = (0..<200).map { _ in HTTP2Client.Request(url: server.base + "/answer", headerLines: [], body: Data()) }
+        let answers = Answers()
+        let sending = Mutex<Task<Void, Never>?>(nil)
+        // One request at a time; the fifth answer cancels the sending task from the client's
+        // own thread, before it starts the sixth.
+        let task = Task {
+            while sending.withLock({ $0 == nil }) { await Task.yield() }
+            await client.send(requests, maxInFlight: 1) { index, result in
+                answers.add(index, result)
+                if answers.all.count == 5 { sending.withLock { $0 }?.cancel() }
+            }
+        }
+        sending.withLock { $0 = task }
+        await task.value
+        let collected = answers.all
+        #expect(collected.count == 200)
+        #expect(Set(collected.map(\.index)).count == 200)
+        let answered = collected.filter { if case .success(let response) = $0.result { response.status == 200 } else { false } }
+        let notStarted = collected.filter { if case .failure(let error) = $0.result { error.code == HTTP2Client.notStartedCode } else { false } }
+        #expect(answered.count == 5)
+        #expect(notStarted.count == 195)
+        // The client goes on serving other batches.
+        let later = Answers()
+        await client.send(Array(requests.prefix(3)), maxInFlight: 3) { index, result in later.add(index, result) }
+        #expect(later.all.allSatisfy { (try? $0.result.get().status) == 200 })
+    }
+
     /// Results collected from the client's thread.
     final class Answers: Sendable {
         private let entries = Mutex<[(index: Int, result: Result<HTTP2Client.Response, HTTP2Client.TransportError>)]>([])

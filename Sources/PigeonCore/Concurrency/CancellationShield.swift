@@ -6,4 +6,9 @@ package enum CancellationShield {
     package static func run<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
         await Task { await work() }.value
     }
+
+    /// ``run(_:)`` for work that throws; its error reaches the caller.
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task { try await work() }.value
+    }
 }

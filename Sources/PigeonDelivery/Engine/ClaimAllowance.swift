@@ -25,9 +25,12 @@ final class ClaimAllowance: Sendable {
 
     /// Deliveries held now.
     var held: Int { state.withLock { $0.held } }
+    /// Claims waiting for room now.
+    var waiters: Int { state.withLock { $0.waiting.count } }
 
     /// Waits until at least the threshold fits, then reserves up to a batch; returns how many.
-    /// Reservations not used by the claim are given back with ``release(_:)``.
+    /// Reservations not used by the claim are given back with ``release(_:)``. A cancelled
+    /// caller stops waiting and gets 0 (the engine is stopping: it claims nothing more).
     func reserve() async -> Int {
         while true {
             let reserved = state.withLock { state -> Int? in
@@ -38,13 +41,23 @@ final class ClaimAllowance: Sendable {
                 return taken
             }
             if let reserved { return reserved }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let fits = state.withLock { state -> Bool in
-                    if limit - state.held >= min(threshold, limit) { return true }
-                    state.waiting.append(continuation)
-                    return false
+            if Task.isCancelled { return 0 }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let fits = state.withLock { state -> Bool in
+                        // Cancelled before this wait was recorded: the handler found nobody to wake.
+                        if limit - state.held >= min(threshold, limit) || Task.isCancelled { return true }
+                        state.waiting.append(continuation)
+                        return false
+                    }
+                    if fits { continuation.resume() }
                 }
-                if fits { continuation.resume() }
+            } onCancel: {
+                let waking = state.withLock { state in
+                    defer { state.waiting.removeAll() }
+                    return state.waiting
+                }
+                waking.forEach { $0.resume() }
             }
         }
     }

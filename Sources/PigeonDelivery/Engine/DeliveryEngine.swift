@@ -7,8 +7,10 @@ import PushCore
 /// same row), pushes to every subscribed device of each recipient through the push service of
 /// its platform with a bounded number of pushes in flight, decides each delivery's next state as
 /// soon as its pushes are done, and hands it to an ``OutcomeRecorder`` that writes outcomes in
-/// small group commits. Runs until its task is cancelled; a cancelled engine finishes the
-/// pushes in hand and writes their outcomes, so nothing is left claimed longer than needed.
+/// small group commits. Runs until its task is cancelled; a cancelled engine stops as CONTRACT
+/// §10 says: it claims nothing more, starts no push (its senders answer the pushes not started
+/// ``PushOutcome/deferred``), hands those deliveries back to the queue at once, lets the pushes
+/// already on the wire finish and writes their outcomes.
 ///
 /// Two lanes: urgent deliveries (priority at or above `urgentPriority`: one-time codes, payment
 /// alerts) are claimed by loops of their own, woken at once by a send (``QueueWake``), and pushed
@@ -156,15 +158,20 @@ package final class DeliveryEngine: Sendable {
         let lanes = lanes(workers: workers)
         logger.info("delivery engine started", metadata: [
             "owner": owner, "lanes": lanes.map { "\($0.name) (\($0.band), \($0.workers) workers)" }.joined(separator: ", ")])
+        // The writer is not cancelled with the lanes: while they wind down (the pushes on the
+        // wire finishing), outcomes go on being written in groups, not held until the end —
+        // a stop whose deadline passed would hand back, and so repeat, pushes already made.
+        let recorder = self.recorder
+        let writing = Task { await recorder.run() }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.recorder.run() }
             for lane in lanes {
                 for _ in 0..<lane.workers {
                     group.addTask { await self.work(lane) }
                 }
             }
         }
-        let recorder = self.recorder
+        recorder.finish()
+        await writing.value
         await CancellationShield.run { await recorder.drain() }
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
@@ -196,6 +203,11 @@ package final class DeliveryEngine: Sendable {
                     continue
                 }
                 lane.allowance.release(reserved - claims.count)
+                guard !Task.isCancelled else {
+                    // Claimed as the stop came: back to the queue unpushed, at once.
+                    await handBack(claims, lane: lane)
+                    break
+                }
                 guard !claims.isEmpty else {
                     if let wake = lane.wake {
                         await wake.wait(upTo: configuration.idlePoll, clock: services.clock)
@@ -282,13 +294,22 @@ package final class DeliveryEngine: Sendable {
         return (plan.keeping(kept), refused.count)
     }
 
-    /// Gives `deliveries` back to the queue unpushed, due again after the hand-back delay, and
-    /// frees their room in the lane.
+    /// Gives `deliveries` back to the queue unpushed, due again after the hand-back delay (at
+    /// once when the engine is stopping: no claim of this process would take them again), and
+    /// frees their room in the lane. Written even while the engine stops.
     private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane, error: String? = nil) async {
         guard !deliveries.isEmpty else { return }
+        let stopping = Task.isCancelled
+        let (queue, owner, delay) = (lane.stores.queue, owner, stopping ? .zero : configuration.handBackDelay)
         do {
-            try await lane.stores.queue.handBack(deliveries, owner: owner, delay: configuration.handBackDelay, error: error)
+            _ = try await CancellationShield.run {
+                try await queue.handBack(deliveries, owner: owner, delay: delay, error: error)
+            }
             metrics.increment(Metric.deliveriesHandedBackTotal, labels: ["lane": lane.name], by: Double(deliveries.count))
+            if stopping {
+                logger.notice("stopping: deliveries not yet pushed handed back to the queue", metadata: [
+                    "lane": lane.name, "deliveries": String(deliveries.count)])
+            }
         } catch {
             // Their lease ends them in the queue again; they were not pushed.
             logger.warning("cannot hand deliveries back; they are claimed again when their lease ends", metadata: [

@@ -61,7 +61,9 @@ final class OutcomeRecorder: Sendable {
         if count == 1 || count == settings.commitSize { wake.yield() }
     }
 
-    /// Writes groups until the task is cancelled (then ``drain()`` writes what is left).
+    /// Writes groups until ``finish()`` is called (then ``drain()`` writes what is left). Not
+    /// ended by its task's cancellation: the engine runs it apart from its lanes, so outcomes of
+    /// the pushes finishing during a stop are written as they come.
     func run() async {
         for await _ in wakes {
             if waiting.withLock({ $0.count }) < settings.commitSize {
@@ -70,6 +72,11 @@ final class OutcomeRecorder: Sendable {
             // A group taken is written even while the engine stops: dropped, it would be pushed again.
             await CancellationShield.run { await self.writeWaiting() }
         }
+    }
+
+    /// Ends ``run()`` once the groups waiting are written; called once the workers have stopped.
+    func finish() {
+        wake.finish()
     }
 
     /// Writes every outcome still waiting; called once the workers have stopped.

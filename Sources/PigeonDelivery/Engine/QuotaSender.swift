@@ -29,7 +29,7 @@ package final class QuotaSender: PushSending {
     }
 
     package func send(_ message: PushMessage, to token: String) async -> PushOutcome {
-        guard await admit(1) == 1 else { return pausedOutcome() }
+        guard await admit(1) == 1 else { return Task.isCancelled ? .deferred : pausedOutcome() }
         let outcome = await sender.send(message, to: token)
         noteQuotaAnswer(outcome)
         return outcome
@@ -40,7 +40,8 @@ package final class QuotaSender: PushSending {
         while next < batch.pushes.count {
             let granted = await admit(batch.pushes.count - next)
             guard granted > 0 else {
-                let outcome = pausedOutcome()
+                // A stopping sender starts nothing more: those not sent go back unpushed.
+                let outcome = Task.isCancelled ? .deferred : pausedOutcome()
                 for index in next..<batch.pushes.count { onResult(PushBatchResult(index: index, outcome: outcome, duration: nil)) }
                 return
             }

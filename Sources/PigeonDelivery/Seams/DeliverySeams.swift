@@ -73,11 +73,16 @@ package protocol PushSending: Sendable {
 
 extension PushSending {
     /// A batch as single pushes, at most `maxInFlight` at once: for senders without a batch
-    /// path of their own (test fakes).
+    /// path of their own (test fakes). Like the HTTP/2 client's batches, a cancelled caller
+    /// starts no more pushes: those not started come back ``PushOutcome/deferred``.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         await withTaskGroup(of: Void.self) { group in
             for (index, push) in batch.pushes.enumerated() {
-                if index >= max(1, maxInFlight) { await group.next() }
+                if index >= max(1, maxInFlight) && !Task.isCancelled { await group.next() }
+                if Task.isCancelled {
+                    onResult(PushBatchResult(index: index, outcome: .deferred, duration: nil))
+                    continue
+                }
                 if let deadline = batch.deadline(of: push), deadline <= Date() {
                     onResult(PushBatchResult(index: index, outcome: .expired, duration: nil))
                     continue

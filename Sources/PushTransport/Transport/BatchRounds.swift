@@ -54,6 +54,9 @@ struct BatchRounds<Credential: Equatable & Sendable> {
                 if case .failure(let error) = response, error.code == HTTP2Client.expiredCode {
                     // Its time ran out before a stream took it: nothing was sent.
                     result = PushBatchResult(index: positions[position], outcome: .expired, duration: nil)
+                } else if case .failure(let error) = response, error.code == HTTP2Client.notStartedCode {
+                    // The sender stopped (a cancelled task) before its turn: nothing was sent.
+                    result = PushBatchResult(index: positions[position], outcome: .deferred, duration: nil)
                 } else {
                     result = PushBatchResult(index: positions[position], outcome: outcome(response, current, push),
                                              duration: try? response.get().duration)

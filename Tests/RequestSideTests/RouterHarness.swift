@@ -26,6 +26,8 @@ struct RouterHarness {
     let wallet = InMemoryWallet()
     let bank: FakeBank
     let metrics = MetricsRegistry()
+    /// Set as the gateway's stop sets it: `/ready` then answers 503.
+    let stopping = StopSignal()
     let router: Router
     /// The console's source when the harness serves the console (`console: true`).
     let console: InMemoryConsole?
@@ -98,7 +100,7 @@ struct RouterHarness {
         router = Router(
             surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: consoleEndpoint,
             outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
-            health: HealthEndpoint(pendingMigrations: database.pendingMigrations, logger: .silent), metrics: metrics,
+            health: HealthEndpoint(pendingMigrations: database.pendingMigrations, stopping: stopping, logger: .silent), metrics: metrics,
             soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,
             scheme: "https", maxRequestBytes: configuration.http.maxRequestBytes, logger: .silent)
     }

@@ -34,7 +34,7 @@ struct RouterTests {
         #expect(await harness.call("GET", "/health").status == 200)
     }
 
-    @Test("/ready: UP with the schema current; 503 naming pending migrations; 503 when the database does not answer; GET only")
+    @Test("/ready: UP with the schema current; 503 naming pending migrations; 503 when the database does not answer; 503 once the gateway stops (/health still UP); GET only")
     func readiness() async throws {
         let current = await (try RouterHarness()).call("GET", "/ready")
         #expect(current.status == 200)
@@ -45,6 +45,12 @@ struct RouterTests {
         let down = await (try RouterHarness(database: .unreachable)).call("GET", "/ready")
         #expect(down.status == 503)
         #expect(down.text.contains("database unreachable"))
+        let stopping = try RouterHarness()
+        stopping.stopping.set()
+        let draining = await stopping.call("GET", "/ready")
+        #expect(draining.status == 503)
+        #expect(draining.text.contains("shutting down"))
+        #expect(await stopping.call("GET", "/health").status == 200)
         let post = await (try RouterHarness()).call("POST", "/ready")
         #expect(post.status == 405)
         #expect(post.header("Allow") == "GET")

@@ -87,6 +87,8 @@ package struct ActivityEngine: Sendable {
         }
         var generator = RandomSourceGenerator(source: random)
         for (claim, outcome) in answered {
+            // Not pushed because the engine is stopping: left held, handed back at the end.
+            if outcome == .deferred && Task.isCancelled { continue }
             metrics.increment(Metric.activityPushesTotal, labels: ["kind": claim.kind.rawValue, "outcome": outcome.label])
             results.append(ActivityPushResult(claim: claim, change: change(after: outcome, for: claim, now: now, random: &generator)))
         }

@@ -81,6 +81,8 @@ package struct PassUpdateEngine: Sendable {
         var generator = RandomSourceGenerator(source: random)
         var counts: [String: Double] = [:]
         for (claim, outcome) in answered {
+            // Not pushed because the engine is stopping: left held, handed back at the end.
+            if outcome == .deferred && Task.isCancelled { continue }
             counts[outcome.label, default: 0] += 1
             results.append(PassPushResult(claim: claim, change: policy.change(after: outcome, for: claim, now: now, random: &generator)))
         }

@@ -2,20 +2,26 @@ import Foundation
 import PigeonCore
 import PigeonHTTP
 import PigeonStore
+import Synchronization
 
-/// `/health` (the process answers) and `/ready` (the database answers and its schema is current).
+/// `/health` (the process answers) and `/ready` (the database answers, its schema is current and
+/// the gateway is not stopping).
 struct HealthEndpoint: Sendable {
     /// The migrations the database still lacks; throws when it does not answer.
     let pendingMigrations: @Sendable () async throws -> [Int]
+    /// Set once the gateway begins to stop: `/ready` answers 503 from then on, so a load
+    /// balancer stops routing to it (CONTRACT §10).
+    let stopping: StopSignal
     let logger: Logger
 
-    init(pendingMigrations: @escaping @Sendable () async throws -> [Int], logger: Logger) {
+    init(pendingMigrations: @escaping @Sendable () async throws -> [Int], stopping: StopSignal = StopSignal(), logger: Logger) {
         self.pendingMigrations = pendingMigrations
+        self.stopping = stopping
         self.logger = logger
     }
 
-    init(pool: PostgresPool, migrator: Migrator, logger: Logger) {
-        self.init(pendingMigrations: { try await migrator.pending(pool) }, logger: logger)
+    init(pool: PostgresPool, migrator: Migrator, stopping: StopSignal, logger: Logger) {
+        self.init(pendingMigrations: { try await migrator.pending(pool) }, stopping: stopping, logger: logger)
     }
 
     func live() -> HTTPResponse {
@@ -23,6 +29,9 @@ struct HealthEndpoint: Sendable {
     }
 
     func ready() async -> HTTPResponse {
+        guard !stopping.isSet else {
+            return .text(503, "{\"status\":\"DOWN\",\"reason\":\"shutting down\"}", contentType: "application/json")
+        }
         do {
             let pending = try await pendingMigrations()
             guard pending.isEmpty else {
@@ -34,4 +43,12 @@ struct HealthEndpoint: Sendable {
             return .text(503, "{\"status\":\"DOWN\",\"reason\":\"database unreachable\"}", contentType: "application/json")
         }
     }
+}
+
+/// A one-way flag: the gateway has begun to stop.
+final class StopSignal: Sendable {
+    private let value = Atomic(false)
+    init() {}
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

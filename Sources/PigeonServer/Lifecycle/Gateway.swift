@@ -163,6 +163,10 @@ package final class Gateway: Sendable {
         if configuration.console.isConfigured && console == nil {
             logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
         }
+        // `/ready` answers 503 from the first moment of a stop, before the listeners stop
+        // accepting: a load balancer with kept-alive connections stops routing at once.
+        let stopping = StopSignal()
+        lifecycle.adopt("readiness", stopping, quiesce: { $0.set() }, close: { _, _ in })
         func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
             Router(
                 surfaces: surfaces,
@@ -182,7 +186,7 @@ package final class Gateway: Sendable {
                     addressLimit: passAddressLimit, metrics: metrics, logger: logger.withLabel("pigeon.passkit")),
                 console: surfaces.contains(.bank) ? console : nil,
                 outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
-                health: HealthEndpoint(pool: pool, migrator: migrator, logger: logger.withLabel("pigeon.health")),
+                health: HealthEndpoint(pool: pool, migrator: migrator, stopping: stopping, logger: logger.withLabel("pigeon.health")),
                 metrics: metrics,
                 soapAuthentication: http.soapUsername.map {
                     BasicAuthentication(username: $0, password: http.soapPassword ?? "")

@@ -94,6 +94,84 @@ struct DeliveryResilienceTests {
         await database.drop()
     }
 
+    @Test("SIGTERM mid fan-out against a push service answering at a bounded rate: the pushes on the wire finish, the rest go back at once, exit 0 in seconds; after the restart every device pushed, at most 5 twice")
+    func sigtermMidFanOut() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let recipients = 3000
+        let users = try await Self.subscribe(count: recipients, prefix: "stop", in: database.pool)
+        let configuration = Self.boundedRate(simulator, database: database.url)
+        let gateway = try GatewayProcess(configuration: configuration)
+        let reply = try await Self.post(gateway.baseURL + GatewayHarness.soapPath,
+                                        GatewayHarness.envelope(GatewayHarness.sendNotification(id: "stop", recipients: users)))
+        #expect(reply.contains("<status>OK</status>"))
+        #expect(try await Self.waitUntil(seconds: 120, every: .milliseconds(5)) { Self.pushCount(simulator) >= recipients / 4 })
+        let stopped = ContinuousClock.now
+        let atSignal = Self.pushCount(simulator)
+        gateway.signal(SIGTERM)
+        #expect(await gateway.waitForExit(timeout: .seconds(60)) == 0)
+        let exitTook = ContinuousClock.now - stopped
+        let atStop = Self.pushCount(simulator)
+        // The simulator counts a push as it arrives: after the signal, only pushes already
+        // sent (at most the 50 in flight) may still arrive; none may start.
+        #expect(atStop - atSignal <= 50, "\(atStop - atSignal) pushes arrived after SIGTERM")
+        #expect(atStop < recipients, "the fan-out finished before the stop; the test proves nothing")
+        #expect(!gateway.log.contains("did not finish before the shutdown deadline"), "\(gateway.log.suffix(3000))")
+        #expect(gateway.log.contains("deliveries not yet pushed handed back"), "\(gateway.log.suffix(3000))")
+        // Nothing this process held is left leased to it.
+        #expect(try await Self.count(database.pool, "lease_owner IS NOT NULL AND state = 'QUEUED'") == 0)
+
+        let successor = try GatewayProcess(configuration: configuration)
+        #expect(try await Self.waitUntil(seconds: 180) { try await Self.count(database.pool, "state = 'SENT'") == recipients },
+                "log of the successor: \(successor.log.suffix(2000))")
+        successor.signal(SIGTERM)
+        #expect(await successor.waitForExit() == 0)
+        let (missing, duplicates) = Self.pushesPerDevice(simulator, expected: recipients)
+        print("SIGTERM mid fan-out: \(atSignal) of \(recipients) pushed at SIGTERM, \(atStop) at the exit, exit \(exitTook) after SIGTERM, missing \(missing), pushed twice \(duplicates)")
+        #expect(missing == 0)
+        #expect(duplicates <= 5, "\(duplicates) devices pushed twice; pushes at the stop: \(atStop)")
+        await database.drop()
+    }
+
+    @Test("a rolling restart of two gateways on one database mid fan-out: every device pushed, at most 5 twice")
+    func rollingRestart() async throws {
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        let simulator = fixture.simulator
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let recipients = 3000
+        let users = try await Self.subscribe(count: recipients, prefix: "roll", in: database.pool)
+        let configuration = Self.boundedRate(simulator, database: database.url)
+        var gateways = [try GatewayProcess(configuration: configuration), try GatewayProcess(configuration: configuration)]
+        let reply = try await Self.post(gateways[0].baseURL + GatewayHarness.soapPath,
+                                        GatewayHarness.envelope(GatewayHarness.sendNotification(id: "roll", recipients: users)))
+        #expect(reply.contains("<status>OK</status>"))
+        // One gateway at a time is stopped and replaced while the fan-out goes on.
+        for (index, share) in [(0, 4), (1, 2)] {
+            #expect(try await Self.waitUntil(seconds: 120, every: .milliseconds(5)) { Self.pushCount(simulator) >= recipients / share })
+            #expect(Self.pushCount(simulator) < recipients, "the fan-out finished before the restart of gateway \(index)")
+            let stopped = ContinuousClock.now
+            let atSignal = Self.pushCount(simulator)
+            gateways[index].signal(SIGTERM)
+            #expect(await gateways[index].waitForExit(timeout: .seconds(60)) == 0)
+            print("rolling restart: gateway \(index) exited \(ContinuousClock.now - stopped) after SIGTERM, \(atSignal) of \(recipients) pushed at SIGTERM, \(Self.pushCount(simulator)) at its exit")
+            #expect(!gateways[index].log.contains("did not finish before the shutdown deadline"))
+            gateways[index] = try GatewayProcess(configuration: configuration)
+        }
+        #expect(try await Self.waitUntil(seconds: 180) { try await Self.count(database.pool, "state = 'SENT'") == recipients })
+        for gateway in gateways {
+            gateway.signal(SIGTERM)
+            #expect(await gateway.waitForExit() == 0)
+        }
+        let (missing, duplicates) = Self.pushesPerDevice(simulator, expected: recipients)
+        print("rolling restart: missing \(missing), pushed twice \(duplicates)")
+        #expect(missing == 0)
+        #expect(duplicates <= 5, "\(duplicates) devices pushed twice")
+        await database.drop()
+    }
+
     @Test("a provider enforcing the rapid-reset limit: GOAWAYs ridden through, every push sent once, reconnections in /metrics")
     func rapidResetLimit() async throws {
         let fixture = try SimulatorFixture(enforceRapidResetLimit: true)
@@ -168,6 +246,29 @@ struct DeliveryResilienceTests {
         \(simulator.configurationSnippet)
         \(extra)
         """
+    }
+
+    /// Push services answering at a bounded rate, as APNs and FCM do under load: every push
+    /// answered after 300 ms, 25 in flight per service and gateway — ~160 pushes a second in
+    /// all, not slow enough for the engine to call the services slow. A gateway then holds ~3 s
+    /// of pushes (its window and a batch), more than the time its 3-second shutdown grace leaves
+    /// the engine, so a stop that went on pushing what it held would run out of time, hand back
+    /// pushes already made and have them repeated.
+    static func boundedRate(_ simulator: Simulator, database: String) -> String {
+        simulator.apns.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 300))]))
+        simulator.fcm.setFaults(FaultRules([FaultRules.anyToken: .init(.delay(milliseconds: 300))]))
+        return configuration(simulator: simulator, database: database, extra: """
+            deliveryConcurrency = 25
+            shutdownGraceSeconds = 3
+            """)
+    }
+
+    /// Of `expected` devices (one per recipient), how many the simulator never received a push
+    /// for, and how many it received more than one for.
+    static func pushesPerDevice(_ simulator: Simulator, expected: Int) -> (missing: Int, duplicates: Int) {
+        let tokens = simulator.apns.deliveries.map(\.deviceToken) + simulator.fcm.deliveries.map(\.registrationToken)
+        let counts = Dictionary(tokens.map { ($0, 1) }, uniquingKeysWith: +)
+        return (expected - counts.count, counts.values.filter { $0 > 1 }.count)
     }
 
     static func pushCount(_ simulator: Simulator) -> Int {

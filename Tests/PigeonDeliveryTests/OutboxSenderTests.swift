@@ -49,22 +49,38 @@ final class FakeReportQueue: ReportQueue {
         rows.withLock { $0[id] = nil }
         buried.withLock { $0[id] = error }
     }
+
+    func handBack(_ ids: [Int64]) async throws {
+        let now = clock.now()
+        rows.withLock { rows in
+            for id in ids {
+                rows[id]?.dueAt = now
+                rows[id]?.report.attempt -= 1
+            }
+        }
+    }
 }
 
 struct BankRefusal: Error, CustomStringConvertible {
     var description: String { "bank answered 500" }
 }
 
-/// A bank that refuses the reports of the notifications it is told to refuse.
+/// A bank that refuses the reports of the notifications it is told to refuse, and answers
+/// only once `gate` (if any) opens.
 final class FakeBank: BankReporting {
     let refused: Set<String>
+    let gate: Gate?
     let received = Mutex<[BankReport]>([])
+    let started = Mutex(0)
 
-    init(refusing refused: Set<String> = []) {
+    init(refusing refused: Set<String> = [], gate: Gate? = nil) {
         self.refused = refused
+        self.gate = gate
     }
 
     func send(_ report: BankReport) async throws {
+        started.withLock { $0 += 1 }
+        await gate?.wait()
         if refused.contains(report.subject) { throw BankRefusal() }
         received.withLock { $0.append(report) }
     }
@@ -72,6 +88,29 @@ final class FakeBank: BankReporting {
 
 @Suite("Outbox sender with fakes")
 struct OutboxSenderTests {
+    @Test("stopped with 16 reports on the wire and 48 claimed: the 16 finish and are removed, the 48 are due again at once, their claim uncounted, and no report is sent after the stop")
+    func stopHandsBackUnsent() async throws {
+        let clock = ManualClock()
+        let reports = (1...64).map {
+            ClaimedReport(id: Int64($0), report: .pushIsOpened(notificationId: "n\($0)", user: "u"), attempt: 0, createdAt: clock.now())
+        }
+        let queue = FakeReportQueue(clock: clock, reports: reports)
+        let gate = Gate()
+        let bank = FakeBank(gate: gate)
+        let sender = OutboxSender(outbox: queue, bank: bank, clock: clock, random: CountingRandom(), lease: .seconds(120),
+                                  maxAge: .seconds(3600), metrics: MetricsRegistry(), logger: .silent)
+        let task = Task { await sender.run() }
+        #expect(await eventually { bank.started.withLock { $0 } == 16 })
+        task.cancel()
+        gate.open()
+        await task.value
+        #expect(bank.started.withLock { $0 } == 16)
+        #expect(bank.received.withLock { $0.count } == 16)
+        let left = queue.rows.withLock { Array($0.values) }
+        #expect(left.count == 48)
+        #expect(left.allSatisfy { $0.dueAt <= clock.now() && $0.report.attempt == 0 })
+    }
+
     @Test("taken reports are removed; a refused one is retried with back-off on the clock and dead-lettered past maxAge, once")
     func retryThenDeadLetter() async throws {
         let clock = ManualClock()

@@ -50,6 +50,23 @@ struct OutboxClaimTests {
         await database.drop()
     }
 
+    @Test("a report handed back unsent (a stopping sender) is due again at once, its claim not counted")
+    func handBack() async throws {
+        let database = try await TestDatabase.isolatedDatabase()
+        let outbox = Outbox(pool: database.pool)
+        _ = try await database.pool.transaction { connection in
+            try Outbox.enqueue(.pushIsOpened(notificationId: "n", user: "alice"), connection)
+        }
+        let claimed = try await outbox.claim(limit: 10, lease: .seconds(600))
+        #expect(claimed.count == 1)
+        #expect(try await outbox.claim(limit: 10, lease: .seconds(600)).isEmpty, "leased")
+        try await outbox.handBack(claimed.map(\.id))
+        let again = try await outbox.claim(limit: 10, lease: .seconds(600))
+        #expect(again.map(\.id) == claimed.map(\.id))
+        #expect(again.first?.attempt == 1)
+        await database.drop()
+    }
+
     @Test("eight senders claiming at once, reports of every kind mixed with undecodable ones: each report claimed by exactly one sender, each undecodable one dead exactly once")
     func concurrentClaims() async throws {
         let database = try await TestDatabase.isolatedDatabase()

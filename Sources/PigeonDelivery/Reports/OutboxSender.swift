@@ -38,7 +38,15 @@ package struct OutboxSender: Sendable {
         self.logger = logger
     }
 
-    /// Sends until the task is cancelled.
+    /// What became of one claim of reports: each sent one with the bank's refusal (`nil`: taken),
+    /// and those a stop kept from being sent.
+    struct Round: Sendable {
+        var results: [(ClaimedReport, String?)]
+        var notSent: [ClaimedReport]
+    }
+
+    /// Sends until the task is cancelled. A stop sends no report more: those on the wire finish
+    /// and are written down, the others are handed back at once (CONTRACT §10).
     package func run() async {
         logger.info("outbox sender started")
         let (outbox, batchSize, lease) = (outbox, batchSize, lease)
@@ -46,15 +54,16 @@ package struct OutboxSender: Sendable {
         // sent twice for it.
         await LeasedWorkLoop<ClaimedReport>(what: "outbox reports", clock: clock, logger: logger, idlePoll: idlePoll, wake: wake).run(
             claim: { try await outbox.claim(limit: batchSize, lease: lease) },
-            work: { claimed in claimed }, write: { claimed in await send(claimed) })
+            work: { claimed in await send(claimed) }, write: { round in await record(round) })
         logger.info("outbox sender stopped")
     }
 
-    private func send(_ reports: [ClaimedReport]) async {
-        let results = await withTaskGroup(of: (ClaimedReport, String?).self) { group in
+    /// Sends `reports`, `concurrency` at once; once the task is cancelled, starts no more.
+    private func send(_ reports: [ClaimedReport]) async -> Round {
+        await withTaskGroup(of: (ClaimedReport, String?).self) { group in
             var next = 0
             func addNext() {
-                guard next < reports.count else { return }
+                guard next < reports.count, !Task.isCancelled else { return }
                 let report = reports[next]
                 next += 1
                 group.addTask { (report, await deliver(report.report)) }
@@ -65,8 +74,20 @@ package struct OutboxSender: Sendable {
                 results.append(result)
                 addNext()
             }
-            return results
+            return Round(results: results, notSent: Array(reports[next...]))
         }
+    }
+
+    private func record(_ round: Round) async {
+        if !round.notSent.isEmpty {
+            do {
+                try await outbox.handBack(round.notSent.map(\.id))
+                logger.notice("stopping: reports not yet sent handed back to the outbox", metadata: ["reports": String(round.notSent.count)])
+            } catch {
+                logger.warning("cannot hand reports back; they come due when their lease ends", metadata: ["error": "\(error)"])
+            }
+        }
+        let results = round.results
         let sent = results.filter { $0.1 == nil }.map(\.0.id)
         do {
             try await outbox.complete(sent)

@@ -12,6 +12,9 @@ package protocol ReportQueue: Sendable {
     func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws
     /// Moves a report to the dead letters.
     func bury(_ id: Int64, error: String) async throws
+    /// Makes claimed reports that were never sent due again at once, their claim not counted
+    /// as an attempt (a stopping sender's).
+    func handBack(_ ids: [Int64]) async throws
 }
 
 /// The bank's proxy service, receiving reports (CONTRACT §3).

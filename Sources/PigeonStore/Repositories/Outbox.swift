@@ -101,6 +101,16 @@ package struct Outbox: Sendable {
         }
     }
 
+    /// Claimed reports that were not sent (the sender stopped first): due again at once, the
+    /// claim not counted as an attempt.
+    package func handBack(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await pool.withConnection { connection in
+            try connection.query("UPDATE outbox SET next_attempt_at = now(), attempts = greatest(0, attempts - 1) WHERE id = ANY($1::bigint[])",
+                                 [PostgresArray.encode(ids.map(String.init))])
+        }
+    }
+
     /// A send failed: try again at `retryAt`.
     package func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
         _ = try await pool.withConnection { connection in

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# A PostgreSQL primary and a streaming standby on loopback, for the failover test:
+# A PostgreSQL primary and a streaming standby on loopback, for the restart test (failover is
+# drilled on Patroni: scripts/patroni.sh):
 #   scripts/pg-pair.sh start NAME PRIMARY_PORT STANDBY_PORT   fresh pair (any old one removed)
-#   scripts/pg-pair.sh kill-primary NAME                       kill -9 of the primary's postmaster
-#   scripts/pg-pair.sh promote NAME                            the standby becomes the primary
 #   scripts/pg-pair.sh restart-primary NAME PRIMARY_PORT       the primary stopped (fast) and started
 #   scripts/pg-pair.sh stop NAME                               both stopped and removed
 # Replication is synchronous (the primary's commit waits for the standby to have the WAL), so a
@@ -17,7 +16,7 @@ for descriptor in /proc/$$/fd/*; do
     if [ "$number" -gt 2 ] 2>/dev/null; then eval "exec $number>&-" 2>/dev/null || true; fi
 done
 
-command="${1:?usage: pg-pair.sh start|kill-primary|promote|stop NAME [PRIMARY_PORT STANDBY_PORT]}"
+command="${1:?usage: pg-pair.sh start|restart-primary|stop NAME [PRIMARY_PORT STANDBY_PORT]}"
 name="${2:?name}"
 primary="/tmp/pigeon-pg/$name-primary"
 standby="/tmp/pigeon-pg/$name-standby"
@@ -69,15 +68,6 @@ CONF
         sleep 0.1
     done
     echo "standby of $name never started streaming" >&2; exit 1
-    ;;
-kill-primary)
-    pid=$(head -1 "$primary/data/postmaster.pid")
-    kill -9 "$pid"
-    echo "primary of $name killed ($pid)"
-    ;;
-promote)
-    "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$standby/data" -w -t 60 promote </dev/null >/dev/null 2>&1
-    echo "standby of $name promoted"
     ;;
 restart-primary)
     primary_port="${3:?primary port}"

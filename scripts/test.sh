@@ -48,6 +48,10 @@ log "system tier: gateways killed with -9"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter 'DeliveryResilienceTests|ConfidentialErasureCrashTests|WalletPassResilienceTests'
 log "system tier: database restart and failover"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter DatabaseFailoverTests
+# Patroni on etcd with synchronous replication (scripts/patroni.sh): a switchover and the
+# primary killed with -9, each during a 100,000-recipient fan-out and a stream of codes.
+log "system tier: Patroni drills"
+timeout --signal=TERM --kill-after=30 1200 swift test --skip-build --filter PatroniDrillTests
 log "system tier: a send of 5,000,000 recipients"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter BigSendTests
 

@@ -337,11 +337,13 @@ package final class Gateway: Sendable {
     /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
     ///
     /// Everything happens within one deadline, `shutdownGraceSeconds` (default 20, under a
-    /// container platform's 30-second grace), in ``Lifecycle``'s phases: the listeners stop
-    /// accepting; the engine stops claiming and its pushes in flight finish and are recorded, the
-    /// outbox sender and sweeps stop; what is still running a few seconds before the deadline is
-    /// abandoned, and the deliveries this process still holds are handed back to the queue at
-    /// once; then the listeners answer their last requests and everything closes.
+    /// container platform's 30-second grace), in ``Lifecycle``'s phases (CONTRACT §10): `/ready`
+    /// answers 503 and the listeners stop accepting; the engines stop claiming and start no
+    /// push, hand back at once what no push service has received, and record the outcomes of the
+    /// pushes on the wire as they arrive; the outbox sender and sweeps stop; what is still running
+    /// a few seconds before the deadline is abandoned, and the deliveries this process still
+    /// holds are handed back to the queue; then the listeners answer their last requests and
+    /// everything closes.
     package func shutdownBlocking() {
         let grace = Double(configuration.delivery.shutdownGraceSeconds)
         logger.notice("shutting down", metadata: ["deadlineSeconds": String(Int(grace))])

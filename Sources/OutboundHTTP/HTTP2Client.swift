@@ -240,6 +240,8 @@ package final class HTTP2Client: Sendable {
         var submittedBatches: [Batch] = []
         var stopping = false
         var abandonRunning = false
+        /// The multi handle is freed (the driving thread ended): nothing may wake it any more.
+        var released = false
         var connectionsOpened = 0
         var restarted = 0
     }
@@ -333,7 +335,10 @@ package final class HTTP2Client: Sendable {
             }
         } onCancel: {
             cancelled.set()
-            pigeon_h2_client_wakeup(client)
+            // Under the lock: the driving thread frees the handle under it too.
+            state.withLock { state in
+                if !state.released { pigeon_h2_client_wakeup(client) }
+            }
         }
     }
 
@@ -441,7 +446,10 @@ package final class HTTP2Client: Sendable {
                 state.withLock { $0.connectionsOpened = opened }
             }
         }
-        pigeon_h2_client_free(client)
+        state.withLock { state in
+            state.released = true
+            pigeon_h2_client_free(client)
+        }
         stopped.signal()
     }
 

@@ -14,18 +14,11 @@
 # servers print goes to logs under /tmp/pigeon-patroni/NAME; this script prints only its own lines.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
-# The servers started here must not inherit the caller's descriptors beyond 0-2 (a test waiting
-# for this script would otherwise wait for as long as they run).
-for descriptor in /proc/$$/fd/*; do
-    number="${descriptor##*/}"
-    if [ "$number" -gt 2 ] 2>/dev/null; then eval "exec $number>&-" 2>/dev/null || true; fi
-done
+close_inherited_descriptors
 
 command="${1:?usage: patroni.sh start|leader|switchover|kill-primary|stop NAME [ETCD_PORT PORT1 PORT2]}"
 name="${2:?name}"
 base="/tmp/pigeon-patroni/$name"
-as_postgres=()
-if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
 
 ensure_packages() {
     install_packages patroni etcd-server etcd-client python3-etcd >/dev/null

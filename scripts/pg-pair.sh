@@ -9,19 +9,12 @@
 # print goes to their logs under /tmp/pigeon-pg/NAME-*; this script prints only its own lines.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
-# The servers started here must not inherit the caller's descriptors beyond 0-2: a test
-# process that waits for this script would otherwise wait on them for as long as they run.
-for descriptor in /proc/$$/fd/*; do
-    number="${descriptor##*/}"
-    if [ "$number" -gt 2 ] 2>/dev/null; then eval "exec $number>&-" 2>/dev/null || true; fi
-done
+close_inherited_descriptors
 
 command="${1:?usage: pg-pair.sh start|restart-primary|stop NAME [PRIMARY_PORT STANDBY_PORT]}"
 name="${2:?name}"
 primary="/tmp/pigeon-pg/$name-primary"
 standby="/tmp/pigeon-pg/$name-standby"
-as_postgres=()
-if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
 
 stop_cluster() {
     local base="$1"

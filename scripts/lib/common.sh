@@ -29,6 +29,21 @@ install_packages() {
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# close_inherited_descriptors: the servers a script starts must not inherit the caller's
+# descriptors beyond 0-2: a test process that waits for the script would otherwise wait on them
+# for as long as the servers run.
+close_inherited_descriptors() {
+    for descriptor in /proc/$$/fd/*; do
+        number="${descriptor##*/}"
+        if [ "$number" -gt 2 ] 2>/dev/null; then eval "exec $number>&-" 2>/dev/null || true; fi
+    done
+}
+
+# as_postgres: the command prefix that runs a PostgreSQL binary as the postgres user when this
+# script runs as root (initdb refuses root).
+as_postgres=()
+if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
+
 # pg_start NAME PORT [extra postgres -c settings...]
 # Creates (once) and starts a private cluster under /tmp/pigeon-pg/NAME owned by the postgres
 # user (initdb refuses root), listening on 127.0.0.1:PORT and a private socket folder.
@@ -38,8 +53,6 @@ pg_start() {
     local data="$base/data"
     local options="-c listen_addresses=127.0.0.1 -p $port -k $base"
     for setting in "$@"; do options="$options -c $setting"; done
-    local as_postgres=()
-    if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
 
     mkdir -p "$base"
     chmod 755 /tmp/pigeon-pg
@@ -83,8 +96,6 @@ pg_recreate_database() {
 # pg_stop NAME
 pg_stop() {
     local data="/tmp/pigeon-pg/$1/data"
-    local as_postgres=()
-    if [ "$(id -u)" -eq 0 ]; then as_postgres=(runuser -u postgres --); fi
     if [ -f "$data/PG_VERSION" ] && "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
         log "stopping PostgreSQL $1"
         "${as_postgres[@]}" "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null

@@ -41,7 +41,7 @@ static SSL_CTX *context;
 static atomic_long apns_answered, fcm_answered, rustore_answered, huawei_answered, webpush_answered;
 
 /* Arrivals of one-time codes: token and time, for bench/codes.sh's push latency. */
-#define MAX_CODES 20000
+#define MAX_CODES 200000
 static struct { char token[72]; long long micros; } codes[MAX_CODES];
 static int code_count;
 static pthread_mutex_t codes_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -117,7 +117,8 @@ leader_node() {
 }
 
 # The pid of a node's Patroni (not of the runuser that started it).
-patroni_pid() { pgrep -f "patroni $base/$1.yml" | while read -r pid; do [ "$(ps -o comm= -p "$pid")" = "runuser" ] || echo "$pid"; done | head -1; }
+# Nothing (and success) when it is not running: a stop after kill-primary must go on.
+patroni_pid() { { pgrep -f "patroni $base/$1.yml" || true; } | while read -r pid; do [ "$(ps -o comm= -p "$pid")" = "runuser" ] || echo "$pid"; done | head -1; }
 
 # Waits until one node is the primary and the other the synchronous standby Patroni names (its
 # REST API answers 200 on /sync), streaming.

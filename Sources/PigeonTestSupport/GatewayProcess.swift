@@ -43,7 +43,8 @@ package final class GatewayProcess: @unchecked Sendable {
             process.standardOutput = log
             process.standardError = log
             try process.run()
-            if LoopbackPort.waitUntilAccepting(candidate, timeout: .seconds(60), stillStarting: { process.isRunning }) {
+            if LoopbackPort.waitUntilListening(candidate, processIdentifier: process.processIdentifier, timeout: .seconds(60),
+                                               stillStarting: { process.isRunning }) {
                 self.process = process
                 self.port = candidate
                 self.configurationFile = configFile

@@ -47,6 +47,43 @@ package enum LoopbackPort {
         return false
     }
 
+    /// Waits (blocking the calling thread, polling every 20 ms) until the process `processIdentifier`
+    /// itself listens on 127.0.0.1:`port`, or `stillStarting` says it gave up; true when it does
+    /// within `timeout`. Unlike `waitUntilAccepting`, another process that took the port between
+    /// `free()` and the child's bind does not pass for the child.
+    package static func waitUntilListening(_ port: Int, processIdentifier: Int32, timeout: Duration = .seconds(15),
+                                           stillStarting: () -> Bool = { true }) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let inode = listeningSocketInode(port: port), ownsSocket(processIdentifier, inode: inode) { return true }
+            if !stillStarting() { return false }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
+
+    /// The inode of the socket listening on 127.0.0.1:`port` (or on every address), from /proc/net/tcp.
+    private static func listeningSocketInode(port: Int) -> String? {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+        let portHex = String(format: "%04X", port)
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count > 9, fields[3] == "0A" else { continue }
+            let local = fields[1]
+            guard local == "0100007F:\(portHex)" || local == "00000000:\(portHex)" else { continue }
+            return String(fields[9])
+        }
+        return nil
+    }
+
+    /// Whether one of `processIdentifier`'s open descriptors is the socket `inode`.
+    private static func ownsSocket(_ processIdentifier: Int32, inode: String) -> Bool {
+        let folder = "/proc/\(processIdentifier)/fd"
+        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return false }
+        let wanted = "socket:[\(inode)]"
+        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)")) == wanted }
+    }
+
     /// Sends `bytes` to 127.0.0.1:`port` over a new TCP connection, closes the sending half once
     /// nothing has come back for `settleMilliseconds`, and returns everything the server wrote until it closed the connection, or what had
     /// arrived when `timeout` passed (blocking the calling thread); nil when it could not connect.

@@ -36,7 +36,7 @@ struct HTTP2ClientTests {
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 try process.run()
-                if LoopbackPort.waitUntilAccepting(candidate, stillStarting: { process.isRunning }) {
+                if LoopbackPort.waitUntilListening(candidate, processIdentifier: process.processIdentifier, stillStarting: { process.isRunning }) {
                     self.process = process
                     port = candidate
                     return

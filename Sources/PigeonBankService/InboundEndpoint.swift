@@ -32,6 +32,9 @@ package struct InboundEndpoint: Sendable {
     package var channels: (any BroadcastChannels)?
     /// Told of every activity push queued: wakes the activity engine.
     package var onActivityQueued: @Sendable () -> Void = {}
+    /// Called when a stored send had recipients without a device: their report to the bank was
+    /// queued with the send (CONTRACT §10), so the outbox sender need not wait for its next look.
+    package var onReportsQueued: @Sendable () -> Void = {}
     package var clock: @Sendable () -> Date = Date.init
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
@@ -112,6 +115,7 @@ package struct InboundEndpoint: Sendable {
             switch try await notifications.send(notification) {
             case .stored(let states):
                 onStored(notification)
+                if states.contains(where: { $0.state == .invalidSubscription }) { onReportsQueued() }
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
                 return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))
             case .duplicate(let states):

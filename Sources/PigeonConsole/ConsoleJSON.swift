@@ -25,6 +25,7 @@ package enum ConsoleJSON {
                     "state": recipient.state,
                     "attempts": recipient.attempts,
                     "lastError": recipient.lastError ?? NSNull(),
+                    "reportedEarlyAt": recipient.reportedEarlyAt.map(timestamp) ?? NSNull(),
                     "updatedAt": timestamp(recipient.updatedAt),
                     "devices": recipient.devices.map(device),
                 ]

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonDomain
 import PigeonStore
 
 /// The console's HTML: plain forms and tables, no script, one stylesheet. Every value from the
@@ -161,7 +162,7 @@ package enum ConsolePages {
         }
         body += "<h2>Recipients (\(view.total))</h2><table><thead><tr><th scope=\"col\">User</th><th scope=\"col\">State</th><th scope=\"col\">Attempts</th><th scope=\"col\">Last error</th><th scope=\"col\">Updated</th></tr></thead><tbody>"
         for recipient in view.recipients {
-            body += "<tr><td><a href=\"/console/user?user=\(HTML.query(recipient.user))\">\(HTML.escape(recipient.user))</a></td><td class=\"state\">\(HTML.escape(recipient.state))</td><td>\(recipient.attempts)</td><td>\(HTML.escape(recipient.lastError ?? ""))</td><td>\(HTML.date(recipient.updatedAt))</td></tr>"
+            body += "<tr><td><a href=\"/console/user?user=\(HTML.query(recipient.user))\">\(HTML.escape(recipient.user))</a></td><td class=\"state\">\(HTML.escape(recipient.state))\(Self.toldEarly(recipient))</td><td>\(recipient.attempts)</td><td>\(HTML.escape(recipient.lastError ?? ""))</td><td>\(HTML.date(recipient.updatedAt))</td></tr>"
             // Which phone got it: each device's push, under its recipient.
             for device in recipient.devices {
                 let service = device.serviceId.map { " · id \(HTML.escape($0))" } ?? ""
@@ -230,6 +231,12 @@ package enum ConsolePages {
 
     // MARK: Outbox
 
+    /// A recipient the bank was told at once reached nobody (CONTRACT §10): when.
+    private static func toldEarly(_ recipient: ConsoleStore.Recipient) -> String {
+        guard let told = recipient.reportedEarlyAt else { return "" }
+        return "<br><small>bank told at once: reached nobody, \(HTML.date(told))</small>"
+    }
+
     package static func outbox(_ view: ConsoleOutboxView, message: String?, _ context: Context) -> String {
         var body = message.map { "<p class=\"notice\" role=\"status\">\(HTML.escape($0))</p>" } ?? ""
         body += "<h2>Waiting (\(view.total))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Next attempt</th><th scope=\"col\">Last error</th></tr></thead><tbody>"
@@ -240,7 +247,7 @@ package enum ConsolePages {
         body += "<h2>Dead letters (\(view.dead.count))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Died</th><th scope=\"col\">Last error</th><th scope=\"col\">Send again</th></tr></thead><tbody>"
         for report in view.dead {
             body += """
-                <tr><td>\(report.id)</td><td>\(HTML.escape(report.kind))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
+                <tr><td>\(report.id)</td><td>\(HTML.escape(report.kind + (report.reason == .reachedNobody ? " (reached nobody)" : "")))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
                 <td>\(report.attempts)</td><td>\(HTML.date(report.diedAt))</td><td>\(HTML.escape(report.lastError ?? ""))</td>\
                 <td><form method="post" action="/console/outbox/requeue">\(csrf(context.session))<input type="hidden" name="id" value="\(report.id)">\
                 <button type="submit" aria-label="Send report \(report.id) again">Re-queue</button></form></td></tr>

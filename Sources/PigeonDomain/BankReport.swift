@@ -1,9 +1,27 @@
 import Foundation
 
-/// A report the bank must receive (CONTRACT §3, §7).
+/// Why the bank is told that a notification did not reach users (`reportNotificationExpired`).
+package enum ExpiryReason: String, Sendable, Equatable, CaseIterable {
+    /// The notification's timeout passed before the users acknowledged it (CONTRACT §7).
+    case timeout
+    /// The users' deliveries became final within the timeout without reaching any device: every
+    /// token dead, no device at all, or every push failed for good (CONTRACT §10). The bank hears
+    /// it at once, so its fallback (an SMS) need not wait for the timeout.
+    case reachedNobody
+
+    /// The value of the `reason` label of `pigeon_bank_reports_total`.
+    package var metricLabel: String {
+        switch self {
+        case .timeout: "timeout"
+        case .reachedNobody: "reached_nobody"
+        }
+    }
+}
+
+/// A report the bank must receive (CONTRACT §3, §7, §10).
 package enum BankReport: Sendable, Equatable {
     case pushIsOpened(notificationId: String, user: String)
-    case notificationExpired(notificationId: String, users: [String])
+    case notificationExpired(notificationId: String, users: [String], reason: ExpiryReason = .timeout)
     /// `deviceCount` devices did not fetch the current version of a pass after every push.
     case passUpdateNotFetched(pass: PassIdentity, deviceCount: Int)
 
@@ -16,10 +34,25 @@ package enum BankReport: Sendable, Equatable {
         }
     }
 
+    /// Why an expiry report is sent; nil for the other kinds.
+    package var expiryReason: ExpiryReason? {
+        if case .notificationExpired(_, _, let reason) = self { return reason }
+        return nil
+    }
+
+    /// The kind as operators read it: an expiry report says why it is sent.
+    package var label: String {
+        switch expiryReason {
+        case .reachedNobody?: "\(kind) (reached nobody)"
+        case .timeout?: "\(kind) (timeout)"
+        case nil: kind
+        }
+    }
+
     /// What the report is about, for operators' listings: a notification id or a pass.
     package var subject: String {
         switch self {
-        case .pushIsOpened(let id, _), .notificationExpired(let id, _): id
+        case .pushIsOpened(let id, _), .notificationExpired(let id, _, _): id
         case .passUpdateNotFetched(let pass, _): pass.description
         }
     }
@@ -28,7 +61,7 @@ package enum BankReport: Sendable, Equatable {
     package var concerned: [String] {
         switch self {
         case .pushIsOpened(_, let user): [user]
-        case .notificationExpired(_, let users): users
+        case .notificationExpired(_, let users, _): users
         case .passUpdateNotFetched(_, let count): ["\(count) device\(count == 1 ? "" : "s")"]
         }
     }

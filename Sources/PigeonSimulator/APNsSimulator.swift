@@ -146,6 +146,8 @@ package final class APNsSimulator: Sendable {
             return response
         case .internalError?:
             return reject(500, "InternalServerError")
+        case .rejected?:
+            return reject(413, "PayloadTooLarge")
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)
         case .goAway?:

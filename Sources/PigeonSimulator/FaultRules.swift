@@ -11,6 +11,9 @@ package struct FaultRules: Sendable, Equatable {
         case serviceUnavailable
         /// 500.
         case internalError
+        /// Refused for good, not for the token: APNs 413 PayloadTooLarge, FCM and RuStore 400
+        /// INVALID_ARGUMENT about the message, Huawei 80100003, Web Push 413.
+        case rejected
         /// Close the connection without answering.
         case dropConnection
         /// Accept, then send GOAWAY on the connection.

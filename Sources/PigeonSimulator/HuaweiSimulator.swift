@@ -91,6 +91,8 @@ package final class HuaweiSimulator: Sendable {
                 return .json(503, #"{"code":"80000001","msg":"traffic control"}"#)
             case .internalError?:
                 return .json(500, #"{"code":"81000001","msg":"System inner error"}"#)
+            case .rejected?:
+                return .json(400, #"{"code":"80100003","msg":"Illegal payload"}"#)
             case .dropConnection?:
                 return H2Server.Response(status: 0, action: .dropConnection)
             default:

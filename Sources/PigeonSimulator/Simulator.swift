@@ -226,6 +226,7 @@ extension FaultRules {
             case "tooManyRequests": fault = .tooManyRequests
             case "serviceUnavailable": fault = .serviceUnavailable
             case "internalError": fault = .internalError
+            case "rejected": fault = .rejected
             case "dropConnection": fault = .dropConnection
             case "goAway": fault = .goAway
             case "lowerStreamLimit": fault = .lowerStreamLimit

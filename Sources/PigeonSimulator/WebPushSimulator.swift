@@ -86,6 +86,8 @@ package final class WebPushSimulator: Sendable {
             return .json(503, #"{"error":"unavailable"}"#)
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)
+        case .rejected?:
+            return .json(413, #"{"error":"payload too large"}"#)
         default:
             state.withLock {
                 $0.delivered.append(Delivery(subscriptionId: id, plaintext: plaintext, ttl: request.headers["ttl"],

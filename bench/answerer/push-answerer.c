@@ -4,6 +4,7 @@
  * HTTP/2 over TLS (nghttp2 + OpenSSL), one thread per connection, no validation: it reads each
  * request to its end and answers at once, the way APNs and FCM answer a valid push.
  *   POST /3/device/<token>           200, an apns-id header, no body (APNs)
+ *   POST /3/device/dead<rest>        410 Unregistered with a timestamp (a dead token; noted as a code too)
  *   POST /v1/projects/<p>/messages:send  200, {"name": "projects/<p>/messages/<n>"} (FCM HTTP v1)
  *   POST /token                      200, an OAuth access token for an hour (FCM's token endpoint)
  *   POST /rustore/v1/projects/<p>/messages:send  200, {} (RuStore)
@@ -35,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum kind { UNKNOWN, APNS, FCM, TOKEN, COUNT, RUSTORE, HUAWEI, HUAWEI_TOKEN, WEBPUSH, CODES };
+enum kind { UNKNOWN, APNS, APNS_DEAD, FCM, TOKEN, COUNT, RUSTORE, HUAWEI, HUAWEI_TOKEN, WEBPUSH, CODES };
 
 static SSL_CTX *context;
 static atomic_long apns_answered, fcm_answered, rustore_answered, huawei_answered, webpush_answered;
@@ -87,7 +88,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     (void)flags; (void)user;
     struct stream *stream = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!stream || name_length != 5 || memcmp(name, ":path", 5) != 0) return 0;
-    if (starts_with(value, value_length, "/3/device/c0de")) {
+    if (starts_with(value, value_length, "/3/device/c0de") || starts_with(value, value_length, "/3/device/dead")) {
         stream->kind = APNS;
         long long micros = now_micros();
         size_t length = value_length - 10 < 71 ? value_length - 10 : 71;
@@ -99,6 +100,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
             code_count++;
         }
         pthread_mutex_unlock(&codes_lock);
+        if (starts_with(value, value_length, "/3/device/dead")) stream->kind = APNS_DEAD;
     }
     else if (starts_with(value, value_length, "/3/device/")) stream->kind = APNS;
     else if (starts_with(value, value_length, "/v1/projects/")) stream->kind = FCM;
@@ -135,6 +137,14 @@ static int answer(nghttp2_session *session, int32_t stream_id, struct stream *st
         snprintf(apns_id, sizeof apns_id, "00000000-0000-4000-8000-%012ld", n);
         nghttp2_nv headers[] = { HEADER(":status", "200"), HEADER("apns-id", apns_id) };
         return nghttp2_submit_response(session, stream_id, headers, 2, NULL);
+    }
+    case APNS_DEAD: {
+        long n = atomic_fetch_add(&apns_answered, 1) + 1;
+        snprintf(apns_id, sizeof apns_id, "00000000-0000-4000-8000-%012ld", n);
+        stream->length = (size_t)snprintf(stream->body, sizeof stream->body, "{\"reason\":\"Unregistered\",\"timestamp\":%lld}",
+                                          now_micros() / 1000);
+        nghttp2_nv headers[] = { HEADER(":status", "410"), HEADER("apns-id", apns_id), HEADER("content-type", "application/json") };
+        return nghttp2_submit_response(session, stream_id, headers, 3, &provider);
     }
     case FCM: {
         long n = atomic_fetch_add(&fcm_answered, 1) + 1;

@@ -44,7 +44,7 @@ extension Metric {
     /// `pigeon_pass_fetches_total`
     package static let passFetchesTotal = Metric("pigeon_pass_fetches_total", .counter, "Pass downloads by result (pass, not_modified).")
     /// `pigeon_bank_reports_total`
-    package static let bankReportsTotal = Metric("pigeon_bank_reports_total", .counter, "Reports sent to the bank proxy, by kind and result (sent, retry).")
+    package static let bankReportsTotal = Metric("pigeon_bank_reports_total", .counter, "Reports sent to the bank proxy, by kind and result (sent, retry, dead); expiry reports also by reason (timeout, reached_nobody: told at once that no device could be reached).")
     /// `pigeon_http_connections`
     package static let httpConnections = Metric("pigeon_http_connections", .gauge, "Open connections per listener.")
     /// `pigeon_http_requests_in_flight`

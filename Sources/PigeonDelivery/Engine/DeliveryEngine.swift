@@ -77,6 +77,9 @@ package final class DeliveryEngine: Sendable {
         /// The urgent lane's database seams (a pool of its own, so a code's claim and look-ups
         /// never wait for a connection behind a blast's work); `nil`: the lane shares the others'.
         package var urgentStores: LaneStores?
+        /// Signalled after outcomes that may have queued a report to the bank (a delivery that
+        /// reached nobody, CONTRACT §10): wakes the outbox sender.
+        package var reportsWritten: WakeSignal?
 
         /// The database seams ``queue``, ``notifications`` and ``devices`` as one lane's.
         var stores: LaneStores { LaneStores(queue: queue, notifications: notifications, devices: devices) }
@@ -84,7 +87,9 @@ package final class DeliveryEngine: Sendable {
         package init(queue: any DeliveryQueueing, notifications: any NotificationSource, devices: any DeviceDirectory,
                     senders: [PushRoute: any PushSending], urgentSenders: [PushRoute: any PushSending] = [:], wake: QueueWake? = nil,
                     clock: any DeliveryClock = SystemDeliveryClock(), random: any RandomSource = SystemRandomSource(),
-                    confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil), urgentStores: LaneStores? = nil) {
+                    confidential: ConfidentialPushing = ConfidentialPushing(sealer: nil), urgentStores: LaneStores? = nil,
+                    reportsWritten: WakeSignal? = nil) {
+            self.reportsWritten = reportsWritten
             self.confidential = confidential
             self.urgentStores = urgentStores
             self.queue = queue
@@ -126,7 +131,7 @@ package final class DeliveryEngine: Sendable {
         recorder = OutcomeRecorder(
             owner: owner, queue: services.queue, devices: services.devices, clock: services.clock,
             settings: .init(commitSize: configuration.commitSize, commitInterval: configuration.commitInterval),
-            logger: logger)
+            reportsWritten: services.reportsWritten, logger: logger)
     }
 
     /// The lanes of this engine: urgent and the others, or one for all.

@@ -37,12 +37,14 @@ final class OutcomeRecorder: Sendable {
     private let clock: any DeliveryClock
     private let settings: Settings
     private let logger: Logger
+    private let reportsWritten: WakeSignal?
     private let waiting = Mutex<[FinishedDelivery]>([])
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
     init(owner: String, queue: any DeliveryQueueing, devices: any DeviceDirectory, clock: any DeliveryClock,
-         settings: Settings, logger: Logger) {
+         settings: Settings, reportsWritten: WakeSignal? = nil, logger: Logger) {
+        self.reportsWritten = reportsWritten
         self.owner = owner
         self.queue = queue
         self.devices = devices
@@ -110,6 +112,10 @@ final class OutcomeRecorder: Sendable {
                 if !dead.isEmpty { try await devices.remove(deviceIds: dead) }
                 if !reached.isEmpty { try await devices.markDelivered(deviceIds: reached) }
                 try await queue.record(group.map(\.result), owner: owner)
+                // A delivery that reached nobody had its report to the bank written with it.
+                if group.contains(where: { [.invalidSubscription, .sendingFailed].contains($0.result.state) }) {
+                    reportsWritten?.signal()
+                }
                 if !dead.isEmpty {
                     logger.info("removed devices with dead push tokens", metadata: ["devices": String(dead.count)])
                 }

@@ -98,11 +98,11 @@ package struct OutboxSender: Sendable {
         let now = clock.now()
         for (claimed, failure) in results {
             guard let failure else {
-                metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "sent"])
+                metrics.increment(Metric.bankReportsTotal, labels: Self.labels(claimed.report, result: "sent"))
                 continue
             }
             if now.timeIntervalSince(claimed.createdAt) > Double(maxAge.components.seconds) {
-                metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "dead"])
+                metrics.increment(Metric.bankReportsTotal, labels: Self.labels(claimed.report, result: "dead"))
                 logger.error("report dead-lettered: the bank refused it for longer than reportMaxAgeHours; 'pigeon outbox list' shows it, 'pigeon outbox retry' sends it again", metadata: [
                     "kind": claimed.report.kind, "id": String(claimed.id), "attempts": String(claimed.attempt), "error": failure])
                 do {
@@ -112,7 +112,7 @@ package struct OutboxSender: Sendable {
                 }
                 continue
             }
-            metrics.increment(Metric.bankReportsTotal, labels: ["kind": claimed.report.kind, "result": "retry"])
+            metrics.increment(Metric.bankReportsTotal, labels: Self.labels(claimed.report, result: "retry"))
             let retryAt = schedule.retryAt(afterAttempt: claimed.attempt, now: now, random: &random)
             logger.warning("report not taken by the bank; will retry", metadata: [
                 "kind": claimed.report.kind, "attempt": String(claimed.attempt), "error": failure,
@@ -129,5 +129,15 @@ package struct OutboxSender: Sendable {
         } catch {
             return "\(error)"
         }
+    }
+}
+
+extension OutboxSender {
+    /// The labels of `pigeon_bank_reports_total` for `report`: its kind and the result, and for an
+    /// expiry report why it was sent (`timeout`, `reached_nobody`), so early reports are told apart.
+    static func labels(_ report: BankReport, result: String) -> [String: String] {
+        var labels = ["kind": report.kind, "result": result]
+        if let reason = report.expiryReason { labels["reason"] = reason.metricLabel }
+        return labels
     }
 }

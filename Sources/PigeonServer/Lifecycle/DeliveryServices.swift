@@ -54,7 +54,7 @@ extension BankProxyClient: BankReporting {
         switch report {
         case .pushIsOpened(let id, let user):
             try await pushIsOpened(notificationId: id, user: user)
-        case .notificationExpired(let id, let users):
+        case .notificationExpired(let id, let users, _):
             try await reportNotificationExpired(notificationId: id, users: users)
         case .passUpdateNotFetched(let pass, let count):
             try await reportPassUpdateNotFetched(passTypeIdentifier: pass.passTypeIdentifier, serialNumber: pass.serialNumber, deviceCount: count)

@@ -126,6 +126,9 @@ package final class Gateway: Sendable {
         let deadlines = DeadlineNotes()
         // A queued Live Activity event, widget refresh or update token wakes the activity engine.
         let activityWake = WakeSignal()
+        // A report written (an expiry at its deadline, a code that reached nobody) wakes the
+        // outbox sender at once.
+        let outboxWake = WakeSignal()
         let notificationStore = NotificationStore(pool: pool, identifiers: identifiers, logger: logger.withLabel("pigeon.db"))
         var inboundEndpoint = InboundEndpoint(
             notifications: notificationStore,
@@ -144,6 +147,7 @@ package final class Gateway: Sendable {
         inboundEndpoint.channels = ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
                                                     metrics: metrics, logger: logger.withLabel("pigeon.activities"))
         inboundEndpoint.onActivityQueued = { activityWake.signal() }
+        inboundEndpoint.onReportsQueued = { outboxWake.signal() }
         let inbound = inboundEndpoint
         let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
         let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
@@ -264,7 +268,8 @@ package final class Gateway: Sendable {
                                 confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText),
                                 urgentStores: LaneStores(queue: DeliveryQueue(pool: urgentPool),
                                                          notifications: NotificationStore(pool: urgentPool, identifiers: identifiers),
-                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers))),
+                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers)),
+                                reportsWritten: outboxWake),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }
         if !passPushers.isConfigured {
@@ -285,7 +290,6 @@ package final class Gateway: Sendable {
             deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis),
             retention: Retention(pool: enginePool), retentionDays: configuration.retentionDays,
             metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
-        let outboxWake = WakeSignal()
         let expiryWatcher = ExpiryWatcher(jobs: Sweeps(pool: enginePool), notes: deadlines, outboxWake: outboxWake,
                                           metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
         let sender = bank.map {

@@ -21,6 +21,8 @@ package struct ConsoleStore: Sendable {
         package var attempts: Int
         package var lastError: String?
         package var updatedAt: Date
+        /// When the bank was told at once that this recipient reached nobody (CONTRACT §10).
+        package var reportedEarlyAt: Date? = nil
         package var devices: [DeviceOutcome] = []
     }
 
@@ -53,13 +55,15 @@ package struct ConsoleStore: Sendable {
                      sentAt: try row.decode("created_at", as: Date.self))
                 }) else { return nil }
             let recipients = try connection.query("""
-                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision AS updated_at, position
+                SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision AS updated_at, position,
+                       extract(epoch FROM reported_early_at)::double precision AS reported_early_at
                 FROM deliveries WHERE notification_key = $1::bigint
                 ORDER BY position LIMIT \(limit) OFFSET \(offset)
                 """, [String(notification.key)]).decoded { row in
                 (position: try row.decode("position", as: Int.self),
                  recipient: Recipient(user: try row.decode("user_id"), state: try row.decode("state"), attempts: try row.decode("attempts"),
-                                      lastError: try row.decodeIfPresent("last_error"), updatedAt: try row.decode("updated_at")))
+                                      lastError: try row.decodeIfPresent("last_error"), updatedAt: try row.decode("updated_at"),
+                                      reportedEarlyAt: try row.decodeIfPresent("reported_early_at")))
             }
             guard let first = recipients.first?.position, let last = recipients.last?.position else {
                 return (notification.total, notification.sentAt, [])
@@ -230,7 +234,8 @@ package struct ConsoleStore: Sendable {
                 let kind: String = try row.decode("kind")
                 // A report of a kind a newer version wrote is listed with what the console can tell of it.
                 let report = BankReport(kind: kind, payload: try row.decode("payload"))
-                return WaitingReport(id: try row.decode("id"), kind: kind, subject: report?.subject ?? "(unreadable report)",
+                // An expiry report's kind says why it is sent (timeout, reached nobody).
+                return WaitingReport(id: try row.decode("id"), kind: report?.label ?? kind, subject: report?.subject ?? "(unreadable report)",
                                      concerned: report?.concerned ?? [], attempts: try row.decode("attempts"),
                                      nextAttemptAt: try row.decode("next_attempt_at"), lastError: try row.decodeIfPresent("last_error"),
                                      createdAt: try row.decode("created_at"))

@@ -160,6 +160,8 @@ package struct DeliveryQueue: Sendable {
     /// delivery in the queue for the devices it names (a SENT delivery too: its other devices
     /// are retried). Rows whose lease passed to another process, or that left the queue
     /// meanwhile (acknowledged, expired), are left alone; a SENT delivery never goes back.
+    /// Deliveries that became final without reaching a device within their notification's
+    /// timeout are reported to the bank in the same statement (``ReachedNobody``).
     /// Returns how many rows changed.
     @discardableResult
     package func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
@@ -187,7 +189,9 @@ package struct DeliveryQueue: Sendable {
                     next_attempt_at = CASE WHEN v.state = 'QUEUED' THEN COALESCE(to_timestamp(v.next_at), d.next_attempt_at)
                                            WHEN v.state = 'SENT' THEN to_timestamp(v.next_at) END,
                     pending_devices = CASE WHEN v.next_at IS NOT NULL THEN v.pending::bigint[]
-                                           WHEN v.state = 'QUEUED' THEN d.pending_devices END
+                                           WHEN v.state = 'QUEUED' THEN d.pending_devices END,
+                    reported_early_at = CASE WHEN \(ReachedNobody.condition(state: "v.state", expiresAt: "d.expires_at")) THEN now()
+                                             ELSE d.reported_early_at END
                 FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::double precision[], $7::text[], $10::text[])
                      AS v(notification_key, user_folded, position, state, next_at, error, pending)
                 WHERE d.notification_key = v.notification_key AND d.user_folded = v.user_folded
@@ -195,8 +199,9 @@ package struct DeliveryQueue: Sendable {
                   -- A SENT delivery in the queue for its other devices stays SENT.
                   AND (d.state = 'QUEUED' OR v.state = 'SENT')
                   AND d.notification_key BETWEEN $8::bigint AND $9::bigint
-                RETURNING d.notification_key, d.position
-                ), written AS (
+                RETURNING d.notification_key, d.position, d.user_id, d.reported_early_at = now() AS reached_nobody
+                ), \(ReachedNobody.reports(from: "updated"))
+                , written AS (
                 INSERT INTO device_pushes AS p (notification_key, position, device_row_id, device_id, platform, app_id, token_masked,
                                                 state, last_error, service_id, sent_at, updated_at)
                 SELECT v.notification_key, v.position, v.device_row_id, v.device_id, v.platform, v.app_id, v.token_masked,

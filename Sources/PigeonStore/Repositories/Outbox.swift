@@ -14,6 +14,8 @@ package struct DeadReport: Sendable, Equatable {
     package var lastError: String?
     package var createdAt: Date
     package var diedAt: Date
+    /// Why an expiry report was written (timeout, reached nobody); nil for the other kinds.
+    package var reason: ExpiryReason? = nil
 }
 
 /// Outbox health for /metrics.
@@ -146,7 +148,8 @@ package struct Outbox: Sendable {
                 return DeadReport(id: try row.decode("id"), kind: kind, notificationId: report?.subject ?? "(undecodable payload)",
                                   users: report?.concerned ?? [], attempts: try row.decode("attempts"),
                                   lastError: try row.decodeIfPresent("last_error"),
-                                  createdAt: try row.decode("created_at"), diedAt: try row.decode("died_at"))
+                                  createdAt: try row.decode("created_at"), diedAt: try row.decode("died_at"),
+                                  reason: report?.expiryReason)
             }
         }
     }
@@ -185,7 +188,7 @@ extension BankReport {
     var payload: String {
         let object: [String: Any] = switch self {
         case .pushIsOpened(let id, let user): ["notificationId": id, "users": [user]]
-        case .notificationExpired(let id, let users): ["notificationId": id, "users": users]
+        case .notificationExpired(let id, let users, let reason): ["notificationId": id, "users": users, "reason": reason.rawValue]
         case .passUpdateNotFetched(let pass, let count):
             ["passTypeIdentifier": pass.passTypeIdentifier, "serialNumber": pass.serialNumber, "deviceCount": count]
         }
@@ -213,7 +216,10 @@ extension BankReport {
             guard let user = users.first else { return nil }
             self = .pushIsOpened(notificationId: id, user: user)
         case "reportNotificationExpired":
-            self = .notificationExpired(notificationId: id, users: users)
+            // Written before reasons were (or by the expiry sweep of an older version): a timeout.
+            let reason = (object["reason"] as? String).map { ExpiryReason(rawValue: $0) } ?? .timeout
+            guard let reason else { return nil }
+            self = .notificationExpired(notificationId: id, users: users, reason: reason)
         default:
             return nil
         }

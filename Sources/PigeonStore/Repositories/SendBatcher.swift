@@ -287,9 +287,10 @@ final class SendBatcher: Sendable {
             let rows = try connection.query("""
                 WITH stored AS (
                     INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
-                        expires_at, updated_at, next_attempt_at)
+                        expires_at, updated_at, next_attempt_at, reported_early_at)
                     SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
-                        n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
+                        n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END,
+                        CASE WHEN \(ReachedNobody.condition(state: "s.state", expiresAt: "n.expires_at")) THEN now() END
                     FROM notifications n
                     CROSS JOIN unnest($2::text[], $3::text[], $4::text[], $5::integer[])
                         AS r(user_id, user_folded, lookup, position)
@@ -299,8 +300,8 @@ final class SendBatcher: Sendable {
                             WHERE d.\(identifiers.userColumn) = r.lookup AND d.state = 'SUBSCRIBED')
                         THEN 'QUEUED' ELSE 'INVALID_SUBSCRIPTION' END AS state) s
                     WHERE n.key = $1::bigint
-                    RETURNING position, state
-                )
+                    RETURNING notification_key, position, state, user_id, reported_early_at IS NOT NULL AS reached_nobody
+                ), \(ReachedNobody.reports(from: "stored"))
                 SELECT position FROM stored WHERE state = 'QUEUED'
                 """, [String(key), columns.users, columns.folded, columns.lookup, columns.positions])
             queued[item.notification.id, default: []] += try rows.decoded { try $0.decode("position", as: Int.self) }
@@ -337,9 +338,10 @@ final class SendBatcher: Sendable {
         ),
         stored AS (
             INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
-                expires_at, updated_at, next_attempt_at)
+                expires_at, updated_at, next_attempt_at, reported_early_at)
             SELECT n.key, r.position, r.user_id, r.user_folded, s.state, COALESCE(n.priority, 0),
-                n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END
+                n.expires_at, n.created_at, CASE WHEN s.state = 'QUEUED' THEN n.created_at END,
+                CASE WHEN \(ReachedNobody.condition(state: "s.state", expiresAt: "n.expires_at")) THEN now() END
             FROM inserted n
             JOIN input i ON i.id = n.id
             JOIN unnest($15::integer[], $16::text[], $17::text[], $18::text[], $19::integer[])
@@ -351,8 +353,8 @@ final class SendBatcher: Sendable {
             CROSS JOIN LATERAL (SELECT COALESCE((SELECT 'QUEUED' FROM devices d
                     WHERE d.\(userColumn) = r.lookup AND d.state = 'SUBSCRIBED' LIMIT 1),
                 'INVALID_SUBSCRIPTION') AS state) s
-            RETURNING notification_key, position, state
-        )
+            RETURNING notification_key, position, state, user_id, reported_early_at IS NOT NULL AS reached_nobody
+        ), \(ReachedNobody.reports(from: "stored", notifications: "inserted"))
         SELECT n.id, s.position, s.state, n.key FROM inserted n
         LEFT JOIN stored s ON s.notification_key = n.key AND s.state = 'QUEUED'
         """

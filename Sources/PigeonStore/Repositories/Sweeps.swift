@@ -5,7 +5,8 @@ import PigeonDomain
 /// lock (several gateways: one sweeps, the others skip the step):
 /// - expiry: deliveries whose notification's `timeout` passed and that can still expire become
 ///   EXPIRED (pending retries stop: the engine only records onto QUEUED rows), and one
-///   `reportNotificationExpired` per notification lists their users;
+///   `reportNotificationExpired` per notification lists their users; a SENDING_FAILED delivery
+///   the bank was already told of (``ReachedNobody``) is passed over, so it is told once;
 /// - hygiene: subscriptions with no successful delivery for longer than the configured period,
 ///   and registrations left waiting for their SMS code, are deleted.
 package struct Sweeps: Sendable {
@@ -68,7 +69,7 @@ package struct Sweeps: Sendable {
                     // handled with such a delivery still SENT and no report. A fresh statement
                     // sees the new version, so look again before calling the notification done.
                     left = try connection.query(
-                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[])) AS left",
+                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[]) AND reported_early_at IS NULL) AS left",
                         [key, expirable]).decodedFirst { try $0.decode("left", as: Bool.self) } ?? true
                     if !left { break }
                 }
@@ -107,7 +108,7 @@ package struct Sweeps: Sendable {
                 next_attempt_at = NULL
             WHERE notification_key = $1 AND ctid = ANY(ARRAY(
                 SELECT ctid FROM deliveries
-                WHERE notification_key = $1 AND state = ANY($2::text[])
+                WHERE notification_key = $1 AND state = ANY($2::text[]) AND reported_early_at IS NULL
                 ORDER BY position LIMIT \(limit) FOR UPDATE))
             RETURNING d.user_id, d.position
             """, [key, expirable]).decoded { row in (user: try row.decode("user_id", as: String.self), position: try row.decode("position", as: Int.self)) }

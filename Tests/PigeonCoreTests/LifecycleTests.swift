@@ -101,7 +101,9 @@ struct LifecycleTests {
         let records = InMemoryLogHandler()
         let lifecycle = Lifecycle(logger: Logger(label: "test", handler: records))
         lifecycle.start([.init("sweeps") {}])
-        let deadline = ContinuousClock.now + .seconds(30)
+        // A condition waited for, bounded generously: in a full run on two cores other tests can
+        // hold the cooperative threads for many seconds before the service task runs.
+        let deadline = ContinuousClock.now + .seconds(300)
         while records.records.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let record = try #require(records.records.first)
         #expect(record.level == .error)

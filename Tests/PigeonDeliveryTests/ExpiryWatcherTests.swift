@@ -117,3 +117,63 @@ struct ExpiryWatcherTests {
         #expect(jobs.reported("code") == 1)
     }
 }
+
+/// ``FakeDeadlines`` counting the watcher's reads of the next deadline.
+final class CountingDeadlines: DeadlineJobs {
+    let inner: FakeDeadlines
+    let reads = Mutex(0)
+
+    init(_ inner: FakeDeadlines) { self.inner = inner }
+
+    func expireDue() async throws -> SweepStep { try await inner.expireDue() }
+
+    func nextDeadline() async throws -> Date? {
+        reads.withLock { $0 += 1 }
+        return try await inner.nextDeadline()
+    }
+}
+
+@Suite("Expiry at the deadline: this process's own deadlines")
+struct ExpiryWatcherOwnDeadlineTests {
+    @Test("fifty noted codes expiring one after another are each handled at its deadline without reading the database's next deadline again")
+    func ownDeadlinesReadNothing() async {
+        let clock = ManualClock()
+        let start = clock.now()
+        let fake = FakeDeadlines(clock: clock)
+        let jobs = CountingDeadlines(fake)
+        let notes = DeadlineNotes()
+        let watcher = ExpiryWatcher(jobs: jobs, notes: notes, clock: clock, refreshInterval: .seconds(3600), outboxWake: nil,
+                                    metrics: MetricsRegistry(), logger: .silent)
+        for index in 1...50 {
+            let deadline = start.addingTimeInterval(Double(index) / 10)
+            fake.store("code-\(index)", at: deadline)
+            notes.note(deadline: deadline)
+        }
+        let task = Task { await watcher.run() }
+        for index in 1...50 {
+            clock.advance(by: 0.1)
+            #expect(await eventually { fake.reported("code-\(index)") == 1 }, "code-\(index)")
+            if index < 50 { #expect(fake.reported("code-\(index + 1)") == 0) }
+        }
+        // Read once at start; the hourly refresh has not come.
+        #expect(jobs.reads.withLock { $0 } == 1)
+        #expect(notes.count == 0)
+        task.cancel()
+        await task.value
+    }
+
+    @Test("the notes keep every deadline in order, forget those passed, and keep at most their capacity")
+    func notesInOrder() {
+        let notes = DeadlineNotes()
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        for offset in [5.0, 1, 4, 2, 3, 1] { notes.note(deadline: start.addingTimeInterval(offset)) }
+        #expect(notes.earliest() == start.addingTimeInterval(1))
+        notes.remove(through: start.addingTimeInterval(2))
+        #expect(notes.earliest() == start.addingTimeInterval(3))
+        #expect(notes.count == 3)
+        for offset in 0..<(DeadlineNotes.capacity + 10) { notes.note(deadline: start.addingTimeInterval(100 + Double(offset))) }
+        #expect(notes.count == DeadlineNotes.capacity)
+        notes.remove(through: start.addingTimeInterval(1_000_000))
+        #expect(notes.count == 0 && notes.earliest() == nil)
+    }
+}

@@ -64,7 +64,7 @@ package enum LoopbackPort {
 
     /// The inode of the socket listening on 127.0.0.1:`port` (or on every address), from /proc/net/tcp.
     private static func listeningSocketInode(port: Int) -> String? {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+        guard let table = readWhole("/proc/net/tcp") else { return nil }
         let portHex = String(format: "%04X", port)
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -74,6 +74,24 @@ package enum LoopbackPort {
             return String(fields[9])
         }
         return nil
+    }
+
+    /// A file of /proc read to its end. /proc files report a size of 0 and give a page or so per
+    /// read: `String(contentsOfFile:)` saw only the first sockets of a busy machine, so a server
+    /// listening further down the table was never found (and its start waited a minute per try).
+    private static func readWhole(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether one of `processIdentifier`'s open descriptors is the socket `inode`.

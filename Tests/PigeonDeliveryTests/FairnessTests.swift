@@ -46,6 +46,12 @@ final class HangingSender: PushSending {
                             onResult(PushBatchResult(index: index, outcome: .expired, duration: nil))
                             return
                         }
+                        // A stopping engine starts no push more (as the real client): without
+                        // this the wait for a slot spun on a cancelled sleep for ever.
+                        if Task.isCancelled {
+                            onResult(PushBatchResult(index: index, outcome: .deferred, duration: nil))
+                            return
+                        }
                         try? await Task.sleep(for: .milliseconds(5))
                     }
                 }

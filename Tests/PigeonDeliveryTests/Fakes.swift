@@ -335,6 +335,8 @@ func eventually(within seconds: Double = 180, _ condition: () -> Bool) async -> 
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline {
         if condition() { return true }
+        // A cancelled caller's sleep returns at once: answer now instead of spinning to the deadline.
+        if Task.isCancelled { return condition() }
         try? await Task.sleep(for: .milliseconds(5))
     }
     return condition()

@@ -135,7 +135,7 @@ struct OutboxSenderTests {
         task.cancel()
         await task.value
         #expect(queue.rows.withLock { $0.isEmpty })
-        #expect(metrics.counter(Metric.bankReportsTotal, labels: ["kind": "reportNotificationExpired", "result": "dead"]) == 1)
+        #expect(metrics.counter(Metric.bankReportsTotal, labels: ["kind": "reportNotificationExpired", "reason": "timeout", "result": "dead"]) == 1)
         #expect(metrics.counter(Metric.bankReportsTotal, labels: ["kind": "pushIsOpened", "result": "sent"]) == 1)
     }
 }

@@ -72,6 +72,7 @@ struct ConsoleStoreTests {
         #expect(recipients.page.map(\.state) == ["QUEUED", "INVALID_SUBSCRIPTION"])
         #expect(recipients.page[0].devices.map(\.serviceId) == ["apns-id-1"] && recipients.page[0].devices.first?.sentAt != nil)
         #expect(recipients.page[1].devices.isEmpty)
+        #expect(recipients.page[0].reportedEarlyAt == nil && recipients.page[1].reportedEarlyAt != nil)
         #expect(try await store.recipients(notificationId: "missing", offset: 0, limit: 50) == nil)
 
         let devices = try await store.devices(user: "ALICE")
@@ -91,8 +92,10 @@ struct ConsoleStoreTests {
         #expect(try await store.removedDevices(user: "alice").map(\.reason) == ["stolen"])
 
         let waiting = try await store.waitingReports(offset: 0, limit: 50)
-        #expect(waiting.total == 2 && waiting.page.count == 2, "\(waiting)")
-        #expect(waiting.page.map(\.subject) == ["n-1", "(unreadable report)"])
+        // Bob has no device: the send reported him at once (CONTRACT §10), labelled so.
+        #expect(waiting.total == 3 && waiting.page.count == 3, "\(waiting)")
+        #expect(waiting.page.map(\.subject) == ["n-1", "n-1", "(unreadable report)"])
+        #expect(waiting.page.map(\.kind) == ["reportNotificationExpired (reached nobody)", "pushIsOpened", "reportFromTheFuture"])
         await drop()
     }
 }

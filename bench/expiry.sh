@@ -8,7 +8,14 @@
 # the bank's sendNotification call started + TIMEOUT), p50/p99/max — the time a bank's SMS
 # fallback loses. The expiry sweep (expirySweepIntervalSeconds, 30 s) is left as it is: the
 # deadline watcher is what is measured. Prints a Markdown table. Stops everything it starts.
-# usage: bench/expiry.sh [BLAST] [CODES] [TIMEOUT_S] [INTERVAL_MS]   (default 200000 100 4 100)
+#
+# MODE dead (issue 46, CONTRACT §10): each payer's only iPhone has a dead token (the answerer
+# answers 410 Unregistered for tokens starting "dead"), the codes' timeout is TIMEOUT_S (give
+# 120), and what is measured is the report's lag after the send itself — how long the bank's SMS
+# fallback waits for a code that could reach no phone (before: the whole timeout). A report
+# that waited for the timeout is not seen (the wait ends at half of it) and counts as missing.
+# usage: bench/expiry.sh [BLAST] [CODES] [TIMEOUT_S] [INTERVAL_MS] [MODE]   (default 200000 100 4 100 timeout)
+#        bench/expiry.sh 200000 100 120 100 dead
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 cd "$PIGEON_ROOT"
@@ -16,7 +23,12 @@ blast="${1:-200000}"
 codes="${2:-100}"
 timeout="${3:-4}"
 interval="${4:-100}"
-PORT=55435
+mode="${5:-timeout}"
+case "$mode" in timeout|dead) ;; *) echo "MODE is timeout or dead, not $mode" >&2; exit 2 ;; esac
+# What a report's lag is counted from: the send plus the timeout, or (dead) the send itself.
+lag_after=$([ "$mode" = dead ] && echo 0 || echo "$timeout")
+# How long the wait for every report lasts, in tenths of a second.
+wait_tenths=$([ "$mode" = dead ] && echo $((timeout * 5)) || echo 1200)PORT=55435
 HTTP_PORT=18095
 STUB_PORT=18096
 SIM_PORT=22198
@@ -60,6 +72,7 @@ gateway=$!
 wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
 
 sql "$(bench_devices_sql "$blast" $((2 * codes)))"
+[ "$mode" = dead ] && sql "UPDATE devices SET push_token = 'dead' || substr(push_token, 5) WHERE user_id LIKE 'payer-%'"
 write_blast_envelope "$blast" /tmp/pigeon-expiry-blast.xml
 
 # send_codes FIRST COUNT OUTPUT: COUNT codes to payer-FIRST…, one every INTERVAL ms, each line
@@ -89,9 +102,10 @@ for n in range(first, first + count):
 PY
 }
 
-# wait_for_reports FILE: until the bank stub has an expiry report for every code of FILE (up to 120 s).
+# wait_for_reports FILE: until the bank stub has an expiry report for every code of FILE (up to
+# 120 s; in dead mode half the timeout).
 wait_for_reports() {
-    for _ in $(seq 1 1200); do
+    for _ in $(seq 1 "$wait_tenths"); do
         curl -sS "http://127.0.0.1:$STUB_PORT/stub/reports" > /tmp/pigeon-expiry-reports.txt
         if python3 - "$1" <<'PY'
 import json, sys
@@ -107,7 +121,7 @@ PY
 
 # lateness FILE LABEL: the table row of one phase.
 lateness() {
-    python3 - "$1" "$2" "$timeout" <<'PY'
+    python3 - "$1" "$2" "$lag_after" <<'PY'
 import json, math, sys
 received, counts = {}, {}
 for line in open("/tmp/pigeon-expiry-reports.txt"):
@@ -151,7 +165,11 @@ queued_after=$(sql "SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_at
 blast_row=$(lateness /tmp/pigeon-expiry-blast.txt "during a blast of $blast")
 
 echo
-echo "| codes (timeout ${timeout} s) | reported | report after the timeout: min ms | p50 | p99 | max | not reported or refused | reported twice |"
+if [ "$mode" = dead ]; then
+    echo "| codes to a dead token (timeout ${timeout} s) | reported | report after the send: min ms | p50 | p99 | max | not reported within $((timeout / 2)) s or refused | reported twice |"
+else
+    echo "| codes (timeout ${timeout} s) | reported | report after the timeout: min ms | p50 | p99 | max | not reported or refused | reported twice |"
+fi
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 echo "$idle_row"
 echo "$blast_row"

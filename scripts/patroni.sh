@@ -135,11 +135,31 @@ wait_healthy() {
     return 1
 }
 
+# True when nothing accepts connections on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# A start that fails stops what it started, says why, and exits with STATUS (3: a port taken,
+# the caller may try other ports).
+give_up() {
+    local status="$1"; shift
+    echo "$*" >&2
+    for log_file in "$base"/*.log; do
+        [ -f "$log_file" ] && { echo "--- ${log_file##*/}:"; tail -3 "$log_file"; } >&2
+    done
+    stop_all
+    exit "$status"
+}
+
 case "$command" in
 start)
     etcd_port="${3:?etcd port}"; port1="${4:?port of node 1}"; port2="${5:?port of node 2}"
     ensure_packages
     stop_all
+    # Every port the cluster takes, the derived ones too: a port another process took between
+    # the caller's choice and our bind left etcd down and Patroni waiting for it for ever.
+    for port in "$etcd_port" $((etcd_port + 1)) "$port1" "$port2" $((port1 + 1000)) $((port2 + 1000)); do
+        port_free "$port" || give_up 3 "port $port is in use; start $name with other ports"
+    done
     mkdir -p "$base/etcd" "$base/node1" "$base/node2"
     chmod 755 /tmp/pigeon-patroni "$base"
     [ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$base"
@@ -149,10 +169,13 @@ start)
         --initial-cluster "$name=http://127.0.0.1:$((etcd_port + 1))" --enable-v2=true \
         </dev/null >"$base/etcd.log" 2>&1 &
     echo $! > "$base/etcd.pid"
-    for _ in $(seq 1 100); do
-        curl -fsS "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1 && break
+    etcd_up=""
+    for _ in $(seq 1 300); do
+        if curl -fsS "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1; then etcd_up=yes; break; fi
+        kill -0 "$(cat "$base/etcd.pid")" 2>/dev/null || break
         sleep 0.1
     done
+    [ -n "$etcd_up" ] || give_up 3 "etcd of $name did not start (a port taken?): $(tail -1 "$base/etcd.log")"
     for node in node1 node2; do
         port=$port1; [ "$node" = node2 ] && port=$port2
         node_config "$node" "$port" "$((port + 1000))" "$etcd_port" > "$base/$node.yml"
@@ -164,7 +187,7 @@ start)
             for _ in $(seq 1 300); do leader_node >/dev/null && break; sleep 0.2; done
         fi
     done
-    wait_healthy || { echo "cluster $name did not become healthy; see $base/*.log" >&2; exit 1; }
+    wait_healthy || give_up 1 "cluster $name did not become healthy"
     echo "postgresql://postgres@127.0.0.1:$port1,127.0.0.1:$port2/postgres?target_session_attrs=read-write"
     ;;
 leader)

@@ -5,6 +5,11 @@ import Glibc
 
 /// Ports on 127.0.0.1 for servers a test starts as child processes, and raw exchanges with them.
 package enum LoopbackPort {
+    /// No port could be had from the kernel.
+    package struct NoFreePort: Error {
+        package init() {}
+    }
+
     /// A port the kernel just handed out for 127.0.0.1 and that is free again: another process
     /// could take it before the caller binds, so callers still retry on a failed start.
     package static func free() -> Int? {

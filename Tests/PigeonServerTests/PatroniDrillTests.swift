@@ -38,14 +38,26 @@ struct PatroniDrillTests {
         }
     }
 
-    func drill(_ title: String, disrupt: @Sendable (String) async throws -> Void) async throws {
-        guard let etcd = LoopbackPort.free(), let first = LoopbackPort.free(), let second = LoopbackPort.free() else {
-            Issue.record("no free ports")
-            return
+    /// Starts cluster `name` on free ports and answers its dbUrl. The script also takes ports
+    /// derived from those given (etcd's peers, the REST APIs), which another process may hold:
+    /// then it stops what it started and the start is tried again on other ports.
+    static func start(_ name: String) async throws -> String {
+        var failure: (any Error)?
+        for _ in 0..<3 {
+            guard let etcd = LoopbackPort.free(), let first = LoopbackPort.free(), let second = LoopbackPort.free() else { continue }
+            do {
+                let started = try await ChildProcess.run(script, ["start", name, String(etcd), String(first), String(second)])
+                if let url = String(decoding: started, as: UTF8.self).split(separator: "\n").last.map(String.init) { return url }
+            } catch {
+                failure = error
+            }
         }
+        throw failure ?? LoopbackPort.NoFreePort()
+    }
+
+    func drill(_ title: String, disrupt: @Sendable (String) async throws -> Void) async throws {
         let name = TestDatabase.unique("ha")
-        let started = try await ChildProcess.run(Self.script, ["start", name, String(etcd), String(first), String(second)])
-        let url = try #require(String(decoding: started, as: UTF8.self).split(separator: "\n").last.map(String.init))
+        let url = try await Self.start(name)
         let fixture = try SimulatorFixture()
         let simulator = fixture.simulator
         let gateway = try GatewayProcess(configuration: """

@@ -28,7 +28,8 @@ case "$mode" in timeout|dead) ;; *) echo "MODE is timeout or dead, not $mode" >&
 # What a report's lag is counted from: the send plus the timeout, or (dead) the send itself.
 lag_after=$([ "$mode" = dead ] && echo 0 || echo "$timeout")
 # How long the wait for every report lasts, in tenths of a second.
-wait_tenths=$([ "$mode" = dead ] && echo $((timeout * 5)) || echo 1200)PORT=55435
+wait_tenths=$([ "$mode" = dead ] && echo $((timeout * 5)) || echo 1200)
+PORT=55435
 HTTP_PORT=18095
 STUB_PORT=18096
 SIM_PORT=22198

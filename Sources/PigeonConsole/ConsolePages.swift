@@ -247,7 +247,7 @@ package enum ConsolePages {
         body += "<h2>Dead letters (\(view.dead.count))</h2><table><thead><tr><th scope=\"col\">Id</th><th scope=\"col\">Report</th><th scope=\"col\">About</th><th scope=\"col\">Attempts</th><th scope=\"col\">Died</th><th scope=\"col\">Last error</th><th scope=\"col\">Send again</th></tr></thead><tbody>"
         for report in view.dead {
             body += """
-                <tr><td>\(report.id)</td><td>\(HTML.escape(report.kind + (report.reason == .reachedNobody ? " (reached nobody)" : "")))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
+                <tr><td>\(report.id)</td><td>\(HTML.escape(report.reason?.label(kind: report.kind) ?? report.kind))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
                 <td>\(report.attempts)</td><td>\(HTML.date(report.diedAt))</td><td>\(HTML.escape(report.lastError ?? ""))</td>\
                 <td><form method="post" action="/console/outbox/requeue">\(csrf(context.session))<input type="hidden" name="id" value="\(report.id)">\
                 <button type="submit" aria-label="Send report \(report.id) again">Re-queue</button></form></td></tr>

@@ -9,6 +9,14 @@ package enum ExpiryReason: String, Sendable, Equatable, CaseIterable {
     /// it at once, so its fallback (an SMS) need not wait for the timeout.
     case reachedNobody
 
+    /// `kind` as operators read it, saying why the report is sent.
+    package func label(kind: String) -> String {
+        switch self {
+        case .timeout: "\(kind) (timeout)"
+        case .reachedNobody: "\(kind) (reached nobody)"
+        }
+    }
+
     /// The value of the `reason` label of `pigeon_bank_reports_total`.
     package var metricLabel: String {
         switch self {
@@ -42,11 +50,7 @@ package enum BankReport: Sendable, Equatable {
 
     /// The kind as operators read it: an expiry report says why it is sent.
     package var label: String {
-        switch expiryReason {
-        case .reachedNobody?: "\(kind) (reached nobody)"
-        case .timeout?: "\(kind) (timeout)"
-        case nil: kind
-        }
+        expiryReason?.label(kind: kind) ?? kind
     }
 
     /// What the report is about, for operators' listings: a notification id or a pass.

@@ -20,6 +20,12 @@ package enum DeliveryState: String, Sendable, CaseIterable, Codable {
         }
     }
 
+    /// True for the states that end a delivery without any device reached (CONTRACT §10: the
+    /// bank is told at once when this happens within the timeout).
+    package var reachedNobody: Bool {
+        self == .invalidSubscription || self == .sendingFailed
+    }
+
     /// Whether a confidential notification's content may go once every recipient is here
     /// (CONTRACT §8): read, expired, never deliverable, or failed for good. (SENDING_FAILED may
     /// still see a late acknowledgement, which needs no content.)

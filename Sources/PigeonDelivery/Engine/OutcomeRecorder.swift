@@ -113,7 +113,7 @@ final class OutcomeRecorder: Sendable {
                 if !reached.isEmpty { try await devices.markDelivered(deviceIds: reached) }
                 try await queue.record(group.map(\.result), owner: owner)
                 // A delivery that reached nobody had its report to the bank written with it.
-                if group.contains(where: { [.invalidSubscription, .sendingFailed].contains($0.result.state) }) {
+                if group.contains(where: { $0.result.state.reachedNobody }) {
                     reportsWritten?.signal()
                 }
                 if !dead.isEmpty {

@@ -9,7 +9,7 @@ import PigeonDomain
 /// whichever gateway wrote it. The expiry sweep passes over a delivery reported early.
 enum ReachedNobody {
     /// The states that end a delivery without any device reached.
-    static let states = [DeliveryState.invalidSubscription, .sendingFailed]
+    static let states = DeliveryState.allCases.filter(\.reachedNobody)
 
     /// Users one report names at most (as the expiry sweep's reports): a blast's recipients
     /// without devices are told in several.

@@ -22,8 +22,9 @@ package struct InboundEndpoint: Sendable {
     package let passSigners: [String: PassSigner]
     /// Push types always sent confidential (`confidentialTypes`).
     package let confidentialTypes: Set<PushType>
-    /// Told of every notification stored (not of a duplicate): wakes the delivery engine.
-    package let onStored: @Sendable (PushNotification) -> Void
+    /// Told of every notification stored (not of a duplicate) and the moment its deliveries
+    /// expire: wakes the delivery engine and notes the deadline for the expiry watcher.
+    package let onStored: @Sendable (PushNotification, Date) -> Void
     package let logger: Logger
     package let metrics: MetricsRegistry
     /// Live Activities and widget refreshes (CONTRACT §9); `nil`: the operations answer a fault.
@@ -39,7 +40,7 @@ package struct InboundEndpoint: Sendable {
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
     package init(notifications: any NotificationRecording, subscriptions: any SubscriptionKeeping, passes: any PassKeeping, passSigners: [String: PassSigner] = [:],
-         maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification) -> Void = { _ in },
+         maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification, Date) -> Void = { _, _ in },
          logger: Logger, metrics: MetricsRegistry) {
         self.confidentialTypes = confidentialTypes
         self.onStored = onStored
@@ -113,8 +114,8 @@ package struct InboundEndpoint: Sendable {
                     + "\(PushNotification.maximumConfidentialTextBytes) UTF-8 bytes, got \(notification.pushContent.text.utf8.count)")
             }
             switch try await notifications.send(notification) {
-            case .stored(let states):
-                onStored(notification)
+            case .stored(let states, let expiresAt):
+                onStored(notification, expiresAt)
                 if states.contains(where: { $0.state == .invalidSubscription }) { onReportsQueued() }
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
                 return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))

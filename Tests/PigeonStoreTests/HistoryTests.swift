@@ -220,7 +220,7 @@ struct HistoryTests {
         var limits = SendBatcher.Limits()
         limits.recipientsPerStatement = 1_000
         let store = NotificationStore(pool: pool, identifiers: identifiers, limits: limits)
-        guard case .stored(let states) = try await store.send(notification("big", to: users + ["big-1"])) else {
+        guard case .stored(let states, _) = try await store.send(notification("big", to: users + ["big-1"])) else {
             Issue.record("not stored")
             await drop()
             return

@@ -78,7 +78,7 @@ struct ReachedNobodyTests {
     func atSend() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         let outcome = try await send(pool, id: "code-2", users: ["nobody", "somebody", "nobody-else"], subscribed: ["somebody"])
-        guard case .stored(let states) = outcome else { Issue.record("not stored: \(outcome)"); return }
+        guard case .stored(let states, _) = outcome else { Issue.record("not stored: \(outcome)"); return }
         #expect(states.map(\.state) == [.invalidSubscription, .queued, .invalidSubscription])
         #expect(try await reports(pool) == [.notificationExpired(notificationId: "code-2", users: ["nobody", "nobody-else"], reason: .reachedNobody)])
         _ = try await send(pool, id: "code-2", users: ["nobody", "somebody", "nobody-else"], subscribed: [])

@@ -16,7 +16,7 @@ struct SendStatementPlanTests {
         let batcher = SendBatcher(pool: pool, identifiers: identifiers)
         let send = PushNotification(id: "plan-probe", recipients: ["someone"], timeoutSeconds: 60,
                                     pushContent: PushContent(text: "Code 1234", type: .pinCode))
-        let literals = batcher.parameters([(send, ["someone"])]).map { value in
+        let literals = batcher.parameters([(send, ["someone"])], at: StoredMoment(Date())).map { value in
             value.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
         }
         let plan = try await pool.withConnection { connection in
@@ -122,7 +122,7 @@ struct SendStatementPlanTests {
         try holder.query("BEGIN")
         try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
         let outcome = try await Self.send(store, "blast", 1...blast)
-        guard case .stored(let states) = outcome else {
+        guard case .stored(let states, _) = outcome else {
             Issue.record("the blast was not stored: \(outcome)")
             return
         }
@@ -175,7 +175,7 @@ struct SendStatementPlanTests {
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries").scalar } == "1")
 
         // The bank sends it again: stored whole, and the day analyzed with it.
-        guard case .stored(let states) = try await Self.send(store, "blast", 1...blast) else {
+        guard case .stored(let states, _) = try await Self.send(store, "blast", 1...blast) else {
             Issue.record("the second send was not stored")
             return
         }
@@ -197,7 +197,7 @@ struct SendStatementPlanTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         for outcome in outcomes {
-            guard case .stored(let states) = outcome else {
+            guard case .stored(let states, _) = outcome else {
                 Issue.record("a send was not stored: \(outcome)")
                 continue
             }

@@ -69,7 +69,7 @@ struct RouterHarness {
         let ids = storedIds
         var inbound = InboundEndpoint(
             notifications: stores, subscriptions: stores, passes: wallet, maxRequestBytes: configuration.http.maxRequestBytes,
-            confidentialTypes: configuration.confidential.types, onStored: { notification in ids.append(notification.id) },
+            confidentialTypes: configuration.confidential.types, onStored: { notification, _ in ids.append(notification.id) },
             logger: .silent, metrics: metrics)
         inbound.activities = liveActivities ? activities : nil
         inbound.onActivityQueued = { wakes.append("wake") }

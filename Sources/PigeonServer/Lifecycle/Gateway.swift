@@ -137,9 +137,9 @@ package final class Gateway: Sendable {
             passSigners: try configuration.passes.signers(),
             maxRequestBytes: configuration.http.maxRequestBytes,
             confidentialTypes: configuration.confidential.types,
-            onStored: { notification in
+            onStored: { notification, expiresAt in
                 wake.stored(priority: notification.priority ?? 0)
-                deadlines.note(deadline: Date().addingTimeInterval(TimeInterval(notification.timeoutSeconds)))
+                deadlines.note(deadline: expiresAt)
             },
             logger: logger.withLabel("pigeon.soap"),
             metrics: metrics)

@@ -195,12 +195,13 @@ final class SendBatcher: Sendable {
     /// sees any send of the same id that committed first). The ids that already existed are read
     /// after the commit: their first send is committed by then.
     private func insertInOneTrip(_ batch: [Item], on connection: PostgresConnection) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
+        let moment = StoredMoment(now())
         let answers = try connection.transactionInOneTrip([
             (Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))]),
-            (Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) })),
+            (Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) }, at: moment)),
         ])
         let (keys, queued) = try Self.stored(answers[1])
-        return (try outcomes(batch, keys: keys, queued: queued, on: connection), written(batch, keys: keys), [:])
+        return (try outcomes(batch, keys: keys, queued: queued, storedAt: moment, on: connection), written(batch, keys: keys), [:])
     }
 
     private func insertTransaction(_ batch: [Item], on connection: PostgresConnection,
@@ -208,7 +209,9 @@ final class SendBatcher: Sendable {
         try connection.transaction { connection in
             try connection.query(Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))])
             let started = ContinuousClock.now
-            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn), parameters(batch.map { ($0.notification, $0.recipients) }))
+            let moment = StoredMoment(now())
+            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn),
+                                            parameters(batch.map { ($0.notification, $0.recipients) }, at: moment))
             var (keys, queued) = try Self.stored(rows)
             for item in batch where item.recipients.count > limits.recipientsPerStatement {
                 guard let key = keys[item.notification.id] else { continue }
@@ -219,7 +222,7 @@ final class SendBatcher: Sendable {
             // no claim sees its rows with the old statistics.
             let analyzed = try statistics.analyzeWithin(written, on: connection)
             analyzing(Array(analyzed.keys))
-            return (try outcomes(batch, keys: keys, queued: queued, on: connection), written, analyzed)
+            return (try outcomes(batch, keys: keys, queued: queued, storedAt: moment, on: connection), written, analyzed)
         }
     }
 
@@ -254,7 +257,7 @@ final class SendBatcher: Sendable {
     }
 
     /// Each send's answer: its recipients' states, or, for an id stored before, that send's.
-    private func outcomes(_ batch: [Item], keys: [String: Int64], queued: [String: [Int]],
+    private func outcomes(_ batch: [Item], keys: [String: Int64], queued: [String: [Int]], storedAt moment: StoredMoment,
                           on connection: PostgresConnection) throws -> [SendOutcome] {
         try batch.map { item in
             guard keys[item.notification.id] != nil else {
@@ -265,7 +268,7 @@ final class SendBatcher: Sendable {
             for position in queued[item.notification.id] ?? [] where states.indices.contains(position - 1) {
                 states[position - 1].state = .queued
             }
-            return .stored(states)
+            return .stored(states, expiresAt: moment.deadline(timeoutSeconds: item.notification.timeoutSeconds))
         }
     }
 
@@ -360,8 +363,9 @@ final class SendBatcher: Sendable {
         """
     }
 
-    /// The parameters of ``insertStatement(userColumn:)`` for `sends` (each with its recipients).
-    func parameters(_ sends: [(notification: PushNotification, recipients: [String])]) -> [String?] {
+    /// The parameters of ``insertStatement(userColumn:)`` for `sends` (each with its recipients)
+    /// stored at `moment`.
+    func parameters(_ sends: [(notification: PushNotification, recipients: [String])], at moment: StoredMoment) -> [String?] {
         let notifications = sends.map(\.notification)
         func column(_ value: (PushNotification) -> String?) -> String? {
             PostgresArray.encode(notifications.map(value))
@@ -383,7 +387,7 @@ final class SendBatcher: Sendable {
             column { PostgresArray.encode($0.pushContent.details.map(\.value)) },
             column { $0.details.map { PostgresArray.encode($0.map(\.key)) } },
             column { $0.details.map { PostgresArray.encode($0.map(\.value)) } },
-            NotificationStore.timestamp(now()),
+            moment.text,
             recipients.notificationIndex,
             recipients.users,
             recipients.folded,

@@ -189,7 +189,7 @@ package final class InMemoryStores: DeviceRegistering, AcknowledgementRecording,
             }
             world.notifications[notification.id] = notification
             world.states[notification.id] = states
-            return .stored(states)
+            return .stored(states, expiresAt: Date().addingTimeInterval(TimeInterval(notification.timeoutSeconds)))
         }
     }
 

@@ -128,7 +128,7 @@ let package = Package(
         // bank stub for local runs (so the gateway library links neither).
         .target(
             name: "PigeonCommandLine",
-            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub"]
+            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub", "OutboundHTTP"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
@@ -147,7 +147,7 @@ let package = Package(
         .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
-        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "SOAPCodec", "PigeonTestSupport"]),
+        .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonConsole", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "PushCore", "SOAPCodec", "PigeonTestSupport"]),
 
         // MARK: Tests
         .testTarget(name: "PigeonDomainTests", dependencies: ["PigeonDomain"]),

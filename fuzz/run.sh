@@ -23,7 +23,7 @@ else
     corpora=.build/fuzz/corpus
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(soap device-json webpush-subscription pkpass server-conf passkit http-shim)
+[ ${#targets[@]} -gt 0 ] || targets=(soap device-json webpush-subscription pkpass server-conf passkit http-shim https-shim console activity bank-answer)
 # -sanitize=fuzzer instruments every Swift module and links libFuzzer; our own main (which calls
 # LLVMFuzzerRunDriver) keeps the archive's main out.
 swift build --product pigeon-fuzz --build-path .build/fuzz --sanitize=address \

@@ -45,12 +45,23 @@ if [ ! -f server.conf ]; then
         echo "# --- pigeon simulate and pigeon bank-stub (written by scripts/run.sh; replace with real ones) ---"
         grep -E '^(apns|fcm|rustore|hms|vapid|webPush|tlsCaFile)' "$PIGEON_ROOT/.local/simulator.out"
         echo "sbiOutboundWebServiceURL = $STUB_URL"
+        echo "# The operator console at http://127.0.0.1:8080/console (this gateway serves everything on loopback)."
+        echo "consoleUsername = operator"
+        echo "consolePassword = $(openssl rand -hex 12)"
     } > server.conf
 elif grep -q 'written by scripts/run.sh' server.conf && ! grep -q '^sbiOutboundWebServiceURL' server.conf; then
     echo "sbiOutboundWebServiceURL = $STUB_URL" >> server.conf
 fi
 
-log "serving; SOAP at http://127.0.0.1:8080/pigeon/services/SBIInboundWebService?wsdl, device API at /api/v1/"
+log "starting the gateway"
 .build/release/pigeon serve --config server.conf &
 gateway=$!
+# Ready once /ready answers 200: the database answers and every migration is applied.
+if wait_for_http http://127.0.0.1:8080/ready 120; then
+    log "ready: SOAP at http://127.0.0.1:8080/pigeon/services/SBIInboundWebService?wsdl, device API at /api/v1/"
+    if grep -q '^consoleUsername' server.conf; then
+        log "console: http://127.0.0.1:8080/console (user $(sed -n 's/^consoleUsername = //p' server.conf), password: consolePassword in server.conf)"
+    fi
+    log "Ctrl-C stops the gateway, the simulator, the bank stub and the database"
+fi
 wait "$gateway"

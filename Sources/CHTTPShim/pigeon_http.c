@@ -45,10 +45,13 @@ typedef struct connection_record {
     _Atomic uint64_t waiting_since_ms;
     /* Client certificate check: 0 not yet, 1 accepted, 2 refused. Touched by its I/O thread. */
     int client_certificate;
-    /* When it opened (monotonic ms), and whether a head of it passed the checks (it no longer
-     * counts among the unauthenticated connections). */
+    /* When it opened (monotonic ms); whether a head of it passed the checks (the unauthenticated
+     * deadline no longer applies); whether it still counts among the unauthenticated connections
+     * (until a request of it carried valid credentials or an accepted client certificate, or it
+     * was cut, evicted or closed). */
     uint64_t started_ms;
-    _Atomic int authenticated;
+    _Atomic int head_passed;
+    _Atomic int counted;
     address_key address; /* the client's, as unauthenticated connections are counted */
 } connection_record;
 
@@ -112,6 +115,11 @@ struct pigeon_http_server {
     uint64_t unauthenticated_deadline_ms;
     _Atomic unsigned long unauthenticated_refusals;
     _Atomic unsigned long unauthenticated_closures;
+    _Atomic unsigned long unauthenticated_evictions;
+    /* Client addresses served (none: every address), checked before anything is counted. */
+    pigeon_http_network *allowed_networks;
+    size_t allowed_network_count;
+    _Atomic unsigned long allowlist_refusals;
 
     pthread_mutex_t flight_lock; /* in_flight list, exchange phases after dispatch */
     struct pigeon_http_exchange *in_flight;
@@ -150,9 +158,10 @@ static void release(struct pigeon_http_exchange *exchange) {
 
 /* MARK: connections and the deadline */
 
-/* `record` no longer counts among the unauthenticated connections (it passed the checks, was cut,
- * or closed). The caller holds connections_lock and has set record->authenticated. */
-static void authenticated_now(struct pigeon_http_server *server, connection_record *record) {
+/* `record` no longer counts among the unauthenticated connections (it authenticated, was cut,
+ * evicted or closed); only the first call counts. The caller holds connections_lock. */
+static void uncount(struct pigeon_http_server *server, connection_record *record) {
+    if (!atomic_exchange(&record->counted, 0)) return;
     atomic_fetch_sub(&server->unauthenticated_count, 1);
     if (server->unauthenticated_by_address) address_counts_decrement(server->unauthenticated_by_address, record->address);
 }
@@ -172,6 +181,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
         const union MHD_ConnectionInfo *client =
             MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         record->address = address_key_of(client ? client->client_addr : NULL);
+        atomic_store(&record->counted, 1);
         atomic_fetch_add(&server->unauthenticated_count, 1);
         pthread_mutex_lock(&server->connections_lock);
         if (server->unauthenticated_by_address) address_counts_increment(server->unauthenticated_by_address, record->address);
@@ -188,7 +198,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     connection_record *record = *socket_context;
     if (record == NULL) return;
     pthread_mutex_lock(&server->connections_lock);
-    if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
+    uncount(server, record);
     if (record->previous) record->previous->next = record->next;
     else server->records = record->next;
     if (record->next) record->next->previous = record->previous;
@@ -215,12 +225,12 @@ static void *reap_late_requests(void *cls) {
                 shutdown(record->fd, SHUT_RDWR);
                 atomic_store(&record->waiting_since_ms, 0);
                 atomic_fetch_add(&server->deadline_closures, 1);
-            } else if (server->unauthenticated_deadline_ms > 0 && !atomic_load(&record->authenticated) &&
-                       now > record->started_ms && now - record->started_ms > server->unauthenticated_deadline_ms &&
-                       record->fd >= 0) {
-                /* Opened and not authenticated in time (a slow or silent handshake, no head). */
+            } else if (server->unauthenticated_deadline_ms > 0 && !atomic_load(&record->head_passed) &&
+                       atomic_load(&record->counted) && now > record->started_ms &&
+                       now - record->started_ms > server->unauthenticated_deadline_ms && record->fd >= 0) {
+                /* Opened and no head passed the checks in time (a slow or silent handshake, no head). */
                 shutdown(record->fd, SHUT_RDWR);
-                if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
+                uncount(server, record);
                 atomic_fetch_add(&server->unauthenticated_closures, 1);
             }
         }
@@ -229,19 +239,54 @@ static void *reap_late_requests(void *cls) {
     return NULL;
 }
 
-/* Refuses a new connection while the unauthenticated ones are at their cap: the connections
- * that passed the checks (the bank's keep-alive ones) always keep the rest of the limit. */
+/* Makes room among the unauthenticated connections: cuts the oldest unauthenticated connection
+ * of the address that holds the most (a crowd from a few addresses loses its own, the bank's
+ * single new connection survives). Returns 0 when there is none to cut. The caller holds
+ * connections_lock. */
+static int evict_one(struct pigeon_http_server *server) {
+    connection_record *chosen = NULL;
+    unsigned int chosen_count = 0;
+    for (connection_record *record = server->records; record; record = record->next) {
+        if (!atomic_load(&record->counted) || record->fd < 0) continue;
+        unsigned int count = server->unauthenticated_by_address
+            ? address_counts_get(server->unauthenticated_by_address, record->address) : 1;
+        if (chosen == NULL || count > chosen_count ||
+            (count == chosen_count && record->started_ms < chosen->started_ms)) {
+            chosen = record;
+            chosen_count = count;
+        }
+    }
+    if (chosen == NULL) return 0;
+    shutdown(chosen->fd, SHUT_RDWR);
+    uncount(server, chosen);
+    atomic_fetch_add(&server->unauthenticated_evictions, 1);
+    return 1;
+}
+
+/* Admits a new connection: refused when its address is not allowed, or when its address holds
+ * its cap of unauthenticated connections; when all addresses together hold theirs, the oldest
+ * unauthenticated connection of the address holding the most is cut to make room. The connections
+ * that authenticated (the bank's keep-alive ones) always keep the rest of the limit. */
 static enum MHD_Result admit_connection(void *cls, const struct sockaddr *address, socklen_t length) {
     (void)length;
     struct pigeon_http_server *server = cls;
-    int refuse = server->unauthenticated_limit > 0 &&
-                 atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit;
-    if (!refuse && server->unauthenticated_by_address) {
-        pthread_mutex_lock(&server->connections_lock);
-        refuse = address_counts_get(server->unauthenticated_by_address, address_key_of(address)) >=
-                 server->unauthenticated_per_address_limit;
-        pthread_mutex_unlock(&server->connections_lock);
+    if (server->allowed_network_count > 0 &&
+        !pigeon_http_networks_contain(server->allowed_networks, server->allowed_network_count, address)) {
+        atomic_fetch_add(&server->allowlist_refusals, 1);
+        return MHD_NO;
     }
+    if (server->unauthenticated_limit == 0 && server->unauthenticated_by_address == NULL) return MHD_YES;
+    int refuse = 0;
+    pthread_mutex_lock(&server->connections_lock);
+    if (server->unauthenticated_by_address &&
+        address_counts_get(server->unauthenticated_by_address, address_key_of(address)) >=
+            server->unauthenticated_per_address_limit) {
+        refuse = 1;
+    } else if (server->unauthenticated_limit > 0 &&
+               atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit) {
+        refuse = !evict_one(server);
+    }
+    pthread_mutex_unlock(&server->connections_lock);
     if (refuse) {
         atomic_fetch_add(&server->unauthenticated_refusals, 1);
         return MHD_NO;
@@ -302,6 +347,13 @@ static enum MHD_Result append_query(void *cls, enum MHD_ValueKind kind, const ch
     *cursor = '\0';
     exchange->query_length = (size_t)(cursor - grown);
     return MHD_YES;
+}
+
+/* libmicrohttpd's unescape callback that leaves the text as it is. */
+static size_t keep_escaped(void *cls, struct MHD_Connection *connection, char *text) {
+    (void)cls;
+    (void)connection;
+    return strlen(text);
 }
 
 static void describe_peer(struct pigeon_http_exchange *exchange) {
@@ -372,39 +424,88 @@ static enum MHD_Result refuse_head(struct MHD_Connection *connection, unsigned i
 }
 
 /* Counts header fields whose name or value holds a NUL, CR or LF byte. */
-static enum MHD_Result count_bad_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
-                                       size_t key_size, const char *value, size_t value_size) {
+/* What scanning a head's header lines found. */
+typedef struct head_scan {
+    int bad_bytes;    /* NUL, CR or LF in a name or value */
+    int bad_names;    /* a name with whitespace or another byte RFC 9110 does not allow in one */
+    int folded;       /* a line continued on the next (obs-fold) */
+    int lengths;      /* Content-Length lines */
+    int encodings;    /* Transfer-Encoding lines */
+} head_scan;
+
+/* RFC 9110 tchar: the bytes a header name is made of. */
+static int is_token_byte(unsigned char byte) {
+    if (byte >= '0' && byte <= '9') return 1;
+    if ((byte | 0x20) >= 'a' && (byte | 0x20) <= 'z') return 1;
+    return byte != 0 && strchr("!#$%&'*+-.^_`|~", byte) != NULL;
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size) {
     (void)kind;
-    int *bad = cls;
+    head_scan *scan = cls;
     if (key == NULL || strlen(key) != key_size || memchr(key, '\r', key_size) || memchr(key, '\n', key_size)) {
-        (*bad)++;
-    } else if (value != NULL && (strlen(value) != value_size || memchr(value, '\r', value_size) ||
-                                 memchr(value, '\n', value_size))) {
-        (*bad)++;
+        scan->bad_bytes++;
+        return MHD_YES;
     }
+    if (value != NULL && (strlen(value) != value_size || memchr(value, '\r', value_size) ||
+                          memchr(value, '\n', value_size))) {
+        scan->bad_bytes++;
+    }
+    for (size_t index = 0; index < key_size; index++) {
+        if (!is_token_byte((unsigned char)key[index])) {
+            scan->bad_names++;
+            break;
+        }
+    }
+    /* libmicrohttpd 0.9.75 parses a header line in place: the name, a NUL where the colon was,
+     * optional spaces or tabs, the value. A folded line (a continuation starting with a space or
+     * tab) is joined into a copy elsewhere, with its text appended to the name: "X-A: 1\r\n B"
+     * reads as the name "X-AB". So a value that does not follow its name that way was folded. */
+    if (value != NULL) {
+        const char *after = key + key_size + 1;
+        if (value < after || value - after > 256) {
+            scan->folded++;
+        } else {
+            for (const char *cursor = after; cursor < value; cursor++) {
+                if (*cursor != ' ' && *cursor != '\t') {
+                    scan->folded++;
+                    break;
+                }
+            }
+        }
+    }
+    if (strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH, strlen(MHD_HTTP_HEADER_CONTENT_LENGTH)) == 0) scan->lengths++;
+    if (strncasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING, strlen(MHD_HTTP_HEADER_TRANSFER_ENCODING)) == 0) scan->encodings++;
     return MHD_YES;
 }
 
 /* Why a request head must be refused (400) before anything reads its body, or NULL: a
  * Transfer-Encoding other than chunked (it would hold the request until the deadline), a
- * Content-Length that is not plain digits or that comes with Transfer-Encoding (the body could be
- * read as the next request), a header holding NUL, CR or LF. */
+ * Content-Length that is not plain digits or that comes with Transfer-Encoding, more than one of
+ * either, a name that is not a token ("Transfer-Encoding : chunked"), a folded line (each could
+ * make a proxy in front and this server frame the body differently, so that its tail is read as
+ * a request of its own), a header holding NUL, CR or LF. */
 static const char *malformed_head(struct MHD_Connection *connection) {
+    head_scan scan = {0};
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, scan_header, &scan);
+    if (scan.bad_bytes > 0) return "a header holds a NUL, CR or LF byte\n";
+    if (scan.bad_names > 0) return "a header name holds whitespace or another byte not allowed in a name\n";
+    if (scan.folded > 0) return "a header line is folded (continued on the next line)\n";
+    if (scan.lengths > 1 || scan.encodings > 1) return "Content-Length or Transfer-Encoding given more than once\n";
     const char *encoding =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     const char *length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (encoding != NULL && strcasecmp(encoding, "chunked") != 0) {
+    if (scan.encodings > 0 && (encoding == NULL || strcasecmp(encoding, "chunked") != 0)) {
         return "unsupported Transfer-Encoding (only chunked)\n";
     }
-    if (length != NULL) {
+    if (scan.lengths > 0) {
         if (encoding != NULL) return "Content-Length and Transfer-Encoding together\n";
+        if (length == NULL) return "malformed Content-Length\n";
         size_t digits = strspn(length, "0123456789");
         if (digits == 0 || digits > 19 || length[digits] != '\0') return "malformed Content-Length\n";
     }
-    int bad = 0;
-    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, count_bad_bytes, &bad);
-    if (bad > 0) return "a header holds a NUL, CR or LF byte\n";
     return NULL;
 }
 
@@ -424,10 +525,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         }
         const char *malformed = malformed_head(connection);
         if (malformed != NULL) return refuse_head(connection, MHD_HTTP_BAD_REQUEST, malformed);
-        if (record != NULL && !atomic_load(&record->authenticated)) {
-            pthread_mutex_lock(&server->connections_lock);
-            if (!atomic_exchange(&record->authenticated, 1)) authenticated_now(server, record);
-            pthread_mutex_unlock(&server->connections_lock);
+        if (record != NULL) {
+            atomic_store(&record->head_passed, 1);
+            /* An accepted client certificate authenticates the connection; without one, a
+             * request carrying valid credentials does (pigeon_http_authenticated, from admit). */
+            if (server->require_client_certificate && atomic_load(&record->counted)) {
+                pthread_mutex_lock(&server->connections_lock);
+                uncount(server, record);
+                pthread_mutex_unlock(&server->connections_lock);
+            }
         }
         exchange = calloc(1, sizeof *exchange);
         if (exchange == NULL) return MHD_NO;
@@ -653,6 +759,19 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         server->unauthenticated_by_address = address_counts_new(config->connection_limit + 1);
     }
     server->unauthenticated_deadline_ms = (uint64_t)config->unauthenticated_deadline_seconds * 1000u;
+    if (config->allowed_network_count > 0) {
+        server->allowed_networks = calloc(config->allowed_network_count, sizeof *server->allowed_networks);
+        if (server->allowed_networks == NULL) {
+            if (server->has_identity) tls_identity_slot_destroy(&server->identities);
+            address_counts_free(server->unauthenticated_by_address);
+            free(server);
+            snprintf(error, error_capacity, "out of memory");
+            return -1;
+        }
+        memcpy(server->allowed_networks, config->allowed_networks,
+               config->allowed_network_count * sizeof *server->allowed_networks);
+        server->allowed_network_count = config->allowed_network_count;
+    }
     pthread_mutex_init(&server->connections_lock, NULL);
     pthread_mutex_init(&server->flight_lock, NULL);
 
@@ -677,6 +796,11 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
                                                (intptr_t)request_completed, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
                                                (intptr_t)notify_connection, server};
+    /* The path and the query arguments as the client sent them, still percent-encoded: each
+     * handler decodes an id once, after splitting the path (so "%2F" stays inside one segment,
+     * and "%2525" is "%25", not "%"). */
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK,
+                                               (intptr_t)keep_escaped, NULL};
     /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: libmicrohttpd's default (SO_REUSEADDR, no
      * SO_REUSEPORT) lets a restart bind at once, while a second process on the same address fails
      * at start instead of silently taking half of the connections. */
@@ -716,6 +840,7 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         }
         if (server->has_identity) tls_identity_slot_destroy(&server->identities);
         address_counts_free(server->unauthenticated_by_address);
+        free(server->allowed_networks);
         pthread_mutex_destroy(&server->connections_lock);
         pthread_mutex_destroy(&server->flight_lock);
         free(server);
@@ -761,6 +886,14 @@ unsigned long pigeon_http_unauthenticated_closures(pigeon_http_server *server) {
     return atomic_load(&server->unauthenticated_closures);
 }
 
+unsigned long pigeon_http_unauthenticated_evictions(pigeon_http_server *server) {
+    return atomic_load(&server->unauthenticated_evictions);
+}
+
+unsigned long pigeon_http_allowlist_refusals(pigeon_http_server *server) {
+    return atomic_load(&server->allowlist_refusals);
+}
+
 unsigned long pigeon_http_deadline_closures(pigeon_http_server *server) {
     return atomic_load(&server->deadline_closures);
 }
@@ -798,6 +931,7 @@ void pigeon_http_stop(pigeon_http_server *server) {
     MHD_stop_daemon(server->daemon);
     if (server->has_identity) tls_identity_slot_destroy(&server->identities);
     address_counts_free(server->unauthenticated_by_address);
+    free(server->allowed_networks);
     pthread_mutex_destroy(&server->connections_lock);
     pthread_mutex_destroy(&server->flight_lock);
     free(server);
@@ -816,9 +950,11 @@ int pigeon_http_replace_certificate(pigeon_http_server *server, const char *cert
 }
 
 int pigeon_http_check_certificate(const char *certificate_pem, const char *key_pem,
-                                  int64_t *not_after, char *error, size_t error_capacity) {
+                                  int64_t *not_before, int64_t *not_after, char *error,
+                                  size_t error_capacity) {
     tls_identity *identity = tls_identity_load(certificate_pem, key_pem, error, error_capacity);
     if (identity == NULL) return -1;
+    *not_before = tls_identity_not_before(identity);
     *not_after = tls_identity_not_after(identity);
     tls_identity_free(identity);
     return 0;
@@ -848,3 +984,11 @@ uint8_t *pigeon_http_take_body(pigeon_http_exchange *exchange, size_t *length) {
 
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange) { return exchange->too_large; }
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange) { return exchange->peer; }
+
+void pigeon_http_authenticated(pigeon_http_exchange *exchange) {
+    connection_record *record = exchange->record;
+    if (record == NULL || !atomic_load(&record->counted)) return;
+    pthread_mutex_lock(&exchange->server->connections_lock);
+    uncount(exchange->server, record);
+    pthread_mutex_unlock(&exchange->server->connections_lock);
+}

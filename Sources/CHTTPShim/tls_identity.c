@@ -11,6 +11,7 @@ struct tls_identity {
     gnutls_pcert_st chain[max_chain];
     unsigned int chain_length;
     gnutls_privkey_t key;
+    int64_t not_before;
     int64_t not_after;
     struct tls_identity *older; /* the retired list */
 };
@@ -29,15 +30,17 @@ static int same_public_key(gnutls_pubkey_t certificate_key, gnutls_privkey_t key
     return same;
 }
 
-static int64_t expiration(const gnutls_datum_t *der) {
+/* The certificate's validity (notBefore, notAfter as seconds since 1970); both 0 when unreadable. */
+static void validity(const gnutls_datum_t *der, int64_t *not_before, int64_t *not_after) {
+    *not_before = 0;
+    *not_after = 0;
     gnutls_x509_crt_t certificate;
-    if (gnutls_x509_crt_init(&certificate) < 0) return 0;
-    int64_t not_after = 0;
+    if (gnutls_x509_crt_init(&certificate) < 0) return;
     if (gnutls_x509_crt_import(certificate, der, GNUTLS_X509_FMT_DER) == 0) {
-        not_after = (int64_t)gnutls_x509_crt_get_expiration_time(certificate);
+        *not_before = (int64_t)gnutls_x509_crt_get_activation_time(certificate);
+        *not_after = (int64_t)gnutls_x509_crt_get_expiration_time(certificate);
     }
     gnutls_x509_crt_deinit(certificate);
-    return not_after;
 }
 
 tls_identity *tls_identity_load(const char *certificate_pem, const char *key_pem, char *error,
@@ -80,7 +83,7 @@ tls_identity *tls_identity_load(const char *certificate_pem, const char *key_pem
         tls_identity_free(identity);
         return NULL;
     }
-    identity->not_after = expiration(&identity->chain[0].cert);
+    validity(&identity->chain[0].cert, &identity->not_before, &identity->not_after);
     return identity;
 }
 
@@ -94,6 +97,8 @@ void tls_identity_free(tls_identity *identity) {
 }
 
 int64_t tls_identity_not_after(const tls_identity *identity) { return identity->not_after; }
+
+int64_t tls_identity_not_before(const tls_identity *identity) { return identity->not_before; }
 
 void tls_identity_slot_init(tls_identity_slot *slot, tls_identity *identity) {
     pthread_mutex_init(&slot->lock, NULL);

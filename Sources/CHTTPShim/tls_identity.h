@@ -22,6 +22,8 @@ tls_identity *tls_identity_load(const char *certificate_pem, const char *key_pem
 void tls_identity_free(tls_identity *identity);
 /* The leaf's notAfter, in seconds since 1970. */
 int64_t tls_identity_not_after(const tls_identity *identity);
+/* The leaf certificate's notBefore (seconds since 1970). */
+int64_t tls_identity_not_before(const tls_identity *identity);
 
 /* The identity in use, and the ones it replaced: a handshake that picked one of those may still
  * be under way, so they are kept until the slot is destroyed (a few KiB per reload). */

@@ -29,6 +29,9 @@ package struct CommandLineTool: Sendable {
                                       a reference bank proxy (SBIOutbound) for local runs
           outbox list|retry --config FILE [--id ID,… | --all]
                                       dead-lettered reports to the bank: list, send again
+          health [URL] [--cacert FILE]
+                                      exit 0 when URL (default http://127.0.0.1:8080/health)
+                                      answers 200: the container's health check
           --version                   print the version
 
         Run 'pigeon <command> --help' for a command's options.
@@ -72,7 +75,25 @@ package struct CommandLineTool: Sendable {
                     printError("pigeon: \(error)")
                     return 1
                 }
+                // serve and migrate refuse to start without the migrations: so does the check.
+                let directory = configuration.database.migrationsPath.map { URL(fileURLWithPath: $0) } ?? Migration.locateDirectory()
+                guard let directory else {
+                    printError("pigeon: cannot find the migrations folder; set migrationsPath (serve and migrate would refuse to start)")
+                    return 1
+                }
+                let migrations: [Migration]
+                do {
+                    migrations = try Migration.load(from: directory)
+                } catch {
+                    printError("pigeon: migrationsPath \(directory.path): \(error)")
+                    return 1
+                }
+                guard let newest = migrations.map(\.version).max() else {
+                    printError("pigeon: no migrations in \(directory.path) (serve and migrate would refuse to start)")
+                    return 1
+                }
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
+                print("migrations: \(migrations.count) in \(directory.path), the newest \(newest)")
                 apps.forEach { print($0) }
                 configuration.exposureWarnings.forEach { print("warning: \($0.message) (\($0.address))") }
                 guard connect else { return 0 }
@@ -89,6 +110,8 @@ package struct CommandLineTool: Sendable {
             return await simulate(options)
         case "bank-stub":
             return await bankStub(options)
+        case "health":
+            return await health(options)
         default:
             printError("pigeon: unknown command '\(command)'; run 'pigeon --help'")
             return 2

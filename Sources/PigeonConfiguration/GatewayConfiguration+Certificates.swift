@@ -52,16 +52,17 @@ extension GatewayConfiguration {
     package func checkListenerCertificates(now: Date = Date()) throws(ConfigurationError) -> [String] {
         try tlsListeners.map { files throws(ConfigurationError) in
             let pair = try files.read()
-            let expiry: Date
+            let validity: HTTPServer.CertificateValidity
             do {
-                expiry = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
+                validity = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
             } catch {
                 throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath) with its key \(files.keyPath): \(error)")
             }
+            let expiry = validity.notAfter
             let when = ISO8601DateFormatter().string(from: expiry)
-            // A reload refuses an expired certificate, so the check fails on it too.
-            guard expiry > now else {
-                throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath) expired at \(when): renew it")
+            // A reload refuses a certificate not valid now (expired or not yet valid), so the check fails on it too.
+            if let problem = validity.problem(at: now) {
+                throw ConfigurationError(location: files.certificateKey, message: "\(files.certificatePath): \(problem)")
             }
             let days = Int(expiry.timeIntervalSince(now) / 86_400)
             return "\(files.addressKey): HTTPS, certificate \(files.certificatePath) valid until \(when) (\(days) days)"

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PigeonHTTP
 
 extension GatewayConfiguration {
     /// Reads `path`, then applies `PIGEON_<KEY>` environment overrides (the key as written, or
@@ -172,6 +173,13 @@ extension GatewayConfiguration {
     /// Cross-key rules and file checks.
     func validate(location: String) throws(ConfigurationError) {
         func fail(_ message: String) -> ConfigurationError { ConfigurationError(location: location, message: message) }
+        // An example's placeholder left in a secret (deploy/kubernetes, server.conf.example):
+        // a gateway that started with it would be protected by a password anyone can read.
+        for (key, value) in readValues.sorted(by: { $0.key < $1.key })
+        where (Self.isSecret(key) || key == "dbUrl") && value.lowercased().contains("change-me") {
+            throw ConfigurationError(location: keyLocations[key] ?? location,
+                                     message: "\(key) still holds the example's placeholder (CHANGE-ME): set a real secret")
+        }
         if (http.tlsCertificatePath == nil) != (http.tlsKeyPath == nil) {
             throw fail("tlsCertificatePath and tlsKeyPath must be set together")
         }
@@ -186,6 +194,9 @@ extension GatewayConfiguration {
         }
         if http.bankAddress == nil && (http.bankTlsCertificatePath != nil || http.bankClientCaFile != nil) {
             throw fail("bankTlsCertificatePath, bankTlsKeyPath and bankClientCaFile configure bankListen, which is not set")
+        }
+        if http.bankAddress == nil && !http.bankAllowedClients.isEmpty {
+            throw fail("bankAllowedClients limits who may connect to bankListen, which is not set (listen also serves phones)")
         }
         if http.bankClientCaFile != nil && http.bankTlsCertificatePath == nil {
             throw fail("bankClientCaFile needs HTTPS on bankListen (bankTlsCertificatePath and bankTlsKeyPath)")
@@ -366,6 +377,7 @@ extension GatewayConfiguration {
         "httpConnectionLimit": { $0.http.connectionLimit = try integer($1, in: 1...1_000_000) },
         "bankConnectionLimit": { $0.http.bankConnectionLimit = try integer($1, in: 1...100_000) },
         "bankPerAddressConnectionLimit": { $0.http.bankPerAddressConnectionLimit = try integer($1, in: 0...100_000) },
+        "bankAllowedClients": { $0.http.bankAllowedClients = try networks($1) },
         "bankUnauthenticatedConnectionLimit": { $0.http.bankUnauthenticatedConnectionLimit = try integer($1, in: 1...100_000) },
         "perAddressConnectionLimit": { $0.http.perAddressConnectionLimit = try integer($1, in: 0...1_000_000) },
         "httpIdleTimeoutSeconds": { $0.http.idleTimeoutSeconds = try integer($1, in: 1...3600) },
@@ -433,6 +445,22 @@ extension GatewayConfiguration {
             types.insert(type)
         }
         return types
+    }
+
+    /// A comma-separated list of client networks (`10.20.0.0/16, 192.0.2.7, 2001:db8::/48`).
+    private static func networks(_ value: String) throws(ValueError) -> [IPNetwork] {
+        var networks: [IPNetwork] = []
+        for text in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !text.isEmpty {
+            do {
+                networks.append(try IPNetwork(text))
+            } catch {
+                throw ValueError(message: error.description)
+            }
+        }
+        guard !networks.isEmpty, networks.count <= 1_000 else {
+            throw ValueError(message: "list 1 to 1,000 addresses or networks (a.b.c.d/n, IPv6 prefixes), comma-separated")
+        }
+        return networks
     }
 
     /// The neutral alert: shown on the lock screen, so short and without control characters.

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PigeonHTTP
 
 /// Everything an operator sets in `server.conf` (CONTRACT §4–§5), with defaults.
 package struct GatewayConfiguration: Sendable {
@@ -39,11 +40,17 @@ package struct GatewayConfiguration: Sendable {
         /// 0 for none. Default 128.
         package var bankPerAddressConnectionLimit = 128
         /// `bankUnauthenticatedConnectionLimit`: connections on `bankListen` from one client
-        /// address that have not yet sent a head that passed the checks (a verified client
-        /// certificate with `bankClientCaFile`): at most this many at once, each cut 5 s after it
-        /// opened; all addresses together at most half of `bankConnectionLimit`, so the bank's
+        /// address that have not authenticated — no head with a verified client certificate
+        /// (with `bankClientCaFile`), no SOAP call with the bank's credentials: at most this many
+        /// at once, each cut 5 s after it opened unless a head passed the checks by then. All
+        /// addresses together hold at most half of `bankConnectionLimit`; past it a new
+        /// connection cuts the oldest of the address holding the most, so the bank's
         /// authenticated connections always keep the other half. Default 16.
         package var bankUnauthenticatedConnectionLimit = 16
+        /// `bankAllowedClients`: the client addresses and networks (CIDR, comma-separated) served
+        /// on `bankListen`; any other connection is refused at accept, before anything is
+        /// counted. Empty (the default): every address.
+        package var bankAllowedClients: [IPNetwork] = []
         /// `perAddressConnectionLimit`: connections from one client address on `listen`; 0 for
         /// none (behind a reverse proxy every client has the proxy's address). Default 256.
         package var perAddressConnectionLimit = 256

@@ -24,15 +24,21 @@ package struct ConsoleEndpoint: Sendable {
 
     package let credentials: BasicAuthentication
     package let sessions: ConsoleSessions
+    /// Failed sign-ins on the form, per client address and minute (successful ones are not counted).
     package let signInLimit: AddressRateLimit
+    /// Failed Basic credentials on the JSON API, per client address and minute: a budget of its
+    /// own, so a script with a wrong password does not lock the operators' form.
+    package let apiSignInLimit: AddressRateLimit
     package let secureCookie: Bool
     package let data: any ConsoleSource
     package let logger: Logger
 
-    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit, secureCookie: Bool, data: any ConsoleSource, logger: Logger) {
+    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit,
+                 apiSignInLimit: AddressRateLimit = AddressRateLimit(perMinute: 10), secureCookie: Bool, data: any ConsoleSource, logger: Logger) {
         self.credentials = credentials
         self.sessions = sessions
         self.signInLimit = signInLimit
+        self.apiSignInLimit = apiSignInLimit
         self.secureCookie = secureCookie
         self.data = data
         self.logger = logger
@@ -144,13 +150,13 @@ package struct ConsoleEndpoint: Sendable {
     private func api(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         var operatorName = currentSession(request)?.1.username
         if operatorName == nil, let header = request.header("authorization") {
-            if let retryAfter = signInLimit.exhausted(request.peer) {
+            if let retryAfter = apiSignInLimit.exhausted(request.peer) {
                 return ("api_refused", APIError(429, "TOO_MANY_ATTEMPTS", "too many wrong credentials from this address; retry in \(retryAfter) s").response)
             }
             if credentials.accepts(header) {
                 operatorName = "basic"
             } else {
-                _ = signInLimit.take(request.peer)
+                _ = apiSignInLimit.take(request.peer)
                 logger.warning("console API: credentials refused", metadata: ["peer": request.peer])
             }
         }
@@ -160,13 +166,11 @@ package struct ConsoleEndpoint: Sendable {
             return ("api_refused", response)
         }
         guard request.method == "GET" else { return ("api", APIError(405, "METHOD_NOT_ALLOWED", "the console API is read-only: use GET").response) }
-        let parts = request.path.dropFirst("/console/api/v1/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard request.path.hasPrefix("/console/api/v1/"), parts.count == 2, let name = parts[1].removingPercentEncoding,
-              !name.isEmpty, name.utf8.count <= 256, !ControlCharacters.present(in: name) else {
+        guard let (resource, name) = Self.apiCall(request.path) else {
             return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)
         }
         do {
-            switch parts[0] {
+            switch resource {
             case "notifications":
                 let page = ConsolePaging.pageNumber(FormFields.query(request.query)["page"])
                 guard let view = try await data.notification(name, page: page) else {
@@ -185,10 +189,23 @@ package struct ConsoleEndpoint: Sendable {
         }
     }
 
+    /// The JSON API call a path names: `/console/api/v1/RESOURCE/NAME`, NAME percent-decoded
+    /// once (so an id may hold `/` as `%2F`), 1–256 bytes without control characters; nil for
+    /// anything else.
+    package static func apiCall(_ path: String) -> (resource: String, name: String)? {
+        guard path.hasPrefix("/console/api/v1/") else { return nil }
+        let parts = path.dropFirst("/console/api/v1/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let name = parts[1].removingPercentEncoding,
+              !name.isEmpty, name.utf8.count <= 256, !ControlCharacters.present(in: name) else { return nil }
+        return (parts[0], name)
+    }
+
     // MARK: Sign-in
 
     private func signIn(_ request: HTTPRequest) -> HTTPResponse {
-        if let retryAfter = signInLimit.take(request.peer) {
+        // Ten failed sign-ins from an address in a minute: then 429 before the password is
+        // looked at, so it cannot be guessed at speed. Successful sign-ins are not counted.
+        if let retryAfter = signInLimit.exhausted(request.peer) {
             var response = page(429, ConsolePages.signIn(message: "Too many attempts from this address; try again in \(retryAfter) seconds."))
             response.headers.append(("Retry-After", String(retryAfter)))
             return response
@@ -196,6 +213,7 @@ package struct ConsoleEndpoint: Sendable {
         let fields = FormFields.parse(request.body) ?? [:]
         let username = fields["username"] ?? "", password = fields["password"] ?? ""
         guard credentials.accepts(username: username, password: password) else {
+            _ = signInLimit.take(request.peer)
             logger.warning("console: sign-in refused", metadata: ["peer": request.peer, "username": LogText.escaped(username, limit: 64)])
             return page(401, ConsolePages.signIn(message: "Wrong username or password."))
         }

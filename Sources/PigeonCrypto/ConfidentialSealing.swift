@@ -32,7 +32,7 @@ package enum ConfidentialSealing {
         let deviceKey = try P256PublicKey(point: devicePublicKey)
         let ephemeralPublic = try ephemeral.publicPoint
         let secret = try ephemeral.sharedSecret(with: deviceKey)
-        let keys = derive(sharedSecret: secret, salt: salt, keyId: keyId, ephemeralPublicKey: ephemeralPublic, devicePublicKey: devicePublicKey)
+        let keys = try derive(sharedSecret: secret, salt: salt, keyId: keyId, ephemeralPublicKey: ephemeralPublic, devicePublicKey: devicePublicKey)
         let ciphertext = try AES128GCM.seal(padded(content), key: keys.key, nonce: keys.nonce, additionalData: additionalData)
         return Sealed(ephemeralPublicKey: ephemeralPublic, salt: salt, ciphertext: ciphertext)
     }
@@ -53,14 +53,14 @@ package enum ConfidentialSealing {
         return bytes
     }
 
-    static func derive(sharedSecret: Data, salt: Data, keyId: String, ephemeralPublicKey: Data, devicePublicKey: Data) -> (key: Data, nonce: Data) {
+    static func derive(sharedSecret: Data, salt: Data, keyId: String, ephemeralPublicKey: Data, devicePublicKey: Data) throws(CryptoError) -> (key: Data, nonce: Data) {
         var info = Data(label.utf8)
         info.append(0)
         info.append(contentsOf: keyId.utf8)
         info.append(0)
         info.append(ephemeralPublicKey)
         info.append(devicePublicKey)
-        let material = HKDFSHA256.derive(salt: salt, inputKeyMaterial: sharedSecret, info: info, length: 28)
+        let material = try HKDFSHA256.derive(salt: salt, inputKeyMaterial: sharedSecret, info: info, length: 28)
         return (Data(material.prefix(16)), Data(material.suffix(12)))
     }
 }

@@ -80,9 +80,10 @@ package final class PassSigner: @unchecked Sendable {
     }
 
     /// SHA-1 of `data` in lower-case hexadecimal: what `manifest.json` lists per file.
-    package static func sha1Hex(_ data: Data) -> String {
+    package static func sha1Hex(_ data: Data) throws(CryptoError) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
-        data.withUnsafeBytes { _ = SHA1($0.bindMemory(to: UInt8.self).baseAddress, data.count, &digest) }
+        let done = data.withUnsafeBytes { SHA1($0.bindMemory(to: UInt8.self).baseAddress, data.count, &digest) != nil }
+        guard done else { throw CryptoError(operation: "hashing a pass file (SHA-1)", reason: "OpenSSL failed") }
         return digest.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -3,24 +3,35 @@ import Foundation
 
 /// HMAC-SHA-256, the building block of HKDF (RFC 5869) as RFC 8291 spells its steps out.
 package enum HMACSHA256 {
-    package static func authenticate(key: Data, data: Data) -> Data {
+    /// The 32-byte tag; throws when OpenSSL fails (its output buffer would otherwise stay zero,
+    /// and every key derived from it the same).
+    package static func authenticate(key: Data, data: Data) throws(CryptoError) -> Data {
+        try authenticate(key: key, data: data) { key, data, output in
+            var length: UInt32 = 32
+            return HMAC(EVP_sha256(), key, Int32(key.count), data, data.count, output, &length) != nil && length == 32
+        }
+    }
+
+    /// The same with `hmac` writing the 32-byte tag into its output and saying whether it did
+    /// (OpenSSL's `HMAC`; a failing one in tests).
+    static func authenticate(key: Data, data: Data,
+                             hmac: ([UInt8], [UInt8], UnsafeMutablePointer<UInt8>) -> Bool) throws(CryptoError) -> Data {
         var output = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 32
-        let keyBytes = Array(key), dataBytes = Array(data)
-        _ = HMAC(EVP_sha256(), keyBytes, Int32(keyBytes.count), dataBytes, dataBytes.count, &output, &length)
-        return Data(output.prefix(Int(length)))
+        let done = output.withUnsafeMutableBufferPointer { buffer in hmac(Array(key), Array(data), buffer.baseAddress!) }
+        guard done else { throw CryptoError(operation: "HMAC-SHA-256", reason: "OpenSSL failed") }
+        return Data(output)
     }
 }
 
 /// HKDF with SHA-256 (RFC 5869): extract with `salt`, expand with `info` to `length` bytes.
 package enum HKDFSHA256 {
-    package static func derive(salt: Data, inputKeyMaterial: Data, info: Data, length: Int) -> Data {
-        precondition(length > 0 && length <= 255 * 32, "HKDF-SHA-256 gives 1 to 8160 bytes")
-        let pseudorandomKey = HMACSHA256.authenticate(key: salt, data: inputKeyMaterial)
+    package static func derive(salt: Data, inputKeyMaterial: Data, info: Data, length: Int) throws(CryptoError) -> Data {
+        guard length > 0 && length <= 255 * 32 else { throw CryptoError(operation: "HKDF-SHA-256", reason: "gives 1 to 8160 bytes, not \(length)") }
+        let pseudorandomKey = try HMACSHA256.authenticate(key: salt, data: inputKeyMaterial)
         var output = Data(), block = Data()
         var counter: UInt8 = 1
         while output.count < length {
-            block = HMACSHA256.authenticate(key: pseudorandomKey, data: block + info + [counter])
+            block = try HMACSHA256.authenticate(key: pseudorandomKey, data: block + info + [counter])
             output.append(block)
             counter += 1
         }

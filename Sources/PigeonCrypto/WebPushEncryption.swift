@@ -66,15 +66,15 @@ package enum WebPushEncryption {
         package var nonce: Data
     }
 
-    package static func derive(subscriberPublic: Data, serverPublic: Data, authSecret: Data, salt: Data, sharedSecret: Data) -> Keys {
+    package static func derive(subscriberPublic: Data, serverPublic: Data, authSecret: Data, salt: Data, sharedSecret: Data) throws(CryptoError) -> Keys {
         // PRK_key = HMAC-SHA-256(auth_secret, ecdh_secret)
-        let keyPRK = HMACSHA256.authenticate(key: authSecret, data: sharedSecret)
+        let keyPRK = try HMACSHA256.authenticate(key: authSecret, data: sharedSecret)
         // IKM = HMAC-SHA-256(PRK_key, "WebPush: info" ‖ 0x00 ‖ ua_public ‖ as_public ‖ 0x01)
-        let ikm = HMACSHA256.authenticate(key: keyPRK, data: Data("WebPush: info".utf8) + [0] + subscriberPublic + serverPublic + [1])
+        let ikm = try HMACSHA256.authenticate(key: keyPRK, data: Data("WebPush: info".utf8) + [0] + subscriberPublic + serverPublic + [1])
         // PRK = HMAC-SHA-256(salt, IKM)
-        let prk = HMACSHA256.authenticate(key: salt, data: ikm)
-        let contentKey = HMACSHA256.authenticate(key: prk, data: Data("Content-Encoding: aes128gcm".utf8) + [0, 1]).prefix(16)
-        let nonce = HMACSHA256.authenticate(key: prk, data: Data("Content-Encoding: nonce".utf8) + [0, 1]).prefix(12)
+        let prk = try HMACSHA256.authenticate(key: salt, data: ikm)
+        let contentKey = try HMACSHA256.authenticate(key: prk, data: Data("Content-Encoding: aes128gcm".utf8) + [0, 1]).prefix(16)
+        let nonce = try HMACSHA256.authenticate(key: prk, data: Data("Content-Encoding: nonce".utf8) + [0, 1]).prefix(12)
         return Keys(contentKey: Data(contentKey), nonce: Data(nonce))
     }
 

@@ -28,7 +28,11 @@ struct DeviceKeyAgreement: Sendable {
 
 enum E2EPrimitives {
     static func hkdfSHA256(secret: Data, salt: Data, info: Data, length: Int) throws(DecryptionError) -> Data {
-        HKDFSHA256.derive(salt: salt, inputKeyMaterial: secret, info: info, length: length)
+        do {
+            return try HKDFSHA256.derive(salt: salt, inputKeyMaterial: secret, info: info, length: length)
+        } catch {
+            throw .badDeviceKey("deriving the keys: \(error)")
+        }
     }
 
     static func openAES128GCM(_ sealed: Data, key: Data, nonce: Data, additionalData: Data) throws(DecryptionError) -> Data {

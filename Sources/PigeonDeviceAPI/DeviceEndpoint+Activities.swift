@@ -18,9 +18,9 @@ extension DeviceEndpoint {
         case ("DELETE", 2):
             return ("api_activity_end", try await endActivity(request, activityId: parts[1]))
         case (_, 3) where parts[1] == "start-tokens" || parts[2] == "token":
-            throw APIError(405, "METHOD_NOT_ALLOWED", "use PUT")
+            throw APIError.methodNotAllowed("PUT")
         case (_, 2):
-            throw APIError(405, "METHOD_NOT_ALLOWED", "use DELETE")
+            throw APIError.methodNotAllowed("DELETE")
         default:
             throw APIError(404, "NOT_FOUND", "no such device API call")
         }

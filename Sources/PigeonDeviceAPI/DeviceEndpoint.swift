@@ -51,37 +51,55 @@ package struct DeviceEndpoint: Sendable {
         self.onActivityQueued = onActivityQueued
     }
 
-    /// The route template (for metrics) and the answer.
+    /// The route template (for metrics) and the answer. An error is labelled with the route of
+    /// the call it answers (14,000 rate-limited registrations show as `api_register`), `api` only
+    /// for a path that is no call.
     package func handle(_ request: HTTPRequest) async -> (String, HTTPResponse) {
         let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let route = Self.route(parts)
         do {
             switch (request.method, parts.count, parts.first, parts.last) {
             case ("POST", 2, "devices", "register"):
                 try limits.admitAddress(request.peer)
-                return ("api_register", try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
+                return (route, try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
             case ("POST", 2, "devices", "verify"):
                 try limits.admitAddress(request.peer)
-                return ("api_verify", try await verify(VerifyRequest(request.body)))
+                return (route, try await verify(VerifyRequest(request.body)))
             case ("POST", 3, "notifications", "delivered"):
-                return ("api_delivered", try await acknowledge(parts[1], .delivered, request))
+                return (route, try await acknowledge(parts[1], .delivered, request))
             case ("POST", 3, "notifications", "opened"):
-                return ("api_opened", try await acknowledge(parts[1], .read, request))
+                return (route, try await acknowledge(parts[1], .read, request))
             case ("GET", 3, "notifications", "details"):
-                return ("api_details", try await details(parts[1], request))
+                return (route, try await details(parts[1], request))
             case (_, 2..., "activities", _):
                 return try await activityCall(request, parts: parts)
             case (_, 2, "devices", "register"), (_, 2, "devices", "verify"), (_, 3, "notifications", "delivered"), (_, 3, "notifications", "opened"):
-                throw APIError(405, "METHOD_NOT_ALLOWED", "use POST")
+                throw APIError.methodNotAllowed("POST")
             case (_, 3, "notifications", "details"):
-                throw APIError(405, "METHOD_NOT_ALLOWED", "use GET")
+                throw APIError.methodNotAllowed("GET")
             default:
                 throw APIError(404, "NOT_FOUND", "no such device API call")
             }
         } catch let error as APIError {
-            return ("api", error.response)
+            return (route, error.response)
         } catch {
             logger.error("device API call failed", metadata: ["path": String(request.path.prefix(100)), "error": "\(error)"])
-            return ("api", APIError(503, "UNAVAILABLE", "the gateway cannot serve this call right now; try again").response)
+            return (route, APIError(503, "UNAVAILABLE", "the gateway cannot serve this call right now; try again").response)
+        }
+    }
+
+    /// The route template of a device API path (its `parts` after the prefix), whatever the method.
+    static func route(_ parts: [String]) -> String {
+        switch (parts.count, parts.first, parts.last) {
+        case (2, "devices", "register"): "api_register"
+        case (2, "devices", "verify"): "api_verify"
+        case (3, "notifications", "delivered"): "api_delivered"
+        case (3, "notifications", "opened"): "api_opened"
+        case (3, "notifications", "details"): "api_details"
+        case (3, "activities", _) where parts[1] == "start-tokens": "api_activity_start_token"
+        case (3, "activities", "token"): "api_activity_token"
+        case (2, "activities", _): "api_activity_end"
+        default: "api"
         }
     }
 

@@ -8,18 +8,27 @@ package struct APIError: Error, Equatable {
     package var message: String
     /// Seconds for `Retry-After` (429 answers).
     package var retryAfter: Int?
+    /// The methods the resource takes, for `Allow` (405 answers).
+    package var allow: String?
 
-    package init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil) {
+    package init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.allow = allow
     }
 
     package var response: HTTPResponse {
         var response = JSONResponse.make(status, ["error": code, "message": message])
         if let retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
+        if let allow { response.headers.append(("Allow", allow)) }
         return response
+    }
+
+    /// 405 naming the methods the resource takes (in the message and in `Allow`).
+    package static func methodNotAllowed(_ allow: String) -> APIError {
+        APIError(405, "METHOD_NOT_ALLOWED", "use \(allow)", allow: allow)
     }
 
     package static func rateLimited(retryAfter: Int, _ message: String) -> APIError {

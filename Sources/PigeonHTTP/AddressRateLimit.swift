@@ -22,6 +22,15 @@ package final class AddressRateLimit: Sendable {
         return counter.withLock { $0.take(key, now: now) }
     }
 
+    /// Counts a call from `address` presenting `credential` (a user name, say): each pair has a
+    /// budget of its own, so one client's wrong password does not use up another's. Nil when
+    /// allowed, else the seconds until its window ends.
+    package func take(_ address: String, credential: String) -> Int? {
+        let now = clock()
+        let key = Self.clientKey(address) + " " + credential
+        return counter.withLock { $0.take(key, now: now) }
+    }
+
     /// Whether `address` has used up its minute, without counting a call: nil when it may go
     /// on, else the seconds until its window ends.
     package func exhausted(_ address: String) -> Int? {

@@ -19,6 +19,17 @@ package struct BasicAuthentication: Sendable {
         return Self.constantTimeEqual(Array(decoded), expected)
     }
 
+    /// The user name an `Authorization: Basic` header presents (up to 64 characters), or nil
+    /// when it is not readable Basic credentials.
+    package static func username(_ header: String) -> String? {
+        guard header.count < 4096 else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)) else { return nil }
+        let user = decoded.prefix { $0 != UInt8(ascii: ":") }
+        return String(decoding: user.prefix(64), as: UTF8.self)
+    }
+
     /// Whether the two are the same bytes, in time that depends on their lengths only: a
     /// different length never matches (the right password followed by NUL bytes is wrong).
     package static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {

@@ -3,7 +3,7 @@ import Synchronization
 /// At most `limit` holders at once; the rest wait in arrival order. A listener's handlers take a
 /// place each, so a flood on one listener queues in its own line (connections suspended, a few
 /// hundred bytes each) instead of in front of the database for everyone.
-final class ConcurrencyLimit: Sendable {
+package final class ConcurrencyLimit: Sendable {
     private struct State {
         var available: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -12,12 +12,12 @@ final class ConcurrencyLimit: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ limit: Int) {
+    package init(_ limit: Int) {
         state = Mutex(State(available: max(1, limit)))
     }
 
     /// Waits for a place.
-    func acquire() async {
+    package func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state -> Bool in
                 if state.available > 0 {
@@ -31,8 +31,17 @@ final class ConcurrencyLimit: Sendable {
         }
     }
 
+    /// Takes a place if one is free now; never waits.
+    package func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard state.available > 0 else { return false }
+            state.available -= 1
+            return true
+        }
+    }
+
     /// Gives a place back, to the longest waiter if there is one.
-    func release() {
+    package func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard state.head < state.waiting.count else {
                 state.available += 1

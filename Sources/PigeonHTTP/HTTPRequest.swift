@@ -19,9 +19,12 @@ package struct HTTPRequestHead: Sendable {
 /// bounded by what the server's admission allowed for it.
 package struct HTTPRequest: Sendable {
     package var method: String
-    /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`.
+    /// The path without the query string, e.g. `/pigeon/services/SBIInboundWebService`, as the
+    /// client sent it: still percent-encoded. A handler splits it into segments and decodes each
+    /// once, so an id may hold `/` (`%2F`) and `%` (`%25`).
     package var path: String
-    /// Query arguments in arrival order; a bare key (`?wsdl`) has a `nil` value.
+    /// Query arguments in arrival order, still percent-encoded (libmicrohttpd has turned `+` into
+    /// a space, as forms mean it); a bare key (`?wsdl`) has a `nil` value.
     package var query: [(name: String, value: String?)]
     /// Header names are lower-cased.
     package var headers: [String: String]

@@ -39,22 +39,30 @@ package final class HTTPServer: Sendable {
         /// database pool) that another listener needs.
         package var concurrentHandlers: Int
         package var tls: TLS?
-        /// Connections that have not yet sent a head that passed the checks (a verified client
-        /// certificate where one is required): at most this many at once, further ones refused
-        /// at accept, so connections that did pass keep the rest of the limit; 0 for no cap.
+        /// Connections not authenticated yet — no head with a verified client certificate (where
+        /// one is required) and no request that ``BodyAdmission/acceptAuthenticated(maxBytes:)``
+        /// admitted: at most this many at once, so authenticated connections keep the rest of the
+        /// limit; 0 for no cap. When they are at the cap, a new connection makes room by cutting
+        /// the oldest unauthenticated connection of the address holding the most.
         package var unauthenticatedLimit: Int
-        /// The same, per client address (an IPv6 client counted by its /64); 0 for none.
+        /// The same per client address (an IPv6 client counted by its /64), beyond which a new
+        /// connection is refused at accept; 0 for none.
         package var unauthenticatedPerAddressLimit: Int
-        /// Such a connection is cut this long after it opened; 0: only the request deadline.
+        /// A connection that sent no head passing the checks this long after it opened is cut;
+        /// 0: only the request deadline.
         package var unauthenticatedDeadlineSeconds: Int
+        /// Client addresses served; any other is refused at accept, before anything is counted.
+        /// Empty: every address.
+        package var allowedClients: [IPNetwork] = []
 
         package init(
             host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
             perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
             requestDeadlineSeconds: Int = 30, ioThreads: Int = 1, handlerThreads: Int = 4,
             concurrentHandlers: Int = 256, tls: TLS? = nil, unauthenticatedLimit: Int = 0, unauthenticatedPerAddressLimit: Int = 0,
-            unauthenticatedDeadlineSeconds: Int = 0
+            unauthenticatedDeadlineSeconds: Int = 0, allowedClients: [IPNetwork] = []
         ) {
+            self.allowedClients = allowedClients
             self.unauthenticatedLimit = unauthenticatedLimit
             self.unauthenticatedPerAddressLimit = unauthenticatedPerAddressLimit
             self.unauthenticatedDeadlineSeconds = unauthenticatedDeadlineSeconds
@@ -90,6 +98,9 @@ package final class HTTPServer: Sendable {
         /// Read up to this many bytes; a declared larger body is answered at once with
         /// ``HTTPRequest/bodyTooLarge`` set, a chunked one that grows larger closes the connection.
         case accept(maxBytes: Int)
+        /// As ``accept(maxBytes:)``, and the request carries valid credentials: its connection no
+        /// longer counts among the unauthenticated ones.
+        case acceptAuthenticated(maxBytes: Int)
         /// Read nothing: the handler answers from the head alone (e.g. 401 before a SOAP body).
         case refuse
     }
@@ -123,7 +134,8 @@ package final class HTTPServer: Sendable {
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)
         let tls = configuration.tls
-        let status = configuration.host.withCString { host in
+        let networks = configuration.allowedClients.map(Self.cNetwork)
+        let status = networks.withUnsafeBufferPointer { networks in configuration.host.withCString { host in
             withOptionalCString(tls?.certificatePEM) { certificate in
                 withOptionalCString(tls?.keyPEM) { key in
                     withOptionalCString(tls?.clientCAPEM) { clientCA in
@@ -138,6 +150,8 @@ package final class HTTPServer: Sendable {
                             unauthenticated_limit: UInt32(clamping: configuration.unauthenticatedLimit),
                             unauthenticated_per_address_limit: UInt32(clamping: configuration.unauthenticatedPerAddressLimit),
                             unauthenticated_deadline_seconds: UInt32(clamping: configuration.unauthenticatedDeadlineSeconds),
+                            allowed_networks: networks.baseAddress,
+                            allowed_network_count: networks.count,
                             tls_certificate_pem: certificate,
                             tls_key_pem: key,
                             tls_client_ca_pem: clientCA,
@@ -149,7 +163,7 @@ package final class HTTPServer: Sendable {
                     }
                 }
             }
-        }
+        } }
         guard status == 0, let started else {
             context.release()
             workers.stop()
@@ -202,15 +216,32 @@ package final class HTTPServer: Sendable {
         }
     }
 
+    /// When a certificate is valid: from `notBefore` until `notAfter`.
+    package struct CertificateValidity: Sendable, Equatable {
+        package var notBefore: Date
+        package var notAfter: Date
+
+        /// Why the certificate cannot be served at `now` (not yet valid, or expired); nil when it can.
+        package func problem(at now: Date) -> String? {
+            let format = ISO8601DateFormatter()
+            if notBefore > now {
+                return "the certificate is not valid before \(format.string(from: notBefore)) (clients would refuse it): wait, or check its dates and this host's clock"
+            }
+            if notAfter <= now { return "the certificate expired at \(format.string(from: notAfter)): renew it" }
+            return nil
+        }
+    }
+
     /// Checks a certificate chain and key as ``replaceCertificate(certificatePEM:keyPEM:)`` would
-    /// (for `check-config`, before a reload); returns when the leaf expires.
-    package static func checkCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) -> Date {
+    /// (for `check-config`, before a reload); returns when the leaf is valid.
+    package static func checkCertificate(certificatePEM: String, keyPEM: String) throws(CertificateError) -> CertificateValidity {
         var errorText = [CChar](repeating: 0, count: 256)
-        var notAfter: Int64 = 0
-        guard pigeon_http_check_certificate(certificatePEM, keyPEM, &notAfter, &errorText, errorText.count) == 0 else {
+        var notBefore: Int64 = 0, notAfter: Int64 = 0
+        guard pigeon_http_check_certificate(certificatePEM, keyPEM, &notBefore, &notAfter, &errorText, errorText.count) == 0 else {
             throw CertificateError(description: Self.text(errorText))
         }
-        return Date(timeIntervalSince1970: TimeInterval(notAfter))
+        return CertificateValidity(notBefore: Date(timeIntervalSince1970: TimeInterval(notBefore)),
+                                   notAfter: Date(timeIntervalSince1970: TimeInterval(notAfter)))
     }
 
     /// The reason the C shim wrote into a buffer (NUL-terminated).
@@ -225,6 +256,25 @@ package final class HTTPServer: Sendable {
     }
     package var unauthenticatedClosures: Int {
         server.withLock { server in server.map { Int(pigeon_http_unauthenticated_closures($0)) } ?? 0 }
+    }
+
+    /// Unauthenticated connections cut to make room for a new one, since start.
+    package var unauthenticatedEvictions: Int {
+        server.withLock { server in server.map { Int(pigeon_http_unauthenticated_evictions($0)) } ?? 0 }
+    }
+    /// Connections refused because their address is not in ``Configuration/allowedClients``, since start.
+    package var allowlistRefusals: Int {
+        server.withLock { server in server.map { Int(pigeon_http_allowlist_refusals($0)) } ?? 0 }
+    }
+
+    private static func cNetwork(_ network: IPNetwork) -> pigeon_http_network {
+        var converted = pigeon_http_network()
+        converted.family = UInt8(network.family)
+        converted.prefix_length = UInt8(network.prefixLength)
+        withUnsafeMutableBytes(of: &converted.bytes) { target in
+            for (index, byte) in network.bytes.prefix(target.count).enumerated() { target[index] = byte }
+        }
+        return converted
     }
 
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.
@@ -323,6 +373,9 @@ private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
         authorization: pigeon_http_header(exchange, "authorization").map { String(cString: $0) })
     switch context.admit(head) {
     case .accept(let maxBytes): return max(0, maxBytes)
+    case .acceptAuthenticated(let maxBytes):
+        pigeon_http_authenticated(exchange)
+        return max(0, maxBytes)
     case .refuse: return -1
     }
 }

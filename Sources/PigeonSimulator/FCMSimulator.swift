@@ -178,7 +178,7 @@ package final class FCMSimulator: Sendable {
     private func record(project: String, token: String, target: String, body: Data) -> H2Server.Response {
         let name = "projects/\(project)/messages/\(UUID().uuidString.lowercased())"
         state.withLock { $0.delivered.append(Delivery(project: project, registrationToken: token, target: target, name: name, message: body)) }
-        return .json(200, #"{"name":"\(name)"}"#)
+        return .json(200, #"{"name":"\#(name)"}"#)
     }
 
     /// Google's error body, with an `FcmError` detail when `code` is given.

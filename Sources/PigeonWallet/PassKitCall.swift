@@ -28,8 +28,12 @@ package enum PassKitCall: Equatable {
 
     /// The parts of `path` after the service's `prefix` (`/passkit`), empty ones kept so that
     /// `v1//log` does not pass for `v1/log`.
+    /// The path arrives as the client sent it: each segment is percent-decoded once (a segment
+    /// that does not decode is kept as sent, and its identifier check refuses the `%`).
     package static func parts(of path: String, prefix: String) -> [String] {
-        path.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        path.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            String(segment).removingPercentEncoding ?? String(segment)
+        }
     }
 
     /// The call `request` makes, or why it is refused (a status and a one-line reason). Checks run

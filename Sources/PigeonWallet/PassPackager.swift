@@ -35,7 +35,7 @@ package enum PassPackager {
         }
         let entries = [("pass.json", Data(passJson.utf8))] + files.map { ($0.name, $0.content) }
         var manifest: [String: String] = [:]
-        for (name, content) in entries { manifest[name] = PassSigner.sha1Hex(content) }
+        for (name, content) in entries { manifest[name] = try PassSigner.sha1Hex(content) }
         let manifestData = try JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
         let signature = try signer.sign(manifestData)
         var zip = ZIPWriter()

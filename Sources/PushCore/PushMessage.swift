@@ -42,6 +42,31 @@ package struct PushMessage: Sendable, Equatable {
     }
 }
 
+extension PushMessage {
+    /// The same push asking the app to fetch its content (CONTRACT §8's `fetch`), for a message
+    /// sealed to the device; nil for any other.
+    package var fetching: PushMessage? {
+        guard case .encrypted = confidential else { return nil }
+        var message = self
+        message.confidential = .fetch
+        return message
+    }
+
+    /// `message` prepared by `prepare`; a sealed confidential message whose payload is over its
+    /// service's limit (a big sealed content: details, a long target) is prepared as `fetch`
+    /// instead — the app fetches the content over its authenticated API — rather than failing
+    /// on every device.
+    package static func prepared<Prepared>(_ message: PushMessage,
+                                           by prepare: (PushMessage) throws(PushMessageError) -> Prepared) -> Result<Prepared, PushMessageError> {
+        do {
+            return .success(try prepare(message))
+        } catch {
+            guard case .payloadTooLarge = error, let fetching = message.fetching else { return .failure(error) }
+            return Result { () throws(PushMessageError) in try prepare(fetching) }
+        }
+    }
+}
+
 /// Why a message cannot be sent at all.
 package enum PushMessageError: Error, Equatable, CustomStringConvertible {
     case payloadTooLarge(bytes: Int, limit: Int)

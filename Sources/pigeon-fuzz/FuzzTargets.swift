@@ -19,6 +19,10 @@ enum FuzzTargets {
         "server-conf": serverConf,
         "passkit": passKit,
         "http-shim": HTTPShimTarget.exchange,
+        "https-shim": HTTPShimTarget.tlsExchange,
+        "console": MoreFuzzTargets.console,
+        "activity": MoreFuzzTargets.activity,
+        "bank-answer": MoreFuzzTargets.bankAnswer,
     ]
 
     private static let codec = SOAPCodec(service: InboundService.description)

@@ -23,14 +23,20 @@ struct BasicAuthenticationTests {
         #expect(!BasicAuthentication.constantTimeEqual(Array("ab".utf8), Array(("ab" + String(repeating: "\0", count: 256)).utf8)))
     }
 
-    @Test("an address that failed ten times in a minute is answered 429 before its credentials are checked")
+    @Test("failures are counted per address and credential: one user's ten use up that user's minute there, not another's")
     func failuresThrottled() {
         let limit = AddressRateLimit(perMinute: 10, clock: { 100 })
-        for _ in 0..<10 {
-            #expect(limit.exhausted("192.0.2.1") == nil)
-            _ = limit.take("192.0.2.1")
-        }
-        #expect(limit.exhausted("192.0.2.1") != nil)
-        #expect(limit.exhausted("192.0.2.2") == nil)
+        for _ in 0..<10 { #expect(limit.take("192.0.2.1", credential: "bank") == nil) }
+        #expect(limit.take("192.0.2.1", credential: "bank") != nil)
+        #expect(limit.take("192.0.2.1", credential: "other") == nil)
+        #expect(limit.take("192.0.2.2", credential: "bank") == nil)
+    }
+
+    @Test("the user name a Basic header presents; nil for anything else")
+    func username() {
+        #expect(BasicAuthentication.username("Basic " + Data("bank:pa:ss".utf8).base64EncodedString()) == "bank")
+        #expect(BasicAuthentication.username("Basic " + Data(String(repeating: "u", count: 100).utf8).base64EncodedString())?.count == 64)
+        #expect(BasicAuthentication.username("Bearer abc") == nil)
+        #expect(BasicAuthentication.username("Basic !!!") == nil)
     }
 }

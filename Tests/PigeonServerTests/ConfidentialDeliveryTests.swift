@@ -133,6 +133,27 @@ struct ConfidentialDeliveryTests {
         await setting.database.drop()
     }
 
+    @Test("a confidential notification whose sealed payload would pass 4 KB (big details) goes out as fetch, SENT, not SENDING_FAILED; the details answer has the content")
+    func tooLargeToSealGoesAsFetch() async throws {
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, harness, subscriptions) = (setting.simulator, setting.harness, setting.subscriptions)
+        let token = String(repeating: "a7", count: 32)
+        let key = try simulator.keyring.makeKey(token: token, keyId: "big-key")
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "big-user", deviceId: "iphone", platform: .ios, pushToken: token,
+                                          encryptionKey: DeviceEncryptionKey(keyId: key.keyId, publicKey: key.publicKey))
+        let details = (0..<12).map { "<entry><key>line-\($0)</key><value>\(String(repeating: "x", count: 300))</value></entry>" }.joined()
+        let send = Self.send(id: "big-1", recipients: ["big-user"])
+            .replacingOccurrences(of: "<details><entry><key>name</key><value>ACME Shop</value></entry></details>", with: "<details>\(details)</details>")
+        #expect(try await harness.soap(send).status == 200)
+        #expect(try await setting.settledStates(id: "big-1") == [RecipientState(user: "big-user", state: .sent)])
+        let records = try Self.records(simulator)
+        let payload = try #require(records.last?["payload"] as? [String: Any])
+        #expect(payload["fetch"] as? Bool == true && payload["e2e"] == nil, "\(payload)")
+        await harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
     @Test("erasure: once every recipient read it, and separately once its timeout passed, details answers 410, getNotificationDetails an empty text, and the database holds no trace of the content")
     func erasure() async throws {
         let setting = try await EndToEnd.start { $0.expirySweepIntervalSeconds = 1 }

@@ -210,4 +210,18 @@ struct ConfigurationTests {
             }
         }
     }
+
+    @Test("an example's CHANGE-ME placeholder left in a secret or in dbUrl refuses the configuration, naming the key and line")
+    func placeholdersRefused() throws {
+        for (text, key) in [("soapUsername = bank\nsoapPassword = CHANGE-ME-a-long-random-password\n", "soapPassword"),
+                            ("dbUrl = postgresql://pigeon:CHANGE-ME@db:5432/pigeon\n", "dbUrl"),
+                            ("dbPassword = change-me\n", "dbPassword")] {
+            #expect {
+                try GatewayConfiguration.parse(text: text, name: "server.conf")
+            } throws: { error in
+                "\(error)".contains(key) && "\(error)".contains("placeholder") && "\(error)".contains("server.conf:")
+            }
+        }
+        _ = try GatewayConfiguration.parse(text: "soapUsername = bank\nsoapPassword = a-real-long-password\n", name: "server.conf")
+    }
 }

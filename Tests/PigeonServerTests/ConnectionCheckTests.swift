@@ -37,6 +37,28 @@ struct ConnectionCheckTests {
         await database.drop()
     }
 
+    @Test("check-config without the migrations (a migrationsPath with none, or one that does not exist): exit 1, naming the folder; with them it says how many")
+    func migrationsChecked() throws {
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("no-migrations"))
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        for folder in [empty.path, empty.path + "/missing"] {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("check") + ".conf")
+            try Data("migrationsPath = \(folder)\n".utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try ProgramRun.run(GatewayProcess.executable.path, ["check-config", "--config", file.path], errorsToOutput: true)
+            let output = String(decoding: run.output, as: UTF8.self)
+            #expect(run.status == 1, "\(output)")
+            #expect(output.contains(folder) && !output.contains("configuration OK"), "\(output)")
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("check") + ".conf")
+        try Data("migrationsPath = \(TestDatabase.migrationsDirectory.path)\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try ProgramRun.run(GatewayProcess.executable.path, ["check-config", "--config", file.path], errorsToOutput: true)
+        let output = String(decoding: run.output, as: UTF8.self)
+        #expect(run.status == 0 && output.contains("migrations: ") && output.contains("in \(TestDatabase.migrationsDirectory.path)"), "\(output)")
+    }
+
     @Test("a stopped PostgreSQL, an unreachable bank, an unresolvable push host: each FAILED with its reason; exit 1")
     func unreachable() throws {
         let closed = try #require(LoopbackPort.free()), bank = try #require(LoopbackPort.free())

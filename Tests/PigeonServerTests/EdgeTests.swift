@@ -194,7 +194,7 @@ struct EdgeTests {
         sys.stdout.write(received.decode("latin-1"))
         """#
 
-    @Test("heads libmicrohttpd would take leniently are 400 and close: an unknown Transfer-Encoding, a signed Content-Length, both together, CR in a header")
+    @Test("heads libmicrohttpd would take leniently are 400 and close: an unknown Transfer-Encoding, a signed Content-Length, both together, CR in a header, whitespace in a name, a folded line, a length given twice")
     func malformedHeads() async throws {
         try await GatewayHarness.with { harness in
             let path = "/api/v1/devices/register"
@@ -204,6 +204,11 @@ struct EdgeTests {
                 ("signed Content-Length", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: +\(smuggled.utf8.count)\r\n\r\n\(smuggled)"),
                 ("Content-Length and Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
                 ("CR in a header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\n\r\n"),
+                ("space before the colon", "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n\(smuggled)"),
+                ("tab in a name", "GET /health HTTP/1.1\r\nHost: x\r\nX\tNote: a\r\n\r\n"),
+                ("folded Transfer-Encoding", "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n\(smuggled)"),
+                ("folded header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n\tb\r\n\r\n"),
+                ("two Content-Lengths", "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n\(smuggled)"),
             ]
             for (name, request) in cases {
                 let hex = Data(request.utf8).map { String(format: "%02x", $0) }.joined()

@@ -104,6 +104,10 @@ struct TLSTests {
         let expired = harness.gateway.reloadCertificates(now: Date().addingTimeInterval(31 * 86_400))
         #expect(expired.first?.error?.contains("expired at") == true, "\(expired)")
         #expect(expired.first?.expiry == nil)
+        // A certificate not valid yet (the renewed one, two days before it was made): refused.
+        let early = harness.gateway.reloadCertificates(now: Date().addingTimeInterval(-2 * 86_400))
+        #expect(early.first?.error?.contains("not valid before") == true, "\(early)")
+        #expect(try await presented() == "pigeon-new")
     }
 
     @Test("check-config reads each HTTPS listener's pair as a reload would: its expiry, or the key and why it is refused; serve refuses the same pair at start")
@@ -128,6 +132,13 @@ struct TLSTests {
         } throws: { error in
             let error = error as? ConfigurationError
             return error?.location == "tlsCertificatePath" && error?.message.contains("expired at") == true
+        }
+        // Two days before it was made, it is not valid yet: clients would refuse it.
+        #expect {
+            try configuration.checkListenerCertificates(now: Date().addingTimeInterval(-2 * 86_400))
+        } throws: { error in
+            let error = error as? ConfigurationError
+            return error?.location == "tlsCertificatePath" && error?.message.contains("not valid before") == true
         }
 
         configuration.http.bankTlsKeyPath = file("public.key")

@@ -94,6 +94,19 @@ struct FCMSimulatorTests {
         #expect(setup.simulator.deliveries.map(\.registrationToken) == ["slow", "away", "away"])
     }
 
+    @Test("an accepted send is answered as FCM answers it: the message's name, projects/ID/messages/ID")
+    func acceptedAnswerNamesTheMessage() async throws {
+        let setup = try Setup()
+        let message = PushMessage(notificationId: "n-8", text: "x", data: [:], urgency: .normal, expiresAt: setup.now.read() + 600)
+        let request = try FCMRequestBuilder(projectId: setup.account.projectId).request(for: message, registrationToken: "named", now: setup.now.read())
+        var headers = request.headers
+        headers["authorization"] = "Bearer \(try await setup.tokens.token())"
+        let response = try await setup.client.send(url: "https://127.0.0.1:\(setup.server.port)\(request.path)", headers: headers, body: request.body)
+        let answer = try JSONSerialization.jsonObject(with: response.body) as? [String: String]
+        #expect(answer?["name"] == setup.simulator.deliveries.last?.name)
+        #expect(answer?["name"]?.hasPrefix("projects/bank-prod/messages/") == true, "\(String(decoding: response.body, as: UTF8.self))")
+    }
+
     @Test("sends without a valid access token are refused; foreign assertions get no token")
     func authentication() async throws {
         let setup = try Setup()

@@ -101,6 +101,31 @@ struct ActivityStoreTests {
         await drop()
     }
 
+    @Test("ten events in one second while none reached a device: one timestamp, real time (not ten seconds ahead); once one is sent, the next is later")
+    func timestampsKeepToTheClock() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = ActivityStore(pool: pool, identifiers: Self.identifiers)
+        _ = try await Self.devices(pool, user: "clock-user", count: 2)
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        _ = try await store.start(ActivityStart(activityId: "clock-1", activityType: "T", recipients: ["clock-user"], attributes: "{}",
+                                                content: ActivityContent(contentState: #"{"n":0}"#)), now: now)
+        let started = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        try await store.record(started.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        let sent = try #require(started.first?.timestamp)
+        for n in 1...10 {
+            #expect(try await store.event(activityId: "clock-1", kind: .update, content: ActivityContent(contentState: #"{"n":\#(n)}"#), now: now) == .queued(devices: 2))
+        }
+        let updates = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(updates.map(\.content.contentState) == [#"{"n":10}"#, #"{"n":10}"#])
+        #expect(updates.allSatisfy { $0.timestamp == sent + 1 }, "\(updates.map(\.timestamp)) after \(sent)")
+        try await store.record(updates.map { ActivityPushResult(claim: $0, change: .sent) }, owner: "engine")
+        // Sent: the next event, in the same second still, must be later than what the phones have.
+        #expect(try await store.event(activityId: "clock-1", kind: .update, content: ActivityContent(contentState: #"{"n":11}"#), now: now) == .queued(devices: 2))
+        let after = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
+        #expect(after.allSatisfy { $0.timestamp == sent + 2 }, "\(after.map(\.timestamp))")
+        await drop()
+    }
+
     @Test("a device keeps push-to-start tokens for at most 64 activity types; a known type's token is still replaced")
     func startTokensBounded() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

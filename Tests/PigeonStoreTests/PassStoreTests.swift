@@ -35,6 +35,30 @@ struct PassStoreTests {
         await drop()
     }
 
+    @Test("a copy of the pass registered again and again evicts its own registrations, not the owner's day-old Wallet; once all are established, the oldest goes")
+    func copiesEvictThemselves() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let store = PassStore(pool: pool)
+        let limits = PassStore.RegistrationLimits(perDevice: 500, perPass: 3)
+        _ = try await store.update(Self.pass("s1"), authenticationDigest: Self.digest, content: Self.archive)
+        #expect(try await store.register(device: "owner", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
+        _ = try await pool.withConnection { try $0.query("UPDATE pass_registrations SET registered_at = now() - interval '3 days' WHERE device_library_id = 'owner'") }
+        for copy in 0..<10 {
+            #expect(try await store.register(device: "copy-\(copy)", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
+        }
+        func devices() async throws -> [String] {
+            try await pool.withConnection { connection in
+                try connection.query("SELECT device_library_id FROM pass_registrations ORDER BY device_library_id").decoded { try $0.decode("device_library_id", as: String.self) }
+            }
+        }
+        #expect(try await devices() == ["copy-8", "copy-9", "owner"])
+        // Every registration established: the oldest (the owner's, here) makes room.
+        _ = try await pool.withConnection { try $0.query("UPDATE pass_registrations SET registered_at = registered_at - interval '2 days'") }
+        #expect(try await store.register(device: "new-phone", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
+        #expect(try await devices() == ["copy-8", "copy-9", "new-phone"])
+        await drop()
+    }
+
     @Test("fetches and expiries racing on one version: each download marks one Wallet, and the bank gets exactly one report with the expired count")
     func racingSettlements() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

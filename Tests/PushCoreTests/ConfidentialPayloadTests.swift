@@ -36,6 +36,32 @@ struct ConfidentialPayloadTests {
         #expect(headers["apns-priority"] == "10" && headers["apns-push-type"] == "alert")
     }
 
+    @Test("a sealed message too large for its service goes out as fetch on every service, not failed; a message in clear too large still fails")
+    func tooLargeSealedGoesAsFetch() throws {
+        let big = E2EEnvelope(keyId: "k1", ephemeralPublicKey: Data([4] + [UInt8](repeating: 1, count: 64)),
+                              salt: Data(repeating: 2, count: 16), ciphertext: Data(repeating: 3, count: 4_000))
+        let sealed = Self.message(.encrypted(big))
+        let apns = APNsRequestBuilder(topic: "t")
+        #expect(throws: PushMessageError.self) { try apns.prepare(sealed) }
+        let prepared = try PushMessage.prepared(sealed) { message throws(PushMessageError) in try apns.prepare(message) }.get()
+        #expect(try Self.object(prepared.body)["fetch"] as? Bool == true)
+        let fcmBuilder = FCMRequestBuilder(projectId: "p"), ruStoreBuilder = RuStoreRequestBuilder(projectId: "p")
+        let androids = [
+            try PushMessage.prepared(sealed) { message throws(PushMessageError) in try fcmBuilder.prepare(message, now: Self.now) }.get(),
+            try PushMessage.prepared(sealed) { message throws(PushMessageError) in try ruStoreBuilder.prepare(message, now: Self.now) }.get(),
+        ]
+        for fcm in androids {
+            let data = try #require(try Self.object(fcm.body(registrationToken: "tok"))["message"] as? [String: Any])["data"] as? [String: String]
+            #expect(data?["fetch"] == "true" && data?["e2e"] == nil)
+        }
+        var clear = Self.message(.fetch)
+        clear.confidential = nil
+        clear.text = String(repeating: "x", count: 5_000)
+        #expect(throws: PushMessageError.self) {
+            try PushMessage.prepared(clear) { message throws(PushMessageError) in try apns.prepare(message) }.get()
+        }
+    }
+
     @Test("FCM and RuStore: data only, the envelope as a JSON string; FCM at high priority")
     func fcmAndRuStore() throws {
         for prepared in [try FCMRequestBuilder(projectId: "p").prepare(Self.message(.encrypted(Self.envelope)), now: Self.now),

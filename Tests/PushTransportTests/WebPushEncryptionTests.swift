@@ -22,7 +22,7 @@ struct WebPushEncryptionTests {
         #expect(try serverKey.publicPoint == Self.serverPublic)
         let shared = try serverKey.sharedSecret(with: P256PublicKey(point: Self.subscriberPublic))
         #expect(Base64URL.encode(shared) == "kyrL1jIIOHEzg3sM2ZWRHDRB62YACZhhSlknJ672kSs")
-        let keys = WebPushEncryption.derive(subscriberPublic: Self.subscriberPublic, serverPublic: Self.serverPublic,
+        let keys = try WebPushEncryption.derive(subscriberPublic: Self.subscriberPublic, serverPublic: Self.serverPublic,
                                             authSecret: Self.authSecret, salt: Self.salt, sharedSecret: shared)
         #expect(Base64URL.encode(keys.contentKey) == "oIhVW04MRdy2XN9CiKLxTg")
         #expect(Base64URL.encode(keys.nonce) == "4h_95klXJ5E_qnoN")

@@ -1,5 +1,8 @@
 import Foundation
+import PigeonBankService
 import PigeonCore
+import PigeonHTTP
+@testable import PigeonServer
 import PigeonTestSupport
 import Testing
 
@@ -86,7 +89,7 @@ struct BankServiceRouteTests {
         #expect(await harness.call("GET", "/pigeon/services/SBIOutbound").status == 404)
     }
 
-    @Test("Basic sign-in: 401 with a challenge, the right credentials pass, padding does not; ten failures a minute bring 429")
+    @Test("Basic sign-in: 401 with a challenge, the right credentials pass, padding does not")
     func basicAuthentication() async throws {
         let harness = try RouterHarness(soapCredentials: true)
         let operation = "<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>"
@@ -98,10 +101,42 @@ struct BankServiceRouteTests {
         #expect(right.status == 200)
         #expect(right.text.contains("<status>ENTITY_NOT_FOUND</status>"))
         #expect(await harness.soap(operation, credentials: (RouterHarness.soapUser, RouterHarness.soapPassword + String(repeating: "\0", count: 256))).status == 401)
-        for _ in 0..<8 { _ = await harness.soap(operation, credentials: (RouterHarness.soapUser, "guess")) }
-        let limited = await harness.soap(operation, credentials: (RouterHarness.soapUser, RouterHarness.soapPassword))
-        #expect(limited.status == 429, "ten failed sign-ins from one address: even the right password waits")
+    }
+
+    @Test("the bank is never locked out by failures it did not cause: challenges are not counted, wrong guesses past ten a minute are 429 on a closed connection, the right credentials always pass")
+    func signInFailuresNeverLockOutTheBank() async throws {
+        let harness = try RouterHarness(soapCredentials: true)
+        let operation = "<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>"
+        let bank = (RouterHarness.soapUser, RouterHarness.soapPassword)
+        // A browser opening the service, .NET asking for the challenge: any number, never counted.
+        for _ in 0..<30 { #expect(await harness.soap(operation).status == 401) }
+        #expect(await harness.soap(operation, credentials: bank).status == 200)
+        // A stale instance with a rotated password, from the bank's own address.
+        for attempt in 0..<10 {
+            #expect(await harness.soap(operation, credentials: (RouterHarness.soapUser, "rotated-\(attempt)")).status == 401, "attempt \(attempt)")
+        }
+        let limited = await harness.soap(operation, credentials: (RouterHarness.soapUser, "rotated-10"))
+        #expect(limited.status == 429)
         #expect(limited.header("Retry-After") != nil)
+        #expect(limited.header("Connection") == "close", "each further guess costs a new connection")
+        // The bank's calls from the same address go on.
+        for _ in 0..<5 { #expect(await harness.soap(operation, credentials: bank).status == 200) }
+        // Budgets are per user name and address: another user there, the same user elsewhere.
+        #expect(await harness.soap(operation, credentials: ("someone-else", "x")).status == 401)
+        #expect(await harness.soap(operation, credentials: (RouterHarness.soapUser, "x"), peer: "192.0.2.99").status == 401)
+        #expect(harness.metrics.counter(Metric.soapSignInFailuresTotal, labels: ["reason": "no_credentials"]) == 30)
+        #expect(harness.metrics.counter(Metric.soapSignInFailuresTotal, labels: ["reason": "wrong_credentials"]) == 12)
+        #expect(harness.metrics.counter(Metric.soapSignInFailuresTotal, labels: ["reason": "limited"]) == 1)
+    }
+
+    @Test("a SOAP call with the bank's credentials authenticates its connection; without them it does not")
+    func admissionMarksTheBanksConnection() throws {
+        let harness = try RouterHarness(soapCredentials: true)
+        let basic = "Basic " + Data("\(RouterHarness.soapUser):\(RouterHarness.soapPassword)".utf8).base64EncodedString()
+        #expect(harness.router.admit(HTTPRequestHead(method: "POST", path: InboundEndpoint.path, authorization: basic))
+                == .acceptAuthenticated(maxBytes: 1 << 20))
+        #expect(harness.router.admit(HTTPRequestHead(method: "POST", path: InboundEndpoint.path, authorization: nil)) == .refuse)
+        #expect(harness.router.admit(HTTPRequestHead(method: "GET", path: "/ready", authorization: basic)) == .accept(maxBytes: 0))
     }
 
     @Test("a body over maxRequestBytes is 413 naming the limit; a send within it is decoded")

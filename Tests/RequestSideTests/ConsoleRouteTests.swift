@@ -94,6 +94,18 @@ struct ConsoleRouteTests {
         #expect(await guesser.signIn().status == 303)
     }
 
+    @Test("successful sign-ins are not counted, and the JSON API's wrong credentials have a budget of their own")
+    func signInLimitCountsFailuresOnly() async throws {
+        let harness = try Self.harness()
+        var operatorBrowser = Browser(harness: harness, peer: "198.51.100.9")
+        for _ in 0..<15 { #expect(await operatorBrowser.signIn().status == 303) }
+        let wrongBasic = ["authorization": "Basic " + Data("\(RouterHarness.consoleUser):wrong".utf8).base64EncodedString()]
+        for _ in 0..<12 { _ = await harness.call("GET", "/console/api/v1/notifications/x", headers: wrongBasic, peer: "198.51.100.9") }
+        #expect(await harness.call("GET", "/console/api/v1/notifications/x", headers: wrongBasic, peer: "198.51.100.9").status == 429)
+        var again = Browser(harness: harness, peer: "198.51.100.9")
+        #expect(await again.signIn().status == 303, "the form's budget is not the API's")
+    }
+
     @Test("every action needs the session's CSRF token: none or a wrong one is 403 and changes nothing; signing out ends the session")
     func csrf() async throws {
         let harness = try Self.harness()

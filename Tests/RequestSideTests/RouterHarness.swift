@@ -97,12 +97,15 @@ struct RouterHarness {
                 signInLimit: AddressRateLimit(perMinute: 10, clock: { testClock.now.timeIntervalSince1970 }), secureCookie: true, data: $0,
                 logger: Logger(label: "pigeon.console", level: .debug, handler: consoleLog))
         }
-        router = Router(
+        var router = Router(
             surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: consoleEndpoint,
             outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
             health: HealthEndpoint(pendingMigrations: database.pendingMigrations, stopping: stopping, logger: .silent), metrics: metrics,
             soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,
             scheme: "https", maxRequestBytes: configuration.http.maxRequestBytes, logger: .silent)
+        // A wrong guess past the limit is answered at once here (the gateway waits a second).
+        router.soapFailureDelay = .zero
+        self.router = router
     }
 
     /// What `/ready` finds in the database.
@@ -150,7 +153,7 @@ struct RouterHarness {
         let tooLarge: Bool
         switch router.admit(head) {
         case .refuse: tooLarge = true
-        case .accept(let maxBytes): tooLarge = bytes.count > maxBytes
+        case .accept(let maxBytes), .acceptAuthenticated(let maxBytes): tooLarge = bytes.count > maxBytes
         }
         let request = HTTPRequest(method: method, path: String(split[0]), query: query, headers: headers,
                                   body: tooLarge ? Data() : bytes, bodyTooLarge: tooLarge, peer: peer)
@@ -159,7 +162,7 @@ struct RouterHarness {
     }
 
     /// A SOAP 1.1 call of the inbound service: `operation` is the body's inner XML.
-    func soap(_ operation: String, credentials: (String, String)? = nil) async -> Answer {
+    func soap(_ operation: String, credentials: (String, String)? = nil, peer: String = "192.0.2.10") async -> Answer {
         let envelope = """
             <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:inb="http://inbound.sbi.pigeon.idamobile.com/">\
             <soapenv:Body>\(operation)</soapenv:Body></soapenv:Envelope>
@@ -168,7 +171,7 @@ struct RouterHarness {
         if let (user, password) = credentials {
             headers["authorization"] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         }
-        return await call("POST", InboundEndpoint.path, body: envelope, headers: headers)
+        return await call("POST", InboundEndpoint.path, body: envelope, headers: headers, peer: peer)
     }
 
     /// Raw bytes to the inbound service, as a SOAP client would post them.

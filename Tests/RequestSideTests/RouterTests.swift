@@ -57,15 +57,22 @@ struct RouterTests {
         #expect(await (try RouterHarness()).call("POST", "/health", body: "x").status == 413)
     }
 
-    @Test("metrics count requests by route template (refused device calls under `api`), method and status; unknown methods are OTHER; ids never become labels")
+    @Test("metrics count requests by route template (a refused device call under its own call's route, `api` only for no call), method and status; unknown methods are OTHER; ids never become labels; a 405 of the device API says Allow")
     func metrics() async throws {
         let harness = try RouterHarness()
         _ = await harness.call("POST", "/api/v1/notifications/secret-id-1/delivered")
         _ = await harness.call("POST", "/api/v1/notifications/secret-id-2/delivered")
+        _ = await harness.call("POST", "/api/v1/no/such/call")
+        let wrongMethod = await harness.call("GET", "/api/v1/devices/register")
+        #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "POST")
+        #expect(await harness.call("PUT", "/api/v1/notifications/x/details").header("Allow") == "GET")
+        #expect(await harness.call("GET", "/api/v1/activities/a-1/token").header("Allow") == "PUT")
         _ = await harness.call("BREW", "/coffee")
         _ = await harness.soap("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
         let text = await harness.call("GET", "/metrics").text
-        #expect(text.contains(#"pigeon_http_requests_total{method="POST",route="api",status="401"} 2"#), "\(text.split(separator: "\n").filter { $0.contains("http_requests") })")
+        #expect(text.contains(#"pigeon_http_requests_total{method="POST",route="api_delivered",status="401"} 2"#), "\(text.split(separator: "\n").filter { $0.contains("http_requests") })")
+        #expect(text.contains(#"pigeon_http_requests_total{method="POST",route="api",status="404"} 1"#))
+        #expect(text.contains(#"pigeon_http_requests_total{method="GET",route="api_register",status="405"} 1"#))
         #expect(text.contains(#"pigeon_http_requests_total{method="OTHER",route="unknown",status="404"} 1"#))
         #expect(text.contains(#"pigeon_http_requests_total{method="POST",route="soap_inbound",status="200"} 1"#))
         #expect(text.contains(#"pigeon_http_request_duration_seconds_bucket{le="+Inf",route="soap_inbound"} 1"#))

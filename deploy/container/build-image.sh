@@ -79,7 +79,7 @@ container="$("${buildah[@]}" from scratch)"
     --user pigeon --workingdir /var/lib/pigeon --port 8080 --stop-signal SIGTERM \
     --entrypoint '["/usr/local/bin/pigeon"]' --cmd '["serve", "--config", "/etc/pigeon/server.conf"]' \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --healthcheck "CMD-SHELL 'curl -fsS http://127.0.0.1:8080/health >/dev/null || exit 1'" \
+    --healthcheck "CMD /usr/local/bin/pigeon health http://127.0.0.1:8080/health" \
     --healthcheck-interval 15s --healthcheck-timeout 3s --healthcheck-start-period 30s --healthcheck-retries 3 \
     --label org.opencontainers.image.title=pigeon \
     --label org.opencontainers.image.description="Pigeon push-notification gateway" \

@@ -40,7 +40,7 @@ say "image built in $((built - started)) s, $size"
 # What the image says about itself: the Containerfile's entrypoint, command, user and checks.
 config=$("${buildah[@]}" inspect --type image "$tag" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["Docker"]["config"], separators=(",", ":")))')
 for expected in '"User":"pigeon"' '"Entrypoint":["/usr/local/bin/pigeon"]' '"Cmd":["serve","--config","/etc/pigeon/server.conf"]' \
-                '"StopSignal":"SIGTERM"' '["CMD-SHELL","curl -fsS http://127.0.0.1:8080/health >/dev/null || exit 1"]' '"org.opencontainers.image.version":"' \
+                '"StopSignal":"SIGTERM"' '"/usr/local/bin/pigeon","health","http://127.0.0.1:8080/health"]' '"org.opencontainers.image.version":"' \
                 '"org.opencontainers.image.revision":"'; do
     [[ "$config" == *"$expected"* ]] || fail "the image's configuration lacks $expected: $config"
 done
@@ -68,7 +68,9 @@ if run /bin/sh -c 'echo x > /etc/pigeon/written' 2>/dev/null; then fail "the mou
 run /usr/local/bin/pigeon serve --config /etc/pigeon/server.conf > "$state/serve.log" 2>&1 &
 server=$!
 wait_for_http "http://127.0.0.1:$port/ready" 60 || { cat "$state/serve.log" >&2; fail "serve in the image did not answer /ready"; }
-run /usr/bin/curl -fsS "http://127.0.0.1:$port/health" > /dev/null || fail "curl (the health check's) failed in the image"
+run /usr/local/bin/pigeon health "http://127.0.0.1:$port/health" || fail "pigeon health (the health check) failed in the image"
+if run /bin/sh -c 'command -v curl' >/dev/null 2>&1; then fail "curl is in the runtime image"; fi
+if run /usr/local/bin/pigeon health "http://127.0.0.1:$port/no-such-path" 2>/dev/null; then fail "pigeon health passed on a 404"; fi
 # The gateway itself (not buildah) runs as the image's user.
 gateway=$(pgrep -f '^/usr/local/bin/pigeon serve --config /etc/pigeon/server.conf' | head -1)
 [ -n "$gateway" ] || fail "no gateway process found"

@@ -69,17 +69,34 @@ def main():
     pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
     if pod["terminationGracePeriodSeconds"] < grace + pre_stop + 5:
         fail(f"terminationGracePeriodSeconds {pod['terminationGracePeriodSeconds']} < preStop {pre_stop} + shutdownGraceSeconds {grace} + 5")
-    if container["readinessProbe"]["httpGet"] != {"path": "/ready", "port": "bank"}:
-        fail("readiness must ask /ready on bankListen (where it is served)")
-    if container["livenessProbe"]["httpGet"] != {"path": "/health", "port": "public"}:
-        fail("liveness must ask /health on listen")
+    if container["readinessProbe"]["httpGet"] != {"path": "/ready", "port": "bank", "scheme": "HTTPS"}:
+        fail("readiness must ask /ready on bankListen (where it is served), over HTTPS")
+    if container["livenessProbe"]["httpGet"] != {"path": "/health", "port": "public", "scheme": "HTTPS"}:
+        fail("liveness must ask /health on listen, over HTTPS")
+    # Both listeners serve HTTPS, the database's certificate is verified, no placeholder is taken
+    # for a secret (the gateway refuses CHANGE-ME, so the example must be edited before use).
+    for key in ("tlsCertificatePath", "tlsKeyPath", "bankTlsCertificatePath", "bankTlsKeyPath"):
+        if not re.search(rf"^{key} = /etc/pigeon/tls/", configuration, re.M):
+            fail(f"server.conf must set {key} (HTTPS on both listeners)")
+    if "sslmode=verify-full" not in configuration:
+        fail("dbUrl must verify the database's certificate (sslmode=verify-full)")
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    for path in ("/etc/pigeon/tls", "/etc/pigeon/db-ca"):
+        if path not in mounts:
+            fail(f"nothing is mounted at {path}, which server.conf names")
     security = container["securityContext"]
     if not (security["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 10001):
         fail("the container must run as uid 10001, non-root, on a read-only root file system")
     services = {s["metadata"]["name"]: [p["targetPort"] for p in s["spec"]["ports"]] for s in by_kind["Service"]}
     if services != {"pigeon-public": ["public"], "pigeon-bank": ["bank"]}:
         fail(f"the phones' and the bank's Services must be apart: {services}")
-    rules = by_kind["NetworkPolicy"][0]["spec"]["ingress"]
+    policy = by_kind["NetworkPolicy"][0]["spec"]
+    if "Egress" not in policy["policyTypes"]:
+        fail("the NetworkPolicy must restrict egress too")
+    egress_ports = sorted({p["port"] for rule in policy["egress"] for p in rule["ports"]})
+    if egress_ports != [53, 443, 5432, 8443]:
+        fail(f"egress must allow DNS, the push services, PostgreSQL and the bank's proxy only: {egress_ports}")
+    rules = policy["ingress"]
     open_ports = [p["port"] for rule in rules if "from" not in rule for p in rule["ports"]]
     if open_ports != ["public"]:
         fail(f"only the public port may be open to every source: {open_ports}")

@@ -104,3 +104,16 @@ def test_container_image_builds():
 def test_version_names_release_and_commit():
     output = subprocess.run([PIGEON, "--version"], capture_output=True, text=True, check=True).stdout
     assert re.fullmatch(r"pigeon \d+\.\d+\.\d+ \(commit [0-9a-z]+\)\n", output), output
+
+
+def test_build_context_leaves_secrets_out():
+    """A developer's server.conf (database and SOAP passwords) and key files never go into an
+    image's build context (`COPY . .` in the Containerfile's build stage)."""
+    for name in (".containerignore", ".dockerignore"):
+        lines = {line.strip() for line in open(os.path.join(ROOT, name)) if line.strip() and not line.startswith("#")}
+        for pattern in ("/server.conf", "*.p8", "*.p12", "*.key", ".git", ".build"):
+            assert pattern in lines, f"{name} does not exclude {pattern}"
+    containerfile = open(os.path.join(ROOT, "deploy", "container", "Containerfile")).read()
+    runtime = containerfile[containerfile.index("FROM debian:12-slim"):]
+    installed = runtime[runtime.index("--no-install-recommends"):runtime.index("&&", runtime.index("--no-install-recommends"))].split()
+    assert "curl" not in installed, f"curl is installed in the runtime image: {installed}"

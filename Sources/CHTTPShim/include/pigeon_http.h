@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sockaddr;
+
 typedef struct pigeon_http_exchange pigeon_http_exchange;
 typedef struct pigeon_http_server pigeon_http_server;
 
@@ -30,6 +32,18 @@ typedef long (*pigeon_http_admit)(void *context, pigeon_http_exchange *exchange)
 typedef void (*pigeon_http_handler)(void *context, pigeon_http_exchange *exchange);
 /* Receives libmicrohttpd's own diagnostics, already formatted. */
 typedef void (*pigeon_http_logger)(void *context, const char *message);
+
+/* A network of client addresses (CIDR): `family` 4 or 6, the network's address in the first 4 or
+ * 16 bytes, and how many leading bits of it count. */
+typedef struct pigeon_http_network {
+    uint8_t family;
+    uint8_t prefix_length;
+    uint8_t bytes[16];
+} pigeon_http_network;
+
+/* Whether `address` (IPv4, IPv6, or IPv4 mapped into IPv6) lies in one of `networks`. */
+int pigeon_http_networks_contain(const pigeon_http_network *networks, size_t count,
+                                 const struct sockaddr *address);
 
 typedef struct pigeon_http_config {
     const char *address;                 /* IPv4 or IPv6 literal, e.g. "127.0.0.1" */
@@ -39,12 +53,20 @@ typedef struct pigeon_http_config {
     unsigned int per_address_limit;      /* concurrent connections per client address; 0 = none */
     unsigned int idle_timeout_seconds;   /* no byte moving this long (e.g. a reader that stalls) */
     unsigned int request_deadline_seconds; /* a whole request must arrive within this */
-    /* Connections that have not yet sent a head that passed the client-certificate check (or, without
-     * one, any complete head): at most this many at once (0 = no cap; new ones are refused at
-     * accept), each cut after unauthenticated_deadline_seconds (0 = only the request deadline). */
+    /* Connections not authenticated yet — no head with an accepted client certificate (where one
+     * is required) and no request whose admit called pigeon_http_authenticated: at most this many
+     * at once (0 = no cap). When they are at it, a new connection makes room by cutting the oldest
+     * unauthenticated connection of the address holding the most. */
     unsigned int unauthenticated_limit;
-    unsigned int unauthenticated_per_address_limit; /* the same, per client address (0 = none) */
+    /* The same per client address (0 = none): beyond it a new connection is refused at accept. */
+    unsigned int unauthenticated_per_address_limit;
+    /* A connection that sent no head passing the checks this long after it opened is cut
+     * (0 = only the request deadline). */
     unsigned int unauthenticated_deadline_seconds;
+    /* Client addresses served (copied); others are refused at accept before anything is counted.
+     * 0 networks: every address. */
+    const pigeon_http_network *allowed_networks;
+    size_t allowed_network_count;
     const char *tls_certificate_pem;     /* NULL for plain HTTP */
     const char *tls_key_pem;
     const char *tls_client_ca_pem;       /* non-NULL: clients must present a certificate it signed */
@@ -68,6 +90,10 @@ unsigned int pigeon_http_connections(pigeon_http_server *server);
  * they did not authenticate in time, since start. */
 unsigned long pigeon_http_unauthenticated_refusals(pigeon_http_server *server);
 unsigned long pigeon_http_unauthenticated_closures(pigeon_http_server *server);
+/* Unauthenticated connections cut to make room for a new one, and connections refused because
+ * their address is not among the allowed networks, since start. */
+unsigned long pigeon_http_unauthenticated_evictions(pigeon_http_server *server);
+unsigned long pigeon_http_allowlist_refusals(pigeon_http_server *server);
 /* Connections closed because a request did not arrive within the deadline, so far. */
 unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
 /* HTTPS: new connections present this certificate chain (PEM, leaf first) and key from now on;
@@ -75,9 +101,10 @@ unsigned long pigeon_http_deadline_closures(pigeon_http_server *server);
 int pigeon_http_replace_certificate(pigeon_http_server *server, const char *certificate_pem,
                                     const char *key_pem, char *error, size_t error_capacity);
 /* Checks a certificate chain and key as pigeon_http_replace_certificate would, without a server:
- * 0 and the leaf's notAfter, or -1 with a reason in error. */
+ * 0 and the leaf's notBefore and notAfter, or -1 with a reason in error. */
 int pigeon_http_check_certificate(const char *certificate_pem, const char *key_pem,
-                                  int64_t *not_after, char *error, size_t error_capacity);
+                                  int64_t *not_before, int64_t *not_after, char *error,
+                                  size_t error_capacity);
 /* HTTPS: the presented leaf certificate's notAfter (seconds since 1970); 0 for plain HTTP. */
 int64_t pigeon_http_certificate_not_after(pigeon_http_server *server);
 /* Answers every request still in its handler with 503 (their later completions are dropped),
@@ -87,7 +114,8 @@ void pigeon_http_stop(pigeon_http_server *server);
 /* Request accessors: valid only during admit and handler. */
 const char *pigeon_http_method(const pigeon_http_exchange *exchange);
 const char *pigeon_http_path(const pigeon_http_exchange *exchange);
-/* The query arguments re-joined as "k=v&k2" (values already URL-decoded), "" if none. */
+/* The path as the client sent it (percent-encoded; handlers decode each segment once). */
+/* The query arguments re-joined as "k=v&k2", still percent-encoded ('+' already a space), "" if none. */
 const char *pigeon_http_query(const pigeon_http_exchange *exchange);
 /* Case-insensitive header lookup; NULL if absent. */
 const char *pigeon_http_header(const pigeon_http_exchange *exchange, const char *name);
@@ -98,6 +126,9 @@ uint8_t *pigeon_http_take_body(pigeon_http_exchange *exchange, size_t *length);
 int pigeon_http_body_too_large(const pigeon_http_exchange *exchange);
 /* The peer's address as text, "" if unknown. */
 const char *pigeon_http_peer(const pigeon_http_exchange *exchange);
+/* During admit: the request carries valid credentials, so its connection no longer counts among
+ * the unauthenticated ones (it is neither capped nor evicted as one). */
+void pigeon_http_authenticated(pigeon_http_exchange *exchange);
 
 /* Answers a request handed to the handler, from any thread, exactly once. headers holds
  * header_count name/value pairs (names[i], values[i]). drop_connection = 1 closes the connection

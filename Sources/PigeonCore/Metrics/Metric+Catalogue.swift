@@ -9,6 +9,20 @@ extension Metric {
     package static let httpRequestDurationSeconds = Metric("pigeon_http_request_duration_seconds", .histogram, "HTTP request latency by route template.")
     /// `pigeon_soap_calls_total`
     package static let soapCallsTotal = Metric("pigeon_soap_calls_total", .counter, "SOAP operations by business status.")
+    /// `pigeon_soap_sign_in_failures_total`
+    package static let soapSignInFailuresTotal = Metric("pigeon_soap_sign_in_failures_total", .counter, "SOAP calls without the right Basic credentials, by reason (no_credentials: a challenge asked for, not counted against the client; wrong_credentials; limited: past 10 a minute for that user and address, answered 429).")
+    /// `pigeon_http_unauthenticated_evictions`
+    package static let httpUnauthenticatedEvictions = Metric("pigeon_http_unauthenticated_evictions", .gauge, "Unauthenticated connections cut to make room for a new one (the oldest of the address holding the most), since start.")
+    /// `pigeon_http_allowlist_refusals`
+    package static let httpAllowlistRefusals = Metric("pigeon_http_allowlist_refusals", .gauge, "Connections refused because their address is not in bankAllowedClients, since start.")
+    /// `pigeon_db_pool_connections`
+    package static let databasePoolConnections = Metric("pigeon_db_pool_connections", .gauge, "Connections of each database pool (main, devices, engine, urgent).")
+    /// `pigeon_db_pool_busy`
+    package static let databasePoolBusy = Metric("pigeon_db_pool_busy", .gauge, "Connections of each database pool running a query now.")
+    /// `pigeon_db_pool_waiting`
+    package static let databasePoolWaiting = Metric("pigeon_db_pool_waiting", .gauge, "Queries waiting for a connection of each database pool.")
+    /// `pigeon_db_pool_overloaded`
+    package static let databasePoolOverloaded = Metric("pigeon_db_pool_overloaded", .gauge, "Queries refused since start because too many were waiting for a connection of the pool.")
     /// `pigeon_soap_faults_total`
     package static let soapFaultsTotal = Metric("pigeon_soap_faults_total", .counter, "SOAP requests answered with a fault.")
     /// `pigeon_push_outcomes_total`
@@ -126,6 +140,13 @@ extension Metric {
         .httpDeadlineClosures,
         .httpUnauthenticatedRefusals,
         .httpUnauthenticatedClosures,
+        .httpUnauthenticatedEvictions,
+        .httpAllowlistRefusals,
+        .soapSignInFailuresTotal,
+        .databasePoolConnections,
+        .databasePoolBusy,
+        .databasePoolWaiting,
+        .databasePoolOverloaded,
         .tlsCertificateExpiryTimestampSeconds,
         .deliveryQueueDepth,
         .deliveryOldestDueSeconds,

@@ -33,9 +33,15 @@ struct Router: Sendable {
     let health: HealthEndpoint
     let metrics: MetricsRegistry
     let soapAuthentication: BasicAuthentication?
-    /// Failed SOAP sign-ins per client address and minute: past it, 429 before the credentials
-    /// are even looked at, so a password cannot be guessed at speed.
+    /// Failed SOAP sign-ins (wrong credentials) per client address and user name, and minute.
+    /// Past it a wrong guess is answered 429 after ``soapFailureDelay`` on a closed connection;
+    /// the right credentials always pass, from any address.
     let soapFailures = AddressRateLimit(perMinute: 10)
+    /// How long a wrong guess past the limit waits for its 429.
+    var soapFailureDelay: Duration = .seconds(1)
+    /// Wrong guesses waiting out their delay at once, at most; beyond it they are answered at
+    /// once (still 429, still closed), so a flood of guesses holds no more handlers than this.
+    let soapFailureWaits = ConcurrencyLimit(16)
     /// Keeps the warnings about failed SOAP sign-ins to one every ten seconds.
     let soapFailureLog = LogThrottle(interval: 10)
     let scheme: String
@@ -53,7 +59,9 @@ struct Router: Sendable {
             if let soapAuthentication, !soapAuthentication.accepts(head.authorization) {
                 return .refuse
             }
-            return .accept(maxBytes: maxRequestBytes)
+            // The bank's credentials (or no SOAP authentication, on loopback): the connection is
+            // the bank's, and no crowd of unauthenticated ones can take its place.
+            return .acceptAuthenticated(maxBytes: maxRequestBytes)
         }
         if surfaces.contains(.devices), head.path.hasPrefix(DeviceEndpoint.prefix) {
             return .accept(maxBytes: JSONFields.maximumBodyBytes)
@@ -110,22 +118,8 @@ struct Router: Sendable {
         switch request.path {
         case InboundEndpoint.path, InboundEndpoint.path + "/":
             let route = "soap_inbound"
-            if let soapAuthentication {
-                if let retry = soapFailures.exhausted(request.peer) {
-                    var response = HTTPResponse.text(429, "too many failed sign-ins from this address; try again later\n")
-                    response.headers.append(("Retry-After", String(retry)))
-                    return (route, response)
-                }
-                if !soapAuthentication.accepts(request.header("authorization")) {
-                    _ = soapFailures.take(request.peer)
-                    if let suppressed = soapFailureLog.admit() {
-                        logger.warning("SOAP call refused: missing or wrong Basic credentials", metadata: [
-                            "peer": request.peer, "suppressedSinceLast": String(suppressed)])
-                    }
-                    var response = HTTPResponse.text(401, "authentication required\n")
-                    response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
-                    return (route, response)
-                }
+            if let soapAuthentication, !soapAuthentication.accepts(request.header("authorization")) {
+                return (route, await refuseSignIn(request))
             }
             if request.bodyTooLarge {
                 return (route, HTTPResponse.text(413, "request body larger than maxRequestBytes (\(maxRequestBytes) bytes)\n"))
@@ -152,6 +146,45 @@ struct Router: Sendable {
         default:
             return nil
         }
+    }
+
+    /// A SOAP call without the right credentials.
+    ///
+    /// Without an `Authorization` header it is how many clients ask (a browser opening `?wsdl`,
+    /// .NET and Java's `Authenticator` send Basic only after a challenge): 401 with the
+    /// challenge, not counted. With wrong credentials it is counted per address and user name;
+    /// past 10 a minute the answer is 429, a second late, with the connection closed, so each
+    /// further guess costs a new connection and a second. Nothing here ever refuses the right
+    /// credentials: they pass before this is reached.
+    private func refuseSignIn(_ request: HTTPRequest) async -> HTTPResponse {
+        guard let authorization = request.header("authorization") else {
+            metrics.increment(Metric.soapSignInFailuresTotal, labels: ["reason": "no_credentials"])
+            return Self.challenge
+        }
+        let user = BasicAuthentication.username(authorization) ?? "?"
+        guard let retry = soapFailures.take(request.peer, credential: user) else {
+            metrics.increment(Metric.soapSignInFailuresTotal, labels: ["reason": "wrong_credentials"])
+            if let suppressed = soapFailureLog.admit() {
+                logger.warning("SOAP call refused: wrong Basic credentials", metadata: [
+                    "peer": request.peer, "user": LogText.escaped(user, limit: 64), "suppressedSinceLast": String(suppressed)])
+            }
+            return Self.challenge
+        }
+        metrics.increment(Metric.soapSignInFailuresTotal, labels: ["reason": "limited"])
+        if soapFailureDelay > .zero, soapFailureWaits.tryAcquire() {
+            try? await Task.sleep(for: soapFailureDelay)
+            soapFailureWaits.release()
+        }
+        var response = HTTPResponse.text(429, "too many failed sign-ins for this user from this address; try again later\n")
+        response.headers.append(("Retry-After", String(retry)))
+        response.headers.append(("Connection", "close"))
+        return response
+    }
+
+    private static var challenge: HTTPResponse {
+        var response = HTTPResponse.text(401, "authentication required\n")
+        response.headers.append(("WWW-Authenticate", "Basic realm=\"pigeon\""))
+        return response
     }
 
     private func methodNotAllowed(_ allowed: String) -> HTTPResponse {

@@ -23,8 +23,8 @@ extension Gateway {
     /// Reads each HTTPS listener's certificate and key files again (`tlsCertificatePath` and
     /// `tlsKeyPath`, `bankTlsCertificatePath` and `bankTlsKeyPath`) and presents them to new
     /// connections; open connections keep theirs, nothing stops listening. A pair that cannot be
-    /// read or parsed, whose key is not the certificate's, or whose certificate has expired (at
-    /// `now`) is refused with the reason logged, and that listener keeps its certificate. What SIGHUP (`systemctl reload`) does, so a
+    /// read or parsed, whose key is not the certificate's, or whose certificate is not valid at
+    /// `now` (expired, or not yet valid) is refused with the reason logged, and that listener keeps its certificate. What SIGHUP (`systemctl reload`) does, so a
     /// renewed certificate needs no restart. The bank's client CA (`bankClientCaFile`) is read
     /// at start only.
     @discardableResult
@@ -33,10 +33,8 @@ extension Gateway {
             let files = source.files
             do {
                 let pair = try files.read()
-                let notAfter = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
-                guard notAfter > now else {
-                    throw ExpiredCertificate(notAfter: notAfter)
-                }
+                let validity = try HTTPServer.checkCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
+                if let problem = validity.problem(at: now) { throw UnusableCertificate(description: problem) }
                 try source.server.replaceCertificate(certificatePEM: pair.certificatePEM, keyPEM: pair.keyPEM)
                 let expiry = source.server.certificateExpiry
                 logger.notice("TLS certificate reloaded", metadata: [
@@ -52,8 +50,7 @@ extension Gateway {
     }
 }
 
-/// A certificate past its end date, refused by a reload.
-struct ExpiredCertificate: Error, CustomStringConvertible {
-    var notAfter: Date
-    var description: String { "the certificate expired at \(ISO8601DateFormatter().string(from: notAfter)): renew it" }
+/// A certificate not valid now (expired, or not yet valid), refused by a reload.
+struct UnusableCertificate: Error, CustomStringConvertible {
+    var description: String
 }

@@ -166,6 +166,8 @@ package final class Gateway: Sendable {
             logger: logger.withLabel("pigeon.console")) : nil
         if configuration.console.isConfigured && console == nil {
             logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
+        } else if !configuration.console.isConfigured {
+            logger.notice("the console is off: set consoleUsername and consolePassword to serve it at /console")
         }
         // `/ready` answers 503 from the first moment of a stop, before the listeners stop
         // accepting: a load balancer with kept-alive connections stops routing at once.
@@ -234,11 +236,14 @@ package final class Gateway: Sendable {
                     perAddressConnectionLimit: http.bankPerAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
                     requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
                     concurrentHandlers: 256, tls: bankTLS,
-                    // Connections still in their handshake or head: a few, briefly, so slow or
-                    // certificate-less ones cannot take the bank's slots.
+                    // Connections that have not authenticated (no accepted client certificate, no
+                    // SOAP call with the bank's credentials): a share per address and half the
+                    // limit in all, a crowd losing its own oldest ones first, so they cannot take
+                    // the bank's slots; silent ones are cut after a few seconds.
                     unauthenticatedLimit: max(1, http.bankConnectionLimit / 2),
                     unauthenticatedPerAddressLimit: http.bankUnauthenticatedConnectionLimit,
-                    unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds))),
+                    unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds)),
+                    allowedClients: http.bankAllowedClients),
                 logger: logger.withLabel("pigeon.http.bank"),
                 admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) } }
             servers.append(("bank", bankServer))
@@ -252,6 +257,8 @@ package final class Gateway: Sendable {
         }
         certificateList.set(listenerCertificates.map { ($0.files.addressKey, $0.server) })
         HTTPMetrics.collect(servers: servers, into: metrics)
+        DatabasePoolMetrics.collect(pools: [("main", pool), ("engine", enginePool), ("urgent", urgentPool)]
+                                    + (devicePool === pool ? [] : [("devices", devicePool)]), into: metrics)
 
         // The background services, started together once every resource is open.
         let queue = DeliveryQueue(pool: enginePool)

@@ -12,6 +12,8 @@ enum HTTPMetrics {
                 metrics.set(Metric.httpDeadlineClosures, labels: ["listener": listener], to: Double(server.deadlineClosures))
                 metrics.set(Metric.httpUnauthenticatedRefusals, labels: ["listener": listener], to: Double(server.unauthenticatedRefusals))
                 metrics.set(Metric.httpUnauthenticatedClosures, labels: ["listener": listener], to: Double(server.unauthenticatedClosures))
+                metrics.set(Metric.httpUnauthenticatedEvictions, labels: ["listener": listener], to: Double(server.unauthenticatedEvictions))
+                metrics.set(Metric.httpAllowlistRefusals, labels: ["listener": listener], to: Double(server.allowlistRefusals))
                 if let expiry = server.certificateExpiry {
                     metrics.set(Metric.tlsCertificateExpiryTimestampSeconds, labels: ["listener": listener], to: expiry.timeIntervalSince1970.rounded())
                 }

@@ -33,13 +33,31 @@ package final class PostgresPool: Sendable {
     private let queue: JobQueue
     private let running = DispatchGroup()
     private let configuration: Configuration
+    private let busy = BusyWorkers()
+
+    /// What the pool is doing now, for the metrics.
+    package struct Statistics: Sendable, Equatable {
+        /// Connections (worker threads) in all.
+        package var size: Int
+        /// Connections running a job now.
+        package var busy: Int
+        /// Jobs waiting for a connection.
+        package var waiting: Int
+        /// Jobs refused because `maxWaitingJobs` were already waiting, since start.
+        package var overloaded: Int
+    }
+
+    package var statistics: Statistics {
+        let queued = queue.counts
+        return Statistics(size: max(1, configuration.size), busy: busy.count.withLock { $0 }, waiting: queued.waiting, overloaded: queued.refused)
+    }
 
     package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         let queue = JobQueue(limit: configuration.maxWaitingJobs)
         self.queue = queue
         for index in 0..<max(1, configuration.size) {
-            let worker = Worker(configuration: configuration, queue: queue, logger: logger)
+            let worker = Worker(configuration: configuration, queue: queue, busy: busy, logger: logger)
             let running = self.running
             running.enter()
             let thread = Thread {
@@ -158,6 +176,11 @@ private struct Job: Sendable {
     }
 }
 
+/// How many workers run a job now.
+private final class BusyWorkers: Sendable {
+    let count = Mutex(0)
+}
+
 /// A bounded FIFO of jobs shared by the workers.
 private final class JobQueue: @unchecked Sendable {
     // @unchecked: every field is read and written under `condition`.
@@ -165,7 +188,15 @@ private final class JobQueue: @unchecked Sendable {
     private var jobs: [Job] = []
     private var head = 0
     private var closed = false
+    private var refused = 0
     private let limit: Int
+
+    /// Jobs waiting now, and refused for a full queue since start.
+    var counts: (waiting: Int, refused: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (jobs.count - head, refused)
+    }
 
     init(limit: Int) {
         self.limit = limit
@@ -179,6 +210,7 @@ private final class JobQueue: @unchecked Sendable {
             return
         }
         if jobs.count - head >= limit {
+            refused += 1
             condition.unlock()
             job.fail(PostgresError(.overloaded, "more than \(limit) queries are waiting for a connection"))
             return
@@ -224,12 +256,14 @@ private final class Worker: @unchecked Sendable {
     // @unchecked: `connection` is touched only by the worker's own thread inside `run()`.
     private let configuration: PostgresPool.Configuration
     private let queue: JobQueue
+    private let busy: BusyWorkers
     private let logger: Logger
     private var connection: PostgresConnection?
 
-    init(configuration: PostgresPool.Configuration, queue: JobQueue, logger: Logger) {
+    init(configuration: PostgresPool.Configuration, queue: JobQueue, busy: BusyWorkers, logger: Logger) {
         self.configuration = configuration
         self.queue = queue
+        self.busy = busy
         self.logger = logger
     }
 
@@ -237,7 +271,9 @@ private final class Worker: @unchecked Sendable {
         while let job = queue.next() {
             // A job whose caller was cancelled while it waited has been answered already.
             guard job.ticket.start() else { continue }
+            busy.count.withLock { $0 += 1 }
             perform(job, retryOnStaleConnection: true)
+            busy.count.withLock { $0 -= 1 }
         }
         connection = nil
     }

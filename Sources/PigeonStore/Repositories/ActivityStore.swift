@@ -137,7 +137,10 @@ package struct ActivityStore: Sendable {
     }
 
     /// An update or the end of an activity, queued for every device it reaches that has not
-    /// ended it. An update's or end's timestamp is larger than every earlier event's.
+    /// ended it. Its timestamp is larger than that of every event a device has been sent (or is
+    /// being sent), and is real time where it can be: an event that arrives while the previous
+    /// one reached no device yet replaces it under the same timestamp, so a bank sending several
+    /// events a second does not push the timestamps ahead of the clock (one second per event).
     package func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
         try await pool.transaction { connection in
             guard let ended = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId])
@@ -147,7 +150,12 @@ package struct ActivityStore: Sendable {
             guard !ended else { return .ended }
             // An end without a content state ends on the newest one sent.
             let updated = try connection.query("""
-                UPDATE activities SET last_timestamp = GREATEST(last_timestamp + 1, $2), updated_at = now(), ended = $3,
+                UPDATE activities a SET last_timestamp = CASE
+                        WHEN EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity_id = a.activity_id AND ad.last_sent_timestamp >= a.last_timestamp)
+                          OR EXISTS (SELECT 1 FROM activity_pushes p WHERE p.activity_id = a.activity_id
+                                     AND p.event_timestamp = a.last_timestamp AND p.lease_owner IS NOT NULL)
+                        THEN GREATEST(a.last_timestamp + 1, $2) ELSE GREATEST(a.last_timestamp, $2) END,
+                    updated_at = now(), ended = $3,
                     content_state = COALESCE($4, content_state)
                 WHERE activity_id = $1 RETURNING last_timestamp, content_state
                 """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false", content.contentState])

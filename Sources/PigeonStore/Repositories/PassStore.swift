@@ -94,7 +94,8 @@ package struct PassStore: Sendable {
         /// No such pass, or not its authentication token.
         case unauthorized
         /// The device's `RegistrationLimits.perDevice` reached. (A pass at its `perPass` gives up
-        /// its oldest registration for the new one instead.)
+        /// its oldest registration of the last day for the new one instead, or its oldest when
+        /// all are older.)
         case limitReached(String)
     }
 
@@ -123,13 +124,16 @@ package struct PassStore: Sendable {
             }
             if counts.pass >= limits.perPass {
                 // The pass's owner on a new phone (or anyone holding a copy of the pass file):
-                // the newest registration wins, the oldest goes, so copies cannot lock the owner
-                // out; a pass never has more than `perPass` devices.
+                // the newcomer gets a place, so copies cannot lock the owner out, and a pass
+                // never has more than `perPass` devices. The place is taken from the oldest
+                // registration of the last day — established ones (a day old or more: the
+                // owner's phones) go only when every registration is established — so a copy
+                // registered twenty times evicts its own registrations, not the owner's Wallet.
                 let evicted = try connection.query("""
                     DELETE FROM pass_registrations WHERE (pass_type_id, serial_number, device_library_id) IN (
                         SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
                         WHERE pass_type_id = $1 AND serial_number = $2
-                        ORDER BY registered_at, device_library_id
+                        ORDER BY registered_at < now() - interval '1 day', registered_at, device_library_id
                         LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) - $3 + 1))
                     RETURNING device_library_id
                     """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).decoded { try $0.decode("device_library_id", as: String.self) }

@@ -111,7 +111,7 @@ package final class APNsTransport: Sendable {
     /// with the token signed in its place (``BatchRounds``), so one refused token does not fail
     /// a whole batch.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try builder.prepare(message) } }
+        let prepared = batch.messages.map { message in PushMessage.prepared(message) { message throws(PushMessageError) in try builder.prepare(message) } }
         await send(prepared, expiries: batch.messages.map { message in batch.startBy.map { min($0, message.expiresAt) } ?? message.expiresAt }, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
     }
 

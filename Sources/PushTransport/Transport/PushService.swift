@@ -65,7 +65,7 @@ package final class ServiceTransport<Service: PushService>: Sendable {
     /// quick). Each message's shared parts are built once.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let now = clock()
-        let prepared = batch.messages.map { message in Result { () throws(PushMessageError) in try service.prepare(message, now: now) } }
+        let prepared = batch.messages.map { message in PushMessage.prepared(message) { message throws(PushMessageError) in try service.prepare(message, now: now) } }
         let rounds = BatchRounds<Service.Credential>(
             credential: { [service] in await service.credential() },
             request: { [service] push, credential in

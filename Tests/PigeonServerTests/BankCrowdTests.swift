@@ -1,0 +1,161 @@
+import Foundation
+@testable import PigeonConfiguration
+import PigeonHTTP
+@testable import PigeonServer
+import PigeonSimulator
+import PigeonTestSupport
+import Testing
+
+/// The bank keeps its connections on `bankListen` under a crowd from a few addresses (issue 45):
+/// connections count as the bank's only once they authenticate, a full cap of unauthenticated
+/// ones makes room by cutting the crowd's own, and `bankAllowedClients` refuses everyone else
+/// before anything is counted. Each attack comes from several loopback addresses (127.0.0.x).
+@Suite("The bank under a crowd", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct BankCrowdTests {
+    /// Keeps PER connections open from each of ADDRESSES to 127.0.0.1:PORT for SECONDS, opening
+    /// new ones as the server cuts them. MODE `silent` sends nothing (not even a TLS hello);
+    /// `head` sends one well-formed request without credentials and keeps the connection.
+    /// Prints JSON: connections opened, and seen cut.
+    static let crowd = #"""
+        import json, socket, sys, time
+        port, mode, addresses, per_address, seconds = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), int(sys.argv[4]), float(sys.argv[5])
+        request = b"GET /health HTTP/1.1\r\nHost: bank\r\n\r\n"
+        held = {address: [] for address in addresses}
+        opened = cut = 0
+        deadline, rounds = time.time() + seconds, 0
+        while time.time() < deadline:
+            rounds += 1
+            for address in addresses:
+                alive = []
+                for s in held[address]:
+                    try:
+                        if s.recv(65536) == b"":
+                            cut += 1; s.close(); continue
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        cut += 1; s.close(); continue
+                    alive.append(s)
+                held[address] = alive
+                # Topped up every half second (not in a tight loop: the server refuses past its caps).
+                while rounds % 5 == 1 and len(held[address]) < per_address and time.time() < deadline:
+                    s = socket.socket()
+                    s.settimeout(1)
+                    try:
+                        s.bind((address, 0))
+                        s.connect(("127.0.0.1", port))
+                        if mode == "head":
+                            s.sendall(request)
+                        s.setblocking(False)
+                        held[address].append(s)
+                        opened += 1
+                    except OSError:
+                        s.close()
+                        break
+            time.sleep(0.1)
+        print(json.dumps({"opened": opened, "cut": cut}), flush=True)
+        """#
+
+    func curl(_ arguments: [String]) async throws -> Int {
+        let output = String(decoding: try await ChildProcess.run(
+            "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20"] + arguments, allowFailure: true), as: UTF8.self)
+        return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    /// The value of a listener gauge on `/metrics`.
+    func gauge(_ name: String, _ metrics: String) -> Double? {
+        metrics.split(separator: "\n").first { $0.hasPrefix("\(name){listener=\"bank\"}") }
+            .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+    }
+
+    @Test("client certificates required: silent connections from 8 addresses fill the cap of unauthenticated connections; the bank's new connections still get in (the crowd's oldest are cut to make room)")
+    func silentCrowdWithClientCertificates() async throws {
+        let simulator = try SimulatorFixture()
+        defer { simulator.stop() }
+        let credentials = simulator.simulator.credentials
+        let harness = try await EdgeTests.splitGateway {
+            $0.http.bankTlsCertificatePath = credentials.serverCertificate
+            $0.http.bankTlsKeyPath = credentials.serverKey
+            $0.http.bankClientCaFile = credentials.caFile
+            $0.http.bankConnectionLimit = 200
+        }
+        let addresses = (2...9).map { "127.0.0.\($0)" }.joined(separator: ",")
+        // 8 × 16 = 128 silent connections against a cap of 100, topped up for 25 s.
+        async let attack = ChildProcess.run("/usr/bin/python3", ["-c", Self.crowd, String(harness.gateway.bankPort), "silent", addresses, "16", "25"])
+        try await waitForCap(harness, credentials: credentials)
+        let wsdl = harness.bankBaseURL + GatewayHarness.soapPath + "?wsdl"
+        for call in 0..<10 {
+            let status = try await curl(["--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey, wsdl])
+            #expect(status == 200, "the bank's call \(call) during the crowd")
+        }
+        let report = String(decoding: try await attack, as: UTF8.self)
+        let metrics = try await metricsText(harness, credentials: credentials)
+        #expect((gauge("pigeon_http_unauthenticated_evictions", metrics) ?? 0) > 0, "the crowd's connections were cut to make room: \(report)")
+    }
+
+    @Test("Basic credentials, no client certificates: 2 addresses × 105 keep-alive connections with well-formed heads stay unauthenticated and capped; every SOAP call of the bank is answered")
+    func keepAliveCrowdWithBasicCredentials() async throws {
+        let harness = try await EdgeTests.splitGateway {
+            $0.http.bankAddress = ("0.0.0.0", 0)
+            $0.http.soapUsername = "bank"
+            $0.http.soapPassword = "s3cret-bank-password"
+            $0.http.bankConnectionLimit = 200
+        }
+        async let attack = ChildProcess.run("/usr/bin/python3", ["-c", Self.crowd, String(harness.gateway.bankPort), "head", "127.0.0.2,127.0.0.3", "105", "20"])
+        // The crowd is in place once its addresses hold their share (16 each) and were refused more.
+        let crowded = try await EdgeTests.waitUntil(seconds: 60) {
+            let metrics = (try? await harness.request("GET", "/metrics").text) ?? ""
+            return (gauge("pigeon_http_unauthenticated_refusals", metrics) ?? 0) > 0
+        }
+        #expect(crowded, "the crowd never filled its share")
+        let body = GatewayHarness.envelope("<inb:getDeliveryStatus><id>x</id></inb:getDeliveryStatus>")
+        for call in 0..<10 {
+            let status = try await curl(["-u", "bank:s3cret-bank-password", "-H", "Content-Type: text/xml", "--data-binary", body,
+                                         harness.bankBaseURL + GatewayHarness.soapPath])
+            #expect(status == 200, "the bank's call \(call) during the crowd")
+        }
+        // While the crowd is still there: each of its addresses holds at most its 16.
+        let connections = try await harness.request("GET", "/metrics").text
+        #expect((gauge("pigeon_http_connections", connections) ?? .infinity) <= 2 * 16 + 2,
+                "each crowd address held at most its 16 unauthenticated connections")
+        _ = try await attack
+    }
+
+    @Test("bankAllowedClients: a connection from another address is refused at accept; the bank's address is served")
+    func allowedClients() async throws {
+        let harness = try await EdgeTests.splitGateway {
+            $0.http.bankAddress = ("0.0.0.0", 0)
+            $0.http.soapAuthenticationDisabled = true
+            $0.http.bankAllowedClients = [try! IPNetwork("127.0.0.1/32"), try! IPNetwork("2001:db8::/32")]
+        }
+        let ready = harness.bankBaseURL + "/ready"
+        #expect(try await curl([ready]) == 200)
+        #expect(try await curl(["--interface", "127.0.0.2", ready]) == 0)
+        let metrics = try await harness.request("GET", "/metrics").text
+        #expect((gauge("pigeon_http_allowlist_refusals", metrics) ?? 0) >= 1)
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.parse(text: "bankAllowedClients = 10.0.0.0/8\n", name: "t")
+        }
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.parse(text: "bankListen = 127.0.0.1:8081\nbankAllowedClients = 10.0.0.1/8\n", name: "t")
+        }
+        let parsed = try GatewayConfiguration.parse(text: "bankListen = 127.0.0.1:8081\nbankAllowedClients = 10.0.0.0/8, 192.0.2.7 ,2001:db8::/48\n", name: "t")
+        #expect(parsed.http.bankAllowedClients.map(\.description) == ["10.0.0.0/8", "192.0.2.7/32", "2001:db8::/48"])
+    }
+
+    /// Waits until the unauthenticated connections are at their cap (the gateway has cut some to
+    /// make room, or refused some), reading the metrics as the bank does.
+    private func waitForCap(_ harness: GatewayHarness, credentials: SimulatorCredentials) async throws {
+        let full = try await EdgeTests.waitUntil(seconds: 60) {
+            let metrics = (try? await metricsText(harness, credentials: credentials)) ?? ""
+            return (gauge("pigeon_http_unauthenticated_evictions", metrics) ?? 0) + (gauge("pigeon_http_unauthenticated_refusals", metrics) ?? 0) > 0
+        }
+        #expect(full, "the crowd never filled the cap")
+    }
+
+    private func metricsText(_ harness: GatewayHarness, credentials: SimulatorCredentials) async throws -> String {
+        String(decoding: try await ChildProcess.run("/usr/bin/curl", [
+            "-s", "--max-time", "20", "--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey,
+            harness.bankBaseURL + "/metrics"], allowFailure: true), as: UTF8.self)
+    }
+}

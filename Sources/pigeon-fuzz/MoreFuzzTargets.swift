@@ -23,7 +23,7 @@ enum MoreFuzzTargets {
             precondition(!call.name.isEmpty && call.name.utf8.count <= 256, "an API name outside its limits")
         }
         let arguments: [(name: String, value: String?)] = split.count > 1 ? split[1].split(separator: "&").map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1)
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
         } : []
         _ = FormFields.query(arguments)
@@ -39,9 +39,9 @@ enum MoreFuzzTargets {
         guard ActivityFields.objectProblem(text, name: "contentState") == nil else { return }
         let event = LiveActivityEvent(kind: .update, timestamp: 1_796_000_000, contentState: text, alertTitle: text, alertBody: text,
                                       attributesType: "Fuzz", attributes: text)
-        _ = try? LiveActivityPayload.activity(event, appTopic: "com.example.bank")
-        _ = try? LiveActivityPayload.broadcast(event, channelId: "Zm9vYmFy")
-        _ = LiveActivityPayload.androidData(activityId: "a-1", event: event, expiresAt: Date(timeIntervalSince1970: 1_796_000_060))
+        _ = try? LiveActivityRequests.activity(event, appTopic: "com.example.bank")
+        _ = try? LiveActivityRequests.broadcast(event, channelId: "Zm9vYmFy")
+        _ = LiveActivityRequests.androidData(activityId: "a-1", event: event, expiresAt: Date(timeIntervalSince1970: 1_796_000_060))
     }
 
     private static let outbound = SOAPCodec(service: OutboundService.description)

@@ -80,7 +80,7 @@ swift build -c release --product pigeon --static-swift-stdlib
 VENV=/tmp/pigeon-venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q zeep==4.3.1 pytest==9.2.0 requests http_ece==1.2.1 PyJWT==2.9.0 cryptography==43.0.3 selenium==4.51.0 \
-    openapi-spec-validator==0.9.0 schemathesis==4.32.5
+    openapi-spec-validator==0.9.0 schemathesis==4.32.5 PyYAML
 # pigeon-bench encrypts and signs Web Push messages for the independent checks in tests/python.
 swift build --product pigeon-bench
 pg_recreate_database "$PORT" pigeon_zeep

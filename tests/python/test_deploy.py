@@ -10,6 +10,7 @@ import tempfile
 
 import pytest
 import requests
+import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RULES = os.path.join(ROOT, "deploy", "prometheus", "pigeon-alerts.yml")
@@ -117,3 +118,40 @@ def test_build_context_leaves_secrets_out():
     runtime = containerfile[containerfile.index("FROM debian:12-slim"):]
     installed = runtime[runtime.index("--no-install-recommends"):runtime.index("&&", runtime.index("--no-install-recommends"))].split()
     assert "curl" not in installed, f"curl is installed in the runtime image: {installed}"
+
+
+def _threshold_forms(text):
+    """How a runbook may write a rule's threshold: as in the rule, as a percentage, in minutes or days."""
+    value = float(eval(text))  # the rule's own arithmetic, e.g. 14 * 86400
+    forms = {text.replace(" ", "")}
+    if 0 < value < 1:
+        forms.add(f"{value * 100:g}%")
+    if value >= 1 and value == int(value):
+        number = int(value)
+        forms |= {str(number), f"{number:,}"}
+        if number % 86400 == 0:
+            forms.add(f"{number // 86400} days")
+        elif number % 60 == 0:
+            forms.add(f"{number // 60} minutes")
+    return forms
+
+
+def test_runbook_states_each_alerts_threshold():
+    """Every alert has a runbook section, and the section states the rule's thresholds as the rule
+    has them (a runbook that said 10% while the rule said 20% misled the on-call engineer)."""
+    rules = yaml.safe_load(open(RULES))["groups"][0]["rules"]
+    runbook = open(os.path.join(ROOT, "docs", "runbook.md")).read()
+    sections = {m.group(1).lower(): m.group(2) for m in re.finditer(r"^## (\S+)\n(.*?)(?=^## |\Z)", runbook, re.S | re.M)}
+    problems = []
+    for rule in rules:
+        section = sections.get(rule["alert"].lower())
+        if section is None:
+            problems.append(f"{rule['alert']}: no section in docs/runbook.md")
+            continue
+        for threshold in re.findall(r"(?<![\[\w])[<>]\s*([0-9.]+(?:\s*\*\s*[0-9]+)*)", rule["expr"]):
+            if float(eval(threshold)) == 0:
+                continue
+            forms = _threshold_forms(threshold)
+            if not any(form in section for form in forms):
+                problems.append(f"{rule['alert']}: its threshold {threshold} is not in its runbook section (as one of {sorted(forms)})")
+    assert not problems, "\n".join(problems)

@@ -23,6 +23,10 @@ extension Metric {
     package static let databasePoolWaiting = Metric("pigeon_db_pool_waiting", .gauge, "Queries waiting for a connection of each database pool.")
     /// `pigeon_db_pool_overloaded`
     package static let databasePoolOverloaded = Metric("pigeon_db_pool_overloaded", .gauge, "Queries refused since start because too many were waiting for a connection of the pool.")
+    /// `pigeon_db_pool_queries`
+    package static let databasePoolQueries = Metric("pigeon_db_pool_queries", .gauge, "Queries (jobs) a connection of the pool started, since start.")
+    /// `pigeon_db_pool_wait_seconds`
+    package static let databasePoolWaitSeconds = Metric("pigeon_db_pool_wait_seconds", .gauge, "Seconds those queries waited for a connection of the pool, in all, since start (divide its rate by pigeon_db_pool_queries' for the mean wait).")
     /// `pigeon_soap_faults_total`
     package static let soapFaultsTotal = Metric("pigeon_soap_faults_total", .counter, "SOAP requests answered with a fault.")
     /// `pigeon_push_outcomes_total`
@@ -147,6 +151,8 @@ extension Metric {
         .databasePoolBusy,
         .databasePoolWaiting,
         .databasePoolOverloaded,
+        .databasePoolQueries,
+        .databasePoolWaitSeconds,
         .tlsCertificateExpiryTimestampSeconds,
         .deliveryQueueDepth,
         .deliveryOldestDueSeconds,

@@ -45,11 +45,17 @@ package final class PostgresPool: Sendable {
         package var waiting: Int
         /// Jobs refused because `maxWaitingJobs` were already waiting, since start.
         package var overloaded: Int
+        /// Jobs a connection started, since start.
+        package var started: Int
+        /// The time those jobs waited for a connection, in all, since start.
+        package var waitedSeconds: Double
     }
 
     package var statistics: Statistics {
         let queued = queue.counts
-        return Statistics(size: max(1, configuration.size), busy: busy.count.withLock { $0 }, waiting: queued.waiting, overloaded: queued.refused)
+        let counts = busy.counts.withLock { $0 }
+        return Statistics(size: max(1, configuration.size), busy: counts.busy, waiting: queued.waiting, overloaded: queued.refused,
+                          started: counts.started, waitedSeconds: Double(counts.waitedNanoseconds) / 1e9)
     }
 
     package init(configuration: Configuration, logger: Logger) {
@@ -166,6 +172,8 @@ private struct Job: Sendable {
     let ticket: JobTicket
     let run: @Sendable (PostgresConnection) throws -> Void
     let fail: @Sendable (any Error) -> Void
+    /// When it was submitted (monotonic nanoseconds): how long it waited for a connection.
+    let submittedAt = DispatchTime.now().uptimeNanoseconds
 
     init(idempotent: Bool, ticket: JobTicket, run: @escaping @Sendable (PostgresConnection) throws -> Void,
          fail: @escaping @Sendable (any Error) -> Void) {
@@ -176,9 +184,15 @@ private struct Job: Sendable {
     }
 }
 
-/// How many workers run a job now.
+/// How many workers run a job now, and how long the jobs started so far waited for one.
 private final class BusyWorkers: Sendable {
-    let count = Mutex(0)
+    struct Counts {
+        var busy = 0
+        var started = 0
+        var waitedNanoseconds: UInt64 = 0
+    }
+
+    let counts = Mutex(Counts())
 }
 
 /// A bounded FIFO of jobs shared by the workers.
@@ -271,9 +285,14 @@ private final class Worker: @unchecked Sendable {
         while let job = queue.next() {
             // A job whose caller was cancelled while it waited has been answered already.
             guard job.ticket.start() else { continue }
-            busy.count.withLock { $0 += 1 }
+            let waited = DispatchTime.now().uptimeNanoseconds &- job.submittedAt
+            busy.counts.withLock { counts in
+                counts.busy += 1
+                counts.started += 1
+                counts.waitedNanoseconds &+= waited
+            }
             perform(job, retryOnStaleConnection: true)
-            busy.count.withLock { $0 -= 1 }
+            busy.counts.withLock { $0.busy -= 1 }
         }
         connection = nil
     }

@@ -76,22 +76,14 @@ package struct CommandLineTool: Sendable {
                     return 1
                 }
                 // serve and migrate refuse to start without the migrations: so does the check.
-                let directory = configuration.database.migrationsPath.map { URL(fileURLWithPath: $0) } ?? Migration.locateDirectory()
-                guard let directory else {
-                    printError("pigeon: cannot find the migrations folder; set migrationsPath (serve and migrate would refuse to start)")
-                    return 1
-                }
-                let migrations: [Migration]
+                let (directory, migrations): (URL, [Migration])
                 do {
-                    migrations = try Migration.load(from: directory)
+                    (directory, migrations) = try Gateway.loadMigrations(configuration)
                 } catch {
-                    printError("pigeon: migrationsPath \(directory.path): \(error)")
+                    printError("pigeon: \(error) (serve and migrate would refuse to start)")
                     return 1
                 }
-                guard let newest = migrations.map(\.version).max() else {
-                    printError("pigeon: no migrations in \(directory.path) (serve and migrate would refuse to start)")
-                    return 1
-                }
+                let newest = migrations.map(\.version).max() ?? 0
                 print("configuration OK: listen \(configuration.http.host):\(configuration.http.port)\(bank), database \(configuration.database.url.map(DatabaseURLRedaction.redacted) ?? "(dbUrl not set)")")
                 print("migrations: \(migrations.count) in \(directory.path), the newest \(newest)")
                 apps.forEach { print($0) }

@@ -58,24 +58,24 @@ package struct DeviceEndpoint: Sendable {
         let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         let route = Self.route(parts)
         do {
-            switch (request.method, parts.count, parts.first, parts.last) {
-            case ("POST", 2, "devices", "register"):
+            switch (request.method, route) {
+            case ("POST", "api_register"):
                 try limits.admitAddress(request.peer)
                 return (route, try await register(RegisterRequest(request.body, apps: apps), bearer: bearerToken(request)))
-            case ("POST", 2, "devices", "verify"):
+            case ("POST", "api_verify"):
                 try limits.admitAddress(request.peer)
                 return (route, try await verify(VerifyRequest(request.body)))
-            case ("POST", 3, "notifications", "delivered"):
+            case ("POST", "api_delivered"):
                 return (route, try await acknowledge(parts[1], .delivered, request))
-            case ("POST", 3, "notifications", "opened"):
+            case ("POST", "api_opened"):
                 return (route, try await acknowledge(parts[1], .read, request))
-            case ("GET", 3, "notifications", "details"):
+            case ("GET", "api_details"):
                 return (route, try await details(parts[1], request))
-            case (_, 2..., "activities", _):
+            case (_, "api_activity_start_token"), (_, "api_activity_token"), (_, "api_activity_end"):
                 return try await activityCall(request, parts: parts)
-            case (_, 2, "devices", "register"), (_, 2, "devices", "verify"), (_, 3, "notifications", "delivered"), (_, 3, "notifications", "opened"):
+            case (_, "api_register"), (_, "api_verify"), (_, "api_delivered"), (_, "api_opened"):
                 throw APIError.methodNotAllowed("POST")
-            case (_, 3, "notifications", "details"):
+            case (_, "api_details"):
                 throw APIError.methodNotAllowed("GET")
             default:
                 throw APIError(404, "NOT_FOUND", "no such device API call")
@@ -88,7 +88,8 @@ package struct DeviceEndpoint: Sendable {
         }
     }
 
-    /// The route template of a device API path (its `parts` after the prefix), whatever the method.
+    /// The route template of a device API path (its `parts` after the prefix), whatever the
+    /// method: the metrics' label and what ``handle(_:)`` dispatches on.
     static func route(_ parts: [String]) -> String {
         switch (parts.count, parts.first, parts.last) {
         case (2, "devices", "register"): "api_register"

@@ -134,7 +134,7 @@ package final class HTTPServer: Sendable {
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)
         let tls = configuration.tls
-        let networks = configuration.allowedClients.map(Self.cNetwork)
+        let networks = configuration.allowedClients.map(\.cValue)
         let status = networks.withUnsafeBufferPointer { networks in configuration.host.withCString { host in
             withOptionalCString(tls?.certificatePEM) { certificate in
                 withOptionalCString(tls?.keyPEM) { key in
@@ -265,16 +265,6 @@ package final class HTTPServer: Sendable {
     /// Connections refused because their address is not in ``Configuration/allowedClients``, since start.
     package var allowlistRefusals: Int {
         server.withLock { server in server.map { Int(pigeon_http_allowlist_refusals($0)) } ?? 0 }
-    }
-
-    private static func cNetwork(_ network: IPNetwork) -> pigeon_http_network {
-        var converted = pigeon_http_network()
-        converted.family = UInt8(network.family)
-        converted.prefix_length = UInt8(network.prefixLength)
-        withUnsafeMutableBytes(of: &converted.bytes) { target in
-            for (index, byte) in network.bytes.prefix(target.count).enumerated() { target[index] = byte }
-        }
-        return converted
     }
 
     /// HTTPS: when the certificate presented now expires; nil for plain HTTP.

@@ -1,3 +1,4 @@
+internal import CHTTPShim
 import Foundation
 
 /// A network of client addresses in CIDR notation (`10.20.0.0/16`, `2001:db8:1::/48`; a single
@@ -59,13 +60,31 @@ package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         self.prefixLength = prefixLength
     }
 
-    /// Whether `address` (IPv4 or IPv6 text) lies in this network.
+    /// Whether `address` (IPv4 or IPv6 text) lies in this network, decided by the listener's own
+    /// check (`pigeon_http_networks_contain`, what admits a connection).
     package func contains(_ address: String) -> Bool {
-        guard let other = try? IPNetwork(address), other.family == family else { return false }
-        for bit in 0..<prefixLength where (bytes[bit / 8] ^ other.bytes[bit / 8]) & (0x80 >> UInt8(bit % 8)) != 0 {
-            return false
+        var network = cValue
+        var v4 = sockaddr_in(), v6 = sockaddr_in6()
+        if inet_pton(AF_INET, address, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            return withUnsafePointer(to: &v4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pigeon_http_networks_contain(&network, 1, $0) != 0 } }
         }
-        return true
+        if inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            return withUnsafePointer(to: &v6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pigeon_http_networks_contain(&network, 1, $0) != 0 } }
+        }
+        return false
+    }
+
+    /// The network as the C listener takes it.
+    var cValue: pigeon_http_network {
+        var converted = pigeon_http_network()
+        converted.family = UInt8(family)
+        converted.prefix_length = UInt8(prefixLength)
+        withUnsafeMutableBytes(of: &converted.bytes) { target in
+            for (index, byte) in bytes.prefix(target.count).enumerated() { target[index] = byte }
+        }
+        return converted
     }
 
     package var description: String {

@@ -13,6 +13,7 @@ struct IPNetworkTests {
         #expect(six.contains("2001:db8:1:ffff::9") && !six.contains("2001:db8:2::1"))
         let mapped = try IPNetwork("::ffff:10.0.0.0/104"), eight = try IPNetwork("10.0.0.0/8")
         #expect(mapped == eight)
+        #expect(eight.contains("::ffff:10.1.2.3"), "an IPv4 client of a dual-stack listener")
         let everything = try IPNetwork("0.0.0.0/0"), spaced = try IPNetwork(" 10.0.0.0/8 ")
         #expect(everything.contains("203.0.113.9"))
         #expect(spaced.description == "10.0.0.0/8")

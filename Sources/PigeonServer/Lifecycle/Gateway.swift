@@ -404,15 +404,27 @@ package final class Gateway: Sendable {
 
     /// The migrations of `migrationsPath`, or of the `migrations` folder found near the binary.
     package static func loadMigrator(_ configuration: GatewayConfiguration) throws -> Migrator {
+        Migrator(migrations: try loadMigrations(configuration).migrations)
+    }
+
+    /// The migrations `serve` and `migrate` apply, and the folder they come from (what
+    /// `check-config` reports): `migrationsPath`, or the `migrations` folder found near the
+    /// binary. No folder, or one without migrations, is an error naming it.
+    package static func loadMigrations(_ configuration: GatewayConfiguration) throws -> (directory: URL, migrations: [Migration]) {
         let directory = configuration.database.migrationsPath.map { URL(fileURLWithPath: $0) } ?? Migration.locateDirectory()
         guard let directory else {
             throw StartError(description: "cannot find the migrations folder; set migrationsPath")
         }
-        let migrations = try Migration.load(from: directory)
+        let migrations: [Migration]
+        do {
+            migrations = try Migration.load(from: directory)
+        } catch {
+            throw StartError(description: "migrationsPath \(directory.path): \(error)")
+        }
         guard !migrations.isEmpty else {
             throw StartError(description: "no migrations in \(directory.path)")
         }
-        return Migrator(migrations: migrations)
+        return (directory, migrations)
     }
 
     private static func loadTLS(_ files: ListenerTLSFiles?, clientCA: String?) throws -> HTTPServer.TLS? {

@@ -31,7 +31,7 @@ address_key address_key_of(const struct sockaddr *address) {
     return key;
 }
 
-static int same(address_key a, address_key b) {
+int address_key_equal(address_key a, address_key b) {
     return a.length == b.length && memcmp(a.bytes, b.bytes, a.length) == 0;
 }
 
@@ -68,7 +68,7 @@ static slot *find(const address_counts *counts, address_key key) {
     for (unsigned int probe = 0, index = hash(key) & mask; probe < counts->size; probe++, index = (index + 1) & mask) {
         slot *candidate = &counts->slots[index];
         if (!candidate->used) return NULL;
-        if (same(candidate->key, key)) return candidate;
+        if (address_key_equal(candidate->key, key)) return candidate;
     }
     return NULL;
 }

@@ -17,6 +17,8 @@ typedef struct address_key {
 } address_key;
 
 address_key address_key_of(const struct sockaddr *address);
+/* 1 when both keys are the same address (as counted). */
+int address_key_equal(address_key a, address_key b);
 
 typedef struct address_counts address_counts;
 

@@ -52,6 +52,9 @@ typedef struct connection_record {
     uint64_t started_ms;
     _Atomic int head_passed;
     _Atomic int counted;
+    /* A head of it carried wrong credentials: among unauthenticated connections, it is cut first
+     * to make room (a guesser's connections go before a newcomer that has not spoken yet). */
+    _Atomic int refused_credentials;
     address_key address; /* the client's, as unauthenticated connections are counted */
 } connection_record;
 
@@ -239,21 +242,48 @@ static void *reap_late_requests(void *cls) {
     return NULL;
 }
 
-/* Makes room among the unauthenticated connections: cuts the oldest unauthenticated connection
- * of the address that holds the most (a crowd from a few addresses loses its own, the bank's
- * single new connection survives). Returns 0 when there is none to cut. The caller holds
- * connections_lock. */
-static int evict_one(struct pigeon_http_server *server) {
+/* A new connection that has not spoken yet is given this long to send its first head (a TLS
+ * handshake queued behind a burst of others' included) before it may be cut to make room for
+ * another of its address: a burst of the bank's own new connections, or its right calls among a
+ * neighbour's wrong ones, each get to authenticate. Meanwhile the address may hold more than its
+ * cap, bounded by the per-address connection limit and by the listener's cap of unauthenticated
+ * connections (where the address holding the most loses first). */
+#define FIRST_HEAD_GRACE_MS 1000
+
+/* How readily an unauthenticated connection is cut to make room: 2 when a head of it carried wrong
+ * credentials, 1 when a head of it passed without authenticating (a browser's `?wsdl`, a probe's
+ * `/health`), 0 when it has not spoken yet (it may be the bank's, about to authenticate). */
+static int eviction_rank(connection_record *record) {
+    if (atomic_load(&record->refused_credentials)) return 2;
+    return atomic_load(&record->head_passed) ? 1 : 0;
+}
+
+/* Makes room among the unauthenticated connections: cuts one of them, of `only` when given (the
+ * address at its own cap, and then, with `spare_young`, never one still within FIRST_HEAD_GRACE_MS
+ * of opening without a head) or else of the address holding the most; the highest eviction_rank first, then the
+ * oldest. So a crowd or a guesser loses its own connections, and the bank's new connection, which
+ * authenticates with its first head, survives. Returns 0 when there is none to cut. The caller
+ * holds connections_lock. */
+static int evict_one(struct pigeon_http_server *server, const address_key *only, int spare_young, uint64_t now) {
     connection_record *chosen = NULL;
     unsigned int chosen_count = 0;
+    int chosen_rank = 0;
     for (connection_record *record = server->records; record; record = record->next) {
         if (!atomic_load(&record->counted) || record->fd < 0) continue;
-        unsigned int count = server->unauthenticated_by_address
+        int rank = eviction_rank(record);
+        if (only) {
+            if (!address_key_equal(record->address, *only)) continue;
+            if (spare_young && rank == 0 && now < record->started_ms + FIRST_HEAD_GRACE_MS) continue;
+        }
+        unsigned int count = (only == NULL && server->unauthenticated_by_address)
             ? address_counts_get(server->unauthenticated_by_address, record->address) : 1;
-        if (chosen == NULL || count > chosen_count ||
-            (count == chosen_count && record->started_ms < chosen->started_ms)) {
+        int better = chosen == NULL || count > chosen_count ||
+            (count == chosen_count && (rank > chosen_rank ||
+                                       (rank == chosen_rank && record->started_ms < chosen->started_ms)));
+        if (better) {
             chosen = record;
             chosen_count = count;
+            chosen_rank = rank;
         }
     }
     if (chosen == NULL) return 0;
@@ -263,10 +293,26 @@ static int evict_one(struct pigeon_http_server *server) {
     return 1;
 }
 
-/* Admits a new connection: refused when its address is not allowed, or when its address holds
- * its cap of unauthenticated connections; when all addresses together hold theirs, the oldest
- * unauthenticated connection of the address holding the most is cut to make room. The connections
- * that authenticated (the bank's keep-alive ones) always keep the rest of the limit. */
+/* After a head of `record` passed without authenticating it (it has spoken, so it counts against
+ * its address's cap): while the address holds more than its cap, e.g. after a burst admitted
+ * within the grace, one of its connections is cut (see evict_one; possibly this one). */
+static void trim_address(struct pigeon_http_server *server, connection_record *record) {
+    if (server->unauthenticated_by_address == NULL || !atomic_load(&record->counted)) return;
+    uint64_t now = now_ms();
+    pthread_mutex_lock(&server->connections_lock);
+    while (address_counts_get(server->unauthenticated_by_address, record->address) >
+               server->unauthenticated_per_address_limit &&
+           evict_one(server, &record->address, 1, now)) {
+    }
+    pthread_mutex_unlock(&server->connections_lock);
+}
+
+/* Admits a new connection: refused when its address is not allowed. When its address holds its
+ * cap of unauthenticated connections, one of that address's is cut to make room (while all of
+ * them are still within their grace to speak, none is); when all addresses together hold theirs, one of the address
+ * holding the most (see evict_one), and the newcomer is refused only when there is nothing to
+ * cut. The connections that authenticated (the bank's keep-alive ones) always keep the rest of
+ * the limit. */
 static enum MHD_Result admit_connection(void *cls, const struct sockaddr *address, socklen_t length) {
     (void)length;
     struct pigeon_http_server *server = cls;
@@ -277,14 +323,16 @@ static enum MHD_Result admit_connection(void *cls, const struct sockaddr *addres
     }
     if (server->unauthenticated_limit == 0 && server->unauthenticated_by_address == NULL) return MHD_YES;
     int refuse = 0;
+    address_key key = address_key_of(address);
+    uint64_t now = now_ms();
     pthread_mutex_lock(&server->connections_lock);
-    if (server->unauthenticated_by_address &&
-        address_counts_get(server->unauthenticated_by_address, address_key_of(address)) >=
-            server->unauthenticated_per_address_limit) {
-        refuse = 1;
-    } else if (server->unauthenticated_limit > 0 &&
-               atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit) {
-        refuse = !evict_one(server);
+    if (server->unauthenticated_by_address) {
+        unsigned int held = address_counts_get(server->unauthenticated_by_address, key);
+        if (held >= server->unauthenticated_per_address_limit) (void)evict_one(server, &key, 1, now);
+    }
+    if (!refuse && server->unauthenticated_limit > 0 &&
+        atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit) {
+        refuse = !evict_one(server, NULL, 0, now);
     }
     pthread_mutex_unlock(&server->connections_lock);
     if (refuse) {
@@ -550,6 +598,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
             return MHD_NO;
         }
         long limit = server->admit(server->context, exchange);
+        if (record != NULL) trim_address(server, record);
         const char *declared =
             MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long length = 0;
@@ -878,6 +927,10 @@ unsigned int pigeon_http_connections(pigeon_http_server *server) {
     return count;
 }
 
+unsigned int pigeon_http_unauthenticated_connections(pigeon_http_server *server) {
+    return atomic_load(&server->unauthenticated_count);
+}
+
 unsigned long pigeon_http_unauthenticated_refusals(pigeon_http_server *server) {
     return atomic_load(&server->unauthenticated_refusals);
 }
@@ -991,4 +1044,9 @@ void pigeon_http_authenticated(pigeon_http_exchange *exchange) {
     pthread_mutex_lock(&exchange->server->connections_lock);
     uncount(exchange->server, record);
     pthread_mutex_unlock(&exchange->server->connections_lock);
+}
+
+void pigeon_http_refused_credentials(pigeon_http_exchange *exchange) {
+    connection_record *record = exchange->record;
+    if (record != NULL) atomic_store(&record->refused_credentials, 1);
 }

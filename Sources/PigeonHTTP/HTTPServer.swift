@@ -103,6 +103,9 @@ package final class HTTPServer: Sendable {
         case acceptAuthenticated(maxBytes: Int)
         /// Read nothing: the handler answers from the head alone (e.g. 401 before a SOAP body).
         case refuse
+        /// As ``refuse``, and the head carried wrong credentials: when its address (or the
+        /// listener) needs room for a new unauthenticated connection, this one is cut first.
+        case refuseWrongCredentials
     }
 
     /// Decides a request's body limit from its head. Runs on an I/O thread: it must be quick and
@@ -258,6 +261,11 @@ package final class HTTPServer: Sendable {
         server.withLock { server in server.map { Int(pigeon_http_unauthenticated_closures($0)) } ?? 0 }
     }
 
+    /// Open connections that have not authenticated yet (see ``Configuration/unauthenticatedLimit``).
+    package var unauthenticatedConnections: Int {
+        server.withLock { server in server.map { Int(pigeon_http_unauthenticated_connections($0)) } ?? 0 }
+    }
+
     /// Unauthenticated connections cut to make room for a new one, since start.
     package var unauthenticatedEvictions: Int {
         server.withLock { server in server.map { Int(pigeon_http_unauthenticated_evictions($0)) } ?? 0 }
@@ -367,6 +375,9 @@ private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
         pigeon_http_authenticated(exchange)
         return max(0, maxBytes)
     case .refuse: return -1
+    case .refuseWrongCredentials:
+        pigeon_http_refused_credentials(exchange)
+        return -1
     }
 }
 

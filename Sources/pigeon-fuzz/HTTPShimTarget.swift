@@ -21,7 +21,9 @@ enum HTTPShimTarget {
     private static let server: HTTPServer = {
         do {
             return try HTTPServer(configuration: configuration, logger: .silent, admit: { head in
-                head.path.hasPrefix("/refuse") ? .refuse : .accept(maxBytes: 1024)
+                if head.path.hasPrefix("/refuse") { return .refuse }
+                if head.path.hasPrefix("/wrong") { return .refuseWrongCredentials }
+                return head.path.hasPrefix("/authenticated") ? .acceptAuthenticated(maxBytes: 1024) : .accept(maxBytes: 1024)
             }, handler: { request in
                 let summary = "\(request.method) \(request.path) query=\(request.query.count) headers=\(request.headers.count) "
                     + "body=\(request.body.count) tooLarge=\(request.bodyTooLarge)\n"

@@ -152,7 +152,7 @@ struct RouterHarness {
         let head = HTTPRequestHead(method: method, path: String(split[0]), authorization: headers["authorization"])
         let tooLarge: Bool
         switch router.admit(head) {
-        case .refuse: tooLarge = true
+        case .refuse, .refuseWrongCredentials: tooLarge = true
         case .accept(let maxBytes), .acceptAuthenticated(let maxBytes): tooLarge = bytes.count > maxBytes
         }
         let request = HTTPRequest(method: method, path: String(split[0]), query: query, headers: headers,

@@ -58,7 +58,8 @@ typedef struct pigeon_http_config {
      * at once (0 = no cap). When they are at it, a new connection makes room by cutting the oldest
      * unauthenticated connection of the address holding the most. */
     unsigned int unauthenticated_limit;
-    /* The same per client address (0 = none): beyond it a new connection is refused at accept. */
+    /* The same per client address (0 = none): beyond it a new connection cuts one of that
+     * address's (first one that sent wrong credentials, then the oldest). */
     unsigned int unauthenticated_per_address_limit;
     /* A connection that sent no head passing the checks this long after it opened is cut
      * (0 = only the request deadline). */
@@ -86,7 +87,10 @@ void pigeon_http_quiesce(pigeon_http_server *server);
 unsigned int pigeon_http_in_flight(pigeon_http_server *server);
 /* Open connections. */
 unsigned int pigeon_http_connections(pigeon_http_server *server);
-/* Connections refused at accept because the unauthenticated ones were at their cap, and cut because
+/* Open connections that have not authenticated (see unauthenticated_limit). */
+unsigned int pigeon_http_unauthenticated_connections(pigeon_http_server *server);
+/* Connections refused at accept because the unauthenticated ones were at their cap with none to
+ * cut (rare: every one is being opened or closed), and cut because
  * they did not authenticate in time, since start. */
 unsigned long pigeon_http_unauthenticated_refusals(pigeon_http_server *server);
 unsigned long pigeon_http_unauthenticated_closures(pigeon_http_server *server);
@@ -129,6 +133,9 @@ const char *pigeon_http_peer(const pigeon_http_exchange *exchange);
 /* During admit: the request carries valid credentials, so its connection no longer counts among
  * the unauthenticated ones (it is neither capped nor evicted as one). */
 void pigeon_http_authenticated(pigeon_http_exchange *exchange);
+/* During admit: the request carries wrong credentials, so its connection is the first of its
+ * address to be cut when a new connection needs room among the unauthenticated ones. */
+void pigeon_http_refused_credentials(pigeon_http_exchange *exchange);
 
 /* Answers a request handed to the handler, from any thread, exactly once. headers holds
  * header_count name/value pairs (names[i], values[i]). drop_connection = 1 closes the connection

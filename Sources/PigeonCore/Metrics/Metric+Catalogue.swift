@@ -12,7 +12,9 @@ extension Metric {
     /// `pigeon_soap_sign_in_failures_total`
     package static let soapSignInFailuresTotal = Metric("pigeon_soap_sign_in_failures_total", .counter, "SOAP calls without the right Basic credentials, by reason (no_credentials: a challenge asked for, not counted against the client; wrong_credentials; limited: past 10 a minute for that user and address, answered 429).")
     /// `pigeon_http_unauthenticated_evictions`
-    package static let httpUnauthenticatedEvictions = Metric("pigeon_http_unauthenticated_evictions", .gauge, "Unauthenticated connections cut to make room for a new one (the oldest of the address holding the most), since start.")
+    package static let httpUnauthenticatedEvictions = Metric("pigeon_http_unauthenticated_evictions", .gauge, "Unauthenticated connections cut to make room for a new one (of the new one's address at its cap, or of the address holding the most; one that sent wrong credentials first, then the oldest), since start.")
+    /// `pigeon_http_unauthenticated_connections`
+    package static let httpUnauthenticatedConnections = Metric("pigeon_http_unauthenticated_connections", .gauge, "Open connections per listener that have not authenticated (no accepted client certificate, no SOAP call with the bank's credentials).")
     /// `pigeon_http_allowlist_refusals`
     package static let httpAllowlistRefusals = Metric("pigeon_http_allowlist_refusals", .gauge, "Connections refused because their address is not in bankAllowedClients, since start.")
     /// `pigeon_db_pool_connections`
@@ -70,7 +72,7 @@ extension Metric {
     /// `pigeon_http_deadline_closures`
     package static let httpDeadlineClosures = Metric("pigeon_http_deadline_closures", .gauge, "Connections closed because a whole request did not arrive within requestDeadlineSeconds, since start.")
     /// `pigeon_http_unauthenticated_refusals`
-    package static let httpUnauthenticatedRefusals = Metric("pigeon_http_unauthenticated_refusals", .gauge, "Connections refused at accept because the listener's unauthenticated connections (of that address, or in all) were at their cap, since start.")
+    package static let httpUnauthenticatedRefusals = Metric("pigeon_http_unauthenticated_refusals", .gauge, "Connections refused at accept because the listener's unauthenticated connections were at their cap and none could be cut to make room, since start.")
     /// `pigeon_http_unauthenticated_closures`
     package static let httpUnauthenticatedClosures = Metric("pigeon_http_unauthenticated_closures", .gauge, "Connections cut because they sent no head that passed the checks within 5 s of opening, since start.")
     /// `pigeon_tls_certificate_expiry_timestamp_seconds`
@@ -142,6 +144,7 @@ extension Metric {
         .httpConnections,
         .httpRequestsInFlight,
         .httpDeadlineClosures,
+        .httpUnauthenticatedConnections,
         .httpUnauthenticatedRefusals,
         .httpUnauthenticatedClosures,
         .httpUnauthenticatedEvictions,

@@ -57,7 +57,9 @@ struct Router: Sendable {
     func admit(_ head: HTTPRequestHead) -> HTTPServer.BodyAdmission {
         if surfaces.contains(.bank), head.path == InboundEndpoint.path || head.path == InboundEndpoint.path + "/" {
             if let soapAuthentication, !soapAuthentication.accepts(head.authorization) {
-                return .refuse
+                // No credentials is a client asking for the challenge (it may be the bank's, about
+                // to send them on this connection); wrong ones mark the connection for cutting first.
+                return head.authorization == nil ? .refuse : .refuseWrongCredentials
             }
             // The bank's credentials (or no SOAP authentication, on loopback): the connection is
             // the bank's, and no crowd of unauthenticated ones can take its place.

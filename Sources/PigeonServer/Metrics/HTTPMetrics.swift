@@ -10,6 +10,7 @@ enum HTTPMetrics {
                 metrics.set(Metric.httpConnections, labels: ["listener": listener], to: Double(server.openConnections))
                 metrics.set(Metric.httpRequestsInFlight, labels: ["listener": listener], to: Double(server.requestsInFlight))
                 metrics.set(Metric.httpDeadlineClosures, labels: ["listener": listener], to: Double(server.deadlineClosures))
+                metrics.set(Metric.httpUnauthenticatedConnections, labels: ["listener": listener], to: Double(server.unauthenticatedConnections))
                 metrics.set(Metric.httpUnauthenticatedRefusals, labels: ["listener": listener], to: Double(server.unauthenticatedRefusals))
                 metrics.set(Metric.httpUnauthenticatedClosures, labels: ["listener": listener], to: Double(server.unauthenticatedClosures))
                 metrics.set(Metric.httpUnauthenticatedEvictions, labels: ["listener": listener], to: Double(server.unauthenticatedEvictions))

@@ -26,6 +26,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
+            name: "CCrypt",
+            pkgConfig: "libxcrypt",
+            providers: [.apt(["libcrypt-dev"])]
+        ),
+        .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
@@ -75,7 +80,7 @@ let package = Package(
         // and types as SOAPCodec describes them, shared by the gateway, the bank proxy's client,
         // the bank stub and the load generator.
         .target(name: "BankContract", dependencies: ["SOAPCodec", "PigeonDomain"]),
-        .target(name: "PigeonCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "PigeonCrypto", dependencies: ["COpenSSL", "CCrypt"]),
         // Opens confidential pushes (CONTRACT §8) as a phone does: plain Swift on CryptoKit on
         // Apple platforms (a notification service extension copies it), on PigeonCrypto elsewhere.
         .target(name: "PigeonDecryptor", dependencies: [.target(name: "PigeonCrypto", condition: .when(platforms: [.linux]))]),
@@ -128,7 +133,7 @@ let package = Package(
         // bank stub for local runs (so the gateway library links neither).
         .target(
             name: "PigeonCommandLine",
-            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub", "OutboundHTTP"]
+            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub", "OutboundHTTP", "PigeonCrypto"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(

@@ -6,14 +6,16 @@ import PigeonStore
 extension CommandLineTool {
     static let outboxHelp = """
         pigeon outbox list --config FILE
-        pigeon outbox retry --config FILE (--id ID[,ID…] | --all)
+        pigeon outbox retry --config FILE (--id ID[,ID…] | --all) [--reason TEXT]
 
         Reports to the bank wait in the outbox until it takes them; those it refused for longer than
         reportMaxAgeHours leave it for the dead letters. 'list' prints both: the waiting ones (id,
         kind, notification, users, attempts, written, next attempt, last error; the first 500) and
         the dead letters (id, kind, notification, users, attempts, written, died, last error), or
         "none". 'retry' puts dead letters back into the outbox, due now, for the running gateways
-        to send; an id that is not a dead letter is named and the exit status is 1.
+        to send; an id that is not a dead letter is named and the exit status is 1. The console's
+        audit trail records each retry: the operating-system user who ran it (sudo's caller when
+        run through sudo), the ids and the reason.
         """
 
     func outbox(_ options: [String]) async -> Int32 {
@@ -28,6 +30,15 @@ extension CommandLineTool {
         var rest = Array(options.dropFirst())
         var ids: [Int64]?
         var all = false
+        var reason = ""
+        if let index = rest.firstIndex(of: "--reason") {
+            guard index + 1 < rest.count, rest[index + 1].count <= 200 else {
+                printError("pigeon outbox: --reason needs a value of at most 200 characters")
+                return 2
+            }
+            reason = rest[index + 1]
+            rest.removeSubrange(index...index + 1)
+        }
         if let index = rest.firstIndex(of: "--all") {
             all = true
             rest.remove(at: index)
@@ -68,6 +79,10 @@ extension CommandLineTool {
                 } else {
                     let moved = try await outbox.requeue(all ? nil : ids)
                     print("re-queued \(moved.count) report\(moved.count == 1 ? "" : "s")")
+                    try await PostgresAuditTrail(pool: pool).record(AuditEntry(
+                        operatorName: Self.commandLineOperator(), role: "command line", address: "local", action: .outboxRetry,
+                        target: all ? "all dead letters" : "reports " + (ids ?? []).map(String.init).joined(separator: ","), reason: reason,
+                        outcome: "re-queued " + (moved.isEmpty ? "none" : moved.map(String.init).joined(separator: ","))))
                     let missing = (ids ?? []).filter { !moved.contains($0) }
                     if !missing.isEmpty {
                         printError("pigeon outbox retry: not dead letters (unknown, or still waiting to be sent): \(missing.map(String.init).joined(separator: ", "))")
@@ -80,6 +95,13 @@ extension CommandLineTool {
                 return 1
             }
         }
+    }
+
+    /// Who runs this command, as the audit trail names them: sudo's caller, else the login user.
+    static func commandLineOperator() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let name = environment["SUDO_USER"] ?? environment["LOGNAME"] ?? environment["USER"] ?? "uid \(getuid())"
+        return "os:" + name
     }
 
     /// Waiting reports as tab-separated lines under a header.

@@ -29,6 +29,8 @@ package struct CommandLineTool: Sendable {
                                       a reference bank proxy (SBIOutbound) for local runs
           outbox list|retry --config FILE [--id ID,… | --all]
                                       dead-lettered reports to the bank: list, send again
+          hash-password               read a password on standard input, print its yescrypt hash
+                                      (a consoleUsersFile line's middle field)
           health [URL] [--cacert FILE]
                                       exit 0 when URL (default http://127.0.0.1:8080/health)
                                       answers 200: the container's health check
@@ -104,6 +106,8 @@ package struct CommandLineTool: Sendable {
             return await bankStub(options)
         case "health":
             return await health(options)
+        case "hash-password":
+            return hashPassword(options)
         default:
             printError("pigeon: unknown command '\(command)'; run 'pigeon --help'")
             return 2

@@ -2,12 +2,17 @@ import Foundation
 import PigeonCore
 
 extension GatewayConfiguration {
-    /// The operator console (CONTRACT §5): `consoleUsername`/`consolePassword`, served on
-    /// `bankListen` (or on a loopback `listen` when there is no `bankListen`).
+    /// The operator console (CONTRACT §5, §10): operators' accounts in `consoleUsersFile`
+    /// (`name:hash:role`), and/or the single `admin` of `consoleUsername`/`consolePassword`;
+    /// served on `bankListen` (or on a loopback `listen` when there is no `bankListen`).
     package struct Console: Sendable {
         package var username: String?
         package var password: String?
-        package var isConfigured: Bool { username != nil && password != nil }
+        /// `consoleUsersFile`: one operator a line, `name:hash:role`; re-read on SIGHUP.
+        package var usersFile: String?
+        /// `auditRetentionDays`: the audit trail is kept this many days (365–3650; default 400).
+        package var auditRetentionDays = 400
+        package var isConfigured: Bool { (username != nil && password != nil) || usersFile != nil }
     }
 
     /// Whether the console can be served: configured, and on a listener that does not face
@@ -29,6 +34,7 @@ extension GatewayConfiguration {
             ("bankClientCaFile", shown(http.bankClientCaFile)),
             ("soapUsername", shown(http.soapUsername)), ("soapPassword", hidden(http.soapPassword)),
             ("consoleUsername", shown(console.username)), ("consolePassword", hidden(console.password)),
+            ("consoleUsersFile", shown(console.usersFile)), ("auditRetentionDays", String(console.auditRetentionDays)),
             ("maxRequestBytes", String(http.maxRequestBytes)), ("perAddressConnectionLimit", String(http.perAddressConnectionLimit)),
             ("requestDeadlineSeconds", String(http.requestDeadlineSeconds)),
             ("dbUrl", database.url.map(DatabaseURLRedaction.redacted) ?? "—"), ("dbUsername", shown(database.username)),

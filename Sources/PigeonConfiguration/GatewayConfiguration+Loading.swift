@@ -368,6 +368,8 @@ extension GatewayConfiguration {
         },
         "soapUsername": { $0.http.soapUsername = try nonEmpty($1) },
         "consoleUsername": { $0.console.username = try nonEmpty($1) },
+        "consoleUsersFile": { $0.console.usersFile = try nonEmpty($1) },
+        "auditRetentionDays": { $0.console.auditRetentionDays = try integer($1, in: 365...3650) },
         "consolePassword": { configuration, value in
             guard value.count >= 12 else { throw ValueError(message: "must be at least 12 characters") }
             configuration.console.password = value

@@ -5,10 +5,12 @@ import PigeonHTTP
 import PigeonStore
 import Synchronization
 
-/// The operator console at `/console` on the bank-facing listener (CONTRACT §5): server-rendered
-/// pages behind their own sign-in (`consoleUsername`/`consolePassword`), a session cookie
-/// (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS), a CSRF token in every form, a strict
-/// Content-Security-Policy (no script, styles from the console only), and no caching.
+/// The operator console at `/console` on the bank-facing listener (CONTRACT §5, §10): server-
+/// rendered pages behind each operator's own sign-in (a users file, the bank's directory, or the
+/// single `consoleUsername`), a role that decides what they may do, sessions kept in PostgreSQL
+/// (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS), a CSRF token in every form, an audit
+/// trail of every sign-in and action, a strict Content-Security-Policy (no script, styles from the
+/// console only), and no caching.
 package struct ConsoleEndpoint: Sendable {
     package static let prefix = "/console"
     package static let cookie = "pigeon_console"
@@ -22,8 +24,9 @@ package struct ConsoleEndpoint: Sendable {
         ("Cache-Control", "no-store"),
     ]
 
-    package let credentials: BasicAuthentication
+    package let accounts: any ConsoleAccountSource
     package let sessions: ConsoleSessions
+    package let audit: any AuditTrail
     /// Failed sign-ins on the form, per client address and minute (successful ones are not counted).
     package let signInLimit: AddressRateLimit
     /// Failed Basic credentials on the JSON API, per client address and minute: a budget of its
@@ -33,10 +36,11 @@ package struct ConsoleEndpoint: Sendable {
     package let data: any ConsoleSource
     package let logger: Logger
 
-    package init(credentials: BasicAuthentication, sessions: ConsoleSessions, signInLimit: AddressRateLimit,
+    package init(accounts: any ConsoleAccountSource, sessions: ConsoleSessions, audit: any AuditTrail, signInLimit: AddressRateLimit,
                  apiSignInLimit: AddressRateLimit = AddressRateLimit(perMinute: 10), secureCookie: Bool, data: any ConsoleSource, logger: Logger) {
-        self.credentials = credentials
+        self.accounts = accounts
         self.sessions = sessions
+        self.audit = audit
         self.signInLimit = signInLimit
         self.apiSignInLimit = apiSignInLimit
         self.secureCookie = secureCookie
@@ -62,10 +66,17 @@ package struct ConsoleEndpoint: Sendable {
         }
         if request.bodyTooLarge { return ("other", .text(413, "console forms are at most \(Self.maximumBodyBytes) bytes\n")) }
         if path == "/console/login" {
-            return ("login", request.method == "POST" ? signIn(request) : page(200, ConsolePages.signIn(message: nil)))
+            return ("login", request.method == "POST" ? await signIn(request) : page(200, ConsolePages.signIn(message: nil)))
         }
         if path.hasPrefix("/console/api/") { return await api(request) }
-        guard let (id, session) = currentSession(request) else {
+        let current: (String, ConsoleSessions.Session)?
+        do {
+            current = try await currentSession(request)
+        } catch {
+            logger.error("console: sessions cannot be read", metadata: ["error": "\(error)"])
+            return ("error", page(503, ConsolePages.layout(title: "Unavailable", session: nil, body: "<p>The database did not answer; try again.</p>")))
+        }
+        guard let (id, session) = current else {
             if request.method == "GET" { return ("redirect", Self.redirect("/console/login")) }
             return ("refused", .text(403, "sign in first\n"))
         }
@@ -81,6 +92,7 @@ package struct ConsoleEndpoint: Sendable {
             form = fields
         }
         let context = ConsolePages.Context(session: session, operatorName: session.username)
+        let actor = ConsoleActions.Actor(person: session.person, address: request.peer)
         do {
             switch (request.method, path) {
             case ("GET", "/console"), ("GET", "/console/"):
@@ -88,25 +100,32 @@ package struct ConsoleEndpoint: Sendable {
             case ("GET", "/console/notification"):
                 return ("notification", page(200, try await notification(query["id"] ?? "", page: ConsolePaging.pageNumber(query["page"]), reveal: false, context)))
             case ("POST", "/console/notification/reveal"):
+                guard session.person.role.allows(.reveal) else { return ("reveal", forbidden(session, .reveal)) }
                 let id = form["id"] ?? ""
-                logger.notice("console: notification content revealed", metadata: ["operator": session.username, "notification": LogText.escaped(id, limit: 100)])
+                _ = try await actions.reveal(id, by: actor)
                 return ("reveal", page(200, try await notification(id, page: ConsolePaging.pageNumber(form["page"]), reveal: true, context)))
             case ("GET", "/console/user"):
                 let user = query["user"] ?? ""
                 return ("user", page(200, ConsolePages.user(user, try await data.user(user), message: query["message"], context)))
             case ("POST", "/console/device/revoke"):
-                return ("revoke", try await revoke(form, session: session))
+                guard session.person.role.allows(.revoke) else { return ("revoke", forbidden(session, .revoke)) }
+                return ("revoke", try await revoke(form, actor: actor, session: session))
             case ("GET", "/console/outbox"):
                 return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsolePaging.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):
+                guard session.person.role.allows(.requeue) else { return ("requeue", forbidden(session, .requeue)) }
                 guard let reportId = form["id"].flatMap(Int64.init) else { return ("requeue", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No report id.</p>"))) }
-                let moved = try await data.requeue(report: reportId)
-                logger.notice("console: dead report re-queued", metadata: ["operator": session.username, "report": String(reportId), "moved": String(moved)])
+                let moved = try await actions.requeue(reportId, by: actor)
                 return ("requeue", Self.redirect("/console/outbox?message=" + HTML.query(moved ? "Report \(reportId) is waiting to be sent again." : "Report \(reportId) is no longer a dead letter.")))
+            case ("GET", "/console/audit"):
+                let pageNumber = ConsolePaging.pageNumber(query["page"])
+                let entries = try await audit.entries(since: nil, offset: ConsolePaging.offset(of: pageNumber), limit: ConsolePaging.pageSize)
+                return ("audit", page(200, ConsolePages.audit(entries, page: pageNumber, context)))
             case ("GET", "/console/config"):
+                guard session.person.role.allows(.configuration) else { return ("config", forbidden(session, .configuration)) }
                 return ("config", page(200, ConsolePages.configuration(data.settings, context)))
             case ("POST", "/console/logout"):
-                sessions.end(id: id)
+                try await sessions.end(id: id)
                 logger.info("console: signed out", metadata: ["operator": session.username])
                 var response = Self.redirect("/console/login")
                 response.headers.append(("Set-Cookie", "\(Self.cookie)=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict\(secureCookie ? "; Secure" : "")"))
@@ -120,89 +139,37 @@ package struct ConsoleEndpoint: Sendable {
         }
     }
 
+    /// The actions pages and JSON calls share, each recorded in the audit trail.
+    var actions: ConsoleActions { ConsoleActions(accounts: accounts, data: data, audit: audit, logger: logger) }
+
+    private func forbidden(_ session: ConsoleSessions.Session, _ right: ConsoleRole.Right) -> HTTPResponse {
+        logger.warning("console: action refused for the operator's role", metadata: ["operator": session.username, "role": session.person.role.rawValue, "right": right.rawValue])
+        return page(403, ConsolePages.layout(title: "Not allowed", session: session, body: "<p>Your role (\(session.person.role.rawValue)) does not allow this; it needs \(ConsoleRole.least(for: right).rawValue).</p>"))
+    }
+
     private func notification(_ id: String, page: Int, reveal: Bool, _ context: ConsolePages.Context) async throws -> String {
         guard !id.isEmpty else { return ConsolePages.notificationSearch(context) }
         return ConsolePages.notification(id, try await data.notification(id, page: page), page: page, reveal: reveal, context)
     }
 
-    private func revoke(_ form: [String: String], session: ConsoleSessions.Session) async throws -> HTTPResponse {
+    private func revoke(_ form: [String: String], actor: ConsoleActions.Actor, session: ConsoleSessions.Session) async throws -> HTTPResponse {
         let user = form["user"] ?? ""
-        let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard let deviceId = form["device"].flatMap(Int64.init) else {
             return page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No device.</p>"))
         }
-        guard !reason.isEmpty, reason.count <= 200 else {
+        switch try await actions.revoke(deviceId: deviceId, user: user, reason: form["reason"] ?? "", by: actor) {
+        case .noReason:
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("Give a reason (at most 200 characters) to revoke a device."))
-        }
-        guard let revoked = try await data.revoke(deviceId: deviceId, reason: "revoked in the console by \(session.username): \(reason)") else {
+        case .gone:
             return Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query("That device is already gone."))
+        case .revoked(let owner, let device):
+            return Self.redirect("/console/user?user=\(HTML.query(owner))&message=" + HTML.query("Device \(device.deviceId) revoked: its authentication token and push token no longer work."))
         }
-        logger.notice("console: device revoked", metadata: [
-            "operator": session.username, "user": LogText.escaped(revoked.user, limit: 100), "device": LogText.escaped(revoked.device.deviceId, limit: 100),
-            "platform": revoked.device.platform, "pushToken": Redaction.token(revoked.device.pushToken), "reason": LogText.escaped(reason, limit: 200)])
-        return Self.redirect("/console/user?user=\(HTML.query(revoked.user))&message=" + HTML.query("Device \(revoked.device.deviceId) revoked: its authentication token and push token no longer work."))
-    }
-
-    // MARK: JSON
-
-    /// The JSON twins, for a console session or HTTP Basic with the console's credentials (wrong
-    /// credentials count against the address like a sign-in). Read-only: GET only, no CSRF.
-    private func api(_ request: HTTPRequest) async -> (String, HTTPResponse) {
-        var operatorName = currentSession(request)?.1.username
-        if operatorName == nil, let header = request.header("authorization") {
-            if let retryAfter = apiSignInLimit.exhausted(request.peer) {
-                return ("api_refused", APIError(429, "TOO_MANY_ATTEMPTS", "too many wrong credentials from this address; retry in \(retryAfter) s").response)
-            }
-            if credentials.accepts(header) {
-                operatorName = "basic"
-            } else {
-                _ = apiSignInLimit.take(request.peer)
-                logger.warning("console API: credentials refused", metadata: ["peer": request.peer])
-            }
-        }
-        guard operatorName != nil else {
-            var response = APIError(401, "UNAUTHORIZED", "sign in to the console or send the console's credentials (HTTP Basic)").response
-            response.headers.append(("WWW-Authenticate", #"Basic realm="pigeon console""#))
-            return ("api_refused", response)
-        }
-        guard request.method == "GET" else { return ("api", APIError(405, "METHOD_NOT_ALLOWED", "the console API is read-only: use GET").response) }
-        guard let (resource, name) = Self.apiCall(request.path) else {
-            return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)
-        }
-        do {
-            switch resource {
-            case "notifications":
-                let page = ConsolePaging.pageNumber(FormFields.query(request.query)["page"])
-                guard let view = try await data.notification(name, page: page) else {
-                    return ("api_notification", APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id").response)
-                }
-                return ("api_notification", JSONResponse.make(200, ConsoleJSON.notification(view, page: page)))
-            case "users":
-                guard let view = try await data.user(name) else { return ("api_user", APIError(404, "NOT_FOUND", "no user").response) }
-                return ("api_user", JSONResponse.make(200, ConsoleJSON.user(name, view)))
-            default:
-                return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)
-            }
-        } catch {
-            logger.error("console API call failed", metadata: ["path": String(request.path.prefix(100)), "error": "\(error)"])
-            return ("api", APIError(503, "UNAVAILABLE", "the console cannot read the database right now").response)
-        }
-    }
-
-    /// The JSON API call a path names: `/console/api/v1/RESOURCE/NAME`, NAME percent-decoded
-    /// once (so an id may hold `/` as `%2F`), 1–256 bytes without control characters; nil for
-    /// anything else.
-    package static func apiCall(_ path: String) -> (resource: String, name: String)? {
-        guard path.hasPrefix("/console/api/v1/") else { return nil }
-        let parts = path.dropFirst("/console/api/v1/".count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 2, let name = parts[1].removingPercentEncoding,
-              !name.isEmpty, name.utf8.count <= 256, !ControlCharacters.present(in: name) else { return nil }
-        return (parts[0], name)
     }
 
     // MARK: Sign-in
 
-    private func signIn(_ request: HTTPRequest) -> HTTPResponse {
+    private func signIn(_ request: HTTPRequest) async -> HTTPResponse {
         // Ten failed sign-ins from an address in a minute: then 429 before the password is
         // looked at, so it cannot be guessed at speed. Successful sign-ins are not counted.
         if let retryAfter = signInLimit.exhausted(request.peer) {
@@ -212,41 +179,41 @@ package struct ConsoleEndpoint: Sendable {
         }
         let fields = FormFields.parse(request.body) ?? [:]
         let username = fields["username"] ?? "", password = fields["password"] ?? ""
-        guard credentials.accepts(username: username, password: password) else {
+        switch await actions.signIn(username: username, password: password, address: request.peer, channel: "form") {
+        case .refused:
             _ = signInLimit.take(request.peer)
-            logger.warning("console: sign-in refused", metadata: ["peer": request.peer, "username": LogText.escaped(username, limit: 64)])
             return page(401, ConsolePages.signIn(message: "Wrong username or password."))
+        case .unavailable:
+            return page(503, ConsolePages.signIn(message: "Your account cannot be checked right now: the directory does not answer. Try again in a minute, or ask for a local account."))
+        case .accepted(let person):
+            do {
+                let (id, _) = try await sessions.start(person)
+                var response = Self.redirect("/console")
+                response.headers.append(("Set-Cookie", "\(Self.cookie)=\(id); Path=/console; HttpOnly; SameSite=Strict\(secureCookie ? "; Secure" : "")"))
+                return response
+            } catch {
+                logger.error("console: a session could not be stored", metadata: ["operator": LogText.escaped(person.name, limit: 64), "error": "\(error)"])
+                return page(503, ConsolePages.signIn(message: "The database did not answer; try again."))
+            }
         }
-        let (id, _) = sessions.start(username: username)
-        logger.notice("console: signed in", metadata: ["operator": LogText.escaped(username, limit: 64), "peer": request.peer])
-        var response = Self.redirect("/console")
-        response.headers.append(("Set-Cookie", "\(Self.cookie)=\(id); Path=/console; HttpOnly; SameSite=Strict\(secureCookie ? "; Secure" : "")"))
-        return response
     }
 
-    private func currentSession(_ request: HTTPRequest) -> (String, ConsoleSessions.Session)? {
+    func currentSession(_ request: HTTPRequest) async throws -> (String, ConsoleSessions.Session)? {
         guard let header = request.header("cookie"), header.utf8.count < 8_192 else { return nil }
         for part in header.split(separator: ";") {
             let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0] == Self.cookie else { continue }
             let id = String(pair[1])
-            if let session = sessions.session(id: id) { return (id, session) }
+            if let session = try await sessions.session(id: id) { return (id, session) }
         }
         return nil
     }
 
-    private func page(_ status: Int, _ html: String) -> HTTPResponse {
+    func page(_ status: Int, _ html: String) -> HTTPResponse {
         .text(status, html, contentType: "text/html; charset=utf-8")
     }
 
-    private static func redirect(_ location: String) -> HTTPResponse {
+    static func redirect(_ location: String) -> HTTPResponse {
         HTTPResponse(status: 303, headers: [("Location", location)])
-    }
-}
-
-extension BasicAuthentication {
-    /// A username and password from a form, in constant time like the header.
-    package func accepts(username: String, password: String) -> Bool {
-        Self.constantTimeEqual(Array("\(username):\(password)".utf8), expected)
     }
 }

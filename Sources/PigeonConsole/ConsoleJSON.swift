@@ -79,7 +79,38 @@ package enum ConsoleJSON {
         ]
     }
 
+    /// `POST /console/api/v1/notifications/{id}/reveal`: the unmasked text, target and details
+    /// (never called for a confidential notification).
+    package static func revealed(_ view: ConsoleNotificationView) -> [String: Any] {
+        let content = view.notification.pushContent
+        return [
+            "id": view.notification.id,
+            "text": content.text,
+            "target": content.target ?? NSNull(),
+            "details": Dictionary(content.details.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first }),
+        ]
+    }
+
+    /// `GET /console/api/v1/audit`: a page of the trail, newest first.
+    package static func audit(_ entries: [AuditEntry], page: Int) -> [String: Any] {
+        [
+            "page": page,
+            "pageSize": ConsolePaging.pageSize,
+            "entries": entries.map { entry -> [String: Any] in
+                ["at": timestamp(entry.at), "operator": entry.operatorName, "role": entry.role, "address": entry.address,
+                 "action": entry.action.rawValue, "target": entry.target, "reason": entry.reason, "outcome": entry.outcome]
+            },
+        ]
+    }
+
+    /// An ISO 8601 instant (`2026-12-01T00:00:00Z`, fractional seconds and offsets allowed).
+    package static func parseTimestamp(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// An instant as ISO 8601 in UTC with milliseconds (`2026-12-06T09:30:00.250Z`).
     package static func timestamp(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }

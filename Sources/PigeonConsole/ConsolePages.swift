@@ -9,6 +9,8 @@ package enum ConsolePages {
     package struct Context {
         var session: ConsoleSessions.Session
         var operatorName: String
+        /// Whether the operator's role holds `right` (forms for the others are not shown).
+        func may(_ right: ConsoleRole.Right) -> Bool { session.person.role.allows(right) }
     }
 
     package static func layout(title: String, session: ConsoleSessions.Session?, body: String) -> String {
@@ -16,8 +18,9 @@ package enum ConsolePages {
         if let session {
             navigation = """
                 <nav aria-label="Console"><a href="/console">Overview</a> <a href="/console/notification">Notification</a> \
-                <a href="/console/user">User</a> <a href="/console/outbox">Outbox</a> <a href="/console/config">Configuration</a>
-                <form method="post" action="/console/logout" class="inline">\(csrf(session))<button type="submit">Sign out \(HTML.escape(session.username))</button></form></nav>
+                <a href="/console/user">User</a> <a href="/console/outbox">Outbox</a> <a href="/console/audit">Audit</a>\
+                \(session.person.role.allows(.configuration) ? " <a href=\"/console/config\">Configuration</a>" : "")
+                <form method="post" action="/console/logout" class="inline">\(csrf(session))<button type="submit">Sign out \(HTML.escape(session.username)) (\(session.person.role.rawValue))</button></form></nav>
                 """
         }
         return """
@@ -154,7 +157,7 @@ package enum ConsolePages {
             <tr><th scope="row">Priority, perishable</th><td>\(notification.priority.map(String.init) ?? "—"), \(notification.perishable.map { $0 ? "yes" : "no" } ?? "—")</td></tr>
             </tbody></table>
             """
-        if masked {
+        if masked && context.may(.reveal) {
             body += """
                 <form method="post" action="/console/notification/reveal">\(csrf(context.session))<input type="hidden" name="id" value="\(HTML.escape(id))">\
                 <input type="hidden" name="page" value="\(page)"><button type="submit">Reveal the content (logged)</button></form>
@@ -205,9 +208,7 @@ package enum ConsolePages {
                 <tr><td>\(HTML.escape(device.deviceId)) (\(HTML.escape(device.bankClientId)))</td><td>\(HTML.escape(device.platform))\(device.environment == "sandbox" ? " (sandbox)" : "")</td>\
                 <td>\(HTML.escape(device.appId.isEmpty ? "default" : device.appId))</td><td class="token">\(HTML.escape(Redaction.token(device.pushToken)))</td>\
                 <td>\(device.encryptionKeyId.map { "yes, " + HTML.escape($0) } ?? "none")</td><td>\(HTML.date(device.registeredAt))</td><td>\(HTML.date(device.reachedAt))</td>\
-                <td><form method="post" action="/console/device/revoke">\(csrf(context.session))<input type="hidden" name="device" value="\(device.id)">\
-                <input type="hidden" name="user" value="\(HTML.escape(user))"><label for="reason-\(device.id)">Reason</label> \
-                <input id="reason-\(device.id)" name="reason" maxlength="200" required> <button type="submit">Revoke</button></form></td></tr>
+                <td>\(context.may(.revoke) ? revokeForm(device, user: user, context) : "—")</td></tr>
                 """
         }
         if view.devices.isEmpty { body += "<tr><td colspan=\"8\">No subscribed device.</td></tr>" }
@@ -227,6 +228,33 @@ package enum ConsolePages {
         }
         if view.recent.isEmpty { body += "<tr><td colspan=\"5\">None kept (notifications are kept retentionDays).</td></tr>" }
         return layout(title: "User \(user)", session: context.session, body: body + "</tbody></table>")
+    }
+
+    private static func revokeForm(_ device: ConsoleStore.DeviceSummary, user: String, _ context: Context) -> String {
+        """
+        <form method="post" action="/console/device/revoke">\(csrf(context.session))<input type="hidden" name="device" value="\(device.id)">\
+        <input type="hidden" name="user" value="\(HTML.escape(user))"><label for="reason-\(device.id)">Reason</label> \
+        <input id="reason-\(device.id)" name="reason" maxlength="200" required> <button type="submit">Revoke</button></form>
+        """
+    }
+
+    // MARK: Audit
+
+    /// The audit trail, newest first, a page at a time.
+    package static func audit(_ entries: [AuditEntry], page: Int, _ context: Context) -> String {
+        var body = """
+            <p class="note">Every sign-in and every reveal, revoke, re-queue, test push and <code>pigeon outbox retry</code>, kept auditRetentionDays. Nothing revealed is written here.</p>
+            <table><thead><tr><th scope="col">When</th><th scope="col">Operator</th><th scope="col">Role</th><th scope="col">Address</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Reason</th><th scope="col">Outcome</th></tr></thead><tbody>
+            """
+        for entry in entries {
+            body += "<tr><td>\(HTML.date(entry.at))</td><td>\(HTML.escape(entry.operatorName))</td><td>\(HTML.escape(entry.role))</td><td>\(HTML.escape(entry.address))</td>"
+                + "<td class=\"action\">\(HTML.escape(entry.action.rawValue))</td><td>\(HTML.escape(entry.target))</td><td>\(HTML.escape(entry.reason))</td><td>\(HTML.escape(entry.outcome))</td></tr>"
+        }
+        if entries.isEmpty { body += "<tr><td colspan=\"8\">No entries\(page > 1 ? " on this page" : "").</td></tr>" }
+        body += "</tbody></table>"
+        if page > 1 { body += "<a href=\"/console/audit?page=\(page - 1)\">Newer</a> " }
+        if entries.count == ConsolePaging.pageSize { body += "<a href=\"/console/audit?page=\(page + 1)\">Older</a>" }
+        return layout(title: "Audit", session: context.session, body: body)
     }
 
     // MARK: Outbox
@@ -249,11 +277,17 @@ package enum ConsolePages {
             body += """
                 <tr><td>\(report.id)</td><td>\(HTML.escape(report.reason?.label(kind: report.kind) ?? report.kind))</td><td>\(HTML.escape(report.notificationId)) — \(HTML.escape(report.users.prefix(5).joined(separator: ", ")))</td>\
                 <td>\(report.attempts)</td><td>\(HTML.date(report.diedAt))</td><td>\(HTML.escape(report.lastError ?? ""))</td>\
-                <td><form method="post" action="/console/outbox/requeue">\(csrf(context.session))<input type="hidden" name="id" value="\(report.id)">\
-                <button type="submit" aria-label="Send report \(report.id) again">Re-queue</button></form></td></tr>
+                <td>\(context.may(.requeue) ? requeueForm(report.id, context) : "—")</td></tr>
                 """
         }
         return layout(title: "Outbox", session: context.session, body: body + "</tbody></table>")
+    }
+
+    private static func requeueForm(_ id: Int64, _ context: Context) -> String {
+        """
+        <form method="post" action="/console/outbox/requeue">\(csrf(context.session))<input type="hidden" name="id" value="\(id)">\
+        <button type="submit" aria-label="Send report \(id) again">Re-queue</button></form>
+        """
     }
 
     // MARK: Configuration

@@ -10,6 +10,8 @@ package struct APIError: Error, Equatable {
     package var retryAfter: Int?
     /// The methods the resource takes, for `Allow` (405 answers).
     package var allow: String?
+    /// The challenge of a 401 answer, for `WWW-Authenticate`.
+    package var wwwAuthenticate: String?
 
     package init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil, allow: String? = nil) {
         self.status = status
@@ -23,6 +25,7 @@ package struct APIError: Error, Equatable {
         var response = JSONResponse.make(status, ["error": code, "message": message])
         if let retryAfter { response.headers.append(("Retry-After", String(retryAfter))) }
         if let allow { response.headers.append(("Allow", allow)) }
+        if let wwwAuthenticate { response.headers.append(("WWW-Authenticate", wwwAuthenticate)) }
         return response
     }
 

@@ -30,6 +30,17 @@ package struct BasicAuthentication: Sendable {
         return String(decoding: user.prefix(64), as: UTF8.self)
     }
 
+    /// The user name and password an `Authorization: Basic` header presents, or nil when it is
+    /// not readable Basic credentials (a header over 4 KB, not base64, not UTF-8, no colon).
+    package static func credentials(_ header: String) -> (username: String, password: String)? {
+        guard header.utf8.count < 4096 else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+    }
+
     /// Whether the two are the same bytes, in time that depends on their lengths only: a
     /// different length never matches (the right password followed by NUL bytes is wrong).
     package static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {

@@ -19,8 +19,8 @@ enum MoreFuzzTargets {
         let body = Data((lines.count > 1 ? String(lines[1]) : "").utf8)
         let split = target.split(separator: "?", maxSplits: 1)
         let path = split.first.map(String.init) ?? ""
-        if let call = ConsoleEndpoint.apiCall(path) {
-            precondition(!call.name.isEmpty && call.name.utf8.count <= 256, "an API name outside its limits")
+        if let segments = ConsoleEndpoint.apiSegments(path) {
+            precondition((1...5).contains(segments.count) && segments.allSatisfy { !$0.isEmpty && $0.utf8.count <= 256 }, "an API segment outside its limits")
         }
         let arguments: [(name: String, value: String?)] = split.count > 1 ? split[1].split(separator: "&").map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

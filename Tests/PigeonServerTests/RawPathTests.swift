@@ -28,8 +28,7 @@ struct RawPathTests {
         #expect(path == "/console/api/v1/notifications/pay%2F1%2525")
         // libmicrohttpd turns a query's `+` into a space itself; the percent-encoding stays.
         #expect(query == ["id=pay%2B1 x", "page=2"])
-        #expect(ConsoleEndpoint.apiCall(path)?.name == "pay/1%25")
-        #expect(ConsoleEndpoint.apiCall(path)?.resource == "notifications")
+        #expect(ConsoleEndpoint.apiSegments(path) == ["notifications", "pay/1%25"])
         #expect(FormFields.query([("id", "pay%2B1+x")])["id"] == "pay+1 x", "a + typed into the form stays a +")
         #expect(PassKitCall.parts(of: "/passkit/v1/passes/pass.com.example.card/card%201", prefix: "/passkit") == ["v1", "passes", "pass.com.example.card", "card 1"])
     }

@@ -90,8 +90,13 @@ struct ReportsTests {
         let said = String(decoding: unknown.output, as: UTF8.self)
         #expect(unknown.status == 1 && said.contains("not dead letters") && said.contains("\(deadId + 1000)"), "\(unknown.status): \(said)")
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 1)
-        let retried = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "retry", "--config", config.path, "--all"]), as: UTF8.self)
+        let retried = String(decoding: try await ChildProcess.run(pigeon, ["outbox", "retry", "--config", config.path, "--all", "--reason", "bank proxy fixed"]), as: UTF8.self)
         #expect(retried.contains("re-queued 1 report"))
+        // The console's audit trail says who ran it, why, and what moved.
+        #expect(try await flow.count("""
+            SELECT count(*) FROM console_audit WHERE action = 'outbox-retry' AND operator LIKE 'os:%' AND reason = 'bank proxy fixed'
+            AND target = 'all dead letters' AND outcome = 're-queued \(deadId)'
+            """) == 1)
         #expect(try await flow.waitUntil(seconds: 120) { flow.stub.reports.contains { $0.notificationId == "old-1" } })
         #expect(try await flow.count("SELECT count(*) FROM outbox_dead") == 0)
         #expect(try await flow.waitUntil(seconds: 120) { try await flow.count("SELECT count(*) FROM outbox") == 0 })

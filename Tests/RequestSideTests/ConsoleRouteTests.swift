@@ -17,8 +17,8 @@ struct ConsoleRouteTests {
         var cookie: String?
         var peer = "192.0.2.50"
 
-        mutating func signIn(password: String = RouterHarness.consolePassword) async -> RouterHarness.Answer {
-            let answer = await harness.call("POST", "/console/login", body: Self.form(["username": RouterHarness.consoleUser, "password": password]),
+        mutating func signIn(_ username: String = RouterHarness.consoleUser, password: String = RouterHarness.consolePassword) async -> RouterHarness.Answer {
+            let answer = await harness.call("POST", "/console/login", body: Self.form(["username": username, "password": password]),
                                             headers: ["content-type": "application/x-www-form-urlencoded"], peer: peer)
             if let setCookie = answer.header("set-cookie"), let value = setCookie.split(separator: ";").first {
                 cookie = String(value)

@@ -33,6 +33,9 @@ struct RouterHarness {
     let console: InMemoryConsole?
     /// What the console logged (the request side's other endpoints log nowhere).
     let consoleLog: InMemoryLogHandler
+    /// The console's audit trail and sessions.
+    let audit: InMemoryAuditTrail
+    let sessionStore: InMemoryConsoleSessionStore
     /// The ids of the notifications stored, in order (what wakes the engine).
     var stored: [String] { storedIds.ids }
     private let storedIds = StoredIds()
@@ -52,6 +55,20 @@ struct RouterHarness {
 
     static let consoleUser = "operator"
     static let consolePassword = "console-password-2026"
+    /// A users file with one operator of each role, each with the password `<role>-password-2026`
+    /// (bcrypt at cost 5, quick to check).
+    static let operatorsFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-operators-\(getpid()).txt").path
+        let text = """
+            # name:hash:role
+            vera:$2b$05$cI/kD5ULD0e920EIT5BDyebKXuKNVD0ZvI.IlGiE2uPXlYZQQV8Zi:viewer
+            sam:$2b$05$MPNsqnWsQpwyQIgMWMNhieZ7/Ac6UftF71B5YTN2T4YiSNgZ4qkfW:support
+            ada:$2b$05$Dbighfmrx2QO3I4feU.38.dbYV3yOk9LfApIcU66RtqLq1/0EMhPG:admin
+
+            """
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }()
     static let soapUser = "bank-user"
     static let soapPassword = "s3cret-bank-password"
 
@@ -90,10 +107,14 @@ struct RouterHarness {
         let console = serveConsole
             ? InMemoryConsole(stores: stores, settings: configuration.effectiveSettings(), clock: { [clock] in clock.now }) : nil
         self.console = console
-        let consoleEndpoint = console.map {
+        let audit = InMemoryAuditTrail(clock: { testClock.now })
+        self.audit = audit
+        let sessionStore = InMemoryConsoleSessionStore()
+        self.sessionStore = sessionStore
+        let consoleEndpoint = try console.map {
             ConsoleEndpoint(
-                credentials: BasicAuthentication(username: Self.consoleUser, password: Self.consolePassword),
-                sessions: ConsoleSessions(clock: { testClock.now.timeIntervalSince1970 }),
+                accounts: ConsoleAccounts([try ConsoleUsersFile(path: Self.operatorsFile), ConsoleSingleAccount(username: Self.consoleUser, password: Self.consolePassword)]),
+                sessions: ConsoleSessions(store: sessionStore, clock: { testClock.now }), audit: audit,
                 signInLimit: AddressRateLimit(perMinute: 10, clock: { testClock.now.timeIntervalSince1970 }), secureCookie: true, data: $0,
                 logger: Logger(label: "pigeon.console", level: .debug, handler: consoleLog))
         }

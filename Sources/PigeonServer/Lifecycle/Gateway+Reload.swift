@@ -1,5 +1,6 @@
 import Foundation
 import PigeonConfiguration
+import PigeonConsole
 import PigeonCore
 
 extension Gateway {
@@ -13,6 +14,9 @@ extension Gateway {
         package var keysForNextStart: [String]
         /// Why `server.conf` could not be re-read (the running settings stay).
         package var configurationError: String?
+        /// `consoleUsersFile`: how many accounts it holds now, or why it was not re-read (the
+        /// accounts read before stay); nil without one.
+        package var consoleUsers: Result<Int, ConsoleUsersFileError>?
     }
 
     /// What SIGHUP (`systemctl reload`) does: reads the HTTPS certificate files again (see
@@ -23,6 +27,14 @@ extension Gateway {
     @discardableResult
     package func reload(rereading reread: Result<GatewayConfiguration, ConfigurationError>) -> Reload {
         var outcome = Reload(certificates: reloadCertificates(), logLevel: nil, keysForNextStart: [], configurationError: nil)
+        if let consoleUsers {
+            outcome.consoleUsers = Result { () throws(ConsoleUsersFileError) in try consoleUsers.reload() }
+            switch outcome.consoleUsers {
+            case .success(let count): logger.notice("consoleUsersFile re-read", metadata: ["path": consoleUsers.path, "accounts": String(count)])
+            case .failure(let error): logger.error("consoleUsersFile not re-read; the accounts read before stay", metadata: ["reason": error.description])
+            case nil: break
+            }
+        }
         switch reread {
         case .failure(let error):
             outcome.configurationError = error.description

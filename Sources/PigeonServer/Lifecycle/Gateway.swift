@@ -31,6 +31,8 @@ package final class Gateway: Sendable {
     private let enginePool: PostgresPool
     /// The HTTPS listeners, with the files ``reloadCertificates()`` reads again.
     let listenerCertificates: [ListenerCertificate]
+    /// `consoleUsersFile`, read again by a reload.
+    let consoleUsers: ConsoleUsersFile?
     let logger: Logger
     /// The lease owner name of this process's delivery engine, when it runs one.
     private let engineOwner: String?
@@ -154,9 +156,17 @@ package final class Gateway: Sendable {
         let pushActivity = PushActivity(metrics: metrics)
         // The console shows the listeners' certificates, and is itself served by a listener.
         let certificateList = LateList<(listener: String, server: HTTPServer)>()
+        let consoleUsers = try configuration.console.usersFile.map { path in
+            do { return try ConsoleUsersFile(path: path) } catch { throw StartError(description: "consoleUsersFile: \(error)") }
+        }
+        var consoleAccounts: [any ConsoleAccountSource] = consoleUsers.map { [$0] } ?? []
+        if let username = configuration.console.username, let password = configuration.console.password {
+            consoleAccounts.append(ConsoleSingleAccount(username: username, password: password))
+        }
+        let auditTrail = PostgresAuditTrail(pool: pool)
         let console = configuration.consoleIsServed ? ConsoleEndpoint(
-            credentials: BasicAuthentication(username: configuration.console.username ?? "", password: configuration.console.password ?? ""),
-            sessions: ConsoleSessions(), signInLimit: AddressRateLimit(perMinute: 10),
+            accounts: ConsoleAccounts(consoleAccounts),
+            sessions: ConsoleSessions(store: PostgresConsoleSessions(pool: pool)), audit: auditTrail, signInLimit: AddressRateLimit(perMinute: 10),
             secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
             data: ConsoleData(
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: notificationStore, outbox: Outbox(pool: pool),
@@ -167,7 +177,7 @@ package final class Gateway: Sendable {
         if configuration.console.isConfigured && console == nil {
             logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
         } else if !configuration.console.isConfigured {
-            logger.notice("the console is off: set consoleUsername and consolePassword to serve it at /console")
+            logger.notice("the console is off: set consoleUsersFile (or consoleUsername and consolePassword) to serve it at /console")
         }
         // `/ready` answers 503 from the first moment of a stop, before the listeners stop
         // accepting: a load balancer with kept-alive connections stops routing at once.
@@ -319,7 +329,13 @@ package final class Gateway: Sendable {
             .init("expiry watcher") { await expiryWatcher.run() },
         ]
         if let deliveryEngine { services.append(.init("delivery engine") { await deliveryEngine.run(workers: workers) }) }
-        if console != nil { services.append(.init("console push activity") { await pushActivity.run() }) }
+        if console != nil {
+            services.append(.init("console push activity") { await pushActivity.run() })
+            let auditDays = configuration.console.auditRetentionDays
+            let housekeeping = ConsoleHousekeeping(expireAudit: { try await auditTrail.expire(olderThanDays: auditDays) },
+                                                   logger: logger.withLabel("pigeon.console"))
+            services.append(.init("console audit retention") { await housekeeping.run() })
+        }
         if let sender { services.append(.init("outbox sender") { await sender.run() }) }
         lifecycle.start(services)
 
@@ -327,6 +343,7 @@ package final class Gateway: Sendable {
         self.metrics = metrics
         self.enginePool = enginePool
         self.listenerCertificates = listenerCertificates
+        self.consoleUsers = consoleUsers
         self.port = publicServer.port
         self.bankPort = servers.last?.1.port ?? publicServer.port
         self.logger = logger

@@ -1,0 +1,86 @@
+import Foundation
+
+/// A console session as stored (CONTRACT §10): the cookie's id only as its SHA-256 digest, the
+/// operator and role it was started for, the CSRF token its forms carry, and its two clocks.
+package struct StoredConsoleSession: Sendable, Equatable {
+    package var digest: Data
+    package var operatorName: String
+    package var role: String
+    package var csrfToken: String
+    package var startedAt: Date
+    package var lastSeenAt: Date
+
+    package init(digest: Data, operatorName: String, role: String, csrfToken: String, startedAt: Date, lastSeenAt: Date) {
+        self.digest = digest
+        self.operatorName = operatorName
+        self.role = role
+        self.csrfToken = csrfToken
+        self.startedAt = startedAt
+        self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// Where console sessions live: PostgreSQL in the gateway (shared by a fleet, kept across
+/// restarts), memory in the unit tier.
+package protocol ConsoleSessionStore: Sendable {
+    /// Stores a new session, first removing the ended ones (idle since before `idleBefore` or
+    /// started before `startedBefore`) and then, past `capacity`, the oldest.
+    func insert(_ session: StoredConsoleSession, capacity: Int, idleBefore: Date, startedBefore: Date) async throws
+    /// The live session of `digest` with its last use moved to `now`; nil when unknown or ended
+    /// (idle since before `idleBefore`, or started before `startedBefore`).
+    func touch(digest: Data, now: Date, idleBefore: Date, startedBefore: Date) async throws -> StoredConsoleSession?
+    /// Ends a session (signing out).
+    func delete(digest: Data) async throws
+}
+
+/// Console sessions in PostgreSQL (`console_sessions`).
+package struct PostgresConsoleSessions: ConsoleSessionStore {
+    private let pool: PostgresPool
+
+    package init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    package func insert(_ session: StoredConsoleSession, capacity: Int, idleBefore: Date, startedBefore: Date) async throws {
+        try await pool.transaction { connection in
+            _ = try connection.query("""
+                DELETE FROM console_sessions WHERE last_seen_at < to_timestamp($1::double precision) OR started_at < to_timestamp($2::double precision)
+                """, [String(idleBefore.timeIntervalSince1970), String(startedBefore.timeIntervalSince1970)])
+            _ = try connection.query("""
+                INSERT INTO console_sessions (digest, operator, role, csrf_token, started_at, last_seen_at)
+                VALUES ($1::bytea, $2, $3, $4, to_timestamp($5::double precision), to_timestamp($6::double precision))
+                """, [PostgresBytea.encode(session.digest), session.operatorName, session.role, session.csrfToken,
+                      String(session.startedAt.timeIntervalSince1970), String(session.lastSeenAt.timeIntervalSince1970)])
+            _ = try connection.query("""
+                DELETE FROM console_sessions WHERE digest IN (SELECT digest FROM console_sessions ORDER BY started_at DESC OFFSET $1::integer)
+                """, [String(max(1, capacity))])
+        }
+    }
+
+    package func touch(digest: Data, now: Date, idleBefore: Date, startedBefore: Date) async throws -> StoredConsoleSession? {
+        let key = PostgresBytea.encode(digest)
+        return try await pool.withConnection { connection in
+            let live = try connection.query("""
+                UPDATE console_sessions SET last_seen_at = greatest(last_seen_at, to_timestamp($2::double precision))
+                WHERE digest = $1::bytea AND last_seen_at >= to_timestamp($3::double precision) AND started_at >= to_timestamp($4::double precision)
+                RETURNING operator, role, csrf_token, extract(epoch FROM started_at)::double precision AS started_at,
+                          extract(epoch FROM last_seen_at)::double precision AS last_seen_at
+                """, [key, String(now.timeIntervalSince1970), String(idleBefore.timeIntervalSince1970), String(startedBefore.timeIntervalSince1970)])
+                .decodedFirst { row in
+                    StoredConsoleSession(digest: digest, operatorName: try row.decode("operator"), role: try row.decode("role"),
+                                         csrfToken: try row.decode("csrf_token"), startedAt: try row.decode("started_at"),
+                                         lastSeenAt: try row.decode("last_seen_at"))
+                }
+            if live == nil {
+                _ = try connection.query("DELETE FROM console_sessions WHERE digest = $1::bytea", [key])
+            }
+            return live
+        }
+    }
+
+    package func delete(digest: Data) async throws {
+        try await pool.withConnection { connection in
+            _ = try connection.query("DELETE FROM console_sessions WHERE digest = $1::bytea", [PostgresBytea.encode(digest)])
+        }
+    }
+}

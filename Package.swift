@@ -31,6 +31,15 @@ let package = Package(
             providers: [.apt(["libcrypt-dev"])]
         ),
         .systemLibrary(
+            name: "CLDAP",
+            pkgConfig: "ldap",
+            providers: [.apt(["libldap-dev"])]
+        ),
+        .target(
+            name: "CLDAPShim",
+            dependencies: ["CLDAP"]
+        ),
+        .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
@@ -118,7 +127,8 @@ let package = Package(
         .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
-        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP"]),
+        .target(name: "PigeonLDAP", dependencies: ["CLDAPShim"]),
+        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP", "PigeonLDAP"]),
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
         .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
@@ -127,7 +137,7 @@ let package = Package(
         .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PigeonDomain", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PigeonWallet"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy"]
+            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonLDAP"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).

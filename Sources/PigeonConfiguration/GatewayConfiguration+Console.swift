@@ -12,7 +12,31 @@ extension GatewayConfiguration {
         package var usersFile: String?
         /// `auditRetentionDays`: the audit trail is kept this many days (365–3650; default 400).
         package var auditRetentionDays = 400
-        package var isConfigured: Bool { (username != nil && password != nil) || usersFile != nil }
+        /// `consoleLdap…`: operators in the bank's directory.
+        package var ldap = Directory()
+        package var isConfigured: Bool { (username != nil && password != nil) || usersFile != nil || ldap.isConfigured }
+
+        /// The bank's directory (LDAP) for console sign-ins.
+        package struct Directory: Sendable {
+            /// `consoleLdapUrl`: `ldaps://host:port`, or `ldap://host:port` (StartTLS, unless loopback).
+            package var url: String?
+            /// `consoleLdapUserDn`: the user's DN with `{user}` for the name typed.
+            package var userDNTemplate: String?
+            /// `consoleLdapGroups`: `viewer=<DN>;support=<DN>;admin=<DN>` (at least one).
+            package var groups: [(role: String, dn: String)] = []
+            /// `consoleLdapCaFile`: the CA of the directory's certificate (PEM); default the system's.
+            package var caFile: String?
+            /// `consoleLdapTimeoutSeconds`: for the connection and each operation (1–30, default 5).
+            package var timeoutSeconds = 5
+            package var isConfigured: Bool { url != nil }
+            /// StartTLS on an `ldap://` URL whose host is not loopback.
+            package var startTLS: Bool {
+                guard let url, url.lowercased().hasPrefix("ldap://") else { return false }
+                let host = url.dropFirst("ldap://".count).prefix { $0 != "/" }
+                let name = host.hasPrefix("[") ? String(host.dropFirst().prefix { $0 != "]" }) : String(host.prefix { $0 != ":" })
+                return !GatewayConfiguration.isLoopback(name) && name != "localhost"
+            }
+        }
     }
 
     /// Whether the console can be served: configured, and on a listener that does not face
@@ -35,6 +59,9 @@ extension GatewayConfiguration {
             ("soapUsername", shown(http.soapUsername)), ("soapPassword", hidden(http.soapPassword)),
             ("consoleUsername", shown(console.username)), ("consolePassword", hidden(console.password)),
             ("consoleUsersFile", shown(console.usersFile)), ("auditRetentionDays", String(console.auditRetentionDays)),
+            ("consoleLdapUrl", shown(console.ldap.url)), ("consoleLdapUserDn", shown(console.ldap.userDNTemplate)),
+            ("consoleLdapGroups", console.ldap.groups.isEmpty ? "—" : console.ldap.groups.map { "\($0.role)=\($0.dn)" }.joined(separator: ";")),
+            ("consoleLdapCaFile", shown(console.ldap.caFile)), ("consoleLdapTimeoutSeconds", String(console.ldap.timeoutSeconds)),
             ("maxRequestBytes", String(http.maxRequestBytes)), ("perAddressConnectionLimit", String(http.perAddressConnectionLimit)),
             ("requestDeadlineSeconds", String(http.requestDeadlineSeconds)),
             ("dbUrl", database.url.map(DatabaseURLRedaction.redacted) ?? "—"), ("dbUsername", shown(database.username)),

@@ -186,6 +186,11 @@ extension GatewayConfiguration {
         if (console.username == nil) != (console.password == nil) {
             throw fail("consoleUsername and consolePassword must be set together")
         }
+        if console.ldap.url != nil || console.ldap.userDNTemplate != nil || !console.ldap.groups.isEmpty {
+            guard console.ldap.url != nil, console.ldap.userDNTemplate != nil, !console.ldap.groups.isEmpty else {
+                throw fail("consoleLdapUrl, consoleLdapUserDn and consoleLdapGroups must be set together")
+            }
+        }
         if (http.soapUsername == nil) != (http.soapPassword == nil) {
             throw fail("soapUsername and soapPassword must be set together")
         }
@@ -370,6 +375,32 @@ extension GatewayConfiguration {
         "consoleUsername": { $0.console.username = try nonEmpty($1) },
         "consoleUsersFile": { $0.console.usersFile = try nonEmpty($1) },
         "auditRetentionDays": { $0.console.auditRetentionDays = try integer($1, in: 365...3650) },
+        "consoleLdapUrl": { configuration, value in
+            let lowered = value.lowercased()
+            guard lowered.hasPrefix("ldaps://") || lowered.hasPrefix("ldap://"), value.count > 8, !value.contains(" ") else {
+                throw ValueError(message: "'\(value)' is not an ldaps:// or ldap:// URL")
+            }
+            configuration.console.ldap.url = value
+        },
+        "consoleLdapUserDn": { configuration, value in
+            guard value.contains("{user}"), value.contains("=") else { throw ValueError(message: "must be a DN with {user}, e.g. uid={user},ou=people,dc=bank,dc=example") }
+            configuration.console.ldap.userDNTemplate = value
+        },
+        "consoleLdapGroups": { configuration, value in
+            var groups: [(role: String, dn: String)] = []
+            for part in value.split(separator: ";") {
+                let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard pair.count == 2, ["viewer", "support", "admin"].contains(pair[0]), pair[1].contains("="),
+                      !groups.contains(where: { $0.role == pair[0] }) else {
+                    throw ValueError(message: "write viewer=<group DN>;support=<group DN>;admin=<group DN> (each role at most once)")
+                }
+                groups.append((pair[0], pair[1]))
+            }
+            guard !groups.isEmpty else { throw ValueError(message: "name at least one role's group") }
+            configuration.console.ldap.groups = groups
+        },
+        "consoleLdapCaFile": { $0.console.ldap.caFile = try nonEmpty($1) },
+        "consoleLdapTimeoutSeconds": { $0.console.ldap.timeoutSeconds = try integer($1, in: 1...30) },
         "consolePassword": { configuration, value in
             guard value.count >= 12 else { throw ValueError(message: "must be at least 12 characters") }
             configuration.console.password = value

@@ -3,12 +3,13 @@
 
 PIGEON_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
-APT_PACKAGES=(pkg-config libjemalloc-dev libcrypt-dev libpq-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
+APT_PACKAGES=(pkg-config libjemalloc-dev libcrypt-dev libldap-dev libpq-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
               postgresql-15 postgresql-client-15 nghttp2-client nghttp2-server openssl curl python3-venv)
 # Only the tests need these: promtool (alert rules), systemd-analyze (the unit file), Patroni and
 # etcd (the high-availability drills), and a
-# headless browser with its driver for the console's tests.
-TEST_APT_PACKAGES=(prometheus systemd chromium chromium-driver mmdebstrap buildah patroni etcd-server etcd-client python3-etcd)
+# headless browser with its driver for the console's tests, and OpenLDAP's server and tools (the
+# console's directory sign-in against a real slapd).
+TEST_APT_PACKAGES=(prometheus systemd chromium chromium-driver mmdebstrap buildah patroni etcd-server etcd-client python3-etcd slapd ldap-utils)
 
 log() { printf '[pigeon] %s\n' "$*" >&2; }
 

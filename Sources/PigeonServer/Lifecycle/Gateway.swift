@@ -8,6 +8,7 @@ import PigeonCore
 import PigeonDelivery
 import PigeonDeviceAPI
 import PigeonHTTP
+import PigeonLDAP
 import PigeonStore
 import PigeonWallet
 import PushCore
@@ -160,6 +161,12 @@ package final class Gateway: Sendable {
             do { return try ConsoleUsersFile(path: path) } catch { throw StartError(description: "consoleUsersFile: \(error)") }
         }
         var consoleAccounts: [any ConsoleAccountSource] = consoleUsers.map { [$0] } ?? []
+        let ldap = configuration.console.ldap
+        if let url = ldap.url, let template = ldap.userDNTemplate {
+            consoleAccounts.append(ConsoleDirectoryAccounts(
+                directory: LDAPDirectory(url: url, caFile: ldap.caFile, startTLS: ldap.startTLS, timeoutMilliseconds: ldap.timeoutSeconds * 1000),
+                userDNTemplate: template, groups: ldap.groups.compactMap { group in ConsoleRole(rawValue: group.role).map { ($0, group.dn) } }))
+        }
         if let username = configuration.console.username, let password = configuration.console.password {
             consoleAccounts.append(ConsoleSingleAccount(username: username, password: password))
         }

@@ -46,6 +46,8 @@ package enum ConsoleJSON {
             "serviceId": push.serviceId ?? NSNull(),
             "sentAt": push.sentAt.map(timestamp) ?? NSNull(),
             "updatedAt": timestamp(push.updatedAt),
+            "deliveredAt": push.deliveredAt.map(timestamp) ?? NSNull(),
+            "openedAt": push.openedAt.map(timestamp) ?? NSNull(),
         ]
     }
 

@@ -170,11 +170,19 @@ package enum ConsolePages {
             for device in recipient.devices {
                 let service = device.serviceId.map { " · id \(HTML.escape($0))" } ?? ""
                 body += "<tr class=\"device\"><td>↳ \(HTML.escape(device.deviceId)) (\(HTML.escape(device.platform)), \(HTML.escape(device.appId.isEmpty ? "default" : device.appId)), <span class=\"token\">\(HTML.escape(device.maskedToken))</span>)</td>"
-                    + "<td class=\"device-state\">\(HTML.escape(device.state))</td><td>\(device.attempts)</td><td>\(HTML.escape(device.lastError ?? ""))\(service)</td><td>\(HTML.date(device.sentAt ?? device.updatedAt))</td></tr>"
+                    + "<td class=\"device-state\">\(HTML.escape(device.state))\(acknowledged(device))</td><td>\(device.attempts)</td><td>\(HTML.escape(device.lastError ?? ""))\(service)</td><td>\(HTML.date(device.sentAt ?? device.updatedAt))</td></tr>"
             }
         }
         body += "</tbody></table>" + pager("/console/notification?id=\(HTML.query(id))", page: page, total: view.total)
         return layout(title: "Notification \(id)", session: context.session, body: body)
+    }
+
+    /// What the app on a device said about its push: received, opened (CONTRACT §10).
+    private static func acknowledged(_ device: ConsoleStore.DeviceOutcome) -> String {
+        var said: [String] = []
+        if let delivered = device.deliveredAt { said.append("received \(HTML.date(delivered))") }
+        if let opened = device.openedAt { said.append("opened \(HTML.date(opened))") }
+        return said.isEmpty ? "" : "<br><span class=\"acknowledged\">\(said.joined(separator: ", "))</span>"
     }
 
     /// Hides what could be a one-time code: every run of four or more digits (or the whole value).

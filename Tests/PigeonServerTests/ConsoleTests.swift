@@ -185,6 +185,39 @@ struct ConsoleTests {
         await flow.stop()
     }
 
+    @Test("per device, to the acknowledgement: of alice's two phones one says it received the code and the other that it opened it; the JSON API and the Notification page say which, with when",
+          .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+    func perDeviceAcknowledgement() async throws {
+        let flow = try await Self.harness()
+        let first = try await flow.register(user: "alice", device: "phone-1", token: String(repeating: "a1", count: 32))
+        let second = try await flow.register(user: "alice", device: "phone-2", token: String(repeating: "b2", count: 32))
+        _ = try await flow.gateway.soap(GatewayHarness.sendNotification(id: "ack 1+2", recipients: ["alice"], timeout: "600"))
+        let credentials = ["-u", "operator:\(Self.password)"]
+        func devices() async throws -> [[String: Any]] {
+            let answer = try await DeviceFlowHarness.curlWithHeaders(["-s", "-i"] + credentials + [flow.gateway.bankBaseURL + "/console/api/v1/notifications/ack%201%2B2"], input: nil)
+            let json = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+            return ((json?["recipients"] as? [[String: Any]])?.first?["devices"] as? [[String: Any]]) ?? []
+        }
+        #expect(try await flow.waitUntil(seconds: 120) {
+            let now = try await devices()
+            return now.count == 2 && now.allSatisfy { $0["state"] as? String == "SENT" }
+        })
+        #expect(try await devices().allSatisfy { $0["deliveredAt"] is NSNull && $0["openedAt"] is NSNull }, "nothing acknowledged yet")
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack%201%2B2/delivered", bearer: first).status == 200)
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack%201%2B2/opened", bearer: second).status == 200)
+        #expect(try await flow.call("POST", "/api/v1/notifications/ack%201%2B2/delivered", bearer: second).status == 200, "a later delivered changes nothing")
+        let byDevice = Dictionary(uniqueKeysWithValues: try await devices().map { ($0["deviceId"] as? String ?? "", $0) })
+        #expect(byDevice["phone-1"]?["deliveredAt"] is String && byDevice["phone-1"]?["openedAt"] is NSNull, "\(byDevice)")
+        #expect(byDevice["phone-2"]?["deliveredAt"] is String && byDevice["phone-2"]?["openedAt"] is String, "opened implies received: \(byDevice)")
+        let signedIn = try await Operator(base: flow.gateway.bankBaseURL).call("POST", "/console/login", form: ["username": "operator", "password": Self.password])
+        let cookie = try #require(WalletPassHarness.firstMatch("pigeon_console=([^;]+)", in: signedIn.headers["set-cookie"] ?? "")?.first)
+        let page = try await Operator(base: flow.gateway.bankBaseURL, cookie: cookie).call("GET", "/console/notification?id=ack%201%2B2")
+        let rows = page.body.components(separatedBy: "<tr class=\"device\">").dropFirst()
+        #expect(rows.count == 2 && rows.contains { $0.contains("phone-1") && $0.contains("received") && !$0.contains("opened") }
+                && rows.contains { $0.contains("phone-2") && $0.contains("opened") }, "\(page.body)")
+        await flow.stop()
+    }
+
     @Test("a listener's certificate on the overview: days left, marked under 14, expired")
     func certificateRows() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)

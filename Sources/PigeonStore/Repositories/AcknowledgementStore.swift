@@ -39,12 +39,19 @@ package struct AcknowledgementStore: Sendable {
         return try await pool.transaction { connection in
             guard let notificationKey = try NotificationStore.key(of: notificationId, connection) else { return .notFound }
             let notification = String(notificationKey)
-            let states = try connection.query("""
-                SELECT state FROM deliveries
+            let rows = try connection.query("""
+                SELECT state, position FROM deliveries
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3
                 ORDER BY position FOR UPDATE
-                """, [notification, user.lowercased(), key]).decoded { try $0.decode("state", as: DeliveryState.self) }
-            guard !states.isEmpty else { return .notAddressed }
+                """, [notification, user.lowercased(), key]).decoded { (state: try $0.decode("state", as: DeliveryState.self), position: try $0.decode("position", as: Int.self)) }
+            guard !rows.isEmpty else { return .notAddressed }
+            let states = rows.map(\.state)
+            // Which phone said so: its push row (when it was pushed to) keeps the first time.
+            _ = try connection.query("""
+                UPDATE device_pushes SET delivered_at = COALESCE(delivered_at, now()),
+                       opened_at = CASE WHEN $4::boolean THEN COALESCE(opened_at, now()) ELSE opened_at END
+                WHERE notification_key = $1 AND device_row_id = $2 AND position = ANY($3::integer[])
+                """, [notification, String(device), PostgresArray.encode(rows.map { String($0.position) }), target == .read ? "true" : "false"])
             // Leaving QUEUED also leaves the queue; the state itself is in no index, so an
             // acknowledgement of a SENT delivery stays on its page (a HOT update).
             let changed = try connection.query("""

@@ -40,6 +40,9 @@ package struct ConsoleStore: Sendable {
         package var serviceId: String?
         package var sentAt: Date?
         package var updatedAt: Date
+        /// When the app on this device acknowledged receiving it, and opening it (CONTRACT §10).
+        package var deliveredAt: Date? = nil
+        package var openedAt: Date? = nil
     }
 
     /// A page of a notification's recipients in the order they were sent, each with its devices'
@@ -70,7 +73,8 @@ package struct ConsoleStore: Sendable {
             }
             let outcomes = try connection.query("""
                 SELECT position, device_id, platform, app_id, token_masked, state, attempts, last_error, service_id,
-                       extract(epoch FROM sent_at)::double precision AS sent_at, extract(epoch FROM updated_at)::double precision AS updated_at
+                       extract(epoch FROM sent_at)::double precision AS sent_at, extract(epoch FROM updated_at)::double precision AS updated_at,
+                       extract(epoch FROM delivered_at)::double precision AS delivered_at, extract(epoch FROM opened_at)::double precision AS opened_at
                 FROM device_pushes WHERE notification_key = $1::bigint AND position BETWEEN $2 AND $3
                 ORDER BY position, device_row_id
                 """, [String(notification.key), String(first), String(last)]).decoded { row in
@@ -78,7 +82,8 @@ package struct ConsoleStore: Sendable {
                     deviceId: try row.decode("device_id"), platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? "",
                     maskedToken: try row.decodeIfPresent("token_masked") ?? "", state: try row.decode("state"), attempts: try row.decode("attempts"),
                     lastError: try row.decodeIfPresent("last_error"), serviceId: try row.decodeIfPresent("service_id"),
-                    sentAt: try row.decodeIfPresent("sent_at"), updatedAt: try row.decode("updated_at")))
+                    sentAt: try row.decodeIfPresent("sent_at"), updatedAt: try row.decode("updated_at"),
+                    deliveredAt: try row.decodeIfPresent("delivered_at"), openedAt: try row.decodeIfPresent("opened_at")))
             }
             let byPosition = Dictionary(grouping: outcomes, by: \.position)
             let page = recipients.map { entry in

@@ -94,6 +94,17 @@ package struct ConsoleActions: Sendable {
         return moved
     }
 
+    /// Sends a neutral push to each of `user`'s devices; records who sent it and what each device's
+    /// push service said.
+    package func testPush(user: String, by actor: Actor) async throws -> [ConsoleTestPush] {
+        let results = try await data.testPush(user: user)
+        let summary = results.isEmpty ? "no device" : Dictionary(grouping: results, by: \.state).sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value.count)" }.joined(separator: ", ")
+        logger.notice("console: test push sent", metadata: ["operator": actor.person.name, "user": LogText.escaped(user, limit: 100), "outcome": summary])
+        await record(entry(actor, .testPush, target: user, outcome: summary))
+        return results
+    }
+
     private func entry(_ actor: Actor, _ action: AuditEntry.Action, target: String, reason: String = "", outcome: String) -> AuditEntry {
         AuditEntry(operatorName: actor.person.name, role: actor.person.role.rawValue, address: actor.address, action: action,
                    target: target, reason: reason, outcome: outcome)

@@ -24,8 +24,12 @@ package struct ConsoleData: ConsoleSource {
     package let listenerCertificates: LateList<(listener: String, server: HTTPServer)>
     /// The effective configuration, secrets redacted.
     package let settings: [(key: String, value: String)]
+    /// Sends the test pushes (the gateway's push senders).
+    package let testPusher: @Sendable (String) async throws -> [ConsoleTestPush]
 
-    package init(store: ConsoleStore, notifications: NotificationStore, outbox: Outbox, metrics: MetricsRegistry, pool: PostgresPool, migrator: Migrator, activity: PushActivity, pushClients: [(service: String, app: String, client: HTTP2Client)], listenerCertificates: LateList<(listener: String, server: HTTPServer)>, settings: [(key: String, value: String)]) {
+    package init(store: ConsoleStore, notifications: NotificationStore, outbox: Outbox, metrics: MetricsRegistry, pool: PostgresPool, migrator: Migrator, activity: PushActivity, pushClients: [(service: String, app: String, client: HTTP2Client)], listenerCertificates: LateList<(listener: String, server: HTTPServer)>, settings: [(key: String, value: String)],
+                 testPusher: @escaping @Sendable (String) async throws -> [ConsoleTestPush]) {
+        self.testPusher = testPusher
         self.store = store
         self.notifications = notifications
         self.outbox = outbox
@@ -81,6 +85,10 @@ package struct ConsoleData: ConsoleSource {
 
     package func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)? {
         try await store.revoke(deviceId: deviceId, reason: reason)
+    }
+
+    package func testPush(user: String) async throws -> [ConsoleTestPush] {
+        try await testPusher(user)
     }
 
     package func requeue(report: Int64) async throws -> Bool {

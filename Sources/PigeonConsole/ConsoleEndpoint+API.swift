@@ -42,12 +42,19 @@ extension ConsoleEndpoint {
                     return ("api_reveal", APIError(410, "CONTENT_GONE", "a confidential notification's content is for the phone alone and is never shown").response)
                 case .revealed(let view): return ("api_reveal", JSONResponse.make(200, ConsoleJSON.revealed(view)))
                 }
+            case ("POST", 3, "users") where segments[2] == "test-push":
+                if let refusal = refusal(caller, request, needs: .testPush) { return ("api_test_push", refusal) }
+                let results = try await actions.testPush(user: segments[1], by: actor)
+                return ("api_test_push", JSONResponse.make(200, ["user": segments[1], "devices": results.map {
+                    ["deviceId": $0.deviceId, "state": $0.state, "lastError": $0.lastError ?? NSNull()] as [String: Any]
+                }]))
             case ("POST", 5, "users") where segments[2] == "devices" && segments[4] == "revoke":
                 if let refusal = refusal(caller, request, needs: .revoke) { return ("api_revoke", refusal) }
                 return ("api_revoke", try await revoke(user: segments[1], deviceId: segments[3], body: request.body, actor: actor))
             case (_, 1, "audit"), (_, 2, "notifications"), (_, 2, "users"):
                 return ("api", APIError(405, "METHOD_NOT_ALLOWED", "use GET", allow: "GET").response)
-            case (_, 3, "notifications") where segments[2] == "reveal", (_, 5, "users") where segments[2] == "devices" && segments[4] == "revoke":
+            case (_, 3, "notifications") where segments[2] == "reveal", (_, 3, "users") where segments[2] == "test-push",
+                 (_, 5, "users") where segments[2] == "devices" && segments[4] == "revoke":
                 return ("api", APIError(405, "METHOD_NOT_ALLOWED", "use POST", allow: "POST").response)
             default:
                 return ("api", APIError(404, "NOT_FOUND", "no such console API call").response)

@@ -110,6 +110,13 @@ package struct ConsoleEndpoint: Sendable {
             case ("POST", "/console/device/revoke"):
                 guard session.person.role.allows(.revoke) else { return ("revoke", forbidden(session, .revoke)) }
                 return ("revoke", try await revoke(form, actor: actor, session: session))
+            case ("POST", "/console/user/test-push"):
+                guard session.person.role.allows(.testPush) else { return ("test_push", forbidden(session, .testPush)) }
+                let user = form["user"] ?? ""
+                guard !user.isEmpty, user.utf8.count <= 256 else { return ("test_push", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No user.</p>"))) }
+                let results = try await actions.testPush(user: user, by: actor)
+                let said = results.isEmpty ? "No device to push to." : "Test push: " + results.map { "\($0.deviceId) \($0.state)\($0.lastError.map { " (\($0))" } ?? "")" }.joined(separator: "; ")
+                return ("test_push", Self.redirect("/console/user?user=\(HTML.query(user))&message=" + HTML.query(said)))
             case ("GET", "/console/outbox"):
                 return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsolePaging.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):

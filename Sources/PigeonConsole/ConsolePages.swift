@@ -220,7 +220,11 @@ package enum ConsolePages {
                 """
         }
         if view.devices.isEmpty { body += "<tr><td colspan=\"8\">No subscribed device.</td></tr>" }
-        body += "</tbody></table><h2>Removed devices (\(view.removed.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Removed</th><th scope=\"col\">Why</th></tr></thead><tbody>"
+        let testPush = view.devices.isEmpty || !context.may(.testPush) ? "" : """
+            <form method="post" action="/console/user/test-push">\(csrf(context.session))<input type="hidden" name="user" value="\(HTML.escape(user))">\
+            <button type="submit">Send a test push to these devices (logged)</button></form>
+            """
+        body += "</tbody></table>" + testPush + "<h2>Removed devices (\(view.removed.count))</h2><table><thead><tr><th scope=\"col\">Device</th><th scope=\"col\">Platform</th><th scope=\"col\">App</th><th scope=\"col\">Push token</th><th scope=\"col\">Removed</th><th scope=\"col\">Why</th></tr></thead><tbody>"
         for device in view.removed {
             body += "<tr><td>\(HTML.escape(device.deviceId))</td><td>\(HTML.escape(device.platform))</td><td>\(HTML.escape(device.appId.isEmpty ? "default" : device.appId))</td>"
                 + "<td class=\"token\">\(HTML.escape(device.maskedToken))</td><td>\(HTML.date(device.removedAt))</td><td>\(HTML.escape(device.reason))</td></tr>"

@@ -21,6 +21,29 @@ package protocol ConsoleSource: Sendable {
     func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)?
     /// Moves a dead report back to the outbox; false when it is no longer a dead letter.
     func requeue(report: Int64) async throws -> Bool
+    /// Sends a neutral test push to each of `user`'s devices and says, per device, what its push
+    /// service answered (at most ``ConsoleTestPush/timeout`` each).
+    func testPush(user: String) async throws -> [ConsoleTestPush]
+}
+
+/// What became of one device's test push (CONTRACT §10 "JSON actions").
+package struct ConsoleTestPush: Sendable, Equatable {
+    /// The text every test push carries: nothing of the customer's, nothing that looks like a code.
+    package static let text = "Test from your bank's support"
+    /// How long a push service has to answer.
+    package static let timeout: Duration = .seconds(10)
+
+    package var deviceId: String
+    /// `SENT` (the push service accepted it), `INVALID_TOKEN`, `FAILED`, `TIMEOUT`, or
+    /// `NOT_SERVED` (no push service of this gateway serves the device's platform and app).
+    package var state: String
+    package var lastError: String?
+
+    package init(deviceId: String, state: String, lastError: String? = nil) {
+        self.deviceId = deviceId
+        self.state = state
+        self.lastError = lastError
+    }
 }
 
 /// The console's pages of rows: 50 a page, page numbers from URLs brought into range.

@@ -218,6 +218,38 @@ struct ConsoleTests {
         await flow.stop()
     }
 
+    @Test("a test push from support: each of the user's devices answered as its push service answered (SENT, INVALID_TOKEN), the neutral text on the phone, nothing stored as a notification, the trail records it; a viewer may not",
+          .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+    func testPush() async throws {
+        let usersFile = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-operators-\(UUID().uuidString)").path
+        FileManager.default.createFile(atPath: usersFile, contents: Data(ConsoleFleetTests.operators.utf8))
+        defer { try? FileManager.default.removeItem(atPath: usersFile) }
+        let flow = try await DeviceFlowHarness { configuration in
+            configuration.http.bankAddress = ("127.0.0.1", 0)
+            configuration.console.usersFile = usersFile
+        }
+        let good = String(repeating: "a1", count: 32), dead = String(repeating: "d4", count: 32)
+        _ = try await flow.register(user: "alice", device: "phone-1", token: good)
+        _ = try await flow.register(user: "alice", device: "phone-2", token: dead)
+        flow.simulator.simulator.apns.setFaults(FaultRules([dead: .init(.unregistered)]))
+        func push(_ who: String, _ password: String) async throws -> DeviceFlowHarness.Answer {
+            try await DeviceFlowHarness.curlWithHeaders(["-s", "-i", "-X", "POST", "-u", "\(who):\(password)", "-H", "Content-Type: application/json",
+                                                         flow.gateway.bankBaseURL + "/console/api/v1/users/alice/test-push"], input: nil)
+        }
+        let refused = try await push("vera", "viewer-password-2026")
+        #expect(refused.status == 403 && refused.body.contains("FORBIDDEN_ROLE"))
+        let answer = try await push("sam", "support-password-2026")
+        #expect(answer.status == 200, "\(answer.body)")
+        let devices = (try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])?["devices"] as? [[String: Any]] ?? []
+        let states = Dictionary(uniqueKeysWithValues: devices.map { ($0["deviceId"] as? String ?? "", $0["state"] as? String ?? "") })
+        #expect(states == ["phone-1": "SENT", "phone-2": "INVALID_TOKEN"], "\(answer.body)")
+        let delivered = flow.simulator.simulator.apns.deliveries.filter { $0.deviceToken == good }
+        #expect(delivered.count == 1 && String(decoding: delivered[0].payload, as: UTF8.self).contains(ConsoleTestPush.text), "the phone shows the neutral text")
+        #expect(try await flow.count("SELECT count(*) FROM notifications") == 0, "nothing stored, nothing to report to the bank")
+        #expect(try await flow.count("SELECT count(*) FROM console_audit WHERE action = 'test-push' AND operator = 'sam' AND target = 'alice' AND outcome = 'INVALID_TOKEN 1, SENT 1'") == 1)
+        await flow.stop()
+    }
+
     @Test("a listener's certificate on the overview: days left, marked under 14, expired")
     func certificateRows() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)

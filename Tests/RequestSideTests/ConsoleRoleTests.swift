@@ -69,7 +69,7 @@ struct ConsoleRoleTests {
         #expect(revoked.status == 303 && harness.stores.devices.isEmpty, "admin revokes")
     }
 
-    @Test("JSON actions: reveal for support and admin (410 CONTENT_GONE for a confidential one), revoke for admin, FORBIDDEN_ROLE for the rest; actions take JSON only, and through a session only with its X-CSRF-Token")
+    @Test("JSON actions: reveal and test push for support and admin (410 CONTENT_GONE for a confidential one), revoke for admin, FORBIDDEN_ROLE for the rest; actions take JSON only, and through a session only with its X-CSRF-Token")
     func jsonActions() async throws {
         let harness = try RouterHarness(surfaces: [.devices, .bank], authorizedUsers: ["+7 916/123%45"], console: true) { $0.confidential.types = [.pinCode] }
         _ = try await harness.register(user: "+7 916/123%45")
@@ -87,6 +87,11 @@ struct ConsoleRoleTests {
                 #expect(gone.status == 410 && gone.json["error"] == "CONTENT_GONE" && !gone.text.contains("482913"), "\(gone.text)")
             }
         }
+        let testPush = "/console/api/v1/users/\(user)/test-push"
+        #expect(await harness.call("POST", testPush, headers: Self.basic(.viewer)).json["error"] == "FORBIDDEN_ROLE")
+        let pushed = await harness.call("POST", testPush, headers: Self.basic(.support))
+        #expect(pushed.status == 200 && pushed.text.contains(#""deviceId":"phone-1""#) && pushed.text.contains(#""state":"SENT""#), "\(pushed.text)")
+        #expect(harness.audit.all.contains { $0.action == .testPush && $0.operatorName == "sam" && $0.target == "+7 916/123%45" && $0.outcome == "SENT 1" })
         let revokePath = "/console/api/v1/users/\(user)/devices/phone-1/revoke"
         for role in [ConsoleRole.viewer, .support] {
             let refused = await harness.call("POST", revokePath, body: #"{"reason": "lost"}"#, headers: Self.basic(role))

@@ -90,6 +90,12 @@ final class InMemoryConsole: ConsoleSource {
         return (device.identity.userId, summary)
     }
 
+    /// Every device of the user answers SENT (the push senders are the engine's, tested with the simulator).
+    func testPush(user: String) async throws -> [ConsoleTestPush] {
+        try available()
+        return stores.devices.filter { $0.identity.userId.lowercased() == user.lowercased() }.map { ConsoleTestPush(deviceId: $0.identity.deviceId, state: "SENT") }
+    }
+
     func requeue(report: Int64) async throws -> Bool {
         try available()
         return state.withLock { state in

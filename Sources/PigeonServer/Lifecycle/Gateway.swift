@@ -179,7 +179,10 @@ package final class Gateway: Sendable {
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: notificationStore, outbox: Outbox(pool: pool),
                 metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClients,
                 listenerCertificates: certificateList,
-                settings: configuration.effectiveSettings()),
+                settings: configuration.effectiveSettings(),
+                testPusher: { [testPusher = ConsoleTestPusher(subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers), senders: transports.urgentSenders)] user in
+                    try await testPusher.push(user: user)
+                }),
             logger: logger.withLabel("pigeon.console")) : nil
         if configuration.console.isConfigured && console == nil {
             logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")

@@ -13,9 +13,9 @@ install_packages
 install_packages "${TEST_APT_PACKAGES[@]}"
 # The Swift suites run in parallel, each with its own gateways and pools: up to ~700 connections at once.
 pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=1000
-gateway="" simulator="" stub="" console=""
+gateway="" simulator="" stub="" console="" directory=""
 cleanup() {
-    stop_processes "$console" "$gateway" "$stub" "$simulator"
+    stop_processes "$console" "$gateway" "$stub" "$simulator" "$directory"
     pg_stop test
 }
 trap cleanup EXIT
@@ -104,12 +104,20 @@ wait_for_http http://127.0.0.1:18088/stub/health 30 || { cat /tmp/pigeon-stub-te
 gateway=$!
 wait_for_http http://127.0.0.1:18080/ready 60 || { log "gateway did not become ready"; exit 1; }
 # A second gateway on the same database with the bank's own listener and the operator console,
-# for the browser tests (tests/python/test_console.py).
+# for the browser tests (tests/python/test_console*.py): operators in a users file (vera, a
+# viewer) and in a directory (slapd: ada admin, sam support, lee locked), and the single account.
+start_directory /tmp/pigeon-directory 18389
+directory=$DIRECTORY_PID
+echo 'vera:$2b$05$cI/kD5ULD0e920EIT5BDyebKXuKNVD0ZvI.IlGiE2uPXlYZQQV8Zi:viewer' > /tmp/pigeon-operators
 sed -e 's/^listen = .*/listen = 127.0.0.1:18082/' /tmp/pigeon-zeep.conf > /tmp/pigeon-console.conf
 {
     echo "bankListen = 127.0.0.1:18083"
     echo "consoleUsername = operator"
     echo "consolePassword = console-password-0123"
+    echo "consoleUsersFile = /tmp/pigeon-operators"
+    echo "consoleLdapUrl = ldap://127.0.0.1:18389"
+    echo "consoleLdapUserDn = uid={user},ou=people,dc=bank,dc=example"
+    echo "consoleLdapGroups = viewer=cn=pigeon-viewers,ou=groups,dc=bank,dc=example;support=cn=pigeon-support,ou=groups,dc=bank,dc=example;admin=cn=pigeon-admins,ou=groups,dc=bank,dc=example"
 } >> /tmp/pigeon-console.conf
 .build/release/pigeon serve --config /tmp/pigeon-console.conf > /tmp/pigeon-console-gateway.log 2>&1 &
 console=$!

@@ -105,6 +105,22 @@ package struct ConsoleActions: Sendable {
         return results
     }
 
+    /// An action refused for the operator's role: logged, and in the trail when it is one the
+    /// trail records (the configuration page is only logged).
+    package func refused(_ right: ConsoleRole.Right, target: String, by actor: Actor) async {
+        logger.warning("console: action refused for the operator's role", metadata: [
+            "operator": actor.person.name, "role": actor.person.role.rawValue, "right": right.rawValue])
+        let action: AuditEntry.Action? = switch right {
+        case .reveal: .reveal
+        case .revoke: .revoke
+        case .requeue: .requeue
+        case .testPush: .testPush
+        case .read, .configuration: nil
+        }
+        guard let action else { return }
+        await record(entry(actor, action, target: target, outcome: "refused: needs \(ConsoleRole.least(for: right).rawValue)"))
+    }
+
     private func entry(_ actor: Actor, _ action: AuditEntry.Action, target: String, reason: String = "", outcome: String) -> AuditEntry {
         AuditEntry(operatorName: actor.person.name, role: actor.person.role.rawValue, address: actor.address, action: action,
                    target: target, reason: reason, outcome: outcome)

@@ -35,7 +35,7 @@ extension ConsoleEndpoint {
             case ("GET", 1, "audit"):
                 return ("api_audit", try await auditPage(request))
             case ("POST", 3, "notifications") where segments[2] == "reveal":
-                if let refusal = refusal(caller, request, needs: .reveal) { return ("api_reveal", refusal) }
+                if let refusal = await refusal(caller, request, needs: .reveal, target: segments[1]) { return ("api_reveal", refusal) }
                 switch try await actions.reveal(segments[1], by: actor) {
                 case .notFound: return ("api_reveal", APIError(404, "NOTIFICATION_NOT_FOUND", "no notification with this id").response)
                 case .confidential:
@@ -43,13 +43,13 @@ extension ConsoleEndpoint {
                 case .revealed(let view): return ("api_reveal", JSONResponse.make(200, ConsoleJSON.revealed(view)))
                 }
             case ("POST", 3, "users") where segments[2] == "test-push":
-                if let refusal = refusal(caller, request, needs: .testPush) { return ("api_test_push", refusal) }
+                if let refusal = await refusal(caller, request, needs: .testPush, target: segments[1]) { return ("api_test_push", refusal) }
                 let results = try await actions.testPush(user: segments[1], by: actor)
                 return ("api_test_push", JSONResponse.make(200, ["user": segments[1], "devices": results.map {
                     ["deviceId": $0.deviceId, "state": $0.state, "lastError": $0.lastError ?? NSNull()] as [String: Any]
                 }]))
             case ("POST", 5, "users") where segments[2] == "devices" && segments[4] == "revoke":
-                if let refusal = refusal(caller, request, needs: .revoke) { return ("api_revoke", refusal) }
+                if let refusal = await refusal(caller, request, needs: .revoke, target: "\(segments[1]) device \(segments[3])") { return ("api_revoke", refusal) }
                 return ("api_revoke", try await revoke(user: segments[1], deviceId: segments[3], body: request.body, actor: actor))
             case (_, 1, "audit"), (_, 2, "notifications"), (_, 2, "users"):
                 return ("api", APIError(405, "METHOD_NOT_ALLOWED", "use GET", allow: "GET").response)
@@ -100,9 +100,9 @@ extension ConsoleEndpoint {
     /// Why an action is refused to `caller`, or nil: a role without the right (403
     /// `FORBIDDEN_ROLE`), a body that is not declared JSON (a form of another site cannot send
     /// one), or a session's call without its CSRF token.
-    private func refusal(_ caller: Caller, _ request: HTTPRequest, needs right: ConsoleRole.Right) -> HTTPResponse? {
+    private func refusal(_ caller: Caller, _ request: HTTPRequest, needs right: ConsoleRole.Right, target: String) async -> HTTPResponse? {
         guard caller.person.role.allows(right) else {
-            logger.warning("console API: action refused for the operator's role", metadata: ["operator": caller.person.name, "role": caller.person.role.rawValue, "right": right.rawValue])
+            await actions.refused(right, target: target, by: ConsoleActions.Actor(person: caller.person, address: request.peer))
             return APIError(403, "FORBIDDEN_ROLE", "your role (\(caller.person.role.rawValue)) does not allow this; it needs \(ConsoleRole.least(for: right).rawValue)").response
         }
         let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()

@@ -100,7 +100,7 @@ package struct ConsoleEndpoint: Sendable {
             case ("GET", "/console/notification"):
                 return ("notification", page(200, try await notification(query["id"] ?? "", page: ConsolePaging.pageNumber(query["page"]), reveal: false, context)))
             case ("POST", "/console/notification/reveal"):
-                guard session.person.role.allows(.reveal) else { return ("reveal", forbidden(session, .reveal)) }
+                guard session.person.role.allows(.reveal) else { return ("reveal", await forbidden(session, .reveal, actor: actor, target: form["id"] ?? "")) }
                 let id = form["id"] ?? ""
                 _ = try await actions.reveal(id, by: actor)
                 return ("reveal", page(200, try await notification(id, page: ConsolePaging.pageNumber(form["page"]), reveal: true, context)))
@@ -108,10 +108,10 @@ package struct ConsoleEndpoint: Sendable {
                 let user = query["user"] ?? ""
                 return ("user", page(200, ConsolePages.user(user, try await data.user(user), message: query["message"], context)))
             case ("POST", "/console/device/revoke"):
-                guard session.person.role.allows(.revoke) else { return ("revoke", forbidden(session, .revoke)) }
+                guard session.person.role.allows(.revoke) else { return ("revoke", await forbidden(session, .revoke, actor: actor, target: "\(form["user"] ?? "") device #\(form["device"] ?? "")")) }
                 return ("revoke", try await revoke(form, actor: actor, session: session))
             case ("POST", "/console/user/test-push"):
-                guard session.person.role.allows(.testPush) else { return ("test_push", forbidden(session, .testPush)) }
+                guard session.person.role.allows(.testPush) else { return ("test_push", await forbidden(session, .testPush, actor: actor, target: form["user"] ?? "")) }
                 let user = form["user"] ?? ""
                 guard !user.isEmpty, user.utf8.count <= 256 else { return ("test_push", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No user.</p>"))) }
                 let results = try await actions.testPush(user: user, by: actor)
@@ -120,7 +120,7 @@ package struct ConsoleEndpoint: Sendable {
             case ("GET", "/console/outbox"):
                 return ("outbox", page(200, ConsolePages.outbox(try await data.outbox(page: ConsolePaging.pageNumber(query["page"])), message: query["message"], context)))
             case ("POST", "/console/outbox/requeue"):
-                guard session.person.role.allows(.requeue) else { return ("requeue", forbidden(session, .requeue)) }
+                guard session.person.role.allows(.requeue) else { return ("requeue", await forbidden(session, .requeue, actor: actor, target: "report \(form["id"] ?? "")")) }
                 guard let reportId = form["id"].flatMap(Int64.init) else { return ("requeue", page(400, ConsolePages.layout(title: "Bad request", session: session, body: "<p>No report id.</p>"))) }
                 let moved = try await actions.requeue(reportId, by: actor)
                 return ("requeue", Self.redirect("/console/outbox?message=" + HTML.query(moved ? "Report \(reportId) is waiting to be sent again." : "Report \(reportId) is no longer a dead letter.")))
@@ -129,7 +129,7 @@ package struct ConsoleEndpoint: Sendable {
                 let entries = try await audit.entries(since: nil, offset: ConsolePaging.offset(of: pageNumber), limit: ConsolePaging.pageSize)
                 return ("audit", page(200, ConsolePages.audit(entries, page: pageNumber, context)))
             case ("GET", "/console/config"):
-                guard session.person.role.allows(.configuration) else { return ("config", forbidden(session, .configuration)) }
+                guard session.person.role.allows(.configuration) else { return ("config", await forbidden(session, .configuration, actor: actor, target: "")) }
                 return ("config", page(200, ConsolePages.configuration(data.settings, context)))
             case ("POST", "/console/logout"):
                 try await sessions.end(id: id)
@@ -149,8 +149,8 @@ package struct ConsoleEndpoint: Sendable {
     /// The actions pages and JSON calls share, each recorded in the audit trail.
     var actions: ConsoleActions { ConsoleActions(accounts: accounts, data: data, audit: audit, logger: logger) }
 
-    private func forbidden(_ session: ConsoleSessions.Session, _ right: ConsoleRole.Right) -> HTTPResponse {
-        logger.warning("console: action refused for the operator's role", metadata: ["operator": session.username, "role": session.person.role.rawValue, "right": right.rawValue])
+    private func forbidden(_ session: ConsoleSessions.Session, _ right: ConsoleRole.Right, actor: ConsoleActions.Actor, target: String) async -> HTTPResponse {
+        await actions.refused(right, target: target, by: actor)
         return page(403, ConsolePages.layout(title: "Not allowed", session: session, body: "<p>Your role (\(session.person.role.rawValue)) does not allow this; it needs \(ConsoleRole.least(for: right).rawValue).</p>"))
     }
 

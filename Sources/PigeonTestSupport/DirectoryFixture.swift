@@ -3,7 +3,8 @@ import PigeonCore
 
 /// A real OpenLDAP directory (Debian's `slapd`) on loopback for the console's LDAP sign-in
 /// tests: `ldap://` (StartTLS offered) and `ldaps://` with a certificate from a CA of its own,
-/// the password policy overlay (a locked account cannot bind), and a small bank directory:
+/// the password policy overlay (a locked account cannot bind), and a small bank directory
+/// (`tests/directory/`, shared with `start_directory` in scripts/lib/common.sh):
 ///
 /// - `ada` in `pigeon-admins`, `sam` in `pigeon-support`, `vera` in `pigeon-viewers`;
 /// - `lee` in `pigeon-admins` but locked (`pwdAccountLockedTime`);
@@ -38,11 +39,11 @@ package final class DirectoryFixture: @unchecked Sendable {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-slapd-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("data"), withIntermediateDirectories: true)
         try Self.makeCertificates(in: folder)
-        try Data(Self.configuration(folder: folder.path).utf8).write(to: folder.appendingPathComponent("slapd.conf"))
-        var seed = Self.seed
+        try Data(try Self.configuration(folder: folder.path).utf8).write(to: folder.appendingPathComponent("slapd.conf"))
+        var seed = try Self.seed()
         for name in ["ada", "sam", "vera", "lee", "nora"] {
             let hashed = String(decoding: try ChildProcess.runBlocking("/usr/sbin/slappasswd", ["-s", Self.password(name)]), as: UTF8.self)
-            seed = seed.replacingOccurrences(of: "{password:\(name)}", with: hashed.trimmingCharacters(in: .whitespacesAndNewlines))
+            seed = seed.replacingOccurrences(of: "@PASSWORD:\(name)@", with: hashed.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         try Data(seed.utf8).write(to: folder.appendingPathComponent("seed.ldif"))
         _ = try ChildProcess.runBlocking("/usr/sbin/slapadd", ["-q", "-f", folder.appendingPathComponent("slapd.conf").path,
@@ -98,88 +99,18 @@ package final class DirectoryFixture: @unchecked Sendable {
                                                    "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("server.ext")])
     }
 
-    private static func configuration(folder: String) -> String {
-        """
-        include /etc/ldap/schema/core.schema
-        include /etc/ldap/schema/cosine.schema
-        include /etc/ldap/schema/inetorgperson.schema
-        modulepath /usr/lib/ldap
-        moduleload back_mdb
-        moduleload ppolicy
-        pidfile \(folder)/slapd.pid
-        argsfile \(folder)/slapd.args
-        TLSCACertificateFile \(folder)/ca.pem
-        TLSCertificateFile \(folder)/server.pem
-        TLSCertificateKeyFile \(folder)/server.key
-        database mdb
-        maxsize 10485760
-        suffix "\(base)"
-        rootdn "cn=admin,\(base)"
-        directory \(folder)/data
-        overlay ppolicy
-        ppolicy_default "cn=default,ou=policies,\(base)"
-        ppolicy_use_lockout
-        access to attrs=userPassword by anonymous auth by * none
-        access to * by users read by * none
-
-        """
+    /// The repository's `tests/directory/` (the templates `start_directory` uses too).
+    package static var templates: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("tests/directory")
     }
 
-    private static let seed = """
-        dn: \(base)
-        objectClass: dcObject
-        objectClass: organization
-        o: Bank
-        dc: bank
-
-        dn: ou=people,\(base)
-        objectClass: organizationalUnit
-        ou: people
-
-        dn: ou=groups,\(base)
-        objectClass: organizationalUnit
-        ou: groups
-
-        dn: ou=policies,\(base)
-        objectClass: organizationalUnit
-        ou: policies
-
-        dn: cn=default,ou=policies,\(base)
-        objectClass: organizationalRole
-        objectClass: pwdPolicy
-        cn: default
-        pwdAttribute: userPassword
-        pwdLockout: TRUE
-
-        \(person("ada"))
-        \(person("sam"))
-        \(person("vera"))
-        \(person("lee", locked: true))
-        \(person("nora"))
-        \(group("pigeon-admins", members: ["ada", "lee"]))
-        \(group("pigeon-support", members: ["sam"]))
-        \(group("pigeon-viewers", members: ["vera"]))
-        """
-
-    private static func person(_ name: String, locked: Bool = false) -> String {
-        """
-        dn: uid=\(name),ou=people,\(base)
-        objectClass: inetOrgPerson
-        uid: \(name)
-        cn: \(name.capitalized)
-        sn: \(name.capitalized)
-        userPassword: {password:\(name)}
-        \(locked ? "pwdAccountLockedTime: 000001010000Z\n" : "")
-        """
+    private static func configuration(folder: String) throws -> String {
+        try String(contentsOf: templates.appendingPathComponent("slapd.conf.template"), encoding: .utf8)
+            .replacingOccurrences(of: "@FOLDER@", with: folder)
     }
 
-    private static func group(_ name: String, members: [String]) -> String {
-        """
-        dn: \(group(name))
-        objectClass: groupOfNames
-        cn: \(name)
-        \(members.map { "member: uid=\($0),ou=people,\(base)" }.joined(separator: "\n"))
-
-        """
+    private static func seed() throws -> String {
+        try String(contentsOf: templates.appendingPathComponent("seed.ldif.template"), encoding: .utf8)
     }
 }

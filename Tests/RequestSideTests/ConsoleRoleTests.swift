@@ -63,6 +63,9 @@ struct ConsoleRoleTests {
             #expect(requeue.status == (role == .viewer ? 403 : 303), "\(role) re-queues")
         }
         #expect(console.waiting.map(\.id).sorted() == [101, 102], "re-queued by support and admin, not by the viewer")
+        #expect(harness.audit.all.contains { $0.operatorName == "vera" && $0.action == .reveal && $0.target == "pin-1" && $0.outcome == "refused: needs support" },
+                "a refused action is in the trail")
+        #expect(harness.audit.all.contains { $0.operatorName == "sam" && $0.action == .revoke && $0.outcome == "refused: needs admin" })
         let admin = try await Self.signedIn(harness, .admin)
         let token = try #require(await admin.csrf(from: "/console/user?user=alice"))
         let revoked = await admin.post("/console/device/revoke", ["device": String(device.id), "reason": "lost", "user": "alice", "csrf": token])
@@ -149,6 +152,25 @@ struct ConsoleRoleTests {
         #expect(await harness.call("GET", "/console/api/v1/audit?since=yesterday", headers: Self.basic(.viewer)).json["error"] == "INVALID_REQUEST")
         let page = await support.get("/console/audit")
         #expect(page.status == 200 && page.text.contains("phone stolen") && page.text.contains("sign-in-failed") && !page.text.contains("482913"))
+    }
+
+    @Test("ids as the bank wrote them: a user and a notification id with +, spaces, /, % and non-ASCII letters are found by the forms (query percent-encoded once, a typed + staying +) and by the JSON paths (each segment percent-encoded once)",
+          arguments: ["Анна+1 /%", "+79161234567", "a b/c%2Fd", "Zoë+%"])
+    func idsAsTyped(id: String) async throws {
+        let harness = try RouterHarness(surfaces: [.devices, .bank], authorizedUsers: [id], console: true)
+        _ = try await harness.register(user: id)
+        let escapedXML = id.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        _ = await harness.soap(RouterHarness.send(id: escapedXML, to: [escapedXML], text: "Hello", type: "UNIVERSAL"))
+        let segment = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let user = await harness.call("GET", "/console/api/v1/users/\(segment)", headers: Self.basic(.viewer))
+        #expect(user.status == 200 && user.text.contains("phone-1"), "\(id): \(user.text)")
+        let notification = await harness.call("GET", "/console/api/v1/notifications/\(segment)", headers: Self.basic(.viewer))
+        #expect(notification.status == 200, "\(id): \(notification.text)")
+        let browser = try await Self.signedIn(harness, .viewer)
+        let page = await browser.get("/console/user?user=\(segment)")
+        #expect(page.text.contains("Devices (1)"), "\(id): the form's query")
+        let found = await browser.get("/console/notification?id=\(segment)")
+        #expect(found.text.contains("Recipients (1)"), "\(id): \(found.text.prefix(300))")
     }
 
     @Test("users file: bcrypt, yescrypt and SHA-512 crypt hashes verify through libxcrypt; wrong passwords, DES/MD5 hashes, unknown roles, duplicate names and malformed lines are refused with the line number; a reload keeps the old accounts when the new file is bad")

@@ -105,6 +105,38 @@ pg_stop() {
 
 # wait_for_http URL SECONDS
 # Stops the background processes whose PIDs are given (empty ones skipped): SIGTERM, then waits.
+# start_directory FOLDER PORT: a small bank directory (tests/directory/) in slapd on
+# ldap://127.0.0.1:PORT (StartTLS offered with a CA of its own, FOLDER/ca.pem), in the foreground
+# of a background job; sets DIRECTORY_PID. Each person's password is <name>-directory-pw.
+start_directory() {
+    local folder="$1" port="$2" name seed
+    rm -rf "$folder" && mkdir -p "$folder/data"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$folder/ca.key" -out "$folder/ca.pem" \
+        -days 2 -subj "/CN=Pigeon test directory CA" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$folder/server.ext"
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$folder/server.key" -out "$folder/server.csr" \
+        -subj /CN=localhost 2>/dev/null
+    openssl x509 -req -in "$folder/server.csr" -CA "$folder/ca.pem" -CAkey "$folder/ca.key" -CAcreateserial \
+        -out "$folder/server.pem" -days 2 -extfile "$folder/server.ext" 2>/dev/null
+    sed "s|@FOLDER@|$folder|g" "$PIGEON_ROOT/tests/directory/slapd.conf.template" > "$folder/slapd.conf"
+    seed="$(cat "$PIGEON_ROOT/tests/directory/seed.ldif.template")"
+    for name in ada sam vera lee nora; do
+        seed="${seed//@PASSWORD:$name@/$(/usr/sbin/slappasswd -s "$name-directory-pw")}"
+    done
+    printf '%s\n' "$seed" > "$folder/seed.ldif"
+    /usr/sbin/slapadd -q -f "$folder/slapd.conf" -l "$folder/seed.ldif"
+    /usr/sbin/slapd -d 0 -f "$folder/slapd.conf" -h "ldap://127.0.0.1:$port/" > "$folder/slapd.out" 2>&1 &
+    DIRECTORY_PID=$!
+    for _ in $(seq 1 300); do
+        if /usr/bin/ldapwhoami -x -H "ldap://127.0.0.1:$port" -D "uid=ada,ou=people,dc=bank,dc=example" -w ada-directory-pw >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    log "slapd did not start on port $port"; cat "$folder/slapd.out" >&2
+    return 1
+}
+
 stop_processes() {
     local pid
     for pid in "$@"; do

@@ -55,7 +55,8 @@ timeout --signal=TERM --kill-after=30 1200 swift test --skip-build --filter Patr
 log "system tier: a send of 5,000,000 recipients"
 timeout --signal=TERM --kill-after=30 900 swift test --skip-build --filter BigSendTests
 
-# The C that faces the network (the HTTP shim, the HTTP/2 client and server shims, the XML shim)
+# The C that faces the network (the HTTP shim, the HTTP/2 client and server shims, the XML shim,
+# the directory client)
 # with AddressSanitizer and UndefinedBehaviorSanitizer (Swift itself with AddressSanitizer), in a
 # build directory of its own: the fast suites and the edge suites that drive the shims with
 # hostile input. Any report stops the run.
@@ -64,7 +65,7 @@ swift build --build-tests --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno
     -Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined --build-path .build/sanitize
 ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     timeout --signal=TERM --kill-after=30 900 swift test --skip-build --build-path .build/sanitize \
-    --filter 'PigeonCoreTests|PigeonDomainTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|RequestSideTests|PigeonWalletTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests|BankCrowdTests'
+    --filter 'PigeonCoreTests|PigeonDomainTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|RequestSideTests|PigeonWalletTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests|BankCrowdTests|ConsoleDirectoryTests'
 
 # Every parser of outside bytes in Swift, fuzzed with libFuzzer and AddressSanitizer from its seeds
 # and the crashers kept in fuzz/crashers (a crash, timeout or out-of-memory fails the run): a fixed

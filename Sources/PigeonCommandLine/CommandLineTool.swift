@@ -73,6 +73,7 @@ package struct CommandLineTool: Sendable {
                 let apps: [String]
                 do {
                     apps = try configuration.checkListenerCertificates() + configuration.checkPushApps() + configuration.checkPasses()
+                        + Gateway.checkConsole(configuration)
                 } catch {
                     printError("pigeon: \(error)")
                     return 1

@@ -59,6 +59,26 @@ struct ConnectionCheckTests {
         #expect(run.status == 0 && output.contains("migrations: ") && output.contains("in \(TestDatabase.migrationsDirectory.path)"), "\(output)")
     }
 
+    @Test("check-config reads consoleUsersFile as serve does: a line at fault is exit 1 naming the line; a good file says how many accounts")
+    func consoleUsersChecked() throws {
+        let users = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("operators"))
+        defer { try? FileManager.default.removeItem(at: users) }
+        let text = "bankListen = 127.0.0.1:0\nmigrationsPath = \(TestDatabase.migrationsDirectory.path)\nconsoleUsersFile = \(users.path)\n"
+        try Data("ana:$2b$05$97UkFRGw4TKiTVDVzmpqMO/I6SUkSa2b.sFfuD8jzqXbSVr/WW/QC:admin\nbob:$1$md5$nope:viewer\n".utf8).write(to: users)
+        func check() throws -> (Int32, String) {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("check") + ".conf")
+            try Data(text.utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try ProgramRun.run(GatewayProcess.executable.path, ["check-config", "--config", file.path], errorsToOutput: true)
+            return (run.status, String(decoding: run.output, as: UTF8.self))
+        }
+        let (bad, refused) = try check()
+        #expect(bad == 1 && refused.contains("line 2") && !refused.contains("configuration OK"), "\(refused)")
+        try Data("ana:$2b$05$97UkFRGw4TKiTVDVzmpqMO/I6SUkSa2b.sFfuD8jzqXbSVr/WW/QC:admin\n".utf8).write(to: users)
+        let (good, said) = try check()
+        #expect(good == 0 && said.contains("console: 1 account in \(users.path)"), "\(said)")
+    }
+
     @Test("a stopped PostgreSQL, an unreachable bank, an unresolvable push host: each FAILED with its reason; exit 1")
     func unreachable() throws {
         let closed = try #require(LoopbackPort.free()), bank = try #require(LoopbackPort.free())

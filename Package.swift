@@ -180,7 +180,7 @@ let package = Package(
         .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy", "PigeonConsole"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore"]
+            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore", "PigeonLDAP"]
         ),
     ],
     swiftLanguageModes: [.v6]

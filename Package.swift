@@ -121,7 +121,7 @@ let package = Package(
         .target(name: "PigeonDelivery", dependencies: ["PigeonCore", "PigeonDomain", "PushCore"]),
         // `server.conf`: the configuration language, the gateway's settings with their ranges and
         // defaults, and the checks made before start-up (certificates, push apps, exposure).
-        .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonDomain", "PigeonHTTP", "PigeonCrypto", "PushTransport"]),
+        .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonDomain", "PigeonHTTP", "PigeonCrypto", "PushTransport", "PushCore"]),
         // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
         // signing, and the ZIP writer under it (CONTRACT §7).
         .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),

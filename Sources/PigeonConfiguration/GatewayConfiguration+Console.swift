@@ -84,6 +84,8 @@ extension GatewayConfiguration {
                 ("\(prefix)fcmServiceAccountPath", shown(app.fcm.serviceAccountPath)),
                 ("\(prefix)rustoreProjectId", shown(app.rustore.projectId)), ("\(prefix)rustoreServiceToken", hidden(app.rustore.serviceToken)),
                 ("\(prefix)hmsAppId", shown(app.huawei.appId)), ("\(prefix)hmsClientSecret", hidden(app.huawei.clientSecret)),
+                ("\(prefix)hmsCategory", shown(app.huawei.codesCategory)),
+                ("\(prefix)hmsCategories", app.huawei.categoriesByType.isEmpty ? "—" : app.huawei.categoriesByType.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")),
                 ("\(prefix)vapidPrivateKeyPath", shown(app.webPush.vapidPrivateKeyPath)),
             ]
         }

@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonHTTP
+import PushCore
 
 extension GatewayConfiguration {
     /// Reads `path`, then applies `PIGEON_<KEY>` environment overrides (the key as written, or
@@ -324,6 +325,23 @@ extension GatewayConfiguration {
         "hmsClientSecret": { $0.huawei.clientSecret = try nonEmpty($1) },
         "hmsEndpoint": { $0.huawei.endpoint = try url($1) },
         "hmsTokenEndpoint": { $0.huawei.tokenEndpoint = try url($1) },
+        "hmsCategory": { app, value in
+            guard HuaweiCategories.known.contains(value) else {
+                throw ValueError(message: "'\(value)' is not a Push Kit category (\(HuaweiCategories.known.sorted().joined(separator: ", ")))")
+            }
+            app.huawei.codesCategory = value
+        },
+        "hmsCategories": { app, value in
+            var categories: [String: String] = [:]
+            for part in value.split(separator: ",") {
+                let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard pair.count == 2, PushType(rawValue: pair[0]) != nil, HuaweiCategories.known.contains(pair[1]), categories[pair[0]] == nil else {
+                    throw ValueError(message: "write TYPE=CATEGORY, … with a notification type (PIN_CODE, UNIVERSAL, …) and a Push Kit category (\(HuaweiCategories.known.sorted().joined(separator: ", ")))")
+                }
+                categories[pair[0]] = pair[1]
+            }
+            app.huawei.categoriesByType = categories
+        },
         "vapidPrivateKeyPath": { $0.webPush.vapidPrivateKeyPath = try nonEmpty($1) },
         "vapidSubject": { configuration, value in
             guard value.hasPrefix("mailto:") || value.hasPrefix("https:") else {

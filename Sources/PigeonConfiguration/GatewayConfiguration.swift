@@ -171,6 +171,11 @@ package struct GatewayConfiguration: Sendable {
         package var endpoint: String?
         /// `hmsTokenEndpoint`: the OAuth token URL.
         package var tokenEndpoint: String?
+        /// `hmsCategory`: Push Kit's category for one-time codes (`PIN_CODE`), for a bank holding
+        /// Huawei's self-classification right (e.g. `ACCOUNT`, `FINANCE`).
+        package var codesCategory: String?
+        /// `hmsCategories`: a category per notification type, e.g. `UNIVERSAL=MARKETING, INFO=ACCOUNT`.
+        package var categoriesByType: [String: String] = [:]
 
         package var resolvedEndpoint: String { endpoint ?? "https://push-api.cloud.huawei.com" }
         package var resolvedTokenEndpoint: String { tokenEndpoint ?? "https://oauth-login.cloud.huawei.com/oauth2/v3/token" }

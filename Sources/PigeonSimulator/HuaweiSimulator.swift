@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import Synchronization
 
 /// Answers Huawei Push Kit (mounted under `/hms` on the simulator's port) the way Huawei does:
@@ -72,6 +73,9 @@ package final class HuaweiSimulator: Sendable {
         if let android = message["android"] as? [String: Any] {
             if let urgency = android["urgency"], !["HIGH", "NORMAL"].contains(urgency as? String ?? "") {
                 return .json(400, #"{"code":"80100003","msg":"Illegal payload, urgency must be HIGH or NORMAL"}"#)
+            }
+            if let category = android["category"], !HuaweiCategories.known.contains(category as? String ?? "") {
+                return .json(400, #"{"code":"80100003","msg":"Illegal payload, category is invalid"}"#)
             }
             if let ttl = android["ttl"], (ttl as? String)?.range(of: #"^\d+(\.\d{1,9})?s$"#, options: .regularExpression) == nil {
                 return .json(400, #"{"code":"80100003","msg":"Illegal payload, ttl is invalid"}"#)

@@ -10,9 +10,12 @@ package struct HuaweiRequestBuilder: Sendable {
 
     /// The app's id in AppGallery Connect (`hmsAppId`), part of the path.
     package var appId: String
+    /// `android.category` by notification type (Huawei's message classification).
+    package var categories: HuaweiCategories
 
-    package init(appId: String) {
+    package init(appId: String, categories: HuaweiCategories = HuaweiCategories()) {
         self.appId = appId
+        self.categories = categories
     }
 
     /// What every device's request for `message` shares, built once per notification; the
@@ -28,12 +31,16 @@ package struct HuaweiRequestBuilder: Sendable {
             ], tokenList: true)
         } else {
             let dataString = String(decoding: JSONValue.object(message.dataMembers).encoded, as: UTF8.self)
-            let android: [(String, JSONValue)] = [
+            var android: [(String, JSONValue)] = [
                 ("notification", .object([("body", .string(message.text)), ("click_action", .object([("type", .int(3))])),
                                           ("tag", .string(message.collapseIdentifier))])),
                 ("ttl", .string("\(ttl)s")),
                 ("urgency", .string(message.urgency == .high ? "HIGH" : "NORMAL")),
             ]
+            // A notification the bank classified (self-classification): e.g. a code as ACCOUNT,
+            // not as marketing that Huawei caps a device a day. (A confidential one is a data
+            // message above: the app shows it, Huawei does not classify it.)
+            if let category = categories.category(forType: message.data["type"]) { android.append(("category", .string(category))) }
             prepared = FCMPreparedMessage(path: "/v1/\(appId)/messages:send", before: [("validate_only", .bool(false))], message: [
                 ("android", .object(android)),
                 ("data", .string(dataString)),

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+@testable import PigeonConfiguration
 import PigeonDomain
 import PigeonSimulator
 import PigeonStore
@@ -41,6 +42,34 @@ struct HuaweiDeliveryTests {
         #expect(simulator.huawei.accessTokensIssued == 2)
         let metrics = try await harness.request("GET", "/metrics")
         #expect(metrics.text.contains("pigeon_push_outcomes_total{app=\"default\",outcome=\"token_dead\",platform=\"HUAWEI\"} 1"))
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+
+    @Test("hmsCategory: a PIN code reaches Push Kit with android.category ACCOUNT, a UNIVERSAL notification with the type's MARKETING; an unknown category is refused at load")
+    func categories() async throws {
+        let setting = try await EndToEnd.start {
+            $0.defaultApp.huawei.codesCategory = "ACCOUNT"
+            $0.defaultApp.huawei.categoriesByType = ["UNIVERSAL": "MARKETING"]
+        }
+        defer { setting.fixture.stop() }
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "hw-user", deviceId: "phone", platform: .huawei, pushToken: Self.token)
+        _ = try await harness.soap("""
+            <inb:sendNotification><notification><id>hw-pin</id><pushContent><text>Code 4711</text><type>PIN_CODE</type></pushContent>\
+            <recipients>hw-user</recipients><timeout>60</timeout></notification></inb:sendNotification>
+            """)
+        _ = try await harness.soap(GatewayHarness.sendNotification(id: "hw-news", recipients: ["hw-user"]))
+        #expect(try await setting.settledStates(id: "hw-pin") == [RecipientState(user: "hw-user", state: .sent)])
+        #expect(try await setting.settledStates(id: "hw-news") == [RecipientState(user: "hw-user", state: .sent)])
+        let categories = try simulator.huawei.deliveries.map { delivery -> String? in
+            let message = (try JSONSerialization.jsonObject(with: delivery.message) as? [String: Any])?["message"] as? [String: Any]
+            let data = message?["data"] as? String ?? ""
+            return (data.contains("hw-pin") ? "pin:" : "news:") + ((message?["android"] as? [String: Any])?["category"] as? String ?? "none")
+        }
+        #expect(Set(categories.compactMap { $0 }) == ["pin:ACCOUNT", "news:MARKETING"], "\(categories)")
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration.parse(text: "hmsCategory = BANKING\n", name: "t") }
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration.parse(text: "hmsCategories = CODES=ACCOUNT\n", name: "t") }
         await harness.gateway.shutdown()
         await database.drop()
     }

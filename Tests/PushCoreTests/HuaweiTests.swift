@@ -19,6 +19,27 @@ struct HuaweiTests {
         #expect(String(decoding: normal.body(registrationToken: "x"), as: UTF8.self).contains(#""urgency":"NORMAL""#))
     }
 
+    @Test("message classification: a code goes with hmsCategory, a type with its own category, anything else and a confidential data message with none")
+    func categories() throws {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let builder = HuaweiRequestBuilder(appId: "1", categories: HuaweiCategories(codes: "ACCOUNT", byType: ["UNIVERSAL": "MARKETING"]))
+        func android(_ message: PushMessage) throws -> [String: Any]? {
+            let body = try builder.prepare(message, now: now).body(registrationToken: "x")
+            return ((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["message"] as? [String: Any])?["android"] as? [String: Any]
+        }
+        func message(_ type: String) -> PushMessage {
+            PushMessage(notificationId: "n", text: "t", data: ["type": type], urgency: .high, expiresAt: now.addingTimeInterval(60))
+        }
+        #expect(try android(message("PIN_CODE"))?["category"] as? String == "ACCOUNT")
+        #expect(try android(message("UNIVERSAL"))?["category"] as? String == "MARKETING")
+        #expect(try android(message("INFO"))?["category"] == nil)
+        var sealed = message("PIN_CODE")
+        sealed.confidential = .fetch
+        #expect(try android(sealed)?["category"] == nil, "a confidential code is a data message the app shows itself")
+        #expect(HuaweiCategories(byType: ["PIN_CODE": "FINANCE"]).category(forType: "PIN_CODE") == "FINANCE")
+        #expect(HuaweiCategories().category(forType: "PIN_CODE") == nil, "none unless the bank says it holds the right")
+    }
+
     @Test("answers by Huawei's result codes", arguments: [
         (200, #"{"code":"80000000","msg":"Success","requestId":"r1"}"#, PushOutcome.accepted(id: "r1")),
         (200, #"{"code":"80100000","msg":"{\"success\":0,\"failure\":1,\"illegal_tokens\":[\"tok\"]}","requestId":"r2"}"#,

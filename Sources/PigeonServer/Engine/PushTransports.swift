@@ -133,7 +133,9 @@ struct PushTransports {
             let http = try threadClients("huawei")
             let tokens = OAuthAccessTokens(clientId: hmsAppId, clientSecret: secret, tokenURL: app.huawei.resolvedTokenEndpoint, client: http[0])
             let transport = HuaweiTransport(
-                client: http[0], service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId, tokens: tokens))
+                client: http[0], service: HuaweiService(endpoint: app.huawei.resolvedEndpoint, appId: hmsAppId,
+                                                        categories: HuaweiCategories(codes: app.huawei.codesCategory, byType: app.huawei.categoriesByType),
+                                                        tokens: tokens))
             register(PushRoute(platform: .huawei, appId: appId), [transport] + http.dropFirst().map(transport.using),
                      urgent: transport.using(try urgentClient("huawei")))
         }

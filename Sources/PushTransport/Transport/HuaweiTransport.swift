@@ -10,9 +10,9 @@ package struct HuaweiService: OAuthTokenService {
     package let builder: HuaweiRequestBuilder
     package let tokens: OAuthAccessTokens
 
-    package init(endpoint: String = "https://push-api.cloud.huawei.com", appId: String, tokens: OAuthAccessTokens) {
+    package init(endpoint: String = "https://push-api.cloud.huawei.com", appId: String, categories: HuaweiCategories = HuaweiCategories(), tokens: OAuthAccessTokens) {
         self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
-        self.builder = HuaweiRequestBuilder(appId: appId)
+        self.builder = HuaweiRequestBuilder(appId: appId, categories: categories)
         self.tokens = tokens
     }
 

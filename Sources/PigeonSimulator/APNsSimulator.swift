@@ -148,6 +148,8 @@ package final class APNsSimulator: Sendable {
             return reject(500, "InternalServerError")
         case .rejected?:
             return reject(413, "PayloadTooLarge")
+        case .keyRestricted(let reason)?:
+            return reject(403, reason)
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)
         case .goAway?:

@@ -154,7 +154,7 @@ package final class FCMSimulator: Sendable {
             return response
         case .internalError?:
             return Self.error(500, "INTERNAL", "Internal error encountered.", code: "INTERNAL")
-        case .rejected?:
+        case .rejected?, .keyRestricted?:
             return Self.error(400, "INVALID_ARGUMENT", "Request contains an invalid argument.", code: "INVALID_ARGUMENT")
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)

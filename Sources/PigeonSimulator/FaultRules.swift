@@ -21,6 +21,11 @@ package struct FaultRules: Sendable, Equatable {
         /// Accept, then lower the connection's SETTINGS_MAX_CONCURRENT_STREAMS to 1 (as APNs may
         /// after a rejected push).
         case lowerStreamLimit
+        /// APNs 403 with a key-restriction reason (`UnrelatedKeyIdInToken`,
+        /// `BadEnvironmentKeyIdInToken`, `BadEnvironmentKeyInToken`): the provider token's key
+        /// is not allowed for this topic or environment (keys restricted since 2025). Other
+        /// services answer it as ``rejected``.
+        case keyRestricted(reason: String)
         /// Accept after this many milliseconds (provider latency).
         case delay(milliseconds: Int)
         /// 503 after this many milliseconds (a service failing slowly).

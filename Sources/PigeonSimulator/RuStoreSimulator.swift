@@ -75,7 +75,7 @@ package final class RuStoreSimulator: Sendable {
             return response
         case .internalError?:
             return Self.error(500, "INTERNAL", "Internal error encountered.")
-        case .rejected?:
+        case .rejected?, .keyRestricted?:
             return Self.error(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")
         case .dropConnection?:
             return H2Server.Response(status: 0, action: .dropConnection)

@@ -227,6 +227,7 @@ extension FaultRules {
             case "serviceUnavailable": fault = .serviceUnavailable
             case "internalError": fault = .internalError
             case "rejected": fault = .rejected
+            case "keyRestricted": fault = .keyRestricted(reason: entry["reason"] as? String ?? "BadEnvironmentKeyIdInToken")
             case "dropConnection": fault = .dropConnection
             case "goAway": fault = .goAway
             case "lowerStreamLimit": fault = .lowerStreamLimit

@@ -6,6 +6,11 @@ package enum APNsResponse {
     /// Reasons that mean the device token is unusable for this app: the device is removed.
     package static let deadTokenReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken"]
 
+    /// Reasons that the key itself is not allowed here (keys restricted to an environment or to
+    /// topics, since February 2025): no fresh token helps and the device is fine — the app's
+    /// configuration must change. Apple has spelled the environment one both ways.
+    package static let keyRestrictionReasons: Set<String> = ["UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadEnvironmentKeyInToken"]
+
     /// Provider-token reasons that a fresh JWT fixes.
     package static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"]
 
@@ -22,6 +27,8 @@ package enum APNsResponse {
             return .tokenDead(reason: reason, since: nil)
         case 403 where credentialReasons.contains(reason):
             return .refreshCredentials(reason: reason)
+        case 403 where keyRestrictionReasons.contains(reason):
+            return .failed(reason: "\(reason): the APNs key is not allowed for this app's topic or environment")
         case 429, 500, 502, 503, 504:
             // TooManyRequests, TooManyProviderTokenUpdates, InternalServerError,
             // ServiceUnavailable, Shutdown: all pass with time.

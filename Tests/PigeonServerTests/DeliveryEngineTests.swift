@@ -55,6 +55,27 @@ struct DeliveryEngineTests {
 }
 
 extension DeliveryEngineTests {
+    @Test("a key APNs refuses for its environment (BadEnvironmentKeyIdInToken): the push fails as a configuration error, the device is kept, no new provider token is signed, the metric counts it and the log says it once a minute")
+    func keyRestricted() async throws {
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "restricted", deviceId: "iphone", platform: .ios, pushToken: "abcdef01")
+        simulator.apns.setFaults(FaultRules(["abcdef01": .init(.keyRestricted(reason: "BadEnvironmentKeyIdInToken"))]))
+        for id in ["key-1", "key-2"] {
+            _ = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["restricted"]))
+            #expect(try await setting.settledStates(id: id) == [RecipientState(user: "restricted", state: .sendingFailed)])
+        }
+        #expect(try await subscriptions.devices(user: "restricted").map(\.pushToken) == ["abcdef01"], "the device is kept")
+        let metrics = try await harness.request("GET", "/metrics").text
+        #expect(metrics.contains(#"pigeon_apns_key_restrictions_total{app="default",reason="BadEnvironmentKeyIdInToken"} 2"#), "\(metrics.split(separator: "\n").filter { $0.contains("apns") })")
+        #expect(!metrics.contains(#"pigeon_apns_provider_tokens_signed_total{reason="rejected"}"#), "no new token for a key refused as such")
+        let lines = harness.logs.records.filter { $0.message.hasPrefix("APNs refused this app's key") }
+        #expect(lines.count == 1 && lines.first?.metadata["keyId"] == SimulatorCredentials.keyId && lines.first?.metadata["app"] == "default", "\(lines)")
+        await harness.gateway.shutdown()
+        await database.drop()
+    }
+
     @Test("per device: the iPhone answers 503 once, the Android phone accepts → the user is SENT at once, the iPhone pushed again, the Android phone not")
     func perDeviceRetry() async throws {
         let setting = try await EndToEnd.start()

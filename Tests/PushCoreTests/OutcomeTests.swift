@@ -15,6 +15,10 @@ struct OutcomeTests {
         (403, #"{"reason":"ExpiredProviderToken"}"#, .refreshCredentials(reason: "ExpiredProviderToken")),
         (403, #"{"reason":"InvalidProviderToken"}"#, .refreshCredentials(reason: "InvalidProviderToken")),
         (403, #"{"reason":"BadCertificate"}"#, .failed(reason: "BadCertificate")),
+        // Keys restricted to an environment or topics (2025): a configuration error, not a token to refresh.
+        (403, #"{"reason":"UnrelatedKeyIdInToken"}"#, .failed(reason: "UnrelatedKeyIdInToken: the APNs key is not allowed for this app's topic or environment")),
+        (403, #"{"reason":"BadEnvironmentKeyIdInToken"}"#, .failed(reason: "BadEnvironmentKeyIdInToken: the APNs key is not allowed for this app's topic or environment")),
+        (403, #"{"reason":"BadEnvironmentKeyInToken"}"#, .failed(reason: "BadEnvironmentKeyInToken: the APNs key is not allowed for this app's topic or environment")),
         (405, #"{"reason":"MethodNotAllowed"}"#, .failed(reason: "MethodNotAllowed")),
         (413, #"{"reason":"PayloadTooLarge"}"#, .failed(reason: "PayloadTooLarge")),
         (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .retry(reason: "TooManyProviderTokenUpdates", after: nil, cause: .throttled)),

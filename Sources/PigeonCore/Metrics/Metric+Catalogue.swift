@@ -45,6 +45,8 @@ extension Metric {
     package static let apnsProviderTokenRejectionsTotal = Metric("pigeon_apns_provider_token_rejections_total", .counter, "Pushes APNs refused for their provider token, by reason.")
     /// `pigeon_apns_provider_token_throttled_total`
     package static let apnsProviderTokenThrottledTotal = Metric("pigeon_apns_provider_token_throttled_total", .counter, "TooManyProviderTokenUpdates answers that paused token signing.")
+    /// `pigeon_apns_key_restrictions_total`
+    package static let apnsKeyRestrictionsTotal = Metric("pigeon_apns_key_restrictions_total", .counter, "Pushes APNs refused because the app's key is restricted to another environment or topic (UnrelatedKeyIdInToken, BadEnvironmentKeyIdInToken), by app and reason: a configuration error, devices kept.")
     /// `pigeon_push_retries_total`
     package static let pushRetriesTotal = Metric("pigeon_push_retries_total", .counter, "Push attempts to be retried, by platform, app and cause (connection, throttled, credentials, unavailable).")
     /// `pigeon_push_credentials_refused_total`
@@ -131,6 +133,7 @@ extension Metric {
         .apnsProviderTokensSignedTotal,
         .apnsProviderTokenRejectionsTotal,
         .apnsProviderTokenThrottledTotal,
+        .apnsKeyRestrictionsTotal,
         .pushRetriesTotal,
         .pushCredentialsRefusedTotal,
         .deviceRegistrationsTotal,

@@ -91,7 +91,9 @@ struct PushTransports {
             let http = try threadClients("apns", connections: apnsConnections)
             let transport = APNsTransport(client: http[0], endpoint: settings.resolvedEndpoint, topic: settings.topic,
                                           authentication: .token(credentials),
-                                          onTokenEvent: { Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics) })
+                                          onTokenEvent: { [keyRestrictionLog = LogThrottle(interval: 60)] in
+                                              Self.report($0, keyId: keyId, app: label, logger: logger, metrics: metrics, keyRestrictionLog: keyRestrictionLog)
+                                          })
             // Every client of the key shares its one provider token.
             apns = [transport] + http.dropFirst().map(transport.using)
             urgentAPNs = transport.using(try urgentClient("apns"))
@@ -160,7 +162,8 @@ struct PushTransports {
 
     /// Every provider-token event is counted; the ones an operator acts on are logged, once each
     /// (a refusal is logged when it leads to a new token, not for each push it refused).
-    private static func report(_ event: APNsTransport.ProviderTokenEvent, keyId: String, app: String, logger: Logger, metrics: MetricsRegistry) {
+    private static func report(_ event: APNsTransport.ProviderTokenEvent, keyId: String, app: String, logger: Logger, metrics: MetricsRegistry,
+                               keyRestrictionLog: LogThrottle) {
         switch event {
         case .signed(let reason):
             metrics.increment(Metric.apnsProviderTokensSignedTotal, labels: ["reason": reason.rawValue])
@@ -173,6 +176,12 @@ struct PushTransports {
             metrics.increment(Metric.apnsProviderTokenThrottledTotal)
             logger.warning("APNs answered TooManyProviderTokenUpdates: no new provider token before the back-off ends",
                            metadata: ["keyId": keyId, "app": app, "until": ISO8601DateFormatter().string(from: until)])
+        case .keyRestricted(let reason):
+            metrics.increment(Metric.apnsKeyRestrictionsTotal, labels: ["app": app, "reason": reason])
+            if let suppressed = keyRestrictionLog.admit() {
+                logger.error("APNs refused this app's key for its topic or environment: fix the app's APNs key or environment (devices are kept; no new provider token is signed)",
+                             metadata: ["keyId": keyId, "app": app, "reason": reason, "suppressedSinceLast": String(suppressed)])
+            }
         }
     }
 }

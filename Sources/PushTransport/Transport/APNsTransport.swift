@@ -22,6 +22,9 @@ package final class APNsTransport: Sendable {
         case rejected(reason: String, replacing: Bool)
         /// APNs answered `TooManyProviderTokenUpdates`: no token is signed before `until`.
         case throttled(until: Date)
+        /// APNs refused the key itself for this topic or environment (`reason` is Apple's): a
+        /// configuration error of the app; no new token is signed for it.
+        case keyRestricted(reason: String)
     }
 
     private struct TokenState {
@@ -234,6 +237,10 @@ package final class APNsTransport: Sendable {
         case .retry(let reason, _, _) where reason == "TooManyProviderTokenUpdates":
             if let until = tokens.state.withLock({ $0.schedule.throttled(token, now: now) }) {
                 onTokenEvent(.throttled(until: until))
+            }
+        case .failed(let reason):
+            if let apple = APNsResponse.keyRestrictionReasons.first(where: { reason.hasPrefix($0 + ":") }) {
+                onTokenEvent(.keyRestricted(reason: apple))
             }
         default:
             break

@@ -87,6 +87,8 @@ extension GatewayConfiguration {
                 ("\(prefix)hmsCategory", shown(app.huawei.codesCategory)),
                 ("\(prefix)hmsCategories", app.huawei.categoriesByType.isEmpty ? "—" : app.huawei.categoriesByType.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")),
                 ("\(prefix)vapidPrivateKeyPath", shown(app.webPush.vapidPrivateKeyPath)),
+                ("\(prefix)webPushNavigate", shown(app.webPush.declarativeNavigate)), ("\(prefix)webPushTitle", app.webPush.declarativeTitle),
+                ("\(prefix)webPushDeclarative", app.webPush.declarativeScope), ("\(prefix)webPushAppleHosts", app.webPush.appleHosts.patterns.joined(separator: ", ")),
             ]
         }
         for (identifier, certificate) in passes.certificates.sorted(by: { $0.key < $1.key }) {

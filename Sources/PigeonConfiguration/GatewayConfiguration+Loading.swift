@@ -349,17 +349,23 @@ extension GatewayConfiguration {
             }
             configuration.webPush.vapidSubject = value
         },
+        "webPushNavigate": { configuration, value in
+            guard value.lowercased().hasPrefix("https://"), value.count > 8, value.utf8.count <= 2_048, !value.contains(" ") else {
+                throw ValueError(message: "'\(value)' is not an https:// URL")
+            }
+            configuration.webPush.declarativeNavigate = value
+        },
+        "webPushTitle": { configuration, value in
+            guard (1...100).contains(value.count), !ControlCharacters.present(in: value) else { throw ValueError(message: "must be 1–100 characters") }
+            configuration.webPush.declarativeTitle = value
+        },
+        "webPushDeclarative": { configuration, value in
+            guard ["apple", "all", "off"].contains(value) else { throw ValueError(message: "'\(value)' is not apple, all or off") }
+            configuration.webPush.declarativeScope = value
+        },
+        "webPushAppleHosts": { $0.webPush.appleHosts = try webPushHosts($1) },
         "webPushAllowedHosts": { configuration, value in
-            let hosts = WebPushHosts(list: value)
-            let wellFormed = hosts.patterns.allSatisfy { pattern in
-                let parts = pattern.split(separator: ":", omittingEmptySubsequences: false)
-                guard let name = parts.first, !name.isEmpty, !name.contains("/"), name != "*", name != "*." else { return false }
-                return parts.count == 1 || (parts.count == 2 && UInt16(parts[1]) != nil)
-            }
-            guard !hosts.patterns.isEmpty, wellFormed else {
-                throw ValueError(message: "'\(value)' must be host names or *.domain patterns, each with :port when not 443, comma-separated")
-            }
-            configuration.webPush.allowedHosts = hosts
+            configuration.webPush.allowedHosts = try webPushHosts(value)
         },
     ]
 
@@ -520,6 +526,20 @@ extension GatewayConfiguration {
             throw ValueError(message: "must be 1 to 200 bytes of text without control characters")
         }
         return value
+    }
+
+    /// Host names or `*.domain` patterns, each with `:port` when not 443, comma-separated.
+    private static func webPushHosts(_ value: String) throws(ValueError) -> WebPushHosts {
+        let hosts = WebPushHosts(list: value)
+        let wellFormed = hosts.patterns.allSatisfy { pattern in
+            let parts = pattern.split(separator: ":", omittingEmptySubsequences: false)
+            guard let name = parts.first, !name.isEmpty, !name.contains("/"), name != "*", name != "*." else { return false }
+            return parts.count == 1 || (parts.count == 2 && UInt16(parts[1]) != nil)
+        }
+        guard !hosts.patterns.isEmpty, wellFormed else {
+            throw ValueError(message: "'\(value)' must be host names or *.domain patterns, each with :port when not 443, comma-separated")
+        }
+        return hosts
     }
 
     private static func nonEmpty(_ value: String) throws(ValueError) -> String {

@@ -191,6 +191,15 @@ package struct GatewayConfiguration: Sendable {
         package var vapidSubject: String?
         /// `webPushAllowedHosts`: comma-separated host patterns (`*.` for subdomains).
         package var allowedHosts = WebPushHosts(patterns: [])
+        /// `webPushNavigate`: the page Safari's declarative notifications open when the
+        /// notification's target is not an https URL; declarative Web Push is sent only with it.
+        package var declarativeNavigate: String?
+        /// `webPushTitle`: the declarative notification's title (default "Notification").
+        package var declarativeTitle = "Notification"
+        /// `webPushDeclarative`: `apple` (Apple's push service's subscriptions, the default), `all`, or `off`.
+        package var declarativeScope = "apple"
+        /// `webPushAppleHosts`: the hosts of Apple's Web Push service.
+        package var appleHosts = WebPushHosts(patterns: ["*.push.apple.com"])
 
         package var isConfigured: Bool { vapidPrivateKeyPath != nil }
     }

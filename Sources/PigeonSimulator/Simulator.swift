@@ -116,7 +116,10 @@ package final class Simulator: Sendable {
         if request.path.hasPrefix("/3/device/") { return apns.handle(request) }
         if SimulatedChannels.serves(request.path) { return apns.handleChannels(request) }
         if request.path.hasPrefix("/webpush/") {
-            return webPush.handle(request, id: String(request.path.dropFirst("/webpush/".count)), origin: services.origin)
+            // The push service's origin is the one the subscription names (127.0.0.1 or localhost):
+            // the VAPID token's audience must be it.
+            return webPush.handle(request, id: String(request.path.dropFirst("/webpush/".count)),
+                                  origin: request.authority.isEmpty ? services.origin : "https://" + request.authority)
         }
         if request.path.hasPrefix("/hms/") { return huawei.handle(request, path: String(request.path.dropFirst("/hms".count))) }
         if request.path.hasPrefix("/rustore/") { return rustore.handle(request, path: String(request.path.dropFirst("/rustore".count))) }

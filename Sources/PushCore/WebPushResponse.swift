@@ -41,15 +41,36 @@ package enum WebPushResponse {
 
     /// What the browser's service worker receives: the notification as JSON.
     package static func plaintext(_ message: PushMessage) -> Data {
+        JSONValue.object(members(message)).encoded
+    }
+
+    /// Safari's declarative Web Push (iOS/iPadOS 18.4, Safari 18.5): the same members for a
+    /// service worker, and `web_push: 8030` with a `notification` the browser shows by itself —
+    /// `title`, the text as `body`, `navigate` (the notification's target when it is an https URL,
+    /// else `navigate`) and the badge as `app_badge`. A confidential one shows its neutral text,
+    /// goes to its default page (never its target) and is `mutable`, so a service worker may
+    /// decrypt it in place. Other browsers ignore the two members.
+    package static func declarativePlaintext(_ message: PushMessage, title: String, navigate: String) -> Data {
+        var notification: [(String, JSONValue)] = [("title", .string(title)), ("body", .string(message.text))]
+        let target = message.confidential == nil ? message.data["target"] : nil
+        let opens = target.flatMap { $0.lowercased().hasPrefix("https://") && $0.utf8.count <= 2_048 ? $0 : nil } ?? navigate
+        notification.append(("navigate", .string(opens)))
+        if let badge = message.badge { notification.append(("app_badge", .int(max(0, badge)))) }
+        if message.confidential != nil { notification.append(("mutable", .bool(true))) }
+        return JSONValue.object([("web_push", .int(8030)), ("notification", .object(notification))] + members(message)).encoded
+    }
+
+    /// The members a service worker reads.
+    private static func members(_ message: PushMessage) -> [(String, JSONValue)] {
         if let confidential = message.confidentialMembers {
             // CONTRACT §8: the neutral alert for the service worker, and the APNs payload's members.
-            return JSONValue.object([("text", .string(message.text))] + confidential).encoded
+            return [("text", .string(message.text))] + confidential
         }
         var members: [(String, JSONValue)] = [("notificationId", .string(message.notificationId)), ("text", .string(message.text))]
         if let badge = message.badge { members.append(("badge", .int(badge))) }
         if let sound = message.sound { members.append(("sound", .string(sound))) }
         let data = message.dataMembers.dropLast()
         if !data.isEmpty { members.append(("data", .object(Array(data)))) }
-        return JSONValue.object(members).encoded
+        return members
     }
 }

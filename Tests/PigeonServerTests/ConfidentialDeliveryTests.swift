@@ -64,7 +64,10 @@ struct ConfidentialDeliveryTests {
         #expect(records.count == 6)
         for record in records {
             let line = String(decoding: try JSONSerialization.data(withJSONObject: record.filter { $0.key != "decrypted" }), as: UTF8.self)
-            #expect(!line.contains(Self.code) && !line.contains("ACME") && !line.contains("EUR"), "content in clear: \(line)")
+            // The sealed parts are random base64url, which may spell "EUR" or "ACME" by chance:
+            // the check is on everything else.
+            let clear = line.replacingOccurrences(of: #"\\?"(ct|epk|salt)\\?":\\?"[A-Za-z0-9_-]+\\?""#, with: "", options: .regularExpression)
+            #expect(!clear.contains(Self.code) && !clear.contains("ACME") && !clear.contains("EUR"), "content in clear: \(clear)")
             let service = record["service"] as? String ?? ""
             if record["token"] as? String == keyless {
                 let payload = try #require(record["payload"] as? [String: Any])

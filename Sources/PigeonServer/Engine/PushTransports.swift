@@ -144,7 +144,12 @@ struct PushTransports {
         if let keyPath = app.webPush.vapidPrivateKeyPath, let subject = app.webPush.vapidSubject {
             let vapid = try VAPIDSigner(key: PrivateKey(pem: String(contentsOfFile: keyPath, encoding: .utf8)), subject: subject)
             let http = try threadClients("webpush")
-            let transport = WebPushTransport(client: http[0], service: WebPushService(vapid: vapid, allowedHosts: app.webPush.allowedHosts))
+            let web = app.webPush
+            let declarative = web.declarativeNavigate.flatMap { navigate -> WebPushService.Declarative? in
+                guard let scope = WebPushService.Declarative.Scope(rawValue: web.declarativeScope) else { return nil }
+                return WebPushService.Declarative(scope: scope, appleHosts: web.appleHosts, title: web.declarativeTitle, navigate: navigate)
+            }
+            let transport = WebPushTransport(client: http[0], service: WebPushService(vapid: vapid, allowedHosts: web.allowedHosts, declarative: declarative))
             register(PushRoute(platform: .web, appId: appId), [transport] + http.dropFirst().map(transport.using),
                      urgent: transport.using(try urgentClient("webpush")))
         }

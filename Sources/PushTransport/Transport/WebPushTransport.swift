@@ -9,27 +9,61 @@ import PushCore
 /// from the timeout, `Urgency` from the priority and `Topic` from the notification id. A
 /// subscription whose endpoint's host is not allowed is never called.
 package struct WebPushService: PushService {
-    /// A message's plaintext and the headers all its subscriptions share.
+    /// A message's plaintext (and its declarative form, when the app sends one) and the headers
+    /// all its subscriptions share.
     package struct Prepared: Sendable {
         var plaintext: Data
+        var declarativePlaintext: Data?
         var headerLines: [String]
+    }
+
+    /// Safari's declarative Web Push for an app (`webPushNavigate`, `webPushTitle`,
+    /// `webPushDeclarative`, `webPushAppleHosts`).
+    package struct Declarative: Sendable, Equatable {
+        /// Whose subscriptions get it: Apple's push service's only, or every one.
+        package enum Scope: String, Sendable, Equatable {
+            case apple
+            case all
+        }
+
+        package var scope: Scope
+        /// The hosts of Apple's Web Push service (`*.push.apple.com`).
+        package var appleHosts: WebPushHosts
+        package var title: String
+        /// The page a notification opens when its target is not an https URL.
+        package var navigate: String
+
+        package init(scope: Scope, appleHosts: WebPushHosts, title: String, navigate: String) {
+            self.scope = scope
+            self.appleHosts = appleHosts
+            self.title = title
+            self.navigate = navigate
+        }
+
+        func serves(_ subscription: WebPushSubscription) -> Bool {
+            scope == .all || appleHosts.allows(subscription)
+        }
     }
 
     private let vapid: VAPIDSigner
     private let allowedHosts: WebPushHosts
+    private let declarative: Declarative?
 
-    package init(vapid: VAPIDSigner, allowedHosts: WebPushHosts) {
+    package init(vapid: VAPIDSigner, allowedHosts: WebPushHosts, declarative: Declarative? = nil) {
         self.vapid = vapid
         self.allowedHosts = allowedHosts
+        self.declarative = declarative
     }
 
     package func prepare(_ message: PushMessage, now: Date) throws(PushMessageError) -> Prepared {
         let plaintext = WebPushResponse.plaintext(message)
-        guard plaintext.count <= WebPushEncryption.maximumPlaintext else {
-            throw .payloadTooLarge(bytes: plaintext.count, limit: WebPushEncryption.maximumPlaintext)
+        let declarativePlaintext = declarative.map { WebPushResponse.declarativePlaintext(message, title: $0.title, navigate: $0.navigate) }
+        let largest = max(plaintext.count, declarativePlaintext?.count ?? 0)
+        guard largest <= WebPushEncryption.maximumPlaintext else {
+            throw .payloadTooLarge(bytes: largest, limit: WebPushEncryption.maximumPlaintext)
         }
         let ttl = max(0, Int(message.expiresAt.timeIntervalSince(now).rounded(.down)))
-        return Prepared(plaintext: plaintext, headerLines: [
+        return Prepared(plaintext: plaintext, declarativePlaintext: declarativePlaintext, headerLines: [
             "content-encoding: aes128gcm",
             "content-type: application/octet-stream",
             "ttl: \(ttl)",
@@ -51,7 +85,8 @@ package struct WebPushService: PushService {
         }
         let body: Data
         do {
-            body = try WebPushEncryption.encrypt(prepared.plaintext, to: .init(publicKey: publicKey, authSecret: auth),
+            let plaintext = declarative.map { $0.serves(subscription) } == true ? prepared.declarativePlaintext ?? prepared.plaintext : prepared.plaintext
+            body = try WebPushEncryption.encrypt(plaintext, to: .init(publicKey: publicKey, authSecret: auth),
                                                  serverKey: P256PrivateKey(), salt: RandomBytes.generate(16))
         } catch {
             // A key that is not a point on the curve can never be encrypted to.

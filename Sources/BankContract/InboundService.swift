@@ -234,11 +234,18 @@ package enum InboundService {
         requestFields: [.list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
         returnType: result("refreshWidgetsResult", []))
 
+    /// Asks every iPhone of the recipients to reload the app's controls (iOS 18 Control Center and
+    /// Lock Screen): a `controls` push on `<bundle>.push-type.controls`.
+    package static let refreshControls = OperationDescription(
+        name: "refreshControls",
+        requestFields: [.list("recipients", .string(maxLength: Limits.identifier), minOccurs: 1, maxOccurs: Limits.users)],
+        returnType: result("refreshControlsResult", []))
+
     /// The whole service.
     package static let description = ServiceDescription(
         name: "SBIInboundWebService",
         targetNamespace: namespace,
         operations: [sendNotification, getNotificationDetails, getDeliveryStatus, deleteSubscription, checkSubscriptionExists,
                      updatePass, getPassStatus, startActivity, updateActivity, endActivity, getActivityStatus,
-                     createActivityChannel, deleteActivityChannel, broadcastActivityUpdate, refreshWidgets])
+                     createActivityChannel, deleteActivityChannel, broadcastActivityUpdate, refreshWidgets, refreshControls])
 }

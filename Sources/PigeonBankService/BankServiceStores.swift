@@ -36,4 +36,6 @@ package protocol ActivityKeeping: Sendable {
     func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> ActivityStore.EventOutcome
     func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]?
     func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)]
+    /// Queues a controls refresh for every subscribed iPhone of `users`.
+    func refreshControls(users: [String]) async throws -> [(user: String, devices: Int)]
 }

@@ -99,16 +99,26 @@ extension InboundEndpoint {
 
     package func refreshWidgets(_ parameters: SOAPRecord) async throws -> InboundResult {
         let store = try activityStore()
+        return try await refresh(parameters, what: "widget", devicesNamed: "iPhone or Android device") { try await store.refreshWidgets(users: $0) }
+    }
+
+    package func refreshControls(_ parameters: SOAPRecord) async throws -> InboundResult {
+        let store = try activityStore()
+        return try await refresh(parameters, what: "controls", devicesNamed: "iPhone") { try await store.refreshControls(users: $0) }
+    }
+
+    /// Queues a refresh for the recipients' devices; ENTITY_NOT_FOUND when none has one.
+    private func refresh(_ parameters: SOAPRecord, what: String, devicesNamed: String,
+                         queue: ([String]) async throws -> [(user: String, devices: Int)]) async throws -> InboundResult {
         let recipients = parameters.strings("recipients")
         if let blank = recipients.firstIndex(where: { $0.isEmpty }) { throw SOAPFault.client("element 'recipients' number \(blank + 1) is empty") }
         for recipient in recipients { try SOAPFault.refuseControlCharacters(recipient, in: "recipients") }
-        let counts = try await store.refreshWidgets(users: recipients)
-        let devices = counts.reduce(0) { $0 + $1.devices }
+        let devices = try await queue(recipients).reduce(0) { $0 + $1.devices }
         guard devices > 0 else {
-            return InboundResult(status: .entityNotFound, errorMessage: "no recipient has a subscribed iPhone or Android device")
+            return InboundResult(status: .entityNotFound, errorMessage: "no recipient has a subscribed \(devicesNamed)")
         }
         onActivityQueued()
-        logger.info("widget refresh queued", metadata: ["recipients": String(recipients.count), "devices": String(devices)])
+        logger.info("\(what) refresh queued", metadata: ["recipients": String(recipients.count), "devices": String(devices)])
         return InboundResult(status: .ok)
     }
 

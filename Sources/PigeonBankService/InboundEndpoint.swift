@@ -164,6 +164,8 @@ package struct InboundEndpoint: Sendable {
             return try await getActivityStatus(parameters)
         case InboundService.refreshWidgets.name:
             return try await refreshWidgets(parameters)
+        case InboundService.refreshControls.name:
+            return try await refreshControls(parameters)
         case InboundService.createActivityChannel.name:
             return try await createActivityChannel(parameters)
         case InboundService.deleteActivityChannel.name:

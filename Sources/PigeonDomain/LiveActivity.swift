@@ -30,6 +30,11 @@ package enum ActivityPushKind: String, Sendable, CaseIterable {
     case start, update, end
     /// A widget refresh (not tied to an activity).
     case widgets
+    /// A controls refresh (iOS 18 Control Center and Lock Screen controls; iPhones only).
+    case controls
+
+    /// A widget or controls refresh: tied to no activity, to the device's own push token, never stale.
+    package var isRefresh: Bool { self == .widgets || self == .controls }
 }
 
 /// Where an activity stands for one recipient (getActivityStatus).
@@ -95,7 +100,7 @@ package struct ClaimedActivityPush: Sendable, Equatable {
 
     /// True when the push would not be newer than what the device already has: dropped, never
     /// sent out of order.
-    package var isStale: Bool { kind != .widgets && timestamp <= lastSentTimestamp }
+    package var isStale: Bool { !kind.isRefresh && timestamp <= lastSentTimestamp }
 }
 
 /// What became of a claimed activity push.

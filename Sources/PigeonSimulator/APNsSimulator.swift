@@ -113,7 +113,7 @@ package final class APNsSimulator: Sendable {
         if let failure = authenticate(request) { return reject(failure.status, failure.reason) }
         if let priority = request.headers["apns-priority"], !["10", "5", "1"].contains(priority) { return reject(400, "BadPriority") }
         if let pushType = request.headers["apns-push-type"],
-           !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"].contains(pushType) {
+           !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets", "controls"].contains(pushType) {
             return reject(400, "InvalidPushType")
         }
         if let expiration = request.headers["apns-expiration"], Int64(expiration) == nil { return reject(400, "BadExpirationDate") }

@@ -4,7 +4,8 @@ import Synchronization
 /// What APNs checks of the newer push types (CONTRACT §9): a Live Activity push on the
 /// `.push-type.liveactivity` topic with `aps.timestamp`, `aps.event` and `content-state` (a
 /// start also `attributes-type` and `attributes`), at priority 5 or 10; a widget refresh on the
-/// `.push-type.widgets` topic with `aps.content-changed`.
+/// `.push-type.widgets` topic with `aps.content-changed`; a controls refresh the same on
+/// `.push-type.controls`.
 enum NewerPushTypes {
     /// Apple's reason for refusing the push, or `nil`.
     static func problem(_ headers: [String: String], payload: [String: Any]) -> String? {
@@ -25,6 +26,9 @@ enum NewerPushTypes {
             }
         case "widgets":
             if !(headers["apns-topic"] ?? "").hasSuffix(".push-type.widgets") { return "TopicDisallowed" }
+            guard aps?["content-changed"] as? Bool == true else { return "BadPayload" }
+        case "controls":
+            if !(headers["apns-topic"] ?? "").hasSuffix(".push-type.controls") { return "TopicDisallowed" }
             guard aps?["content-changed"] as? Bool == true else { return "BadPayload" }
         default:
             break

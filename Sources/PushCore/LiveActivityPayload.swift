@@ -77,6 +77,8 @@ package enum LiveActivityRequests {
     package static let activityTopicSuffix = ".push-type.liveactivity"
     /// The topic suffix of widget refreshes.
     package static let widgetsTopicSuffix = ".push-type.widgets"
+    /// The topic suffix of controls refreshes.
+    package static let controlsTopicSuffix = ".push-type.controls"
 
     /// A Live Activity event to one activity's token (update token, or push-to-start token for
     /// a start) on the app's topic (its bundle id). Throws when the payload exceeds 4 KB.
@@ -96,6 +98,13 @@ package enum LiveActivityRequests {
     /// A widget refresh: `{"aps": {"content-changed": true}}` on the widgets topic.
     package static func widgets(appTopic: String) -> APNsPreparedMessage {
         APNsPreparedMessage(headers: ["apns-push-type": "widgets", "apns-topic": appTopic + widgetsTopicSuffix, "apns-priority": "5",
+                                      "content-type": "application/json"],
+                            body: JSONValue.object([("aps", .object([("content-changed", .bool(true))]))]).encoded)
+    }
+
+    /// A controls refresh (iOS 18): `{"aps": {"content-changed": true}}` on the controls topic.
+    package static func controls(appTopic: String) -> APNsPreparedMessage {
+        APNsPreparedMessage(headers: ["apns-push-type": "controls", "apns-topic": appTopic + controlsTopicSuffix, "apns-priority": "5",
                                       "content-type": "application/json"],
                             body: JSONValue.object([("aps", .object([("content-changed", .bool(true))]))]).encoded)
     }

@@ -220,6 +220,30 @@ struct LiveActivityTests {
         await setting.database.drop()
     }
 
+    @Test("refreshControls: a controls push on the controls topic to each iPhone, nothing to Android; nobody with an iPhone → ENTITY_NOT_FOUND")
+    func controls() async throws {
+        let setting = try await EndToEnd.start()
+        defer { setting.fixture.stop() }
+        let (simulator, harness) = (setting.simulator, setting.harness)
+        let iphoneToken = String(repeating: "c7", count: 32)
+        _ = try await Self.device(setting, user: "c-user", deviceId: "iphone", platform: .ios, pushToken: iphoneToken)
+        _ = try await Self.device(setting, user: "c-user", deviceId: "pixel", platform: .android, pushToken: "fcm-" + String(repeating: "c", count: 140))
+        // A widget refresh waiting for the same iPhone keeps its own row.
+        _ = try await harness.soap("<inb:refreshWidgets><recipients>c-user</recipients></inb:refreshWidgets>")
+        let answer = try await harness.soap("<inb:refreshControls><recipients>c-user</recipients></inb:refreshControls>")
+        #expect(answer.status == 200 && answer.text.contains(">OK<"), "\(answer.text)")
+        #expect(try await Self.eventually { !Self.apnsPushes(simulator, type: "controls").isEmpty && !Self.apnsPushes(simulator, type: "widgets").isEmpty })
+        let push = try #require(Self.apnsPushes(simulator, type: "controls").first)
+        #expect(push.delivery.deviceToken == iphoneToken)
+        #expect(push.delivery.topic == SimulatorCredentials.topic + ".push-type.controls")
+        #expect(push.aps["content-changed"] as? Bool == true)
+        #expect(Self.fcmData(simulator) == [["widgets": "changed"]], "the Android phone got the widget refresh only")
+        _ = try await Self.device(setting, user: "c-android", deviceId: "pixel", platform: .android, pushToken: "fcm-" + String(repeating: "d", count: 140))
+        #expect(try await harness.soap("<inb:refreshControls><recipients>c-android</recipients></inb:refreshControls>").text.contains("ENTITY_NOT_FOUND"))
+        await harness.gateway.shutdown()
+        await setting.database.drop()
+    }
+
     @Test("broadcast channels: created through the management API, broadcast to, deleted; a broadcast to a deleted channel and a bundle without the capability are reported in the answer")
     func channels() async throws {
         let setting = try await EndToEnd.start()

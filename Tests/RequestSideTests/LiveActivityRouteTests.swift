@@ -123,6 +123,19 @@ struct LiveActivityRouteTests {
         #expect(harness.activityWakes == 1)
     }
 
+    @Test("refreshControls: OK when a recipient has an iPhone, ENTITY_NOT_FOUND when only an Android phone or nobody, a fault for an empty recipient")
+    func controls() async throws {
+        let harness = try RouterHarness(authorizedUsers: ["alice", "andy"])
+        _ = try await harness.register(user: "alice")
+        _ = try await harness.register(user: "andy", platform: "ANDROID")
+        #expect(await harness.soap("<inb:refreshControls><recipients>alice</recipients></inb:refreshControls>").text.contains("<status>OK</status>"))
+        #expect(harness.activityWakes == 1)
+        let android = await harness.soap("<inb:refreshControls><recipients>andy</recipients><recipients>zed</recipients></inb:refreshControls>")
+        #expect(android.text.contains("<status>ENTITY_NOT_FOUND</status>") && android.text.contains("iPhone"), "\(android.text)")
+        #expect(await harness.soap("<inb:refreshControls><recipients></recipients></inb:refreshControls>").status == 500)
+        #expect(harness.activityWakes == 1)
+    }
+
     @Test("without Live Activities the bank's operations are a Server fault and the phone's calls 404")
     func notAvailable() async throws {
         let harness = try RouterHarness(liveActivities: false)

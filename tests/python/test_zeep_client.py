@@ -35,7 +35,7 @@ def test_wsdl_describes_every_operation(client):
         "sendNotification", "getNotificationDetails", "getDeliveryStatus",
         "deleteSubscription", "checkSubscriptionExists", "updatePass", "getPassStatus",
         "startActivity", "updateActivity", "endActivity", "getActivityStatus", "refreshWidgets",
-        "createActivityChannel", "deleteActivityChannel", "broadcastActivityUpdate",
+        "createActivityChannel", "deleteActivityChannel", "broadcastActivityUpdate", "refreshControls",
     }
 
 
@@ -181,6 +181,9 @@ def test_widgets_and_channels(client, unique, subscribe):
     subscribe(bob)
     assert client.service.refreshWidgets(recipients=[bob]).status == "OK"
     assert client.service.refreshWidgets(recipients=[unique("nobody")]).status == "ENTITY_NOT_FOUND"
+    # subscribe() registers an iPhone: controls (iOS 18) go to it.
+    assert client.service.refreshControls(recipients=[bob]).status == "OK"
+    assert client.service.refreshControls(recipients=[unique("nobody")]).status == "ENTITY_NOT_FOUND"
     created = client.service.createActivityChannel(activityType="MatchAttributes", storagePolicy=1)
     assert created.status == "OK" and created.channelId
     assert client.service.broadcastActivityUpdate(channelId=created.channelId, contentState='{"score": "1:0"}', alertTitle="Goal").status == "OK"

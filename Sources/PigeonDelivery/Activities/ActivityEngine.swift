@@ -116,14 +116,16 @@ package struct ActivityEngine: Sendable {
 
     /// The APNs request of a claim's event (or widget refresh) on the app's topic.
     static func apnsRequest(_ claim: ClaimedActivityPush, appTopic: String) throws(PushMessageError) -> APNsPreparedMessage {
-        guard claim.kind != .widgets else { return LiveActivityRequests.widgets(appTopic: appTopic) }
+        if claim.kind == .widgets { return LiveActivityRequests.widgets(appTopic: appTopic) }
+        if claim.kind == .controls { return LiveActivityRequests.controls(appTopic: appTopic) }
         return try LiveActivityRequests.activity(event(claim), appTopic: appTopic)
     }
 
     /// The data message of a claim for an Android device.
     static func dataMessage(_ claim: ClaimedActivityPush, now: Date) -> PushMessage {
         let expiresAt = now.addingTimeInterval(3600)
-        guard claim.kind != .widgets else { return LiveActivityRequests.androidWidgets(expiresAt: expiresAt) }
+        // Controls are queued for iPhones only; widgets go to Android as a data message.
+        guard !claim.kind.isRefresh else { return LiveActivityRequests.androidWidgets(expiresAt: expiresAt) }
         return LiveActivityRequests.androidData(activityId: claim.activityId, event: event(claim), expiresAt: expiresAt)
     }
 
@@ -131,7 +133,7 @@ package struct ActivityEngine: Sendable {
         let kind: LiveActivityEvent.Kind = switch claim.kind {
         case .start: .start
         case .end: .end
-        case .update, .widgets: .update
+        case .update, .widgets, .controls: .update
         }
         let content = claim.content
         return LiveActivityEvent(

@@ -189,23 +189,37 @@ package struct ActivityStore: Sendable {
     /// Queues a widget refresh for every subscribed iPhone and Android device of `users`;
     /// returns how many devices each user has that get it, in the order given.
     package func refreshWidgets(users: [String]) async throws -> [(user: String, devices: Int)] {
+        try await queueRefresh(users: users, kind: .widgets, activityId: "", platforms: ["IOS", "ANDROID", "RUSTORE", "HUAWEI"])
+    }
+
+    /// Queues a controls refresh for every subscribed iPhone of `users` (controls are iOS's);
+    /// returns how many devices each user has that get it, in the order given.
+    package func refreshControls(users: [String]) async throws -> [(user: String, devices: Int)] {
+        try await queueRefresh(users: users, kind: .controls, activityId: "#controls", platforms: ["IOS"])
+    }
+
+    /// One refresh row per subscribed device of `users` on `platforms`, under `activityId` (a
+    /// refresh already waiting is made due again rather than queued twice).
+    private func queueRefresh(users: [String], kind: ActivityPushKind, activityId: String, platforms: [String]) async throws -> [(user: String, devices: Int)] {
         let column = identifiers.userColumn
         let lookup = users.map(identifiers.comparable)
         return try await pool.transaction { connection in
             let rows = try connection.query("""
                 WITH targets AS (
                     SELECT DISTINCT d.id, d.\(column) AS lookup FROM devices d
-                    WHERE d.\(column) = ANY($1::text[]) AND d.state = 'SUBSCRIBED' AND d.platform IN ('IOS', 'ANDROID', 'RUSTORE', 'HUAWEI')
+                    WHERE d.\(column) = ANY($1::text[]) AND d.state = 'SUBSCRIBED' AND d.platform = ANY($4::text[])
                 ),
                 queued AS (
                     INSERT INTO activity_pushes (activity_id, device_row_id, kind, event_timestamp)
-                    SELECT '', id, 'widgets', 0 FROM targets
+                    SELECT $2, id, $3, 0 FROM targets
                     ON CONFLICT (activity_id, device_row_id) DO UPDATE SET attempts = 0, last_error = NULL,
                         next_attempt_at = CASE WHEN activity_pushes.lease_owner IS NULL THEN now() ELSE activity_pushes.next_attempt_at END
                     RETURNING device_row_id
                 )
                 SELECT t.lookup, count(*) AS devices FROM targets t JOIN queued q ON q.device_row_id = t.id GROUP BY t.lookup
-                """, [PostgresArray.encode(lookup)]).decoded { row in (try row.decode("lookup", as: String.self), try row.decode("devices", as: Int.self)) }
+                """, [PostgresArray.encode(lookup), activityId, kind.rawValue, PostgresArray.encode(platforms)]).decoded { row in
+                (try row.decode("lookup", as: String.self), try row.decode("devices", as: Int.self))
+            }
             let counts = Dictionary(rows, uniquingKeysWith: { first, _ in first })
             return zip(users, lookup).map { ($0, counts[$1] ?? 0) }
         }
@@ -230,7 +244,7 @@ package struct ActivityStore: Sendable {
                     JOIN devices d ON d.id = p.device_row_id
                     LEFT JOIN activity_devices ad ON ad.activity_id = p.activity_id AND ad.device_row_id = p.device_row_id
                     WHERE p.next_attempt_at <= now()
-                      AND (p.kind IN ('start', 'widgets') OR d.platform <> 'IOS' OR ad.update_token IS NOT NULL)
+                      AND (p.kind IN ('start', 'widgets', 'controls') OR d.platform <> 'IOS' OR ad.update_token IS NOT NULL)
                       AND p.kind = ANY($3::text[]) AND d.platform = ANY($4::text[])
                       AND d.environment = ANY($5::text[])
                     ORDER BY p.next_attempt_at LIMIT \(limit) FOR UPDATE OF p SKIP LOCKED
@@ -246,7 +260,7 @@ package struct ActivityStore: Sendable {
                 RETURNING p.activity_id, a.activity_type, p.kind, p.event_timestamp, p.content_state, p.alert_title, p.alert_body,
                     p.stale_date, p.dismissal_date, p.relevance_score, p.priority, a.attributes,
                     d.id, d.bank_client_id, d.user_id, d.device_id, d.platform, d.push_token, d.app_id, d.environment,
-                    CASE WHEN d.platform <> 'IOS' OR p.kind = 'widgets' THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END AS token,
+                    CASE WHEN d.platform <> 'IOS' OR p.kind IN ('widgets', 'controls') THEN d.push_token WHEN p.kind = 'start' THEN st.token ELSE ad.update_token END AS token,
                     COALESCE(ad.last_sent_timestamp, 0) AS last_sent_timestamp, p.attempts
                 """, [owner, String(lease.inSeconds)] + known).decoded(Self.claimed)
         }
@@ -330,7 +344,7 @@ package struct ActivityStore: Sendable {
     /// and end calls, the bank's events), so two of them never lock those rows in opposite orders
     /// (the phone ending an activity while the engine records its last push deadlocked).
     private static func lock(activities ids: [String], _ connection: PostgresConnection) throws {
-        let ids = Set(ids.filter { !$0.isEmpty })  // widget refreshes belong to no activity
+        let ids = Set(ids.filter { !$0.isEmpty && !$0.hasPrefix("#") })  // widget and controls refreshes belong to no activity
         guard !ids.isEmpty else { return }
         try connection.query("SELECT 1 FROM activities WHERE activity_id = ANY($1::text[]) ORDER BY activity_id FOR UPDATE",
                              [PostgresArray.encode(ids.sorted())])
@@ -430,7 +444,7 @@ package struct ActivityStore: Sendable {
                     """, key)
             }
             try finish()
-            guard claim.kind != .widgets else { return }
+            guard !claim.kind.isRefresh else { return }
             let startingUntilToken = claim.kind == .start && claim.device.platform == .ios
             try connection.query("""
                 UPDATE activity_devices SET last_sent_timestamp = GREATEST(last_sent_timestamp, $3),

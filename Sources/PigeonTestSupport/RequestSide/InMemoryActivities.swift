@@ -77,6 +77,10 @@ package final class InMemoryActivities: ActivityKeeping, ActivityTokenRecording,
         users.map { user in (user, userDevices(user).count) }
     }
 
+    package func refreshControls(users: [String]) async throws -> [(user: String, devices: Int)] {
+        users.map { user in (user, userDevices(user).filter { $0.identity.platform == .ios }.count) }
+    }
+
     package func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
         world.withLock { world in
             var tokens = world.startTokens[deviceRowId] ?? [:]

@@ -243,12 +243,12 @@ static void *reap_late_requests(void *cls) {
 }
 
 /* A new connection that has not spoken yet is given this long to send its first head (a TLS
- * handshake queued behind a burst of others' included) before it may be cut to make room for
- * another of its address: a burst of the bank's own new connections, or its right calls among a
+ * handshake queued behind a burst of others' included; the unauthenticated deadline, 5 s, cuts it
+ * anyway when it stays silent) before it may be cut to make room for another of its address: a burst of the bank's own new connections, or its right calls among a
  * neighbour's wrong ones, each get to authenticate. Meanwhile the address may hold more than its
  * cap, bounded by the per-address connection limit and by the listener's cap of unauthenticated
  * connections (where the address holding the most loses first). */
-#define FIRST_HEAD_GRACE_MS 1000
+#define FIRST_HEAD_GRACE_MS 5000
 
 /* How readily an unauthenticated connection is cut to make room: 2 when a head of it carried wrong
  * credentials, 1 when a head of it passed without authenticating (a browser's `?wsdl`, a probe's

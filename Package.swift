@@ -127,7 +127,7 @@ let package = Package(
         .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
-        .target(name: "PigeonLDAP", dependencies: ["CLDAPShim"]),
+        .target(name: "PigeonLDAP", dependencies: ["CLDAPShim", "PigeonCore"]),
         .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP", "PigeonLDAP"]),
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.

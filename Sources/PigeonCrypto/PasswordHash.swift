@@ -1,4 +1,5 @@
 internal import CCrypt
+internal import COpenSSL
 import Foundation
 
 /// Password hashes as `htpasswd -B`, `mkpasswd` and `pigeon hash-password` write them, checked by
@@ -19,7 +20,9 @@ package enum PasswordHash {
     package static func verify(_ password: String, hash: String) -> Bool {
         guard isAccepted(hash), password.utf8.count <= 1_024, !password.utf8.contains(0) else { return false }
         guard let computed = crypt(password, setting: hash) else { return false }
-        return constantTimeEqual(Array(computed.utf8), Array(hash.utf8))
+        // OpenSSL's constant-time comparison; the lengths are the method's, not the password's.
+        let (a, b) = (Array(computed.utf8), Array(hash.utf8))
+        return a.count == b.count && CRYPTO_memcmp(a, b, a.count) == 0
     }
 
     /// Spends about as long as ``verify(_:hash:)`` against `like`, for a user name that has no
@@ -49,12 +52,5 @@ package enum PasswordHash {
         guard let result = crypt_rn(password, setting, data, Int32(MemoryLayout<crypt_data>.size)) else { return nil }
         let text = String(cString: result)
         return text.hasPrefix("*") ? nil : text
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

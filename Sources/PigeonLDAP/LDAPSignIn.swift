@@ -1,5 +1,6 @@
 internal import CLDAPShim
 import Foundation
+import PigeonCore
 
 /// A directory (LDAP) as the console signs operators in against it: where it is, how it is
 /// secured, and how long it may take. The password is checked by a bind as the user; the groups
@@ -38,7 +39,7 @@ package struct LDAPDirectory: Sendable, Equatable {
         guard !password.isEmpty else { return .refused }
         var memberships = [Int32](repeating: 0, count: groups.count)
         let passwordBytes = Array(password.utf8)
-        let result = withCStrings(groups) { groupPointers in
+        let result = CStrings.with(groups) { groupPointers in
             passwordBytes.withUnsafeBufferPointer { passwordBuffer in
                 passwordBuffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(1, passwordBytes.count)) { passwordPointer in
                     pigeon_ldap_sign_in(url, caFile, startTLS ? 1 : 0, Int32(clamping: timeoutMilliseconds), userDN,
@@ -55,12 +56,5 @@ package struct LDAPDirectory: Sendable, Equatable {
         default:
             return .unavailable("\(url): \(error)")
         }
-    }
-
-    private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
-        let copies = strings.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        let pointers = copies.map { UnsafePointer($0) } + [nil]
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

@@ -46,19 +46,22 @@ package struct AcknowledgementStore: Sendable {
                 """, [notification, user.lowercased(), key]).decoded { (state: try $0.decode("state", as: DeliveryState.self), position: try $0.decode("position", as: Int.self)) }
             guard !rows.isEmpty else { return .notAddressed }
             let states = rows.map(\.state)
-            // Which phone said so: its push row (when it was pushed to) keeps the first time.
-            _ = try connection.query("""
-                UPDATE device_pushes SET delivered_at = COALESCE(delivered_at, now()),
-                       opened_at = CASE WHEN $4::boolean THEN COALESCE(opened_at, now()) ELSE opened_at END
-                WHERE notification_key = $1 AND device_row_id = $2 AND position = ANY($3::integer[])
-                """, [notification, String(device), PostgresArray.encode(rows.map { String($0.position) }), target == .read ? "true" : "false"])
             // Leaving QUEUED also leaves the queue; the state itself is in no index, so an
-            // acknowledgement of a SENT delivery stays on its page (a HOT update).
+            // acknowledgement of a SENT delivery stays on its page (a HOT update). In the same
+            // statement, which phone said so: its push row (when it was pushed to) keeps the first
+            // time (no index covers these columns either).
             let changed = try connection.query("""
+                WITH stamped AS (
+                    UPDATE device_pushes SET delivered_at = COALESCE(delivered_at, now()),
+                           opened_at = CASE WHEN $8::boolean THEN COALESCE(opened_at, now()) ELSE opened_at END
+                    WHERE notification_key = $1 AND device_row_id = $6 AND position = ANY($7::integer[])
+                )
                 UPDATE deliveries SET state = $4, updated_at = now(), lease_owner = NULL, next_attempt_at = NULL
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 AND state = ANY($5::text[])
                 RETURNING user_id
-                """, [notification, user.lowercased(), key, target.rawValue, sources]).decoded { try $0.decode("user_id", as: String.self) }
+                """, [notification, user.lowercased(), key, target.rawValue, sources, String(device),
+                      PostgresArray.encode(rows.map { String($0.position) }), target == .read ? "true" : "false"])
+                .decoded { try $0.decode("user_id", as: String.self) }
             try DeviceReach.record(deviceIds: [device], connection)
             if target == .read, let reported = changed.first {
                 try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)

@@ -55,6 +55,9 @@ typedef struct connection_record {
     /* A head of it carried wrong credentials: among unauthenticated connections, it is cut first
      * to make room (a guesser's connections go before a newcomer that has not spoken yet). */
     _Atomic int refused_credentials;
+    /* A request of it is under way: from its head passing the checks until it is answered (the
+     * request deadline still bounds a body that arrives slowly). */
+    _Atomic int in_request;
     address_key address; /* the client's, as unauthenticated connections are counted */
 } connection_record;
 
@@ -271,6 +274,9 @@ static int evict_one(struct pigeon_http_server *server, const address_key *only,
     for (connection_record *record = server->records; record; record = record->next) {
         if (!atomic_load(&record->counted) || record->fd < 0) continue;
         int rank = eviction_rank(record);
+        /* A request being handled (an operator's console call checked against the directory, a
+         * page) is never cut; a guess with wrong credentials is, even while it waits. */
+        if (rank < 2 && atomic_load(&record->in_request)) continue;
         if (only) {
             if (!address_key_equal(record->address, *only)) continue;
             if (spare_young && rank == 0 && now < record->started_ms + FIRST_HEAD_GRACE_MS) continue;
@@ -294,7 +300,7 @@ static int evict_one(struct pigeon_http_server *server, const address_key *only,
 }
 
 /* After a head of `record` passed without authenticating it (it has spoken, so it counts against
- * its address's cap): while the address holds more than its cap, e.g. after a burst admitted
+ * its address's cap), and when a request of it was answered: while the address holds more than its cap, e.g. after a burst admitted
  * within the grace, one of its connections is cut (see evict_one; possibly this one). */
 static void trim_address(struct pigeon_http_server *server, connection_record *record) {
     if (server->unauthenticated_by_address == NULL || !atomic_load(&record->counted)) return;
@@ -575,6 +581,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         if (malformed != NULL) return refuse_head(connection, MHD_HTTP_BAD_REQUEST, malformed);
         if (record != NULL) {
             atomic_store(&record->head_passed, 1);
+            atomic_store(&record->in_request, 1);
             /* An accepted client certificate authenticates the connection; without one, a
              * request carrying valid credentials does (pigeon_http_authenticated, from admit). */
             if (server->require_client_certificate && atomic_load(&record->counted)) {
@@ -662,10 +669,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
 
 static void request_completed(void *cls, struct MHD_Connection *connection, void **request_state,
                               enum MHD_RequestTerminationCode code) {
-    (void)cls;
     (void)code;
     connection_record *record = record_of(connection);
-    if (record) atomic_store(&record->waiting_since_ms, now_ms());
+    if (record) {
+        atomic_store(&record->in_request, 0);
+        atomic_store(&record->waiting_since_ms, now_ms());
+        /* Answered without authenticating: it may be cut now, so its address is brought back
+         * to its cap if requests under way kept it above. */
+        if (cls) trim_address(cls, record);
+    }
     struct pigeon_http_exchange *exchange = *request_state;
     if (exchange == NULL) return;
     *request_state = NULL;
@@ -842,7 +854,7 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                                (intptr_t)config->idle_timeout_seconds, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
-                                               (intptr_t)request_completed, NULL};
+                                               (intptr_t)request_completed, server};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
                                                (intptr_t)notify_connection, server};
     /* The path and the query arguments as the client sent them, still percent-encoded: each

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PigeonConfiguration
+import PigeonCrypto
 import PigeonHTTP
 @testable import PigeonServer
 import PigeonSimulator
@@ -187,6 +188,44 @@ struct BankCrowdTests {
         let limited = metrics.split(separator: "\n").first { $0.hasPrefix("pigeon_soap_sign_in_failures_total{reason=\"limited\"}") }
         #expect(limited.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 > 0 } == true,
                 "the guesses past the limit were answered 429: \(limited ?? "no line")")
+    }
+
+    /// Sends CALLS GETs of PATH with Basic USER:PASSWORD to 127.0.0.1:PORT over WORKERS threads,
+    /// each on a new connection. Prints JSON: the count of each status (0: no answer).
+    static let concurrentGets = #"""
+        import base64, http.client, json, sys
+        from concurrent.futures import ThreadPoolExecutor
+        port, path, calls, workers, user, password = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+        headers = {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+        def call(_):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            try:
+                connection.request("GET", path, headers=headers)
+                return connection.getresponse().status
+            except OSError:
+                return 0
+            finally:
+                connection.close()
+        with ThreadPoolExecutor(workers) as pool:
+            statuses = list(pool.map(call, range(calls)))
+        print(json.dumps({str(s): statuses.count(s) for s in set(statuses)}), flush=True)
+        """#
+
+    @Test("an operator's tool calling the console's JSON API 64 at once from one address: every call answered (a request being handled is never cut to make room; before, calls past the 16th lost their connection)")
+    func consoleCallsAtOnce() async throws {
+        let users = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-operators-\(UUID().uuidString)").path
+        // yescrypt at its default cost: each check takes long enough for the calls to overlap.
+        let hash = try #require(PasswordHash.make("tool-password-2026"))
+        FileManager.default.createFile(atPath: users, contents: Data("tool:\(hash):viewer\n".utf8))
+        defer { try? FileManager.default.removeItem(atPath: users) }
+        let harness = try await EdgeTests.splitGateway {
+            $0.console.usersFile = users
+        }
+        let output = String(decoding: try await ChildProcess.run("/usr/bin/python3", [
+            "-c", Self.concurrentGets, String(harness.gateway.bankPort), "/console/api/v1/audit", "128", "64", "tool", "tool-password-2026"]), as: UTF8.self)
+        let statuses = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Int], "\(output)")
+        let metrics = try await harness.request("GET", "/metrics").text.split(separator: "\n").filter { $0.contains("unauthenticated") || $0.contains("deadline") }
+        #expect(statuses == ["200": 128], "\(output) \(metrics)")
     }
 
     @Test("bankAllowedClients: a connection from another address is refused at accept; the bank's address is served")

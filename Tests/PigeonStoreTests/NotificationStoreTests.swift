@@ -225,16 +225,17 @@ struct PostgresPoolTests {
     @Test("migrations run without the pool's statement timeout, but a lock held elsewhere fails them after lockTimeout")
     func migrationTimeouts() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let strict = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1, statementTimeoutMilliseconds: 100), logger: .silent)
+        let strict = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1, statementTimeoutMilliseconds: 1000), logger: .silent)
         defer { strict.close() }
         let existing = try Migration.load(from: TestDatabase.migrationsDirectory)
         let next = (existing.last?.version ?? 0) + 1
-        // Longer than the pool's statement timeout: still applied.
-        let slow = Migration(version: next, name: "slow", sql: "SELECT pg_sleep(0.5); CREATE TABLE slow_done (x int);")
+        // Longer than the pool's statement timeout (1 s, not shorter: a loaded machine can take
+        // longer than a tighter limit on the statement that lifts it): still applied.
+        let slow = Migration(version: next, name: "slow", sql: "SELECT pg_sleep(1.5); CREATE TABLE slow_done (x int);")
         let report = try await Migrator(migrations: existing + [slow]).migrate(strict, logger: .silent)
         #expect(report.applied == [next])
         // The pooled connection has its statement timeout back.
-        await #expect(throws: PostgresError.self) { try await strict.withConnection { try $0.query("SELECT pg_sleep(0.5)") } }
+        await #expect(throws: PostgresError.self) { try await strict.withConnection { try $0.query("SELECT pg_sleep(1.5)") } }
         // A table locked by a running transaction elsewhere: the migration gives up.
         let holder = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1), logger: .silent)
         defer { holder.close() }
@@ -247,7 +248,7 @@ struct PostgresPoolTests {
                 }
             }
         }
-        // Wait until the lock is really held (asked without the strict pool's 100 ms limit, which
+        // Wait until the lock is really held (asked without the strict pool's 1 s limit, which
         // a loaded machine can exceed on the catalog query itself).
         for _ in 0..<100 {
             let held = try await database.pool.withConnection { try $0.query("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'slow_done' AND l.granted").scalar }

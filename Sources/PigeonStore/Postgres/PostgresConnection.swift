@@ -241,8 +241,11 @@ extension PostgresConnection {
     /// a big table, a test's bulk load), then puts the session's own back: the connection returns
     /// to a pool whose statements keep their limit.
     package func withoutStatementTimeout<T>(_ body: () throws -> T) throws -> T {
-        let timeout = try query("SELECT current_setting('statement_timeout')").scalar ?? "0"
-        try query("SELECT set_config('statement_timeout', '0', false)")
+        // One statement reads the session's limit and lifts it: a loaded machine can take longer
+        // than a short limit on any statement, so the fewer run under it the better.
+        let timeout = try query("""
+            SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', '0', false)
+            """).scalar ?? "0"
         defer { _ = try? query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }
         return try body()
     }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -214,6 +215,14 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     *socket_context = NULL;
 }
 
+/* Whether the client sent bytes the server has not read yet. A connection with some has spoken:
+ * if its head has not passed, the wait is the server's (its I/O thread busy, e.g. with a burst on
+ * a loaded machine), not the client's, so it is neither cut as silent nor spared the less. */
+static int has_unread_bytes(int fd) {
+    int pending = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &pending) == 0 && pending > 0;
+}
+
 /* Shuts down (never closes) the socket of every connection that has waited for a whole request
  * longer than the deadline; libmicrohttpd then sees the end of the stream and closes it. */
 static void *reap_late_requests(void *cls) {
@@ -233,8 +242,10 @@ static void *reap_late_requests(void *cls) {
                 atomic_fetch_add(&server->deadline_closures, 1);
             } else if (server->unauthenticated_deadline_ms > 0 && !atomic_load(&record->head_passed) &&
                        atomic_load(&record->counted) && now > record->started_ms &&
-                       now - record->started_ms > server->unauthenticated_deadline_ms && record->fd >= 0) {
-                /* Opened and no head passed the checks in time (a slow or silent handshake, no head). */
+                       now - record->started_ms > server->unauthenticated_deadline_ms && record->fd >= 0 &&
+                       !has_unread_bytes(record->fd)) {
+                /* Opened and no head passed the checks in time (a slow or silent handshake, no
+                 * head), and nothing it sent waits for the server to read it. */
                 shutdown(record->fd, SHUT_RDWR);
                 uncount(server, record);
                 atomic_fetch_add(&server->unauthenticated_closures, 1);
@@ -279,7 +290,8 @@ static int evict_one(struct pigeon_http_server *server, const address_key *only,
         if (rank < 2 && atomic_load(&record->in_request)) continue;
         if (only) {
             if (!address_key_equal(record->address, *only)) continue;
-            if (spare_young && rank == 0 && now < record->started_ms + FIRST_HEAD_GRACE_MS) continue;
+            if (spare_young && rank == 0 &&
+                (now < record->started_ms + FIRST_HEAD_GRACE_MS || has_unread_bytes(record->fd))) continue;
         }
         unsigned int count = (only == NULL && server->unauthenticated_by_address)
             ? address_counts_get(server->unauthenticated_by_address, record->address) : 1;

@@ -179,7 +179,13 @@ struct BankCrowdTests {
                 + (tls ? [credentials.caFile] : [])), as: UTF8.self)
             let report = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
             let right = try #require(report["right"] as? [Int])
-            #expect(right.count == 40 && right.allSatisfy { $0 == 200 }, "round \(round): the bank's calls: \(output)")
+            if !(right.count == 40 && right.allSatisfy { $0 == 200 }) {
+                // Which of the listener's cuts took the bank's call: say so in the failure.
+                let counters = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "--max-time", "20", "--cacert", credentials.caFile,
+                                                                                            harness.bankBaseURL + "/metrics"]), as: UTF8.self)
+                    .split(separator: "\n").filter { $0.hasPrefix("pigeon_http_") && !$0.contains("_bucket") }.joined(separator: "; ")
+                Issue.record("round \(round): the bank's calls: \(output); \(counters)")
+            }
             let wrong = try #require(report["wrong"] as? [String: Int])
             #expect(wrong["200"] == nil, "round \(round): no wrong password passed: \(output)")
         }

@@ -1,0 +1,70 @@
+import Dispatch
+import Foundation
+import PigeonCore
+import PigeonHTTP
+import PigeonTestSupport
+import Synchronization
+import Testing
+
+/// A listener whose I/O thread is busy does not blame its clients for it: a connection whose head
+/// waits unread in its socket has spoken, and is not cut as silent (issue 45: on a loaded machine a
+/// bank's right call among a neighbour's wrong ones was once cut this way).
+@Suite("A busy listener", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
+struct BusyListenerTests {
+    /// Opens connection B (silent), waits for the file GO, then sends a head on a new connection A
+    /// and B's head at once, and prints the two statuses as JSON (0: no answer).
+    static let twoConnections = #"""
+        import json, os, socket, sys, time
+        port, go = int(sys.argv[1]), sys.argv[2]
+        b = socket.create_connection(("127.0.0.1", port), timeout=60)
+        while not os.path.exists(go): time.sleep(0.01)
+        a = socket.create_connection(("127.0.0.1", port), timeout=60)
+        a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        def status(connection):
+            try:
+                head = connection.makefile("rb").readline().split()
+                return int(head[1]) if len(head) > 1 else 0
+            except OSError:
+                return 0
+        print(json.dumps({"a": status(a), "b": status(b)}), flush=True)
+        """#
+
+    @Test("a connection whose head waits unread while the I/O thread is held is not cut at the silent-connection deadline; it is answered once the thread is free")
+    func unreadHeadIsNotSilence() async throws {
+        final class Gate: Sendable {
+            let entered = Mutex(false)
+            let release = DispatchSemaphore(value: 0)
+        }
+        let gate = Gate()
+        let server = try HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0, ioThreads: 1, handlerThreads: 1,
+                                 unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 1),
+            logger: .silent,
+            admit: { request in
+                // Holds the I/O thread (the admission runs on it) as a burst on a loaded machine would.
+                if request.path == "/block" {
+                    gate.entered.withLock { $0 = true }
+                    gate.release.wait()
+                }
+                return .accept(maxBytes: 0)
+            },
+            handler: { _ in HTTPResponse(status: 204) })
+        defer { server.stop() }
+        let go = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-busy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: go) }
+        let client = Task { try await ChildProcess.run("/usr/bin/python3", ["-c", Self.twoConnections, String(server.port), go]) }
+        // B is accepted (it counts as an unauthenticated connection) before the thread is held.
+        #expect(try await EdgeTests.waitUntil(seconds: 60) { server.unauthenticatedConnections == 1 }, "B accepted")
+        FileManager.default.createFile(atPath: go, contents: Data())
+        #expect(try await EdgeTests.waitUntil(seconds: 60) { gate.entered.withLock { $0 } }, "A's head admitted")
+        // Past B's 1 s deadline to speak, several rounds of the reaper (every 0.2 s), while B's
+        // head waits unread: without the check B is cut here.
+        try await Task.sleep(for: .seconds(2.5))
+        let closuresWhileHeld = server.unauthenticatedClosures
+        gate.release.signal()
+        let output = String(decoding: try await client.value, as: UTF8.self)
+        #expect(closuresWhileHeld == 0, "B was cut as silent while its head waited unread")
+        #expect(output.contains(#""a": 204"#) && output.contains(#""b": 204"#), "\(output)")
+    }
+}

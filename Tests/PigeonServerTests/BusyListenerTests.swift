@@ -32,6 +32,20 @@ struct BusyListenerTests {
 
     @Test("a connection whose head waits unread while the I/O thread is held is not cut at the silent-connection deadline; it is answered once the thread is free")
     func unreadHeadIsNotSilence() async throws {
+        // B must still be open when the thread is held (on a loaded machine its deadline may pass
+        // before that): such an attempt proves nothing and is made again.
+        var proven = 0
+        for _ in 0..<5 where proven == 0 {
+            guard let outcome = try await Self.attempt() else { continue }
+            proven += 1
+            #expect(outcome.closuresWhileHeld == 0, "B was cut as silent while its head waited unread")
+            #expect(outcome.output.contains(#""a": 204"#) && outcome.output.contains(#""b": 204"#), "\(outcome.output)")
+        }
+        #expect(proven == 1, "in no attempt was B still open when the I/O thread was held")
+    }
+
+    /// One run: nil when B was cut before the thread was held.
+    static func attempt() async throws -> (closuresWhileHeld: Int, output: String)? {
         final class Gate: Sendable {
             let entered = Mutex(false)
             let release = DispatchSemaphore(value: 0)
@@ -39,7 +53,7 @@ struct BusyListenerTests {
         let gate = Gate()
         let server = try HTTPServer(
             configuration: .init(host: "127.0.0.1", port: 0, ioThreads: 1, handlerThreads: 1,
-                                 unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 1),
+                                 unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 2),
             logger: .silent,
             admit: { request in
                 // Holds the I/O thread (the admission runs on it) as a burst on a loaded machine would.
@@ -55,16 +69,17 @@ struct BusyListenerTests {
         defer { try? FileManager.default.removeItem(atPath: go) }
         let client = Task { try await ChildProcess.run("/usr/bin/python3", ["-c", Self.twoConnections, String(server.port), go]) }
         // B is accepted (it counts as an unauthenticated connection) before the thread is held.
-        #expect(try await EdgeTests.waitUntil(seconds: 60) { server.unauthenticatedConnections == 1 }, "B accepted")
-        FileManager.default.createFile(atPath: go, contents: Data())
+        let accepted = try await EdgeTests.waitUntil(seconds: 60) { server.unauthenticatedConnections == 1 || server.unauthenticatedClosures > 0 }
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
         #expect(try await EdgeTests.waitUntil(seconds: 60) { gate.entered.withLock { $0 } }, "A's head admitted")
-        // Past B's 1 s deadline to speak, several rounds of the reaper (every 0.2 s), while B's
+        let closuresAtHold = server.unauthenticatedClosures
+        // Past B's 2 s deadline to speak, several rounds of the reaper (every 0.2 s), while B's
         // head waits unread: without the check B is cut here.
-        try await Task.sleep(for: .seconds(2.5))
+        try await Task.sleep(for: .seconds(3.5))
         let closuresWhileHeld = server.unauthenticatedClosures
         gate.release.signal()
         let output = String(decoding: try await client.value, as: UTF8.self)
-        #expect(closuresWhileHeld == 0, "B was cut as silent while its head waited unread")
-        #expect(output.contains(#""a": 204"#) && output.contains(#""b": 204"#), "\(output)")
+        guard accepted, closuresAtHold == 0 else { return nil }
+        return (closuresWhileHeld, output)
     }
 }

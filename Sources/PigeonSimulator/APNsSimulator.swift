@@ -14,9 +14,43 @@ package final class APNsSimulator: Sendable {
         /// Accept connections whose client certificate verified against the simulator's CA.
         package var acceptClientCertificates: Bool
 
-        package init(signingKeys: [String: (team: String, key: PublicKey)] = [:], acceptClientCertificates: Bool = true) {
+        /// Hosts (of a request's `:authority`) that play APNs's sandbox; every other host is
+        /// production. Apple's are two host names; the simulator's one port tells them apart by
+        /// the name the client used (`localhost` for sandbox by default, `127.0.0.1` for production).
+        package var sandboxHosts: Set<String>
+
+        package init(signingKeys: [String: (team: String, key: PublicKey)] = [:], acceptClientCertificates: Bool = true,
+                     sandboxHosts: Set<String> = ["localhost"]) {
             self.signingKeys = signingKeys
             self.acceptClientCertificates = acceptClientCertificates
+            self.sandboxHosts = sandboxHosts
+        }
+    }
+
+    /// APNs's two environments.
+    package enum Environment: String, Sendable, Equatable {
+        case production, sandbox
+    }
+
+    /// What a key may be used for (keys restricted since February 2025): one environment, some
+    /// topics (bundle ids; a topic derived from one, `<bundle>.voip` or
+    /// `<bundle>.push-type.liveactivity`, goes with it). `nil`: any.
+    package struct KeyRestriction: Sendable, Equatable {
+        package var environment: Environment?
+        package var topics: Set<String>?
+
+        package init(environment: Environment? = nil, topics: Set<String>? = nil) {
+            self.environment = environment
+            self.topics = topics
+        }
+
+        /// Apple's 403 reason when a push to `environment` on `topic` is outside the restriction.
+        func refusal(environment requested: Environment, topic: String?) -> String? {
+            if let environment, environment != requested { return "BadEnvironmentKeyIdInToken" }
+            if let topics, let topic, !topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) {
+                return "UnrelatedKeyIdInToken"
+            }
+            return nil
         }
     }
 
@@ -31,6 +65,12 @@ package final class APNsSimulator: Sendable {
         /// `apns-push-type` (alert, liveactivity, widgets, …).
         package var pushType: String?
         package var payload: Data
+        /// The environment the push was sent to (by the host the client named).
+        package var environment: Environment = .production
+        /// The provider token's key id; `nil` for a client certificate.
+        package var keyId: String?
+        /// The connection it came on (the server's count of accepted connections).
+        package var connectionId: UInt64 = 0
         /// When the simulator accepted it.
         package var receivedAt = Date()
     }
@@ -48,6 +88,13 @@ package final class APNsSimulator: Sendable {
         var expiredTokens: Set<String> = []
         /// Told of every accepted push (the Wallet simulator).
         var listeners: [@Sendable (Delivery) -> Void] = []
+        /// Keys added after start (``addSigningKey(id:team:key:)``), beside the configured ones.
+        var addedKeys: [String: (team: String, key: PublicKey)] = [:]
+        /// Restricted keys, by key id.
+        var restrictions: [String: KeyRestriction] = [:]
+        /// The team and environment each connection is bound to by its first token push: Apple
+        /// refuses a later push of another team or environment on it.
+        var connectionBindings: [UInt64: (team: String, environment: Environment)] = [:]
     }
 
     package static let maximumPayloadBytes = 4096
@@ -73,6 +120,25 @@ package final class APNsSimulator: Sendable {
             state.expiredTokens.formUnion(state.verifiedTokens.keys)
             state.expiredTokens.formUnion(state.lastToken.values.map(\.token))
         }
+    }
+
+    /// Accepts provider tokens of another key from now on (a second app's, its own team).
+    package func addSigningKey(id: String, team: String, key: PublicKey) {
+        state.withLock { $0.addedKeys[id] = (team, key) }
+    }
+
+    /// Restricts key `id` to an environment or topics, as a key made in Apple's developer
+    /// account since February 2025 can be; `nil` lifts the restriction.
+    package func restrictKey(_ id: String, to restriction: KeyRestriction?) {
+        state.withLock { $0.restrictions[id] = restriction }
+    }
+
+    /// The environment a request was sent to, by the host its client named.
+    package func environment(of request: H2Server.Request) -> Environment {
+        let host = request.authority.hasPrefix("[")
+            ? String(request.authority.prefix { $0 != "]" }.dropFirst())
+            : String(request.authority.prefix { $0 != ":" })
+        return authentication.sandboxHosts.contains(host.lowercased()) ? .sandbox : .production
     }
 
     /// Calls `listener` with every push accepted from now on (on the server's thread: it must be quick).
@@ -110,7 +176,10 @@ package final class APNsSimulator: Sendable {
         let token = String(request.path.dropFirst(prefix.count))
         guard !token.isEmpty, token.count <= 200, token.allSatisfy(\.isHexDigit) else { return reject(400, "BadDeviceToken") }
 
-        if let failure = authenticate(request) { return reject(failure.status, failure.reason) }
+        if let failure = authenticate(request, topic: request.headers["apns-topic"]) { return reject(failure.status, failure.reason) }
+        // 64 zeros is no device's token (`check-config --connect` probes credentials with it):
+        // answered as APNs answers a token it does not know, after the credentials passed.
+        if token.count == 64, token.allSatisfy({ $0 == "0" }) { return reject(400, "BadDeviceToken") }
         if let priority = request.headers["apns-priority"], !["10", "5", "1"].contains(priority) { return reject(400, "BadPriority") }
         if let pushType = request.headers["apns-push-type"],
            !["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets", "controls"].contains(pushType) {
@@ -167,10 +236,14 @@ package final class APNsSimulator: Sendable {
     }
 
     private func record(token: String, apnsId: String, request: H2Server.Request) {
+        let keyId = request.headers["authorization"].flatMap { authorization in
+            state.withLock { $0.verifiedTokens[String(authorization.dropFirst(7))]?.keyId }
+        }
         let delivery = Delivery(
             deviceToken: token, apnsId: apnsId, topic: request.headers["apns-topic"],
             priority: request.headers["apns-priority"], collapseId: request.headers["apns-collapse-id"],
-            expiration: request.headers["apns-expiration"], pushType: request.headers["apns-push-type"], payload: request.body)
+            expiration: request.headers["apns-expiration"], pushType: request.headers["apns-push-type"], payload: request.body,
+            environment: environment(of: request), keyId: keyId, connectionId: request.connectionId)
         let listeners = state.withLock { state in
             state.delivered.append(delivery)
             return state.listeners
@@ -185,7 +258,7 @@ package final class APNsSimulator: Sendable {
               let headerData = Base64URL.decode(parts[0]),
               let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any],
               let keyId = header["kid"] as? String, header["alg"] as? String == "ES256",
-              let signer = authentication.signingKeys[keyId],
+              let signer = authentication.signingKeys[keyId] ?? state.withLock({ $0.addedKeys[keyId] }),
               let verified = JSONWebToken.verify(token, key: signer.key), verified.signatureValid,
               verified.claims["iss"] as? String == signer.team,
               let issuedAt = (verified.claims["iat"] as? NSNumber)?.doubleValue
@@ -197,8 +270,10 @@ package final class APNsSimulator: Sendable {
         return (keyId, issuedAt)
     }
 
-    /// `nil` when the request is authenticated, else Apple's status and reason.
-    func authenticate(_ request: H2Server.Request) -> (status: Int, reason: String)? {
+    /// `nil` when the request is authenticated, else Apple's status and reason. With a provider
+    /// token: its key's restriction (environment, `topic`) is checked, and so is the connection's
+    /// binding to the team and environment of its first push.
+    func authenticate(_ request: H2Server.Request, topic: String? = nil) -> (status: Int, reason: String)? {
         guard let authorization = request.headers["authorization"] else {
             if authentication.acceptClientCertificates && request.clientSubject != nil { return nil }
             return (403, "MissingProviderToken")
@@ -208,6 +283,21 @@ package final class APNsSimulator: Sendable {
         guard let (keyId, issuedAt) = state.withLock({ $0.verifiedTokens[token] }) ?? verify(token) else {
             return (403, "InvalidProviderToken")
         }
+        let environment = environment(of: request)
+        let team = authentication.signingKeys[keyId]?.team ?? state.withLock { $0.addedKeys[keyId]?.team } ?? ""
+        let bound = state.withLock { state -> (status: Int, reason: String)? in
+            if let reason = state.restrictions[keyId]?.refusal(environment: environment, topic: topic) { return (403, reason) }
+            if let binding = state.connectionBindings[request.connectionId] {
+                // Another team's token, or the other environment, on a connection bound to one.
+                if binding.team != team { return (403, "InvalidProviderToken") }
+                if binding.environment != environment { return (403, "BadEnvironmentKeyIdInToken") }
+            } else {
+                if state.connectionBindings.count >= 10_000 { state.connectionBindings.removeAll() }
+                state.connectionBindings[request.connectionId] = (team, environment)
+            }
+            return nil
+        }
+        if let bound { return bound }
         let now = clock()
         let issued = Date(timeIntervalSince1970: issuedAt)
         let slot = "\(request.connectionId)/\(keyId)"

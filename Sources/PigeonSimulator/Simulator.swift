@@ -8,6 +8,9 @@ import PigeonCrypto
 /// `POST /simulator/webpush/subscriptions` (a browser's subscription to register),
 /// `POST /simulator/wallet/devices`, `POST /simulator/wallet/refresh`, `GET /simulator/wallet/fetches`
 /// (Wallet devices: see ``WalletSimulator``),
+/// `PUT /simulator/apns/keys` (`{"<keyId>": {"environment": "production", "topics": ["<bundle id>"]}}`:
+/// APNs keys restricted as Apple's developer account allows since 2025; requests to `localhost`
+/// play the sandbox, to `127.0.0.1` production),
 /// `POST /simulator/devices/keys` (a phone's key for confidential notifications: see
 /// ``DeviceKeyring``), `GET /simulator/pushes` (JSON lines of accepted pushes, confidential ones
 /// with what they opened to), `PUT /simulator/faults` (a JSON object
@@ -29,6 +32,8 @@ package final class Simulator: Sendable {
     /// TLS connections accepted so far (clients open new ones after a GOAWAY).
     package var connectionsAccepted: UInt64 { server.connectionsAccepted }
     package var baseURL: String { "https://127.0.0.1:\(server.port)" }
+    /// The same port named `localhost`: APNs's sandbox (see ``APNsSimulator/Authentication/sandboxHosts``).
+    package var sandboxBaseURL: String { "https://localhost:\(server.port)" }
 
     /// Makes or reuses credentials in `folder` and starts listening on `host:port`.
     /// `clock`: the APNs simulator's time, against which provider tokens' ages are checked.
@@ -75,7 +80,7 @@ package final class Simulator: Sendable {
     package var configurationSnippet: String {
         """
         apnsEndpoint = \(baseURL)
-        apnsSandboxEndpoint = \(baseURL)
+        apnsSandboxEndpoint = \(sandboxBaseURL)
         apnsChannelEndpoint = \(baseURL)
         apnsKeyPath = \(credentials.apnsKey)
         apnsKeyId = \(SimulatorCredentials.keyId)
@@ -138,6 +143,12 @@ package final class Simulator: Sendable {
             return H2Server.Response(status: 201, headers: ["content-type": "application/json"], body: subscription)
         case ("POST", "/simulator/wallet/devices"), ("POST", "/simulator/wallet/refresh"), ("GET", "/simulator/wallet/fetches"):
             return services.wallet.handleAdmin(request)
+        case ("PUT", "/simulator/apns/keys"):
+            guard let restrictions = APNsSimulator.KeyRestriction.parse(request.body) else {
+                return .json(400, #"{"error":"expected {\"<keyId>\": {\"environment\": \"production|sandbox\", \"topics\": [\"<bundle id>\"]}} (null or {} lifts a restriction)"}"#)
+            }
+            for (keyId, restriction) in restrictions { apns.restrictKey(keyId, to: restriction) }
+            return .json(200, #"{"keys":\#(restrictions.count)}"#)
         case ("PUT", "/simulator/faults"):
             guard let faults = FaultRules(json: request.body) else {
                 return .json(400, #"{"error":"expected {\"<token>\": {\"fault\": \"unregistered|badDeviceToken|tooManyRequests|serviceUnavailable|internalError|dropConnection|goAway|lowerStreamLimit|delay|unavailableAfter\", \"times\": N, \"milliseconds\": N}}"}"#)
@@ -176,7 +187,7 @@ extension Simulator {
         for delivery in services.apns.deliveries {
             let payload = String(decoding: delivery.payload, as: UTF8.self)
             lines.append((delivery.receivedAt, head("apns", delivery.receivedAt, app: delivery.topic)
-                + #""pushType":"\#(delivery.pushType ?? "alert")","token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"#))
+                + #""pushType":"\#(delivery.pushType ?? "alert")","environment":"\#(delivery.environment.rawValue)","keyId":\#(delivery.keyId.map { "\"\(JSONText.escaped($0))\"" } ?? "null"),"connection":\#(delivery.connectionId),"token":"\#(delivery.deviceToken)","apnsId":"\#(delivery.apnsId)","payload":\#(payload)\#(opened("apns", delivery.deviceToken, delivery.payload))}"#))
         }
         for delivery in services.fcm.deliveries {
             let message = String(decoding: delivery.message, as: UTF8.self)
@@ -212,6 +223,30 @@ enum JSONText {
     static func escaped(_ text: String) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: [text])) ?? Data("[\"\"]".utf8)
         return String(decoding: data.dropFirst(2).dropLast(2), as: UTF8.self)
+    }
+}
+
+extension APNsSimulator.KeyRestriction {
+    /// Parses `{"<keyId>": {"environment": "production"|"sandbox", "topics": [...]}}`; a key whose
+    /// value is `null` or `{}` is unrestricted (`nil`).
+    static func parse(_ json: Data) -> [String: Self?]? {
+        guard let object = (try? JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])) as? [String: Any], object.count <= 100 else { return nil }
+        var restrictions: [String: Self?] = [:]
+        for (keyId, value) in object {
+            if value is NSNull { restrictions[keyId] = .some(nil); continue }
+            guard let entry = value as? [String: Any] else { return nil }
+            var restriction = Self()
+            if let name = entry["environment"] as? String {
+                guard let environment = APNsSimulator.Environment(rawValue: name) else { return nil }
+                restriction.environment = environment
+            }
+            if let topics = entry["topics"] {
+                guard let list = topics as? [String] else { return nil }
+                restriction.topics = Set(list)
+            }
+            restrictions[keyId] = restriction == Self() ? .some(nil) : restriction
+        }
+        return restrictions
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonBankStub
 import PigeonCore
+import PigeonSimulator
 import PigeonTestSupport
 import Testing
 @testable import PigeonServer
@@ -33,7 +34,27 @@ struct ConnectionCheckTests {
         #expect(output.contains("database postgresql://") && output.contains(": OK (schema current, migration"), "\(output)")
         #expect(output.contains("bank proxy http://127.0.0.1:") && output.contains("OK (WSDL fetched"), "\(output)")
         #expect(output.contains("APNs 127.0.0.1: OK (resolves to 127.0.0.1") && output.contains("FCM tokens 127.0.0.1: OK"), "\(output)")
+        #expect(output.contains("APNs key \(SimulatorCredentials.keyId) production 127.0.0.1: OK (credentials accepted (a push to no device answered BadDeviceToken))"), "\(output)")
+        #expect(output.contains("APNs key \(SimulatorCredentials.keyId) sandbox localhost: OK"), "\(output)")
         #expect(!output.contains("FAILED"))
+        await database.drop()
+    }
+
+    @Test("each app's APNs key tried against each environment: a key restricted to production is OK there and FAILED for sandbox, named (BadEnvironmentKeyIdInToken); exit 1")
+    func restrictedKeyNamed() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        fixture.simulator.apns.restrictKey(SimulatorCredentials.keyId, to: .init(environment: .production))
+        let (status, output) = try Self.check("""
+            dbUrl = \(database.url)
+            migrationsPath = \(TestDatabase.migrationsDirectory.path)
+            \(fixture.simulator.configurationSnippet)
+            """)
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("APNs key \(SimulatorCredentials.keyId) production 127.0.0.1: OK (credentials accepted"), "\(output)")
+        #expect(output.contains("APNs key \(SimulatorCredentials.keyId) sandbox localhost: FAILED (BadEnvironmentKeyIdInToken: the key is restricted to the other environment"), "\(output)")
+        #expect(fixture.simulator.apns.deliveries.isEmpty, "nothing reached a device")
         await database.drop()
     }
 
@@ -96,6 +117,7 @@ struct ConnectionCheckTests {
         #expect(output.contains("database postgresql://postgres@127.0.0.1:\(closed)/pigeon: FAILED ("), "\(output)")
         #expect(output.contains("bank proxy http://127.0.0.1:\(bank)/sbi-outbound/services/SBIOutbound: FAILED ("), "\(output)")
         #expect(output.contains("APNs push-host..invalid: FAILED (the name does not resolve)"), "\(output)")
-        #expect(output.contains("APNs sandbox 127.0.0.1: OK"), "the others are still checked: \(output)")
+        #expect(output.contains("APNs sandbox localhost: OK"), "the others are still checked: \(output)")
+        #expect(output.contains("APNs key \(SimulatorCredentials.keyId) production push-host..invalid: FAILED"), "\(output)")
     }
 }

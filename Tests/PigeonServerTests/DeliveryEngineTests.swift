@@ -55,18 +55,26 @@ struct DeliveryEngineTests {
 }
 
 extension DeliveryEngineTests {
-    @Test("a key APNs refuses for its environment (BadEnvironmentKeyIdInToken): the push fails as a configuration error, the device is kept, no new provider token is signed, the metric counts it and the log says it once a minute")
+    @Test("a key restricted to production used for a sandbox device (BadEnvironmentKeyIdInToken): that push fails as a configuration error, the device is kept, no new provider token is signed, the metric counts it and the log says it once a minute; the production device is pushed")
     func keyRestricted() async throws {
         let setting = try await EndToEnd.start()
         defer { setting.fixture.stop() }
         let (simulator, database, harness, subscriptions) = (setting.simulator, setting.database, setting.harness, setting.subscriptions)
-        try await subscriptions.subscribe(bankClientId: "bank", userId: "restricted", deviceId: "iphone", platform: .ios, pushToken: "abcdef01")
-        simulator.apns.setFaults(FaultRules(["abcdef01": .init(.keyRestricted(reason: "BadEnvironmentKeyIdInToken"))]))
+        // The key as Apple's developer account makes it since 2025: production only. A development
+        // build's token (sandbox) goes to the sandbox host, where APNs refuses the key.
+        simulator.apns.restrictKey(SimulatorCredentials.keyId, to: .init(environment: .production))
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "restricted", deviceId: "iphone", platform: .ios, pushToken: "abcdef01",
+                                          environment: .sandbox)
+        try await subscriptions.subscribe(bankClientId: "bank", userId: "store-build", deviceId: "iphone", platform: .ios, pushToken: "abcdef02")
         for id in ["key-1", "key-2"] {
-            _ = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["restricted"]))
-            #expect(try await setting.settledStates(id: id) == [RecipientState(user: "restricted", state: .sendingFailed)])
+            _ = try await harness.soap(GatewayHarness.sendNotification(id: id, recipients: ["restricted", "store-build"]))
+            #expect(try await setting.settledStates(id: id) == [RecipientState(user: "restricted", state: .sendingFailed),
+                                                                 RecipientState(user: "store-build", state: .sent)])
         }
         #expect(try await subscriptions.devices(user: "restricted").map(\.pushToken) == ["abcdef01"], "the device is kept")
+        #expect(simulator.apns.deliveries.map(\.deviceToken) == ["abcdef02", "abcdef02"])
+        #expect(simulator.apns.deliveries.allSatisfy { $0.environment == .production })
+        #expect(simulator.apns.providerTokenRefreshes == 0, "no token refresh loop")
         let metrics = try await harness.request("GET", "/metrics").text
         #expect(metrics.contains(#"pigeon_apns_key_restrictions_total{app="default",reason="BadEnvironmentKeyIdInToken"} 2"#), "\(metrics.split(separator: "\n").filter { $0.contains("apns") })")
         #expect(!metrics.contains(#"pigeon_apns_provider_tokens_signed_total{reason="rejected"}"#), "no new token for a key refused as such")
@@ -221,6 +229,7 @@ extension GatewayConfiguration {
         let credentials = simulator.credentials
         self.database.url = database
         apns.endpoint = simulator.baseURL
+        apns.sandboxEndpoint = simulator.sandboxBaseURL
         apns.channelEndpoint = simulator.baseURL
         apns.keyPath = credentials.apnsKey
         apns.keyId = SimulatorCredentials.keyId

@@ -68,6 +68,27 @@ struct APNsSimulatorTests {
         #expect((payload?["aps"] as? [String: Any])?["alert"] as? String == "Код 4242")
     }
 
+    @Test("a connection is bound to the team of its first push: another team's key on it is refused (InvalidProviderToken); a key restricted to sandbox is refused on the production host; the token of zeros is no device's")
+    func connectionBinding() async throws {
+        let setup = try Setup()
+        let other = try APNsSigningCredentials(
+            p8PEM: String(decoding: try CredentialsHelper.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]), as: UTF8.self),
+            keyId: "KEY0000002", teamId: "TEAM000002")
+        setup.simulator.addSigningKey(id: "KEY0000002", team: "TEAM000002", key: try other.key.publicKey())
+        let token = try setup.credentials.providerToken(issuedAt: setup.now.read())
+        #expect(try await setup.push("a1", providerToken: token).1.label == "accepted")
+        // The client reuses its one connection: the other team's key is refused on it.
+        let foreign = try other.providerToken(issuedAt: setup.now.read())
+        #expect(try await setup.push("a2", providerToken: foreign).1 == .refreshCredentials(reason: "InvalidProviderToken"))
+        #expect(setup.simulator.deliveries.map(\.keyId) == ["KEY1234567"])
+        #expect(setup.simulator.deliveries.first?.environment == .production)
+        setup.simulator.restrictKey("KEY1234567", to: .init(environment: .sandbox))
+        guard case .failed(let reason) = try await setup.push("a3", providerToken: token).1 else { Issue.record("not refused"); return }
+        #expect(reason.hasPrefix("BadEnvironmentKeyIdInToken"))
+        setup.simulator.restrictKey("KEY1234567", to: nil)
+        #expect(try await setup.push(String(repeating: "0", count: 64), providerToken: token).1 == .tokenDead(reason: "BadDeviceToken", since: nil))
+    }
+
     @Test("fault rules: dead tokens, retries that then succeed")
     func faults() async throws {
         let setup = try Setup()

@@ -48,7 +48,7 @@ struct ConsoleTestPusher: Sendable {
 
     /// The answer of `work`, or nil when `limit` passes first (the work goes on unwatched: a push
     /// client answers every push in the end).
-    private static func first(of work: @escaping @Sendable () async -> PushOutcome, within limit: Duration) async -> PushOutcome? {
+    static func first(of work: @escaping @Sendable () async -> PushOutcome, within limit: Duration) async -> PushOutcome? {
         let answer = FirstAnswer()
         return await withCheckedContinuation { continuation in
             answer.start(continuation)

@@ -2,11 +2,14 @@ import Foundation
 import OutboundHTTP
 import PigeonConfiguration
 import PigeonCore
+import PigeonDomain
 import PigeonStore
+import PushCore
 
 /// `pigeon check-config --connect`: what a configuration reaches, each a line OK or FAILED with
-/// the reason — the database (and whether migrations are pending), the bank proxy's WSDL, and the
-/// address of every push service host the configured apps use.
+/// the reason — the database (and whether migrations are pending), the bank proxy's WSDL, the
+/// address of every push service host the configured apps use, and each app's APNs credentials
+/// tried against each of its environments.
 package enum ConnectionCheck {
     package struct Line: Sendable, Equatable {
         package var target: String
@@ -24,7 +27,65 @@ package enum ConnectionCheck {
         var lines = [await database(configuration, logger: logger)]
         if let url = configuration.bankProxyURL { lines.append(await bank(configuration, url: url)) }
         for (name, url) in pushHosts(configuration) { lines.append(resolve(name, url: url)) }
+        lines += await apnsCredentials(configuration, logger: logger)
         return lines
+    }
+
+    /// A device token no device has: APNs checks a push's credentials before its token.
+    static let probeToken = String(repeating: "0", count: 64)
+
+    /// Each app's APNs key (or certificate) tried against each environment its devices may use,
+    /// as the urgent lane sends: a push to ``probeToken``. APNs checks the credentials first, so
+    /// `BadDeviceToken` means they were accepted there; a key restricted to the other environment
+    /// or to other topics, a wrong key id or team, is named. Nothing reaches a device.
+    static func apnsCredentials(_ configuration: GatewayConfiguration, logger: Logger) async -> [Line] {
+        guard configuration.pushApps.contains(where: { $0.app.apns.isConfigured }) else { return [] }
+        let transports: PushTransports
+        do {
+            transports = try PushTransports(configuration: configuration, logger: logger, metrics: MetricsRegistry())
+        } catch {
+            return [Line(target: "APNs credentials", ok: false, detail: "\(error)")]
+        }
+        defer { transports.clients.forEach { $0.client.shutdown(abandonRunning: true) } }
+        let routes = transports.urgentSenders.keys.filter { $0.platform == .ios }
+            .sorted { ($0.appId, $0.environment.rawValue) < ($1.appId, $1.environment.rawValue) }
+        let message = PushMessage(notificationId: "check-config", text: "check-config", urgency: .normal, expiresAt: Date().addingTimeInterval(60))
+        var lines: [Line] = []
+        for route in routes {
+            guard let sender = transports.urgentSenders[route], let app = configuration.pushApps.first(where: { $0.id == route.appId })?.app else { continue }
+            let credential = app.apns.keyId.map { "key \($0)" } ?? "certificate"
+            let host = URLComponents(string: route.environment == .production ? app.apns.resolvedEndpoint : app.apns.resolvedSandboxEndpoint)?.host ?? "?"
+            let target = "APNs \(credential) \(route.environment.rawValue)\(route.appId.isEmpty ? "" : " (app \(route.appId))") \(host)"
+            let outcome = await ConsoleTestPusher.first(of: { await sender.send(message, to: probeToken) }, within: .seconds(15))
+            lines.append(probeLine(target, outcome))
+        }
+        return lines
+    }
+
+    /// What the answer to a probe push says of the credentials.
+    static func probeLine(_ target: String, _ outcome: PushOutcome?) -> Line {
+        switch outcome {
+        case .tokenDead(let reason, _)?:
+            return Line(target: target, ok: true, detail: "credentials accepted (a push to no device answered \(reason))")
+        case .accepted?:
+            return Line(target: target, ok: true, detail: "credentials accepted")
+        case .failed(let reason)?:
+            if let apple = APNsResponse.keyRestrictionReasons.first(where: { reason.hasPrefix($0) }) {
+                let why = apple == "UnrelatedKeyIdInToken"
+                    ? "the key is restricted to other topics than this app's apnsTopic"
+                    : "the key is restricted to the other environment"
+                return Line(target: target, ok: false, detail: "\(apple): \(why); use a key made for it (or unrestricted), or register these devices in the environment the key allows")
+            }
+            return Line(target: target, ok: false, detail: reason)
+        case .refreshCredentials(let reason)?:
+            return Line(target: target, ok: false, detail: "\(reason): APNs refused the provider token; check apnsKeyId, apnsTeamId and apnsKeyPath")
+        case .retry(let reason, _, _)?:
+            return Line(target: target, ok: false, detail: "not answered: \(reason)")
+        case .expired?, .deferred?:
+            return Line(target: target, ok: false, detail: "not sent")
+        case nil:
+            return Line(target: target, ok: false, detail: "no answer within 15 s")
+        }
     }
 
     static func database(_ configuration: GatewayConfiguration, logger: Logger) async -> Line {

@@ -98,7 +98,7 @@ let package = Package(
         .target(name: "OutboundHTTP", dependencies: ["CCurlShim", "PigeonCore"]),
         // Push services' protocols without I/O: messages, request bodies, response outcomes,
         // retry schedules, provider-token timing.
-        .target(name: "PushCore"),
+        .target(name: "PushCore", dependencies: ["PigeonCore"]),
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
         .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonDomain"]),
         // The bank proxy's SOAP client (CONTRACT §3).

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 
 /// What one push attempt came to, for APNs and FCM alike. The engine acts on this alone.
 package enum PushOutcome: Sendable, Equatable {
@@ -77,16 +78,12 @@ package enum RetryCause: String, Sendable, Equatable, CaseIterable {
     }
 }
 
-/// Reads a `Retry-After` header: delta-seconds, or an HTTP date relative to `now`.
+/// Reads a `Retry-After` header: delta-seconds, or an HTTP date (``HTTPDate``) relative to `now`.
 package enum RetryAfter {
     package static func parse(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
+        guard let date = HTTPDate.parse(value) else { return nil }
         let delay = date.timeIntervalSince(now)
         return .milliseconds(Int64(max(0, delay) * 1000))
     }

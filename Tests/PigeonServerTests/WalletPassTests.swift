@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonBankStub
 @testable import PigeonConfiguration
 import PigeonDomain

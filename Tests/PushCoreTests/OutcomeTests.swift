@@ -43,6 +43,12 @@ struct OutcomeTests {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:13:40 GMT", now: now) == .seconds(20))
         #expect(RetryAfter.parse("soon", now: now) == nil)
+        // A date in the past: now; malformed dates and other zones: not understood.
+        #expect(RetryAfter.parse("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == .zero)
+        for bad in ["Tue, 14 Nov 2023 22:13:40 CET", "Tue 14 Nov 2023 22:13:40 GMT", "Tue, 14 Foo 2023 22:13:40 GMT",
+                    "Tue, 32 Nov 2023 22:13:40 GMT", "Tue, 14 Nov 2023 24:13:40 GMT", "-5"] {
+            #expect(RetryAfter.parse(bad, now: now) == nil, "\(bad)")
+        }
     }
 
     @Test("FCM: error codes land in the right class", arguments: [

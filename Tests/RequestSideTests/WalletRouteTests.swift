@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonTestSupport
 import PigeonWallet
 import Testing

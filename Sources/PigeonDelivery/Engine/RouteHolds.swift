@@ -81,7 +81,11 @@ final class RouteHolds: Sendable {
     /// A delivery admitted on `routes` is decided: its rooms are free.
     func release(_ decided: Set<PushRoute>) {
         routes.withLock { routes in
-            for route in decided where routes[route] != nil { routes[route]!.held = max(0, routes[route]!.held - 1) }
+            for route in decided {
+                guard var holds = routes[route] else { continue }
+                holds.held = max(0, holds.held - 1)
+                routes[route] = holds
+            }
         }
     }
 

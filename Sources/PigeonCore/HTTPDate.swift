@@ -1,7 +1,8 @@
 import Foundation
 
-/// HTTP dates (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) for `Last-Modified` and
-/// `If-Modified-Since`, written and read without a locale-dependent formatter.
+/// HTTP dates (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) for Wallet's `Last-Modified`
+/// and `If-Modified-Since` and the push services' `Retry-After`, written and read without a
+/// locale-dependent formatter (one made per call cost more than the rest of a throttled push).
 package enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

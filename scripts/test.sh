@@ -34,8 +34,8 @@ swift build --build-tests
 # processes; scripts/test-unit.sh runs it alone), integration (PostgreSQL, listeners, the
 # simulator), system (crashes, failover, millions of recipients, streams held for minutes).
 # A hung test must fail the run, not eat CI's 90 minutes.
-log "unit tier"
-PIGEON_TEST_TIER=unit timeout --signal=TERM --kill-after=30 300 swift test --skip-build
+log "unit tier (the tripwire armed: no sockets, no processes)"
+run_unit_tier
 log "integration tier"
 PIGEON_TEST_TIER=integration timeout --signal=TERM --kill-after=30 1200 swift test --skip-build
 # The system tier, one group at a time, so the heavy suites do not load the others' timing:

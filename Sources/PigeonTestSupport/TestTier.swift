@@ -4,7 +4,8 @@ import Foundation
 /// `integration` or `system`; unset: every tier). Each tier includes the ones below it:
 ///
 /// - **unit**: no PostgreSQL, no sockets, no processes — pure types, the engine on fakes, the
-///   request side through the router harness. `scripts/test-unit.sh` runs it in seconds.
+///   request side through the router harness. `scripts/test-unit.sh` runs it in seconds, with a
+///   tripwire (`scripts/tripwire`) that refuses a network socket or a process and names the test.
 /// - **integration**: a real PostgreSQL, real listeners and HTTP/2 clients, the simulator and
 ///   child processes such as `openssl` and `curl`.
 /// - **system**: whole gateways killed with -9, PostgreSQL restarted and failed over, sends of

@@ -11,7 +11,7 @@ import Testing
 /// Passes the gateway signs (CONTRACT §7, optional signing): a test PKI like Apple's — a root, a
 /// "WWDR" intermediate, a Pass Type ID certificate under it in a `.p12` — and `openssl smime
 /// -verify` as the independent check, against the root, so the signature must carry the WWDR.
-@Suite("Pass signing")
+@Suite("Pass signing", .enabled(if: TestTier.runsIntegration, "integration tier (processes: openssl): PIGEON_TEST_TIER"))
 struct PassSigningTests {
     /// Certificates made once per test in a folder of their own.
     struct TestPKI {

@@ -137,6 +137,35 @@ start_directory() {
     return 1
 }
 
+# The unit tier (no PostgreSQL, sockets or processes; Sources/PigeonTestSupport/TestTier.swift),
+# after `swift build --build-tests`: run with the tripwire preloaded (scripts/tripwire: a test that
+# opens a network socket or starts a process is refused and named), then its share of the suite's
+# tests and its wall time printed; fails on a trip, a failed test, or past 60 s.
+run_unit_tier() {
+    local tripwire="$PIGEON_ROOT/.build/unit-tier-tripwire.so" trips output started elapsed ran all status=0
+    clang -shared -fPIC -O2 -Wall -o "$tripwire" "$PIGEON_ROOT/scripts/tripwire/unit-tier-tripwire.c" -ldl
+    trips="$(mktemp)" output="$(mktemp)"
+    started=$(date +%s.%N)
+    PIGEON_TEST_TIER=unit PIGEON_TRIPWIRE_LOG="$trips" LD_PRELOAD="$tripwire" SWIFT_BACKTRACE=enable=no \
+        timeout --signal=TERM --kill-after=30 300 swift test --skip-build 2>&1 | tee "$output" || status=1
+    elapsed=$(awk -v from="$started" -v to="$(date +%s.%N)" 'BEGIN { printf "%.1f", to - from }')
+    ran=$(grep -c '^✔ Test ' "$output" || true)
+    all=$(sed -n 's/^. Test run with \([0-9]*\) tests.*/\1/p' "$output" | tail -1)
+    if [ -s "$trips" ]; then
+        log "unit tier: tests touched a socket or a process (see 'unit-tier tripwire' above):"
+        sort "$trips" | uniq -c >&2
+        status=1
+    fi
+    all=${all:-0}
+    log "unit tier: $ran of $all tests ($(( 100 * ran / (all > 0 ? all : 1) ))%) in $elapsed s (limit 60 s)"
+    if awk -v elapsed="$elapsed" 'BEGIN { exit !(elapsed > 60) }'; then
+        log "unit tier: slower than 60 s"
+        status=1
+    fi
+    rm -f "$trips" "$output"
+    return $status
+}
+
 stop_processes() {
     local pid
     for pid in "$@"; do

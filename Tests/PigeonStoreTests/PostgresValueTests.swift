@@ -71,6 +71,19 @@ struct PostgresValueTests {
         #expect(Date(postgresText: "nan") == nil && Date(postgresText: "2026-12-04") == nil)
     }
 
+    @Test("a count read as a scalar: the value, or an error naming it for no row, NULL or garbage — never a zero")
+    func typedScalar() throws {
+        #expect(try PostgresRows(columns: ["count"], rows: [["42"]]).scalar(as: Int.self, "the count") == 42)
+        for rows in [PostgresRows(columns: ["count"]), PostgresRows(columns: ["count"], rows: [[nil]]), PostgresRows(columns: ["count"], rows: [["4x"]])] {
+            do {
+                _ = try rows.scalar(as: Int.self, "the count of devices")
+                Issue.record("no error for \(rows.rows)")
+            } catch {
+                #expect(error.message.contains("the count of devices"), "\(error)")
+            }
+        }
+    }
+
     @Test("the JDBC form becomes a libpq URI")
     func jdbc() throws {
         #expect(try PostgresConnectionSettings.libpqForm(of: "jdbc:postgresql://localhost/pigeon") == "postgresql://localhost/pigeon")

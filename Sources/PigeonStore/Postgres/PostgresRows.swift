@@ -16,6 +16,14 @@ package struct PostgresRows: Sendable {
 
     /// The single value of a one-row, one-column result.
     package var scalar: String? { rows.first?.first ?? nil }
+
+    /// The single value of a one-row result as a `T` — a count, a sum, an id a statement always
+    /// answers; throws when there is no row, or the value is NULL or not a `T` (a bad answer is
+    /// an error, never a zero). `what` names the value in the error.
+    package func scalar<T: PostgresTextDecodable>(as type: T.Type, _ what: String) throws(PostgresError) -> T {
+        guard let row = rows.first else { throw PostgresError(.unexpectedResult, "no row where \(what) was expected") }
+        return try row.decode(0, what, as: type)
+    }
 }
 
 extension Array where Element == String? {

@@ -230,7 +230,7 @@ package struct ConsoleStore: Sendable {
     package func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            let total = try connection.query("SELECT count(*) FROM outbox").scalar.flatMap(Int.init) ?? 0
+            let total = try connection.query("SELECT count(*) FROM outbox").scalar(as: Int.self, "the outbox's size")
             let page = try connection.query("""
                 SELECT id, kind, payload::text AS payload, attempts, extract(epoch FROM next_attempt_at)::double precision AS next_attempt_at,
                        last_error, extract(epoch FROM created_at)::double precision AS created_at

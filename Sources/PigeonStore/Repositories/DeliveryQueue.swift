@@ -217,7 +217,7 @@ package struct DeliveryQueue: Sendable {
                 RETURNING 1
                 )
                 SELECT count(*) FROM updated
-                """, parameters).scalar.flatMap(Int.init) ?? 0
+                """, parameters).scalar(as: Int.self, "the count of deliveries recorded")
         }
     }
 
@@ -293,7 +293,7 @@ package struct DeliveryQueue: Sendable {
                         WHERE next_attempt_at IS NOT NULL AND priority = p.priority AND \(days) AND expires_at > now()
                         ORDER BY next_attempt_at LIMIT 1) o
                     WHERE p.priority IS NOT NULL AND o.due <= now()
-                    """).scalar.flatMap(Double.init) ?? 0
+                    """).scalar(as: Double.self, "the oldest due delivery's wait")
             }
         }
     }
@@ -306,13 +306,13 @@ package struct DeliveryQueue: Sendable {
         return try await pool.withConnection(idempotent: true) { connection in
             let counted = try connection.query("""
                 SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT \(bound + 1)) AS q
-                """).scalar.flatMap(Int.init) ?? 0
+                """).scalar(as: Int.self, "the queue's counted depth")
             guard counted > bound else { return counted }
             let estimated = try connection.query("""
                 SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), 0)::bigint FROM pg_inherits i
                 JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'deliveries_claimable'::regclass
-                """).scalar.flatMap(Int.init) ?? 0
+                """).scalar(as: Int.self, "the queue's estimated depth")
             return max(counted, estimated)
         }
     }

@@ -27,7 +27,7 @@ package struct Retention: Sendable {
             try connection.setTransactionLockTimeout(lockTimeout)
             return try connection.query(
                 "SELECT pigeon_create_days(pigeon_day($1::timestamptz) - 1, pigeon_day($1::timestamptz) + $2::integer)",
-                [moment, String(max(0, daysAhead))]).scalar.flatMap(Int.init) ?? 0
+                [moment, String(max(0, daysAhead))]).scalar(as: Int.self, "the count of day partitions made")
         }
     }
 

@@ -45,7 +45,7 @@ package struct SubscriptionStore: Sendable {
             try connection.query("""
                 WITH gone AS (DELETE FROM devices WHERE \(column) = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
-                """, [key, RemovedDevices.deletedByBank]).scalar.flatMap(Int.init) ?? 0
+                """, [key, RemovedDevices.deletedByBank]).scalar(as: Int.self, "the count of devices deleted")
         }
     }
 
@@ -106,7 +106,7 @@ package struct SubscriptionStore: Sendable {
             try connection.query("""
                 WITH gone AS (DELETE FROM devices WHERE id = ANY($1::bigint[]) RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
-                """, [ids, RemovedDevices.deadToken]).scalar.flatMap(Int.init) ?? 0
+                """, [ids, RemovedDevices.deadToken]).scalar(as: Int.self, "the count of dead-token devices removed")
         }
     }
 

@@ -188,7 +188,7 @@ package struct Sweeps: Sendable {
                 RETURNING *
                 ), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
-                """, [seconds, RemovedDevices.stale]).scalar.flatMap(Int.init) ?? 0
+                """, [seconds, RemovedDevices.stale]).scalar(as: Int.self, "the count of stale devices removed")
             let abandoned = try connection.query("""
                 DELETE FROM pending_registrations WHERE id IN (
                     SELECT id FROM pending_registrations WHERE created_at < now() - interval '1 day'

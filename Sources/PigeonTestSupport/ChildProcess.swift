@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PigeonSimulator
 
 /// Runs a command line program (openssl, curl) for a test and returns its standard output.
 /// The waiting happens on a thread of its own, never on the cooperative pool.

@@ -184,10 +184,14 @@ package final class InMemoryStores: DeviceRegistering, AcknowledgementRecording,
         world.withLock { world in
             if let states = world.states[notification.id] { return .duplicate(states) }
             var seen = Set<String>()
-            let states = notification.recipients.filter { seen.insert($0.lowercased()).inserted }.map { user in
+            let recipients = notification.recipients.filter { seen.insert($0.lowercased()).inserted }
+            let states = recipients.map { user in
                 RecipientState(user: user, state: world.devices.contains { Self.same($0.identity.userId, user) } ? .queued : .invalidSubscription)
             }
-            world.notifications[notification.id] = notification
+            // Stored as PostgreSQL stores it: one recipient per user, as first written.
+            var stored = notification
+            stored.recipients = recipients
+            world.notifications[notification.id] = stored
             world.states[notification.id] = states
             return .stored(states, expiresAt: Date().addingTimeInterval(TimeInterval(notification.timeoutSeconds)))
         }

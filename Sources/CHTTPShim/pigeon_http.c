@@ -59,6 +59,9 @@ typedef struct connection_record {
     /* A request of it is under way: from its head passing the checks until it is answered (the
      * request deadline still bounds a body that arrives slowly). */
     _Atomic int in_request;
+    /* Cut by the gateway (shut down to make room, or at a deadline) and not closed yet: it no
+     * longer counts against the listener's connection limits (under connections_lock). */
+    int cut;
     address_key address; /* the client's, as unauthenticated connections are counted */
 } connection_record;
 
@@ -127,6 +130,13 @@ struct pigeon_http_server {
     pigeon_http_network *allowed_networks;
     size_t allowed_network_count;
     _Atomic unsigned long allowlist_refusals;
+    /* With the unauthenticated cap on (the bank's listener): the connection limits enforced on
+     * connections not yet cut (libmicrohttpd's own limits, which count a cut connection until its
+     * I/O thread closes it, are set above them as a backstop). Under connections_lock. */
+    unsigned int live_limit;
+    unsigned int live_per_address_limit;
+    unsigned int live_count;
+    address_counts *live_by_address;
 
     pthread_mutex_t flight_lock; /* in_flight list, exchange phases after dispatch */
     struct pigeon_http_exchange *in_flight;
@@ -173,6 +183,23 @@ static void uncount(struct pigeon_http_server *server, connection_record *record
     if (server->unauthenticated_by_address) address_counts_decrement(server->unauthenticated_by_address, record->address);
 }
 
+/* `record` no longer counts against the live connection limits (it was cut, or it closed); only
+ * the first call counts. The caller holds connections_lock. */
+static void set_cut(struct pigeon_http_server *server, connection_record *record) {
+    if (record->cut) return;
+    record->cut = 1;
+    if (server->live_count > 0) server->live_count--;
+    if (server->live_by_address) address_counts_decrement(server->live_by_address, record->address);
+}
+
+/* Shuts `record`'s connection down (libmicrohttpd closes it when its I/O thread gets to it)
+ * and stops counting it anywhere. The caller holds connections_lock. */
+static void cut_connection(struct pigeon_http_server *server, connection_record *record) {
+    shutdown(record->fd, SHUT_RDWR);
+    uncount(server, record);
+    set_cut(server, record);
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                               enum MHD_ConnectionNotificationCode code) {
     struct pigeon_http_server *server = cls;
@@ -192,6 +219,8 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
         atomic_fetch_add(&server->unauthenticated_count, 1);
         pthread_mutex_lock(&server->connections_lock);
         if (server->unauthenticated_by_address) address_counts_increment(server->unauthenticated_by_address, record->address);
+        server->live_count++;
+        if (server->live_by_address) address_counts_increment(server->live_by_address, record->address);
         record->next = server->records;
         if (server->records) server->records->previous = record;
         server->records = record;
@@ -206,6 +235,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     if (record == NULL) return;
     pthread_mutex_lock(&server->connections_lock);
     uncount(server, record);
+    set_cut(server, record);
     if (record->previous) record->previous->next = record->next;
     else server->records = record->next;
     if (record->next) record->next->previous = record->previous;
@@ -237,7 +267,7 @@ static void *reap_late_requests(void *cls) {
             /* `since` may be later than `now` (a response completed after `now` was read): only
              * a wait that really lasted past the deadline counts. */
             if (since != 0 && now > since && now - since > server->deadline_ms && record->fd >= 0) {
-                shutdown(record->fd, SHUT_RDWR);
+                cut_connection(server, record);
                 atomic_store(&record->waiting_since_ms, 0);
                 atomic_fetch_add(&server->deadline_closures, 1);
             } else if (server->unauthenticated_deadline_ms > 0 && !atomic_load(&record->head_passed) &&
@@ -246,8 +276,7 @@ static void *reap_late_requests(void *cls) {
                        !has_unread_bytes(record->fd)) {
                 /* Opened and no head passed the checks in time (a slow or silent handshake, no
                  * head), and nothing it sent waits for the server to read it. */
-                shutdown(record->fd, SHUT_RDWR);
-                uncount(server, record);
+                cut_connection(server, record);
                 atomic_fetch_add(&server->unauthenticated_closures, 1);
             }
         }
@@ -305,8 +334,7 @@ static int evict_one(struct pigeon_http_server *server, const address_key *only,
         }
     }
     if (chosen == NULL) return 0;
-    shutdown(chosen->fd, SHUT_RDWR);
-    uncount(server, chosen);
+    cut_connection(server, chosen);
     atomic_fetch_add(&server->unauthenticated_evictions, 1);
     return 1;
 }
@@ -344,7 +372,15 @@ static enum MHD_Result admit_connection(void *cls, const struct sockaddr *addres
     address_key key = address_key_of(address);
     uint64_t now = now_ms();
     pthread_mutex_lock(&server->connections_lock);
-    if (server->unauthenticated_by_address) {
+    /* The listener's and the address's connection limits, counting only connections not cut:
+     * at a limit an unauthenticated connection makes room (the address's own at its limit, its
+     * newcomers within their grace spared), else the newcomer is refused. */
+    if (server->live_limit > 0 && server->live_count >= server->live_limit) refuse = !evict_one(server, NULL, 0, now);
+    if (!refuse && server->live_by_address &&
+        address_counts_get(server->live_by_address, key) >= server->live_per_address_limit) {
+        refuse = !evict_one(server, &key, 1, now);
+    }
+    if (!refuse && server->unauthenticated_by_address) {
         unsigned int held = address_counts_get(server->unauthenticated_by_address, key);
         if (held >= server->unauthenticated_per_address_limit) (void)evict_one(server, &key, 1, now);
     }
@@ -831,12 +867,28 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         /* Room for every connection the listener may hold, each from an address of its own. */
         server->unauthenticated_by_address = address_counts_new(config->connection_limit + 1);
     }
+    /* With the unauthenticated cap, the gateway enforces the connection limits itself on the
+     * connections it has not cut, and libmicrohttpd's (twice as high) only backstop them: a
+     * burst of cut connections its busy I/O thread has not closed yet must not turn the bank's
+     * next connection away. */
+    unsigned int mhd_connection_limit = config->connection_limit;
+    unsigned int mhd_per_address_limit = config->per_address_limit;
+    if (config->unauthenticated_limit > 0 || config->unauthenticated_per_address_limit > 0) {
+        server->live_limit = config->connection_limit;
+        mhd_connection_limit = config->connection_limit * 2;
+        if (config->per_address_limit > 0) {
+            server->live_per_address_limit = config->per_address_limit;
+            server->live_by_address = address_counts_new(mhd_connection_limit + 1);
+            mhd_per_address_limit = config->per_address_limit * 2;
+        }
+    }
     server->unauthenticated_deadline_ms = (uint64_t)config->unauthenticated_deadline_seconds * 1000u;
     if (config->allowed_network_count > 0) {
         server->allowed_networks = calloc(config->allowed_network_count, sizeof *server->allowed_networks);
         if (server->allowed_networks == NULL) {
             if (server->has_identity) tls_identity_slot_destroy(&server->identities);
             address_counts_free(server->unauthenticated_by_address);
+            address_counts_free(server->live_by_address);
             free(server);
             snprintf(error, error_capacity, "out of memory");
             return -1;
@@ -858,10 +910,10 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-                                               (intptr_t)config->connection_limit, NULL};
-    if (config->per_address_limit > 0) {
+                                               (intptr_t)mhd_connection_limit, NULL};
+    if (mhd_per_address_limit > 0) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                                   (intptr_t)config->per_address_limit, NULL};
+                                                   (intptr_t)mhd_per_address_limit, NULL};
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                                (intptr_t)config->idle_timeout_seconds, NULL};
@@ -913,6 +965,7 @@ int pigeon_http_start(const pigeon_http_config *config, pigeon_http_server **out
         }
         if (server->has_identity) tls_identity_slot_destroy(&server->identities);
         address_counts_free(server->unauthenticated_by_address);
+        address_counts_free(server->live_by_address);
         free(server->allowed_networks);
         pthread_mutex_destroy(&server->connections_lock);
         pthread_mutex_destroy(&server->flight_lock);
@@ -1008,6 +1061,7 @@ void pigeon_http_stop(pigeon_http_server *server) {
     MHD_stop_daemon(server->daemon);
     if (server->has_identity) tls_identity_slot_destroy(&server->identities);
     address_counts_free(server->unauthenticated_by_address);
+    address_counts_free(server->live_by_address);
     free(server->allowed_networks);
     pthread_mutex_destroy(&server->connections_lock);
     pthread_mutex_destroy(&server->flight_lock);

@@ -114,7 +114,7 @@ struct BankCrowdTests {
         for call in 0..<10 {
             let status = try await curl(["-u", "bank:s3cret-bank-password", "-H", "Content-Type: text/xml", "--data-binary", body,
                                          harness.bankBaseURL + GatewayHarness.soapPath])
-            #expect(status == 200, "the bank's call \(call) during the crowd")
+            #expect(status == 200, "the bank's call \(call) during the crowd; the listener said: \(harness.logs.records.filter { $0.message.contains("limit") || $0.message.contains("onnection") }.suffix(5).map(\.message))")
         }
         // While the crowd is still there: between its bursts each of its addresses is back at its
         // 16 (a newcomer cuts one of its own once the address holds 16 that spoke; the cut ones

@@ -82,4 +82,84 @@ struct BusyListenerTests {
         guard accepted, closuresAtHold == 0 else { return nil }
         return (closuresWhileHeld, output)
     }
+
+    /// Opens 4 silent connections, waits for the file GO1, sends a head on a new connection A,
+    /// waits for GO2, opens B and sends its head (then touches B_SENT), and prints A's and B's
+    /// statuses as JSON (0: no answer).
+    static let cutButNotClosed = #"""
+        import json, os, socket, sys, time
+        port, go1, go2, b_sent = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+        def wait(path):
+            while not os.path.exists(path): time.sleep(0.01)
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(4)]
+        wait(go1)
+        a = socket.create_connection(("127.0.0.1", port), timeout=60)
+        a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        wait(go2)
+        b = socket.create_connection(("127.0.0.1", port), timeout=60)
+        b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        open(b_sent, "w").close()
+        def status(connection):
+            try:
+                head = connection.makefile("rb").readline().split()
+                return int(head[1]) if len(head) > 1 else 0
+            except OSError:
+                return 0
+        print(json.dumps({"a": status(a), "b": status(b)}), flush=True)
+        """#
+
+    @Test("connections cut while the I/O thread is held no longer count against the address's connection limit: a new connection is let in though libmicrohttpd has not closed them yet")
+    func cutConnectionsDoNotHoldTheLimit() async throws {
+        var proven = 0
+        for _ in 0..<5 where proven == 0 {
+            guard let output = try await Self.cutAttempt() else { continue }
+            proven += 1
+            #expect(output.contains(#""a": 204"#) && output.contains(#""b": 204"#), "\(output)")
+        }
+        #expect(proven == 1, "in no attempt were the silent connections cut while the I/O thread was held")
+    }
+
+    /// One run: nil when the silent connections were cut before the thread was held.
+    static func cutAttempt() async throws -> String? {
+        final class Gate: Sendable {
+            let entered = Mutex(false)
+            let release = DispatchSemaphore(value: 0)
+        }
+        let gate = Gate()
+        // 5 connections an address, silent ones cut after 1 s.
+        let server = try HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0, connectionLimit: 64, perAddressConnectionLimit: 5, ioThreads: 1, handlerThreads: 1,
+                                 unauthenticatedLimit: 32, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 1),
+            logger: .silent,
+            admit: { request in
+                if request.path == "/block" {
+                    gate.entered.withLock { $0 = true }
+                    gate.release.wait()
+                }
+                return .accept(maxBytes: 0)
+            },
+            handler: { _ in HTTPResponse(status: 204) })
+        defer { server.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-cut-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (go1, go2, bSent) = (folder.appendingPathComponent("go1").path, folder.appendingPathComponent("go2").path, folder.appendingPathComponent("b").path)
+        let client = Task { try await ChildProcess.run("/usr/bin/python3", ["-c", Self.cutButNotClosed, String(server.port), go1, go2, bSent]) }
+        var released = false
+        defer { if !released { gate.release.signal() } }
+        let accepted = try await EdgeTests.waitUntil(seconds: 60) { server.unauthenticatedConnections == 4 || server.unauthenticatedClosures > 0 }
+        _ = FileManager.default.createFile(atPath: go1, contents: Data())
+        #expect(try await EdgeTests.waitUntil(seconds: 60) { gate.entered.withLock { $0 } }, "A's head admitted")
+        let cutBeforeHold = server.unauthenticatedClosures
+        // The reaper cuts the four silent ones while the thread is held: libmicrohttpd cannot
+        // close them until it is free, so they still fill the address's 5 in its own count.
+        let cut = try await EdgeTests.waitUntil(seconds: 60) { server.unauthenticatedClosures >= 4 }
+        _ = FileManager.default.createFile(atPath: go2, contents: Data())
+        _ = try await EdgeTests.waitUntil(seconds: 60) { FileManager.default.fileExists(atPath: bSent) }
+        gate.release.signal()
+        released = true
+        let output = String(decoding: try await client.value, as: UTF8.self)
+        guard accepted, cutBeforeHold == 0, cut else { return nil }
+        return output
+    }
 }

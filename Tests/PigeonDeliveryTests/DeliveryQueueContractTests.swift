@@ -147,6 +147,72 @@ struct DeliveryQueueContractTests {
     }
 }
 
+/// The engine's device directory, held the same way: the in-memory one (`FakeDevices`) and
+/// PostgreSQL's `SubscriptionStore` (case-insensitive user ids, the gateway's default).
+@Suite("Device directory contract: the in-memory directory and PostgreSQL keep the same rules")
+struct DeviceDirectoryContractTests {
+    typealias Kind = DeliveryQueueContractTests.Kind
+
+    /// The directory with `users`' devices (each user one iPhone and one Android phone) and
+    /// their rows' ids by device id.
+    static func make(_ kind: Kind, users: [String]) async throws -> (directory: any DeviceDirectory, ids: [String: Int64], finish: @Sendable () async -> Void) {
+        switch kind {
+        case .memory:
+            var devices: [Device] = []
+            var ids: [String: Int64] = [:]
+            for (index, user) in users.enumerated() {
+                for (offset, platform) in [Platform.ios, .android].enumerated() {
+                    let id = Int64(index * 2 + offset + 1)
+                    let deviceId = "\(user)-\(platform.rawValue)"
+                    ids[deviceId] = id
+                    devices.append(Device(id: id, bankClientId: "bank", userId: user, deviceId: deviceId, platform: platform,
+                                          pushToken: platform == .ios ? "aa\(id)" : "fcm:\(id)"))
+                }
+            }
+            return (FakeDevices(devices), ids, {})
+        case .postgresql:
+            let (pool, drop) = try await TestDatabase.isolatedDatabase()
+            let store = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: true))
+            var ids: [String: Int64] = [:]
+            for (index, user) in users.enumerated() {
+                for platform in [Platform.ios, .android] {
+                    let deviceId = "\(user)-\(platform.rawValue)"
+                    ids[deviceId] = try await store.subscribe(bankClientId: "bank", userId: user, deviceId: deviceId, platform: platform,
+                                                              pushToken: platform == .ios ? "aa0\(index)" : "fcm:\(deviceId)")
+                }
+            }
+            return (SubscriptionDirectory(store: store), ids, drop)
+        }
+    }
+
+    @Test("devices of many users at once, keyed by the folded user id; a user without devices is absent; dead devices removed once",
+          arguments: Kind.available)
+    func lookUpAndRemove(kind: Kind) async throws {
+        let (directory, ids, finish) = try await Self.make(kind, users: ["Anna", "boris"])
+        #expect(directory.key(for: "ANNA") == directory.key(for: "anna"))
+        let found = try await directory.devices(users: ["anna", "BORIS", "nobody"])
+        #expect(Set(found.keys) == [directory.key(for: "Anna"), directory.key(for: "boris")], "nobody has no entry")
+        #expect(found[directory.key(for: "Anna")]?.count == 2)
+        #expect(found[directory.key(for: "Anna")]?.allSatisfy { $0.userId == "Anna" } == true, "the id as registered")
+        let dead = try #require(ids["Anna-IOS"])
+        #expect(try await directory.remove(deviceIds: [dead]) == 1)
+        #expect(try await directory.remove(deviceIds: [dead]) == 0, "once")
+        #expect(try await directory.devices(users: ["anna"])[directory.key(for: "anna")]?.map(\.deviceId) == ["Anna-ANDROID"])
+        try await directory.markDelivered(deviceIds: [try #require(ids["boris-IOS"])])
+        await finish()
+    }
+}
+
+/// PostgreSQL's subscriptions behind the engine's seam, as the gateway composes them.
+private struct SubscriptionDirectory: DeviceDirectory {
+    let store: SubscriptionStore
+
+    func devices(users: [String]) async throws -> [String: [Device]] { try await store.devices(users: users) }
+    func key(for user: String) -> String { store.key(for: user) }
+    func remove(deviceIds: [Int64]) async throws -> Int { try await store.remove(deviceIds: deviceIds) }
+    func markDelivered(deviceIds: [Int64]) async throws { try await store.markDelivered(deviceIds: deviceIds) }
+}
+
 /// PostgreSQL's queue behind the engine's seam, as the gateway composes it (PigeonServer declares
 /// the same conformance; this test target does not import the composition).
 private struct PostgresQueue: DeliveryQueueing {

@@ -185,6 +185,8 @@ final class FakePassQueue: PassUpdateQueueing {
                     row.claim.failures += 1
                     row.nextAt = at
                 case .expired:
+                    // Only a SENT one (a fetch awaited) expires, as in PostgreSQL.
+                    guard row.claim.state == .sent else { continue }
                     row.claim.state = .expired
                     row.nextAt = nil
                 case .failed:
@@ -204,7 +206,16 @@ final class FakePassQueue: PassUpdateQueueing {
 
     func releasePassPushes(owner: String) async throws -> Int {
         releasedFlag.withLock { $0 = true }
-        return 0
+        let now = clock.now()
+        return rows.withLock { rows in
+            var released = 0
+            for (device, row) in rows where row.owner == owner && row.claim.state.isPending {
+                rows[device]?.owner = nil
+                rows[device]?.nextAt = now
+                released += 1
+            }
+            return released
+        }
     }
 }
 

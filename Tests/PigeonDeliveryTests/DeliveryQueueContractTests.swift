@@ -12,12 +12,7 @@ import Testing
 /// here, not in production (issue 49: nothing held the fakes to PostgreSQL).
 @Suite("Delivery queue contract: the in-memory queue and PostgreSQL keep the same rules")
 struct DeliveryQueueContractTests {
-    enum Kind: String, CustomTestStringConvertible, Sendable {
-        case memory, postgresql
-        var testDescription: String { rawValue }
-        /// PostgreSQL only where the tier has a database.
-        static var available: [Kind] { TestDatabase.isAvailable ? [.memory, .postgresql] : [.memory] }
-    }
+    typealias Kind = StoreKind
 
     /// A stored notification: its priority, its recipients, and whether its time has run out.
     struct Group {
@@ -151,7 +146,7 @@ struct DeliveryQueueContractTests {
 /// PostgreSQL's `SubscriptionStore` (case-insensitive user ids, the gateway's default).
 @Suite("Device directory contract: the in-memory directory and PostgreSQL keep the same rules")
 struct DeviceDirectoryContractTests {
-    typealias Kind = DeliveryQueueContractTests.Kind
+    typealias Kind = StoreKind
 
     /// The directory with `users`' devices (each user one iPhone and one Android phone) and
     /// their rows' ids by device id.

@@ -10,11 +10,7 @@ import Testing
 /// tier, a fresh database each case).
 @Suite("Pass queue contract: the in-memory queue and PostgreSQL keep the same rules")
 struct PassQueueContractTests {
-    enum Kind: String, CustomTestStringConvertible, Sendable {
-        case memory, postgresql
-        var testDescription: String { rawValue }
-        static var available: [Kind] { TestDatabase.isAvailable ? [.memory, .postgresql] : [.memory] }
-    }
+    typealias Kind = StoreKind
 
     static let pass = PassIdentity(passTypeIdentifier: "pass.com.example.card", serialNumber: "contract-1")
 

@@ -14,12 +14,7 @@ import Testing
 /// that never go back, rate-limit windows (issue 49: nothing held the fakes to PostgreSQL).
 @Suite("Request-side stores contract: the in-memory stores and PostgreSQL keep the same rules")
 struct RequestStoresContractTests {
-    enum Kind: String, CustomTestStringConvertible, Sendable {
-        case memory, postgresql
-        var testDescription: String { rawValue }
-        /// PostgreSQL only where the tier has a database.
-        static var available: [Kind] { TestDatabase.isAvailable ? [.memory, .postgresql] : [.memory] }
-    }
+    typealias Kind = StoreKind
 
     /// One world of stores, as the router sees it.
     struct World {

@@ -11,6 +11,17 @@ package enum APNsResponse {
     /// configuration must change. Apple has spelled the environment one both ways.
     package static let keyRestrictionReasons: Set<String> = ["UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadEnvironmentKeyInToken"]
 
+    /// What follows Apple's reason in a key restriction's failure.
+    private static let keyRestrictionSuffix = ": the APNs key is not allowed for this app's topic or environment"
+
+    /// Apple's reason when `outcome` is a key restriction (``classify(status:body:apnsId:retryAfter:now:)``
+    /// made it), else nil: the one place that reads it back.
+    package static func keyRestriction(_ outcome: PushOutcome) -> String? {
+        guard case .failed(let reason) = outcome, reason.hasSuffix(keyRestrictionSuffix) else { return nil }
+        let apple = String(reason.dropLast(keyRestrictionSuffix.count))
+        return keyRestrictionReasons.contains(apple) ? apple : nil
+    }
+
     /// Provider-token reasons that a fresh JWT fixes.
     package static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"]
 
@@ -28,7 +39,7 @@ package enum APNsResponse {
         case 403 where credentialReasons.contains(reason):
             return .refreshCredentials(reason: reason)
         case 403 where keyRestrictionReasons.contains(reason):
-            return .failed(reason: "\(reason): the APNs key is not allowed for this app's topic or environment")
+            return .failed(reason: reason + keyRestrictionSuffix)
         case 429, 500, 502, 503, 504:
             // TooManyRequests, TooManyProviderTokenUpdates, InternalServerError,
             // ServiceUnavailable, Shutdown: all pass with time.

@@ -11,22 +11,51 @@ import Testing
 /// bank's right call among a neighbour's wrong ones was once cut this way).
 @Suite("A busy listener", .enabled(if: TestTier.runsIntegration, "integration tier (sockets): PIGEON_TEST_TIER"))
 struct BusyListenerTests {
-    /// Opens connection B (silent), waits for the file GO, then sends a head on a new connection A
-    /// and B's head at once, and prints the two statuses as JSON (0: no answer).
-    static let twoConnections = #"""
+    /// Python: the imports the scripts use, and `status(connection)`: the status of the answer
+    /// read on it (0: none).
+    static let statusOf = #"""
         import json, os, socket, sys, time
-        port, go = int(sys.argv[1]), sys.argv[2]
-        b = socket.create_connection(("127.0.0.1", port), timeout=60)
-        while not os.path.exists(go): time.sleep(0.01)
-        a = socket.create_connection(("127.0.0.1", port), timeout=60)
-        a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         def status(connection):
             try:
                 head = connection.makefile("rb").readline().split()
                 return int(head[1]) if len(head) > 1 else 0
             except OSError:
                 return 0
+
+        """#
+
+    /// Releases the I/O thread it holds: the admission of a `/block` request waits on it, as a
+    /// burst on a loaded machine would hold the thread.
+    final class Gate: Sendable {
+        let entered = Mutex(false)
+        let release = DispatchSemaphore(value: 0)
+    }
+
+    /// A listener with one I/O thread whose `/block` requests hold it at their admission until
+    /// the gate is released; every request is answered 204.
+    static func heldServer(_ configuration: HTTPServer.Configuration) throws -> (server: HTTPServer, gate: Gate) {
+        let gate = Gate()
+        let server = try HTTPServer(configuration: configuration, logger: .silent,
+            admit: { request in
+                if request.path == "/block" {
+                    gate.entered.withLock { $0 = true }
+                    gate.release.wait()
+                }
+                return .accept(maxBytes: 0)
+            },
+            handler: { _ in HTTPResponse(status: 204) })
+        return (server, gate)
+    }
+
+    /// Opens connection B (silent), waits for the file GO, then sends a head on a new connection A
+    /// and B's head at once, and prints the two statuses as JSON (0: no answer).
+    static let twoConnections = Self.statusOf + #"""
+        port, go = int(sys.argv[1]), sys.argv[2]
+        b = socket.create_connection(("127.0.0.1", port), timeout=60)
+        while not os.path.exists(go): time.sleep(0.01)
+        a = socket.create_connection(("127.0.0.1", port), timeout=60)
+        a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         print(json.dumps({"a": status(a), "b": status(b)}), flush=True)
         """#
 
@@ -46,24 +75,8 @@ struct BusyListenerTests {
 
     /// One run: nil when B was cut before the thread was held.
     static func attempt() async throws -> (closuresWhileHeld: Int, output: String)? {
-        final class Gate: Sendable {
-            let entered = Mutex(false)
-            let release = DispatchSemaphore(value: 0)
-        }
-        let gate = Gate()
-        let server = try HTTPServer(
-            configuration: .init(host: "127.0.0.1", port: 0, ioThreads: 1, handlerThreads: 1,
-                                 unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 2),
-            logger: .silent,
-            admit: { request in
-                // Holds the I/O thread (the admission runs on it) as a burst on a loaded machine would.
-                if request.path == "/block" {
-                    gate.entered.withLock { $0 = true }
-                    gate.release.wait()
-                }
-                return .accept(maxBytes: 0)
-            },
-            handler: { _ in HTTPResponse(status: 204) })
+        let (server, gate) = try Self.heldServer(.init(host: "127.0.0.1", port: 0, ioThreads: 1, handlerThreads: 1,
+                                 unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 2))
         defer { server.stop() }
         let go = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-busy-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: go) }
@@ -86,8 +99,7 @@ struct BusyListenerTests {
     /// Opens 4 silent connections, waits for the file GO1, sends a head on a new connection A,
     /// waits for GO2, opens B and sends its head (then touches B_SENT), and prints A's and B's
     /// statuses as JSON (0: no answer).
-    static let cutButNotClosed = #"""
-        import json, os, socket, sys, time
+    static let cutButNotClosed = Self.statusOf + #"""
         port, go1, go2, b_sent = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
         def wait(path):
             while not os.path.exists(path): time.sleep(0.01)
@@ -99,12 +111,6 @@ struct BusyListenerTests {
         b = socket.create_connection(("127.0.0.1", port), timeout=60)
         b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         open(b_sent, "w").close()
-        def status(connection):
-            try:
-                head = connection.makefile("rb").readline().split()
-                return int(head[1]) if len(head) > 1 else 0
-            except OSError:
-                return 0
         print(json.dumps({"a": status(a), "b": status(b)}), flush=True)
         """#
 
@@ -121,24 +127,9 @@ struct BusyListenerTests {
 
     /// One run: nil when the silent connections were cut before the thread was held.
     static func cutAttempt() async throws -> String? {
-        final class Gate: Sendable {
-            let entered = Mutex(false)
-            let release = DispatchSemaphore(value: 0)
-        }
-        let gate = Gate()
         // 5 connections an address, silent ones cut after 1 s.
-        let server = try HTTPServer(
-            configuration: .init(host: "127.0.0.1", port: 0, connectionLimit: 64, perAddressConnectionLimit: 5, ioThreads: 1, handlerThreads: 1,
-                                 unauthenticatedLimit: 32, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 1),
-            logger: .silent,
-            admit: { request in
-                if request.path == "/block" {
-                    gate.entered.withLock { $0 = true }
-                    gate.release.wait()
-                }
-                return .accept(maxBytes: 0)
-            },
-            handler: { _ in HTTPResponse(status: 204) })
+        let (server, gate) = try Self.heldServer(.init(host: "127.0.0.1", port: 0, connectionLimit: 64, perAddressConnectionLimit: 5, ioThreads: 1, handlerThreads: 1,
+                                 unauthenticatedLimit: 32, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 1))
         defer { server.stop() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-cut-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

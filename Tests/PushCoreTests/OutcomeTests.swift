@@ -37,6 +37,15 @@ struct OutcomeTests {
         #expect(outcome == .tokenDead(reason: "Unregistered", since: Date(timeIntervalSince1970: 1_700_000_000)))
     }
 
+    @Test("a key restriction is read back from the outcome classify made, and from nothing else")
+    func keyRestrictionReadBack() {
+        let restricted = APNsResponse.classify(status: 403, body: Data(#"{"reason":"UnrelatedKeyIdInToken"}"#.utf8), apnsId: nil)
+        #expect(APNsResponse.keyRestriction(restricted) == "UnrelatedKeyIdInToken")
+        #expect(APNsResponse.keyRestriction(.failed(reason: "BadEnvironmentKeyIdInToken")) == nil, "Apple's word alone is not the classified outcome")
+        #expect(APNsResponse.keyRestriction(.failed(reason: "TopicDisallowed")) == nil)
+        #expect(APNsResponse.keyRestriction(.refreshCredentials(reason: "InvalidProviderToken")) == nil)
+    }
+
     @Test("Retry-After is honoured as seconds or as an HTTP date")
     func retryAfter() {
         #expect(APNsResponse.classify(status: 429, body: Data(), apnsId: nil, retryAfter: "7") == .retry(reason: "HTTP 429", after: .seconds(7), cause: .throttled))

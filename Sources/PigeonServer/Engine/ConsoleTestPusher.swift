@@ -26,7 +26,7 @@ struct ConsoleTestPusher: Sendable {
                     guard let sender else {
                         return (index, ConsoleTestPush(deviceId: device.deviceId, state: "NOT_SERVED", lastError: "no push service of this gateway serves \(device.route)"))
                     }
-                    return (index, Self.outcome(await Self.first(of: { await sender.send(message, to: device.pushToken) }, within: ConsoleTestPush.timeout), device))
+                    return (index, Self.outcome(await PushAnswer.first(of: { await sender.send(message, to: device.pushToken) }, within: ConsoleTestPush.timeout), device))
                 }
             }
             var results = [ConsoleTestPush?](repeating: nil, count: devices.count)
@@ -44,37 +44,5 @@ struct ConsoleTestPusher: Sendable {
         case .expired?, .deferred?: ConsoleTestPush(deviceId: device.deviceId, state: "FAILED", lastError: "not pushed in time")
         case nil: ConsoleTestPush(deviceId: device.deviceId, state: "TIMEOUT", lastError: "the push service did not answer within \(ConsoleTestPush.timeout)")
         }
-    }
-
-    /// The answer of `work`, or nil when `limit` passes first (the work goes on unwatched: a push
-    /// client answers every push in the end).
-    static func first(of work: @escaping @Sendable () async -> PushOutcome, within limit: Duration) async -> PushOutcome? {
-        let answer = FirstAnswer()
-        return await withCheckedContinuation { continuation in
-            answer.start(continuation)
-            Task { answer.give(await work()) }
-            Task {
-                try? await Task.sleep(for: limit)
-                answer.give(nil)
-            }
-        }
-    }
-}
-
-/// One continuation resumed once, by whichever answer comes first.
-private final class FirstAnswer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<PushOutcome?, Never>?
-
-    func start(_ continuation: CheckedContinuation<PushOutcome?, Never>) {
-        lock.withLock { self.continuation = continuation }
-    }
-
-    func give(_ outcome: PushOutcome?) {
-        let waiting = lock.withLock { () -> CheckedContinuation<PushOutcome?, Never>? in
-            defer { continuation = nil }
-            return continuation
-        }
-        waiting?.resume(returning: outcome)
     }
 }

@@ -56,7 +56,7 @@ package enum ConnectionCheck {
             let credential = app.apns.keyId.map { "key \($0)" } ?? "certificate"
             let host = URLComponents(string: route.environment == .production ? app.apns.resolvedEndpoint : app.apns.resolvedSandboxEndpoint)?.host ?? "?"
             let target = "APNs \(credential) \(route.environment.rawValue)\(route.appId.isEmpty ? "" : " (app \(route.appId))") \(host)"
-            let outcome = await ConsoleTestPusher.first(of: { await sender.send(message, to: probeToken) }, within: .seconds(15))
+            let outcome = await PushAnswer.first(of: { await sender.send(message, to: probeToken) }, within: .seconds(15))
             lines.append(probeLine(target, outcome))
         }
         return lines
@@ -70,7 +70,7 @@ package enum ConnectionCheck {
         case .accepted?:
             return Line(target: target, ok: true, detail: "credentials accepted")
         case .failed(let reason)?:
-            if let apple = APNsResponse.keyRestrictionReasons.first(where: { reason.hasPrefix($0) }) {
+            if let outcome, let apple = APNsResponse.keyRestriction(outcome) {
                 let why = apple == "UnrelatedKeyIdInToken"
                     ? "the key is restricted to other topics than this app's apnsTopic"
                     : "the key is restricted to the other environment"

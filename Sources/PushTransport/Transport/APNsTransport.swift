@@ -238,10 +238,8 @@ package final class APNsTransport: Sendable {
             if let until = tokens.state.withLock({ $0.schedule.throttled(token, now: now) }) {
                 onTokenEvent(.throttled(until: until))
             }
-        case .failed(let reason):
-            if let apple = APNsResponse.keyRestrictionReasons.first(where: { reason.hasPrefix($0 + ":") }) {
-                onTokenEvent(.keyRestricted(reason: apple))
-            }
+        case .failed:
+            if let apple = APNsResponse.keyRestriction(outcome) { onTokenEvent(.keyRestricted(reason: apple)) }
         default:
             break
         }

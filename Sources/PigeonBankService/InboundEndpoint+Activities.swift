@@ -38,7 +38,7 @@ extension InboundEndpoint {
         case .duplicate:
             return InboundResult(status: .duplicatedEntity, errorMessage: "activity '\(activityId)' was already started")
         case .started(let states):
-            onActivityQueued()
+            events.activityQueued()
             logger.info("activity started", metadata: ["activity": activityId, "type": activityType, "recipients": String(states.count),
                                                        "noToken": String(states.filter { $0.state == .noToken }.count)])
             return InboundResult(status: .ok).with("activityStatus", .entries(states.map { MapEntry(key: $0.user, value: $0.state.rawValue) }))
@@ -82,7 +82,7 @@ extension InboundEndpoint {
         case .ended:
             return InboundResult(status: .entityNotFound, errorMessage: "activity '\(activityId)' has ended")
         case .queued(let devices):
-            onActivityQueued()
+            events.activityQueued()
             logger.info("activity \(kind.rawValue) queued", metadata: ["activity": activityId, "devices": String(devices)])
             return InboundResult(status: .ok)
         }
@@ -117,7 +117,7 @@ extension InboundEndpoint {
         guard devices > 0 else {
             return InboundResult(status: .entityNotFound, errorMessage: "no recipient has a subscribed \(devicesNamed)")
         }
-        onActivityQueued()
+        events.activityQueued()
         logger.info("\(what) refresh queued", metadata: ["recipients": String(recipients.count), "devices": String(devices)])
         return InboundResult(status: .ok)
     }

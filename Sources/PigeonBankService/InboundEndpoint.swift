@@ -23,27 +23,25 @@ package struct InboundEndpoint: Sendable {
     /// Push types always sent confidential (`confidentialTypes`).
     package let confidentialTypes: Set<PushType>
     /// Told of every notification stored (not of a duplicate) and the moment its deliveries
-    /// expire: wakes the delivery engine and notes the deadline for the expiry watcher.
-    package let onStored: @Sendable (PushNotification, Date) -> Void
+    /// expire, of activity pushes queued, and of reports to the bank queued with a send (CONTRACT
+    /// §10): wakes the engines and the outbox sender, and notes deadlines for the expiry watcher.
+    package let events: any RequestEvents
     package let logger: Logger
     package let metrics: MetricsRegistry
     /// Live Activities and widget refreshes (CONTRACT §9); `nil`: the operations answer a fault.
-    package var activities: (any ActivityKeeping)?
+    package let activities: (any ActivityKeeping)?
     /// Broadcast channels; `nil` without APNs.
-    package var channels: (any BroadcastChannels)?
-    /// Told of every activity push queued: wakes the activity engine.
-    package var onActivityQueued: @Sendable () -> Void = {}
-    /// Called when a stored send had recipients without a device: their report to the bank was
-    /// queued with the send (CONTRACT §10), so the outbox sender need not wait for its next look.
-    package var onReportsQueued: @Sendable () -> Void = {}
+    package let channels: (any BroadcastChannels)?
     package var clock: @Sendable () -> Date = Date.init
 
     /// `maxRequestBytes` sizes the XML limits: a send of any size within it is decoded.
     package init(notifications: any NotificationRecording, subscriptions: any SubscriptionKeeping, passes: any PassKeeping, passSigners: [String: PassSigner] = [:],
-         maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], onStored: @escaping @Sendable (PushNotification, Date) -> Void = { _, _ in },
-         logger: Logger, metrics: MetricsRegistry) {
+         maxRequestBytes: Int, confidentialTypes: Set<PushType> = [], activities: (any ActivityKeeping)? = nil,
+         channels: (any BroadcastChannels)? = nil, events: any RequestEvents = IgnoredRequestEvents(), logger: Logger, metrics: MetricsRegistry) {
         self.confidentialTypes = confidentialTypes
-        self.onStored = onStored
+        self.activities = activities
+        self.channels = channels
+        self.events = events
         self.codec = SOAPCodec(service: InboundService.description, limits: .init(forDocumentsUpTo: maxRequestBytes))
         self.notifications = notifications
         self.subscriptions = subscriptions
@@ -115,8 +113,8 @@ package struct InboundEndpoint: Sendable {
             }
             switch try await notifications.send(notification) {
             case .stored(let states, let expiresAt):
-                onStored(notification, expiresAt)
-                if states.contains(where: { $0.state == .invalidSubscription }) { onReportsQueued() }
+                events.notificationStored(notification, expiresAt: expiresAt)
+                if states.contains(where: { $0.state == .invalidSubscription }) { events.reportsQueued() }
                 logger.info("notification stored", metadata: ["id": message.id, "recipients": String(states.count)])
                 return InboundResult(status: .ok).with(deliveryStatus: Self.entries(states))
             case .duplicate(let states):

@@ -113,3 +113,11 @@ extension GatewayConfiguration {
         ["password", "secret", "token"].contains { key.lowercased().contains($0) }
     }
 }
+
+extension GatewayConfiguration {
+    /// Whether the listener that serves the console speaks HTTPS (its cookie is then `Secure`):
+    /// `bankListen`'s certificate, or `listen`'s when everything is served there.
+    package var consoleListenerUsesTLS: Bool {
+        (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil
+    }
+}

@@ -44,7 +44,7 @@ extension DeviceEndpoint {
         let token = try Self.apnsToken(JSONFields(request.body), "pushToken")
         switch try await store.saveUpdateToken(activityId: activityId, deviceRowId: device.id, token: token) {
         case .saved:
-            onActivityQueued()
+            events.activityQueued()
             logger.info("activity update token saved", metadata: ["user": device.userId, "activity": activityId, "token": Redaction.token(token)])
             return JSONResponse.make(200, ["activityId": activityId, "state": "RUNNING"])
         case .notFound:

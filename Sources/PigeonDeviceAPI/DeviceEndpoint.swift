@@ -31,11 +31,11 @@ package struct DeviceEndpoint: Sendable {
     package let logger: Logger
     package let metrics: MetricsRegistry
     /// Live Activity tokens (CONTRACT §9); `nil`: the calls are unknown.
-    package var activities: (any ActivityTokenRecording)?
+    package let activities: (any ActivityTokenRecording)?
     /// Told when a token makes waiting activity pushes due: wakes the activity engine.
-    package var onActivityQueued: @Sendable () -> Void = {}
+    package let events: any RequestEvents
 
-    package init(registry: any DeviceRegistering, acknowledgements: any AcknowledgementRecording, bank: (any SubscriptionAuthorizing)?, overrideSubscriptions: Bool, tokenLifetime: Duration, limits: DeviceRateLimits, rateLimits: any RateLimitCounting, identifiers: UserIdentifiers, apps: [String: WebPushHosts], logger: Logger, metrics: MetricsRegistry, activities: (any ActivityTokenRecording)?, onActivityQueued: @escaping @Sendable () -> Void = {}) {
+    package init(registry: any DeviceRegistering, acknowledgements: any AcknowledgementRecording, bank: (any SubscriptionAuthorizing)?, overrideSubscriptions: Bool, tokenLifetime: Duration, limits: DeviceRateLimits, rateLimits: any RateLimitCounting, identifiers: UserIdentifiers, apps: [String: WebPushHosts], logger: Logger, metrics: MetricsRegistry, activities: (any ActivityTokenRecording)?, events: any RequestEvents = IgnoredRequestEvents()) {
         self.registry = registry
         self.acknowledgements = acknowledgements
         self.bank = bank
@@ -48,7 +48,7 @@ package struct DeviceEndpoint: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.activities = activities
-        self.onActivityQueued = onActivityQueued
+        self.events = events
     }
 
     /// The route template (for metrics) and the answer. An error is labelled with the route of

@@ -76,8 +76,8 @@ struct ConsoleRouteTests {
             #expect(answer.header("cache-control") == "no-store" && answer.header("x-frame-options") == "DENY")
         }
         #expect(!overview.text.contains("<script"))
-        #expect(harness.consoleLog.records.contains { $0.message == "console: signed in" && $0.metadata["operator"] == RouterHarness.consoleUser })
-        #expect(!harness.consoleLog.records.contains { $0.metadata.values.contains { $0.contains(RouterHarness.consolePassword) } },
+        #expect(harness.log.records.contains { $0.message == "console: signed in" && $0.metadata["operator"] == RouterHarness.consoleUser })
+        #expect(!harness.log.records.contains { $0.metadata.values.contains { $0.contains(RouterHarness.consolePassword) } },
                 "no password in the log")
     }
 
@@ -117,7 +117,7 @@ struct ConsoleRouteTests {
         #expect(await browser.post("/console/device/revoke", ["device": String(device.id), "reason": "stolen"]).status == 403)
         #expect(await browser.post("/console/device/revoke", ["device": String(device.id), "reason": "stolen", "csrf": "x" + token]).status == 403)
         #expect(harness.stores.devices.count == 1, "nothing revoked")
-        #expect(harness.consoleLog.records.contains { $0.message.contains("CSRF") })
+        #expect(harness.log.records.contains { $0.message.contains("CSRF") })
         var other = Browser(harness: harness, peer: "192.0.2.51")
         _ = await other.signIn()
         #expect(await other.post("/console/device/revoke", ["device": String(device.id), "reason": "stolen", "csrf": token]).status == 403,
@@ -150,7 +150,7 @@ struct ConsoleRouteTests {
         #expect(await harness.call("GET", "/api/v1/notifications/any/details", bearer: bearer).status == 401)
         let after = await browser.get("/console/user?user=alice")
         #expect(after.text.contains("Removed devices (1)") && after.text.contains("revoked in the console by operator: phone stolen"), "\(after.text)")
-        let record = try #require(harness.consoleLog.records.first { $0.message == "console: device revoked" })
+        let record = try #require(harness.log.records.first { $0.message == "console: device revoked" })
         #expect(record.metadata["reason"] == "phone stolen" && record.metadata["pushToken"] != device.pushToken)
         let again = await browser.post("/console/device/revoke", ["device": String(device.id), "reason": "again", "user": "alice", "csrf": token])
         #expect((again.header("location") ?? "").contains("already%20gone"), "\(again.header("location") ?? "")")
@@ -168,10 +168,10 @@ struct ConsoleRouteTests {
         #expect(masked.status == 200 && masked.text.contains("Payment code ••••••") && !masked.text.contains("482913"), "\(masked.text)")
         #expect(masked.text.contains("alice") && masked.text.contains("INVALID_SUBSCRIPTION"), "bob has no device")
         let token = try #require(await browser.csrf(from: "/console/notification?id=pin-1"))
-        #expect(!harness.consoleLog.records.contains { $0.message.contains("revealed") })
+        #expect(!harness.log.records.contains { $0.message.contains("revealed") })
         let revealed = await browser.post("/console/notification/reveal", ["id": "pin-1", "csrf": token])
         #expect(revealed.status == 200 && revealed.text.contains("Payment code 482913"))
-        #expect(harness.consoleLog.records.contains { $0.message.contains("revealed") && $0.metadata["operator"] == RouterHarness.consoleUser
+        #expect(harness.log.records.contains { $0.message.contains("revealed") && $0.metadata["operator"] == RouterHarness.consoleUser
             && $0.metadata["notification"] == "pin-1" })
         let missing = await browser.get("/console/notification?id=nope")
         #expect(missing.status == 200 && !missing.text.contains("Payment code"))
@@ -265,7 +265,7 @@ struct ConsoleRouteTests {
         #expect(await browser.get("/console/config").status == 200, "the configuration needs no database")
         let api = await harness.call("GET", "/console/api/v1/users/alice", headers: Self.basic(RouterHarness.consoleUser, RouterHarness.consolePassword))
         #expect(api.status == 503 && api.json["error"] == "UNAVAILABLE")
-        #expect(harness.consoleLog.records.contains { $0.level == .error && $0.message == "console page failed" })
+        #expect(harness.log.records.contains { $0.level == .error && $0.message == "console page failed" })
         console.setFailing(false)
         #expect(await browser.get("/console").status == 200)
     }
@@ -273,12 +273,12 @@ struct ConsoleRouteTests {
     @Test("the configuration page lists every setting with the secrets redacted")
     func configuration() async throws {
         let harness = try RouterHarness(surfaces: [.devices, .bank], console: true) { configuration in
-            configuration.console.password = "console-secret-in-config"
+            configuration.database.password = "database-secret-in-config"
         }
         var browser = Browser(harness: harness)
         _ = await browser.signIn()
         let page = await browser.get("/console/config")
         #expect(page.status == 200 && page.text.contains("consolePassword") && page.text.contains("retentionDays"), "\(page.text)")
-        #expect(!page.text.contains("console-secret-in-config"))
+        #expect(!page.text.contains("database-secret-in-config") && !page.text.contains(RouterHarness.consolePassword))
     }
 }

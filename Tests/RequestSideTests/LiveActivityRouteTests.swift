@@ -144,4 +144,40 @@ struct LiveActivityRouteTests {
         #expect(answer.status == 500 && answer.text.contains("Live Activities are not available"))
         #expect(await harness.call("PUT", "/api/v1/activities/start-tokens/T", body: #"{"pushToStartToken":"\#(Self.startToken)"}"#, bearer: alice).status == 404)
     }
+
+    @Test("broadcast channels: created per activity type, broadcast to (an end too), deleted; a bad storage policy, channel id or oversized payload is a fault that reaches no channel; what Apple refuses or dropped is in the answer")
+    func channels() async throws {
+        let harness = try RouterHarness()
+        let created = await harness.soap("<inb:createActivityChannel><activityType>MatchAttributes</activityType><storagePolicy>1</storagePolicy></inb:createActivityChannel>")
+        let channelId = try #require(created.text.components(separatedBy: "<channelId>").dropFirst().first?.components(separatedBy: "</channelId>").first)
+        #expect(harness.channels.channels[channelId]?.activityType == "MatchAttributes" && harness.channels.channels[channelId]?.storagePolicy == 1)
+
+        let update = "<inb:broadcastActivityUpdate><channelId>\(channelId)</channelId><contentState>{&quot;score&quot;:&quot;1:0&quot;}</contentState></inb:broadcastActivityUpdate>"
+        #expect(await harness.soap(update).text.contains("<status>OK</status>"))
+        let end = "<inb:broadcastActivityUpdate><channelId>\(channelId)</channelId><contentState>{}</contentState><end>true</end></inb:broadcastActivityUpdate>"
+        #expect(await harness.soap(end).text.contains("<status>OK</status>"))
+        let events = harness.channels.channels[channelId]?.broadcasts ?? []
+        #expect(events.map(\.kind) == [.update, .end] && events.first?.contentState == #"{"score":"1:0"}"#, "\(events)")
+
+        for (request, field) in [
+            ("<inb:createActivityChannel><activityType>MatchAttributes</activityType><storagePolicy>2</storagePolicy></inb:createActivityChannel>", "storagePolicy"),
+            ("<inb:createActivityChannel><activityType>bad type</activityType><storagePolicy>0</storagePolicy></inb:createActivityChannel>", "activityType"),
+            ("<inb:deleteActivityChannel><channelId>not a channel!</channelId></inb:deleteActivityChannel>", "channelId"),
+            ("<inb:broadcastActivityUpdate><channelId>\(channelId)</channelId><contentState>{&quot;a&quot;:&quot;\(String(repeating: "x", count: 5000))&quot;}</contentState></inb:broadcastActivityUpdate>", "contentState"),
+        ] {
+            let fault = await harness.soap(request)
+            #expect(fault.status == 500 && fault.text.contains(field), "\(field): \(fault.text)")
+        }
+        #expect(harness.channels.channels.count == 1 && harness.channels.channels[channelId]?.broadcasts.count == 2, "a fault reaches no channel")
+
+        #expect(await harness.soap("<inb:deleteActivityChannel><channelId>\(channelId)</channelId></inb:deleteActivityChannel>").text.contains("<status>OK</status>"))
+        #expect(harness.channels.channels.isEmpty)
+        let gone = await harness.soap(update)
+        #expect(gone.text.contains("<status>ENTITY_NOT_FOUND</status>") && gone.text.contains(channelId), "\(gone.text)")
+
+        harness.channels.refuse(appId: "wallet-app")
+        let refused = await harness.soap("<inb:createActivityChannel><appId>wallet-app</appId><activityType>MatchAttributes</activityType><storagePolicy>0</storagePolicy></inb:createActivityChannel>")
+        #expect(refused.text.contains("<status>INTERNAL_SERVER_ERROR</status>") && refused.text.contains("broadcast capability"), "\(refused.text)")
+        #expect(harness.activityWakes == 0, "channels are Apple's to push; the activity engine is not woken")
+    }
 }

@@ -4,6 +4,7 @@ import Foundation
 @testable import PigeonConfiguration
 @testable import PigeonConsole
 import PigeonCore
+import PigeonDomain
 @testable import PigeonDeviceAPI
 import PigeonHTTP
 @testable import PigeonServer
@@ -20,9 +21,10 @@ struct RouterHarness {
     let clock = TestClock()
     let stores: InMemoryStores
     let activities: InMemoryActivities
+    /// Live Activity broadcast channels (wired with ``activities``).
+    let channels = InMemoryBroadcastChannels()
     /// How many times the activity engine was woken.
-    var activityWakes: Int { activityWakeCount.ids.count }
-    private let activityWakeCount = StoredIds()
+    var activityWakes: Int { events.activityWakes }
     let wallet = InMemoryWallet()
     let bank: FakeBank
     let metrics = MetricsRegistry()
@@ -31,14 +33,15 @@ struct RouterHarness {
     let router: Router
     /// The console's source when the harness serves the console (`console: true`).
     let console: InMemoryConsole?
-    /// What the console logged (the request side's other endpoints log nowhere).
-    let consoleLog: InMemoryLogHandler
+    /// What the endpoints logged.
+    let log: InMemoryLogHandler
     /// The console's audit trail and sessions.
     let audit: InMemoryAuditTrail
     let sessionStore: InMemoryConsoleSessionStore
     /// The ids of the notifications stored, in order (what wakes the engine).
-    var stored: [String] { storedIds.ids }
-    private let storedIds = StoredIds()
+    var stored: [String] { events.stored }
+    /// What the requests told the background work.
+    let events = RecordedRequestEvents()
 
     /// A clock that moves only when told to.
     final class TestClock: Sendable {
@@ -47,10 +50,21 @@ struct RouterHarness {
         func advance(seconds: Double) { time.withLock { $0 += seconds } }
     }
 
-    final class StoredIds: Sendable {
-        private let list = Mutex<[String]>([])
-        var ids: [String] { list.withLock { $0 } }
-        func append(_ id: String) { list.withLock { $0.append(id) } }
+    /// The request events, recorded.
+    final class RecordedRequestEvents: RequestEvents {
+        private struct Record {
+            var stored: [String] = []
+            var activityWakes = 0
+            var reportWakes = 0
+        }
+        private let record = Mutex(Record())
+        var stored: [String] { record.withLock { $0.stored } }
+        var activityWakes: Int { record.withLock { $0.activityWakes } }
+        var reportWakes: Int { record.withLock { $0.reportWakes } }
+
+        func notificationStored(_ notification: PushNotification, expiresAt: Date) { record.withLock { $0.stored.append(notification.id) } }
+        func activityQueued() { record.withLock { $0.activityWakes += 1 } }
+        func reportsQueued() { record.withLock { $0.reportWakes += 1 } }
     }
 
     static let consoleUser = "operator"
@@ -72,37 +86,33 @@ struct RouterHarness {
     static let soapUser = "bank-user"
     static let soapPassword = "s3cret-bank-password"
 
-    /// `adjust` changes the configuration the endpoints are built from (as `server.conf` would).
+    /// The request side as `Gateway` builds it (``RequestSide``), on in-memory stores:
+    /// `adjust` changes the configuration it is built from (as `server.conf` would).
     init(surfaces: Router.Surfaces = [.devices, .bank], authorizedUsers: Set<String> = ["alice"], soapCredentials: Bool = false,
          bankConfigured: Bool = true, liveActivities: Bool = true, database: Database = .current, console serveConsole: Bool = false,
          adjust: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         stores = InMemoryStores(clock: { [clock] in clock.now })
         activities = InMemoryActivities(devices: stores)
-        let wakes = activityWakeCount
         var configuration = try GatewayConfiguration.parse(text: "", name: "server.conf")
+        // Served over HTTPS on loopback, as the console needs; the files are never read here.
+        configuration.http.host = "127.0.0.1"
+        configuration.http.tlsCertificatePath = "/nonexistent/certificate.pem"
+        configuration.http.tlsKeyPath = "/nonexistent/key.pem"
+        configuration.bankProxyURL = bankConfigured ? "https://bank.example/sbi" : nil
+        if soapCredentials {
+            configuration.http.soapUsername = Self.soapUser
+            configuration.http.soapPassword = Self.soapPassword
+        }
+        if serveConsole {
+            configuration.console.usersFile = Self.operatorsFile
+            configuration.console.username = Self.consoleUser
+            configuration.console.password = Self.consolePassword
+        }
         adjust(&configuration)
         let bank = FakeBank(authorizedUsers: authorizedUsers)
         self.bank = bank
-        let ids = storedIds
-        var inbound = InboundEndpoint(
-            notifications: stores, subscriptions: stores, passes: wallet, maxRequestBytes: configuration.http.maxRequestBytes,
-            confidentialTypes: configuration.confidential.types, onStored: { notification, _ in ids.append(notification.id) },
-            logger: .silent, metrics: metrics)
-        inbound.activities = liveActivities ? activities : nil
-        inbound.onActivityQueued = { wakes.append("wake") }
-        let devices = DeviceEndpoint(
-            registry: stores, acknowledgements: stores, bank: bankConfigured ? bank : nil,
-            overrideSubscriptions: configuration.overrideSubscriptions,
-            tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-            limits: DeviceRateLimits(configuration.deviceLimits), rateLimits: stores, identifiers: configuration.identifiers,
-            apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
-            logger: .silent, metrics: metrics, activities: liveActivities ? activities : nil, onActivityQueued: { wakes.append("wake") })
-        let passKit = PassKitEndpoint(
-            prefix: configuration.passes.webServicePath, store: wallet,
-            limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
-            addressLimit: AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute), metrics: metrics, logger: .silent)
-        let consoleLog = InMemoryLogHandler()
-        self.consoleLog = consoleLog
+        let log = InMemoryLogHandler()
+        self.log = log
         let testClock = clock
         let console = serveConsole
             ? InMemoryConsole(stores: stores, settings: configuration.effectiveSettings(), clock: { [clock] in clock.now }) : nil
@@ -111,19 +121,17 @@ struct RouterHarness {
         self.audit = audit
         let sessionStore = InMemoryConsoleSessionStore()
         self.sessionStore = sessionStore
-        let consoleEndpoint = try console.map {
-            ConsoleEndpoint(
-                accounts: ConsoleAccounts([try ConsoleUsersFile(path: Self.operatorsFile), ConsoleSingleAccount(username: Self.consoleUser, password: Self.consolePassword)]),
-                sessions: ConsoleSessions(store: sessionStore, clock: { testClock.now }), audit: audit,
-                signInLimit: AddressRateLimit(perMinute: 10, clock: { testClock.now.timeIntervalSince1970 }), secureCookie: true, data: $0,
-                logger: Logger(label: "pigeon.console", level: .debug, handler: consoleLog))
-        }
-        var router = Router(
-            surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit, console: consoleEndpoint,
-            outboundWSDL: OutboundWSDL(bankProxyURL: "https://bank.example/sbi"),
-            health: HealthEndpoint(pendingMigrations: database.pendingMigrations, stopping: stopping, logger: .silent), metrics: metrics,
-            soapAuthentication: soapCredentials ? BasicAuthentication(username: Self.soapUser, password: Self.soapPassword) : nil,
-            scheme: "https", maxRequestBytes: configuration.http.maxRequestBytes, logger: .silent)
+        let requestSide = try RequestSide(
+            configuration: configuration,
+            stores: RequestStores(
+                notifications: stores, subscriptions: stores, passes: wallet, activities: liveActivities ? activities : nil, channels: liveActivities ? channels : nil,
+                registry: stores, acknowledgements: stores, rateLimits: stores, activityTokens: liveActivities ? activities : nil,
+                bank: bankConfigured ? bank : nil, wallet: wallet,
+                console: console.map { .init(sessions: sessionStore, audit: audit, data: $0) }),
+            events: events,
+            health: HealthEndpoint(pendingMigrations: database.pendingMigrations, stopping: stopping, logger: .silent),
+            metrics: metrics, logger: Logger(label: "pigeon", level: .debug, handler: log), clock: { testClock.now })
+        var router = requestSide.router(surfaces, tls: true)
         // A wrong guess past the limit is answered at once here (the gateway waits a second).
         router.soapFailureDelay = .zero
         self.router = router

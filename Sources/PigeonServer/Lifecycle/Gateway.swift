@@ -133,48 +133,12 @@ package final class Gateway: Sendable {
         // outbox sender at once.
         let outboxWake = WakeSignal()
         let notificationStore = NotificationStore(pool: pool, identifiers: identifiers, logger: logger.withLabel("pigeon.db"))
-        var inboundEndpoint = InboundEndpoint(
-            notifications: notificationStore,
-            subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers),
-            passes: PassStore(pool: pool),
-            passSigners: try configuration.passes.signers(),
-            maxRequestBytes: configuration.http.maxRequestBytes,
-            confidentialTypes: configuration.confidential.types,
-            onStored: { notification, expiresAt in
-                wake.stored(priority: notification.priority ?? 0)
-                deadlines.note(deadline: expiresAt)
-            },
-            logger: logger.withLabel("pigeon.soap"),
-            metrics: metrics)
-        inboundEndpoint.activities = ActivityStore(pool: pool, identifiers: identifiers)
-        inboundEndpoint.channels = ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
-                                                    metrics: metrics, logger: logger.withLabel("pigeon.activities"))
-        inboundEndpoint.onActivityQueued = { activityWake.signal() }
-        inboundEndpoint.onReportsQueued = { outboxWake.signal() }
-        let inbound = inboundEndpoint
-        let deviceLimits = DeviceRateLimits(configuration.deviceLimits)
-        let passAddressLimit = AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute)
         let pushActivity = PushActivity(metrics: metrics)
         // The console shows the listeners' certificates, and is itself served by a listener.
         let certificateList = LateList<(listener: String, server: HTTPServer)>()
-        let consoleUsers = try configuration.console.usersFile.map { path in
-            do { return try ConsoleUsersFile(path: path) } catch { throw StartError(description: "consoleUsersFile: \(error)") }
-        }
-        var consoleAccounts: [any ConsoleAccountSource] = consoleUsers.map { [$0] } ?? []
-        let ldap = configuration.console.ldap
-        if let url = ldap.url, let template = ldap.userDNTemplate {
-            consoleAccounts.append(ConsoleDirectoryAccounts(
-                directory: LDAPDirectory(url: url, caFile: ldap.caFile, startTLS: ldap.startTLS, timeoutMilliseconds: ldap.timeoutSeconds * 1000),
-                userDNTemplate: template, groups: ldap.groups.compactMap { group in ConsoleRole(rawValue: group.role).map { ($0, group.dn) } }))
-        }
-        if let username = configuration.console.username, let password = configuration.console.password {
-            consoleAccounts.append(ConsoleSingleAccount(username: username, password: password))
-        }
         let auditTrail = PostgresAuditTrail(pool: pool)
-        let console = configuration.consoleIsServed ? ConsoleEndpoint(
-            accounts: ConsoleAccounts(consoleAccounts),
-            sessions: ConsoleSessions(store: PostgresConsoleSessions(pool: pool)), audit: auditTrail, signInLimit: AddressRateLimit(perMinute: 10),
-            secureCookie: (http.bank == nil ? http.tlsCertificatePath : http.bank?.tlsCertificatePath) != nil,
+        let consoleStores = RequestStores.ConsoleStores(
+            sessions: PostgresConsoleSessions(pool: pool), audit: auditTrail,
             data: ConsoleData(
                 store: ConsoleStore(pool: pool, identifiers: identifiers), notifications: notificationStore, outbox: Outbox(pool: pool),
                 metrics: metrics, pool: pool, migrator: migrator, activity: pushActivity, pushClients: pushClients,
@@ -182,44 +146,27 @@ package final class Gateway: Sendable {
                 settings: configuration.effectiveSettings(),
                 testPusher: { [testPusher = ConsoleTestPusher(subscriptions: SubscriptionStore(pool: pool, identifiers: identifiers), senders: transports.urgentSenders)] user in
                     try await testPusher.push(user: user)
-                }),
-            logger: logger.withLabel("pigeon.console")) : nil
-        if configuration.console.isConfigured && console == nil {
-            logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
-        } else if !configuration.console.isConfigured {
-            logger.notice("the console is off: set consoleUsersFile (or consoleUsername and consolePassword) to serve it at /console")
-        }
+                }))
         // `/ready` answers 503 from the first moment of a stop, before the listeners stop
         // accepting: a load balancer with kept-alive connections stops routing at once.
         let stopping = StopSignal()
         lifecycle.adopt("readiness", stopping, quiesce: { $0.set() }, close: { _, _ in })
-        func router(_ surfaces: Router.Surfaces, tls: HTTPServer.TLS?) -> Router {
-            Router(
-                surfaces: surfaces,
-                inbound: inbound,
-                devices: DeviceEndpoint(
-                    registry: DeviceRegistry(pool: devicePool, identifiers: identifiers),
-                    acknowledgements: AcknowledgementStore(pool: devicePool, identifiers: identifiers),
-                    bank: bank, overrideSubscriptions: configuration.overrideSubscriptions,
-                    tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-                    limits: deviceLimits, rateLimits: RateLimitStore(pool: devicePool), identifiers: identifiers,
-                    apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
-                    logger: logger.withLabel("pigeon.devices"), metrics: metrics,
-                    activities: ActivityStore(pool: devicePool, identifiers: identifiers), onActivityQueued: { activityWake.signal() }),
-                passKit: PassKitEndpoint(
-                    prefix: configuration.passes.webServicePath, store: PassStore(pool: devicePool),
-                    limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
-                    addressLimit: passAddressLimit, metrics: metrics, logger: logger.withLabel("pigeon.passkit")),
-                console: surfaces.contains(.bank) ? console : nil,
-                outboundWSDL: OutboundWSDL(bankProxyURL: configuration.bankProxyURL),
-                health: HealthEndpoint(pool: pool, migrator: migrator, stopping: stopping, logger: logger.withLabel("pigeon.health")),
-                metrics: metrics,
-                soapAuthentication: http.soapUsername.map {
-                    BasicAuthentication(username: $0, password: http.soapPassword ?? "")
-                },
-                scheme: tls == nil ? "http" : "https",
-                maxRequestBytes: http.maxRequestBytes,
-                logger: logger.withLabel("pigeon.http"))
+        let requestSide = try RequestSide(
+            configuration: configuration,
+            stores: .postgres(
+                main: pool, devices: devicePool, identifiers: identifiers, notifications: notificationStore, bank: bank,
+                channels: ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
+                                           metrics: metrics, logger: logger.withLabel("pigeon.activities")),
+                console: consoleStores),
+            events: GatewayRequestEvents(deliveries: wake, deadlines: deadlines, activities: activityWake, reports: outboxWake),
+            health: HealthEndpoint(pool: pool, migrator: migrator, stopping: stopping, logger: logger.withLabel("pigeon.health")),
+            metrics: metrics, logger: logger)
+        let console = requestSide.console
+        let consoleUsers = requestSide.consoleUsers
+        if configuration.console.isConfigured && console == nil {
+            logger.warning("the console is not served: set bankListen (the console never faces phones), or serve everything on a loopback listen")
+        } else if !configuration.console.isConfigured {
+            logger.notice("the console is off: set consoleUsersFile (or consoleUsername and consolePassword) to serve it at /console")
         }
         /// A listener: it stops accepting in the stop's graceful phase, and its requests in
         /// progress get what time is left (up to 5 s) to be answered when it closes.
@@ -230,7 +177,7 @@ package final class Gateway: Sendable {
         let tlsListeners = configuration.tlsListeners
         let publicFiles = tlsListeners.first { $0.listener == "public" }
         let publicTLS = try Self.loadTLS(publicFiles, clientCA: nil)
-        let publicRouter = router(http.bank == nil ? [.devices, .bank] : [.devices], tls: publicTLS)
+        let publicRouter = requestSide.router(http.bank == nil ? [.devices, .bank] : [.devices], tls: publicTLS != nil)
         let publicServer = try listen("public listener") { try Self.listening(publicFiles) { try HTTPServer(
             configuration: .init(
                 host: http.host, port: http.port, connectionLimit: http.connectionLimit,
@@ -249,7 +196,7 @@ package final class Gateway: Sendable {
         if let bankListener = http.bank {
             let bankFiles = tlsListeners.first { $0.listener == "bank" }
             let bankTLS = try Self.loadTLS(bankFiles, clientCA: bankListener.clientCaFile)
-            let bankRouter = router([.bank], tls: bankTLS)
+            let bankRouter = requestSide.router([.bank], tls: bankTLS != nil)
             let bankServer = try listen("bank listener") { try Self.listening(bankFiles) { try HTTPServer(
                 configuration: .init(
                     host: bankListener.host, port: bankListener.port, connectionLimit: http.bankConnectionLimit,

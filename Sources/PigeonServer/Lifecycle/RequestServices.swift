@@ -2,6 +2,7 @@ import BankProxy
 import PigeonBankService
 import PigeonDeviceAPI
 import PigeonWallet
+import PigeonDomain
 import PigeonStore
 
 // The request side's seams met by PostgreSQL's stores and the bank proxy's client: the
@@ -18,3 +19,26 @@ extension SubscriptionStore: SubscriptionKeeping {}
 extension PassStore: PassKeeping {}
 extension ActivityStore: ActivityKeeping {}
 extension PassStore: WalletRegistering {}
+
+extension RequestStores {
+    /// The gateway's seams: the bank's calls on `main`, the phones' on `devices` (a pool of their
+    /// own when the bank has its own listener, so a flood of acknowledgements never stands in
+    /// front of a sendNotification).
+    /// `notifications` is the send batcher's store, shared with the console.
+    static func postgres(main: PostgresPool, devices: PostgresPool, identifiers: UserIdentifiers, notifications: NotificationStore,
+                         bank: BankProxyClient?, channels: (any BroadcastChannels)?, console: ConsoleStores?) -> RequestStores {
+        RequestStores(
+            notifications: notifications,
+            subscriptions: SubscriptionStore(pool: main, identifiers: identifiers),
+            passes: PassStore(pool: main),
+            activities: ActivityStore(pool: main, identifiers: identifiers),
+            channels: channels,
+            registry: DeviceRegistry(pool: devices, identifiers: identifiers),
+            acknowledgements: AcknowledgementStore(pool: devices, identifiers: identifiers),
+            rateLimits: RateLimitStore(pool: devices),
+            activityTokens: ActivityStore(pool: devices, identifiers: identifiers),
+            bank: bank,
+            wallet: PassStore(pool: devices),
+            console: console)
+    }
+}

@@ -8,7 +8,8 @@ package protocol WalletRegistering: Sendable {
     /// Registers a Wallet (`device`, with its push token) for a pass.
     func register(device: String, pushToken: String, for pass: PassIdentity, authenticationDigest: Data,
                   limits: PassStore.RegistrationLimits) async throws -> PassStore.RegistrationResult
-    /// False when the token is wrong or nothing was registered.
+    /// False when the pass is unknown or the token wrong; a Wallet not registered (any more) is
+    /// true: the DELETE is idempotent, as Apple's web service expects.
     func unregister(device: String, from pass: PassIdentity, authenticationDigest: Data) async throws -> Bool
     /// The device's passes of a type changed since `tag`, or nil when none did.
     func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)?

@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 @testable import PigeonDelivery
 
-/// The outbox in memory: due reports, leases ignored (one sender).
+/// The outbox in memory: due reports oldest first, each claim leased (held to PostgreSQL's
+/// `Outbox` by `ReportQueueContractTests`).
 final class FakeReportQueue: ReportQueue {
     struct Row: Sendable {
         var report: ClaimedReport
@@ -25,7 +26,8 @@ final class FakeReportQueue: ReportQueue {
     func claim(limit: Int, lease: Duration) async throws -> [ClaimedReport] {
         let now = clock.now()
         return rows.withLock { rows in
-            let due = rows.values.filter { $0.dueAt <= now }.prefix(limit).map(\.report.id)
+            let due = rows.values.filter { $0.dueAt <= now }.sorted { ($0.dueAt, $0.report.id) < ($1.dueAt, $1.report.id) }
+                .prefix(limit).map(\.report.id).sorted()
             return due.compactMap { id in
                 rows[id]?.report.attempt += 1
                 rows[id]?.dueAt = now.addingTimeInterval(Double(lease.components.seconds))

@@ -12,6 +12,9 @@ import SOAPCodec
 /// and nothing is stored for them.
 package struct InboundEndpoint: Sendable {
     package static let path = "/pigeon/services/SBIInboundWebService"
+    /// The request headers this service reads: the WSDL's address from `Host`, the SOAP version
+    /// from `Content-Type` (the listener copies no others).
+    package static let requestHeaders: Set<String> = ["host", "content-type"]
 
     package let codec: SOAPCodec
     package let wsdl = WSDLGenerator(service: InboundService.description)

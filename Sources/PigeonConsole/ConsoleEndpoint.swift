@@ -13,6 +13,9 @@ import Synchronization
 /// console only), and no caching.
 package struct ConsoleEndpoint: Sendable {
     package static let prefix = "/console"
+    /// The request headers the console reads: its session cookie, Basic credentials of the JSON
+    /// API, the actions' JSON type and the session's CSRF token.
+    package static let requestHeaders: Set<String> = ["cookie", "authorization", "content-type", "x-csrf-token"]
     package static let cookie = "pigeon_console"
     /// Console forms are small.
     package static let maximumBodyBytes = 8 * 1024

@@ -15,6 +15,8 @@ import PigeonStore
 /// token of the registration whose single-use id it presents.
 package struct DeviceEndpoint: Sendable {
     package static let prefix = "/api/v1/"
+    /// The request headers the device API reads: the bearer token.
+    package static let requestHeaders: Set<String> = ["authorization"]
 
     package let registry: any DeviceRegistering
     package let acknowledgements: any AcknowledgementRecording

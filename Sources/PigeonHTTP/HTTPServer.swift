@@ -54,15 +54,22 @@ package final class HTTPServer: Sendable {
         /// Client addresses served; any other is refused at accept, before anything is counted.
         /// Empty: every address.
         package var allowedClients: [IPNetwork] = []
+        /// The request headers handlers read (lower case); no other header is copied out of the
+        /// connection. The gateway's listeners take their router's (`Router.requestHeaders`).
+        package var requestHeaders: Set<String> = Configuration.basicRequestHeaders
+        /// What a plain handler reads: the body's type and length, credentials, the host.
+        package static let basicRequestHeaders: Set<String> = ["content-type", "content-length", "authorization", "host"]
 
         package init(
             host: String = "127.0.0.1", port: UInt16 = 8080, connectionLimit: Int = 1024,
             perAddressConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30,
             requestDeadlineSeconds: Int = 30, ioThreads: Int = 1, handlerThreads: Int = 4,
             concurrentHandlers: Int = 256, tls: TLS? = nil, unauthenticatedLimit: Int = 0, unauthenticatedPerAddressLimit: Int = 0,
-            unauthenticatedDeadlineSeconds: Int = 0, allowedClients: [IPNetwork] = []
+            unauthenticatedDeadlineSeconds: Int = 0, allowedClients: [IPNetwork] = [],
+            requestHeaders: Set<String> = Configuration.basicRequestHeaders
         ) {
             self.allowedClients = allowedClients
+            self.requestHeaders = Set(requestHeaders.map { $0.lowercased() })
             self.unauthenticatedLimit = unauthenticatedLimit
             self.unauthenticatedPerAddressLimit = unauthenticatedPerAddressLimit
             self.unauthenticatedDeadlineSeconds = unauthenticatedDeadlineSeconds
@@ -133,7 +140,8 @@ package final class HTTPServer: Sendable {
         ProcessSignals.ignoreBrokenPipes()
         let workers = WorkerThreads(count: configuration.handlerThreads, name: "pigeon-http-\(configuration.port)")
         let context = Unmanaged.passRetained(ExchangeContext(
-            admit: admit, handler: handler, logger: logger, workers: workers, limit: ConcurrencyLimit(configuration.concurrentHandlers)))
+            admit: admit, handler: handler, logger: logger, workers: workers, limit: ConcurrencyLimit(configuration.concurrentHandlers),
+            requestHeaders: configuration.requestHeaders))
         var started: OpaquePointer?
         var errorText = [CChar](repeating: 0, count: 256)
         let tls = configuration.tls
@@ -313,10 +321,14 @@ private final class ExchangeContext: Sendable {
     let logger: Logger
     let workers: WorkerThreads
     let limit: ConcurrencyLimit
+    /// The headers copied into each request.
+    let requestHeaders: [String]
     /// At most one diagnostic line a second per listener; the others are counted.
     let diagnostics = LogThrottle(interval: 1)
 
-    init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads, limit: ConcurrencyLimit) {
+    init(admit: @escaping HTTPServer.Admission, handler: @escaping HTTPServer.Handler, logger: Logger, workers: WorkerThreads, limit: ConcurrencyLimit,
+         requestHeaders: Set<String>) {
+        self.requestHeaders = requestHeaders.sorted()
         self.admit = admit
         self.handler = handler
         self.logger = logger
@@ -336,16 +348,13 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
     return text.withCString { body($0) }
 }
 
-/// The headers handlers may read; others are not copied out of the connection.
-private let copiedHeaders = ["content-type", "content-length", "authorization", "host", "soapaction",
-                             "accept", "x-forwarded-proto", "user-agent", "if-modified-since", "cookie", "x-request-id"]
-
-private func readRequest(_ exchange: OpaquePointer) -> HTTPRequest {
+/// The request, with the headers its handlers read (`requestHeaders`) and no others.
+private func readRequest(_ exchange: OpaquePointer, requestHeaders: [String]) -> HTTPRequest {
     let method = String(cString: pigeon_http_method(exchange))
     let path = String(cString: pigeon_http_path(exchange))
     let query = HTTPRequest.parseQuery(String(cString: pigeon_http_query(exchange)))
     var headers: [String: String] = [:]
-    for name in copiedHeaders {
+    for name in requestHeaders {
         if let value = pigeon_http_header(exchange, name) {
             headers[name] = String(cString: value)
         }
@@ -384,7 +393,7 @@ private let admitTrampoline: pigeon_http_admit = { rawContext, exchange in
 private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     guard let rawContext, let exchange else { return }
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
-    let request = readRequest(exchange)
+    let request = readRequest(exchange, requestHeaders: context.requestHeaders)
     let handle = ExchangeHandle(pointer: exchange)
     let (handler, limit) = (context.handler, context.limit)
     Task(executorPreference: context.workers) {

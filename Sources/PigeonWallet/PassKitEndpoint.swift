@@ -20,6 +20,9 @@ package struct PassKitEndpoint: Sendable {
     /// rest are counted in the next line. At the call budget alone (120 calls of 10 messages a
     /// minute) the log grew by 0.65 GB a day.
     package static let logLinesPerMinute = 20
+    /// The request headers Wallet's calls are read by: the pass's `ApplePass` token and
+    /// `If-Modified-Since` of a download.
+    package static let requestHeaders: Set<String> = ["authorization", "if-modified-since"]
 
     /// The configured path (`/passkit`): the pass's `webServiceURL` ends with it.
     package let prefix: String

@@ -184,7 +184,9 @@ struct RouterHarness {
         case .refuse, .refuseWrongCredentials: tooLarge = true
         case .accept(let maxBytes), .acceptAuthenticated(let maxBytes): tooLarge = bytes.count > maxBytes
         }
-        let request = HTTPRequest(method: method, path: String(split[0]), query: query, headers: headers,
+        // The listener copies only the headers the router's endpoints read.
+        let copied = headers.filter { router.requestHeaders.contains($0.key.lowercased()) }
+        let request = HTTPRequest(method: method, path: String(split[0]), query: query, headers: copied,
                                   body: tooLarge ? Data() : bytes, bodyTooLarge: tooLarge, peer: peer)
         let response = await router.handle(request)
         return Answer(status: response.status, headers: response.headers, body: response.body)

@@ -52,6 +52,21 @@ struct Router: Sendable {
     /// create unbounded label values.
     static let knownMethods: Set<String> = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"]
 
+    /// The request headers this router's endpoints read, for its listener to copy (and no
+    /// others): its own (the request id, SOAP credentials) and those of each endpoint it serves.
+    var requestHeaders: Set<String> {
+        var headers: Set<String> = ["x-request-id", "authorization", "content-length"]
+        if surfaces.contains(.bank) {
+            headers.formUnion(InboundEndpoint.requestHeaders)
+            if console != nil { headers.formUnion(ConsoleEndpoint.requestHeaders) }
+        }
+        if surfaces.contains(.devices) {
+            headers.formUnion(DeviceEndpoint.requestHeaders)
+            headers.formUnion(PassKitEndpoint.requestHeaders)
+        }
+        return headers
+    }
+
     /// How much body a request may send, from its head: the device API's small bodies, SOAP's
     /// `maxRequestBytes` only once the credentials are right, nothing elsewhere.
     func admit(_ head: HTTPRequestHead) -> HTTPServer.BodyAdmission {

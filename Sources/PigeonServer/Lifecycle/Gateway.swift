@@ -184,7 +184,8 @@ package final class Gateway: Sendable {
                 perAddressConnectionLimit: http.perAddressConnectionLimit, idleTimeoutSeconds: http.idleTimeoutSeconds,
                 requestDeadlineSeconds: http.requestDeadlineSeconds, ioThreads: 1, handlerThreads: 4,
                 // A flood of device calls waits here, connections suspended, not in its pool's queue.
-                concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS),
+                concurrentHandlers: http.bank == nil ? 256 : 4 * devicePoolSize, tls: publicTLS,
+                requestHeaders: publicRouter.requestHeaders),
             logger: logger.withLabel("pigeon.http"),
             admit: { publicRouter.admit($0) }, handler: { await publicRouter.handle($0) }) } }
         var servers = [("public", publicServer)]
@@ -210,7 +211,7 @@ package final class Gateway: Sendable {
                     unauthenticatedLimit: max(1, http.bankConnectionLimit / 2),
                     unauthenticatedPerAddressLimit: http.bankUnauthenticatedConnectionLimit,
                     unauthenticatedDeadlineSeconds: min(5, max(1, http.requestDeadlineSeconds)),
-                    allowedClients: http.bankAllowedClients),
+                    allowedClients: http.bankAllowedClients, requestHeaders: bankRouter.requestHeaders),
                 logger: logger.withLabel("pigeon.http.bank"),
                 admit: { bankRouter.admit($0) }, handler: { await bankRouter.handle($0) }) } }
             servers.append(("bank", bankServer))

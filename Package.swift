@@ -102,7 +102,7 @@ let package = Package(
         // The push services over HTTP/2 (libcurl through OutboundHTTP).
         .target(name: "PushTransport", dependencies: ["PushCore", "PigeonCrypto", "OutboundHTTP", "PigeonDomain"]),
         // The bank proxy's SOAP client (CONTRACT §3).
-        .target(name: "BankProxy", dependencies: ["BankContract", "SOAPCodec", "OutboundHTTP"]),
+        .target(name: "BankProxy", dependencies: ["BankContract", "SOAPCodec", "OutboundHTTP", "PigeonDomain"]),
         // `pigeon bank-stub`: a reference bank proxy for local runs, integrators and tests.
         .target(name: "PigeonBankStub", dependencies: ["BankContract", "SOAPCodec", "PigeonHTTP", "PigeonCore"]),
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
@@ -124,17 +124,17 @@ let package = Package(
         .target(name: "PigeonConfiguration", dependencies: ["PigeonCore", "PigeonDomain", "PigeonHTTP", "PigeonCrypto", "PushTransport", "PushCore"]),
         // Apple Wallet passes: the PassKit web service the devices call, `.pkpass` packaging and
         // signing, and the ZIP writer under it (CONTRACT §7).
-        .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "SOAPCodec"]),
+        .target(name: "PigeonWallet", dependencies: ["BankContract", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "SOAPCodec"]),
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
         .target(name: "PigeonLDAP", dependencies: ["CLDAPShim", "PigeonCore"]),
         .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP", "PigeonLDAP"]),
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
-        .target(name: "PigeonDeviceAPI", dependencies: ["BankProxy", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PushCore"]),
+        .target(name: "PigeonDeviceAPI", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PushCore"]),
         // The bank's SOAP service (CONTRACT §1, §9): every operation against the stores, the WSDL,
         // and the outbound WSDL the bank's proxy implements.
-        .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PigeonDomain", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "PigeonWallet"]),
+        .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PigeonDomain", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonWallet"]),
         .target(
             name: "PigeonServer",
             dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonLDAP"]

@@ -30,6 +30,21 @@ for name, target in targets.items():
         problems.append(f"{name} imports {missing} without declaring it")
     for unused in sorted(swift_declared - swift_imports):
         problems.append(f"{name} declares {unused} but never imports it")
+# The request-side feature modules are written against their seams (protocols and PigeonDomain's
+# vocabulary): PostgreSQL, the bank proxy's SOAP client, outbound HTTP and the configuration's
+# file format are adapters the composition (PigeonServer) plugs in, never imported here.
+ADAPTERS = {"PigeonStore", "BankProxy", "OutboundHTTP", "PigeonConfiguration"}
+SEAM_ONLY = {"PigeonBankService", "PigeonDeviceAPI", "PigeonWallet"}
+for name in sorted(SEAM_ONLY):
+    folder = os.path.join("Sources", name)
+    for root, _, files in os.walk(folder):
+        for file in sorted(files):
+            if not file.endswith(".swift"):
+                continue
+            for number, line in enumerate(open(os.path.join(root, file)), 1):
+                match = re.match(r"\s*(?:@testable\s+)?import\s+(\w+)", line)
+                if match and match.group(1) in ADAPTERS:
+                    problems.append(f"{os.path.join(root, file)}:{number}: {name} imports the adapter {match.group(1)}; use its seam")
 for problem in problems:
     print(problem)
 sys.exit(1 if problems else 0)

@@ -1,23 +1,8 @@
 import BankContract
 import Foundation
 import OutboundHTTP
+import PigeonDomain
 import SOAPCodec
-
-/// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.
-package struct SubscriptionRequest: Sendable, Equatable {
-    package var bankClientId: String
-    package var userId: String
-    package var deviceId: String
-    /// The device's platform (`IOS`, `ANDROID`, `RUSTORE`, `HUAWEI`, `WEB`).
-    package var platform: String
-
-    package init(bankClientId: String, userId: String, deviceId: String, platform: String) {
-        self.bankClientId = bankClientId
-        self.userId = userId
-        self.deviceId = deviceId
-        self.platform = platform
-    }
-}
 
 /// The bank proxy's SOAP service (CONTRACT §3) as async calls. Requests are encoded and answers
 /// decoded from ``OutboundService/description``, the same description the WSDL and the bank stub

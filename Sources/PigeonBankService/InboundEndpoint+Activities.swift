@@ -2,7 +2,6 @@ import BankContract
 import Foundation
 import PigeonCore
 import PigeonDomain
-import PigeonStore
 import PushCore
 import SOAPCodec
 

@@ -3,7 +3,6 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonCrypto
-import PigeonStore
 import PigeonWallet
 import SOAPCodec
 

@@ -4,7 +4,6 @@ import PigeonCore
 import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
-import PigeonStore
 import SOAPCodec
 
 /// The SOAP service the bank calls (CONTRACT §1): decodes, runs the operation against the store,

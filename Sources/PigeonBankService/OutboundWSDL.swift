@@ -1,5 +1,6 @@
 import BankContract
 import Foundation
+import PigeonDomain
 import PigeonCore
 import PigeonHTTP
 import SOAPCodec

@@ -1,13 +1,11 @@
-import BankProxy
 import Foundation
 import PigeonDomain
-import PigeonStore
 
 // The device API's seams: what ``DeviceEndpoint`` asks of the database and of the bank, as the
 // delivery engine has its own. PostgreSQL's stores and the bank proxy's client conform where
 // the gateway is composed; tests use the in-memory fakes of `PigeonTestSupport`.
 
-/// Devices as registration, verification and bearer tokens see them (``DeviceRegistry``).
+/// Devices as registration, verification and bearer tokens see them (`DeviceRegistry` (PostgreSQL)).
 package protocol DeviceRegistering: Sendable {
     /// The device a bearer token's digest belongs to, while the token is valid.
     func authenticate(digest: Data) async throws -> AuthenticatedDevice?
@@ -27,27 +25,27 @@ package protocol DeviceRegistering: Sendable {
     func dropPending(bankClientId: String, userId: String, deviceId: String) async throws
 }
 
-/// The app's acknowledgements and the notification details it may read (``AcknowledgementStore``).
+/// The app's acknowledgements and the notification details it may read (`AcknowledgementStore` (PostgreSQL)).
 package protocol AcknowledgementRecording: Sendable {
     func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult
     func notification(id: String, user: String) async throws -> NotificationLookup
 }
 
-/// Counters shared by every gateway process (``RateLimitStore``).
+/// Counters shared by every gateway process (`RateLimitStore` (PostgreSQL)).
 package protocol RateLimitCounting: Sendable {
-    func take(bucket: String, limit: Int, window: Duration) async throws -> RateLimitStore.Decision
+    func take(bucket: String, limit: Int, window: Duration) async throws -> RateLimitDecision
 }
 
-/// A phone's Live Activity tokens (``ActivityStore``).
+/// A phone's Live Activity tokens (`ActivityStore` (PostgreSQL)).
 package protocol ActivityTokenRecording: Sendable {
     /// False when the device already has tokens for the most activity types allowed.
     func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool
-    func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> ActivityStore.TokenOutcome
+    func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> ActivityTokenOutcome
     /// False when the activity was never started on this device.
     func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool
 }
 
-/// The bank's answers about a new device (CONTRACT §3, ``BankProxyClient``).
+/// The bank's answers about a new device (CONTRACT §3, `BankProxyClient` (PostgreSQL)).
 package protocol SubscriptionAuthorizing: Sendable {
     /// Whether the bank allows the device without a code.
     func checkSubscriptionAuthorized(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool

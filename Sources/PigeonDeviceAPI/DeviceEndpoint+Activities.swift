@@ -2,7 +2,6 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonHTTP
-import PigeonStore
 
 /// The phone's Live Activity calls (CONTRACT §9), behind the device's bearer token:
 /// `PUT activities/start-tokens/{activityType}` `{"pushToStartToken"}`,
@@ -32,7 +31,7 @@ extension DeviceEndpoint {
         let token = try Self.apnsToken(JSONFields(request.body), "pushToStartToken")
         guard try await store.saveStartToken(deviceRowId: device.id, activityType: activityType, token: token) else {
             throw APIError.badRequest("TOO_MANY_ACTIVITY_TYPES",
-                                      "this device already has push-to-start tokens for \(ActivityStore.maximumStartTokensPerDevice) activity types")
+                                      "this device already has push-to-start tokens for \(ActivityFields.maximumStartTokensPerDevice) activity types")
         }
         logger.info("push-to-start token saved", metadata: ["user": device.userId, "activityType": activityType, "token": Redaction.token(token)])
         return JSONResponse.make(200, ["activityType": activityType, "state": "SAVED"])

@@ -1,10 +1,8 @@
-import BankProxy
 import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
-import PigeonStore
 
 /// The device API (CONTRACT §2): registration and verification following the bank's flow,
 /// acknowledgements and notification details behind bearer tokens.

@@ -1,7 +1,6 @@
 import Foundation
-import PigeonConfiguration
 import PigeonHTTP
-import PigeonStore
+import PigeonDomain
 import Synchronization
 
 /// The device API's limits (CONTRACT §2): register and verify calls per client address (this
@@ -10,10 +9,25 @@ import Synchronization
 /// the database before the bank is called, so concurrent guesses and several gateway processes
 /// share one count.
 package final class DeviceRateLimits: Sendable {
-    package let settings: GatewayConfiguration.DeviceLimits
+    /// The limits, as `server.conf` sets them (`registrationsPerAddressPerMinute`, …).
+    package struct Settings: Sendable {
+        package var registrationsPerAddressPerMinute: Int
+        package var registrationsPerUserPerHour: Int
+        package var verificationAttempts: Int
+        package var verificationWindowMinutes: Int
+
+        package init(registrationsPerAddressPerMinute: Int, registrationsPerUserPerHour: Int, verificationAttempts: Int, verificationWindowMinutes: Int) {
+            self.registrationsPerAddressPerMinute = registrationsPerAddressPerMinute
+            self.registrationsPerUserPerHour = registrationsPerUserPerHour
+            self.verificationAttempts = verificationAttempts
+            self.verificationWindowMinutes = verificationWindowMinutes
+        }
+    }
+
+    package let settings: Settings
     private let addresses: AddressRateLimit
 
-    package init(_ settings: GatewayConfiguration.DeviceLimits, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    package init(_ settings: Settings, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
         self.settings = settings
         addresses = AddressRateLimit(perMinute: settings.registrationsPerAddressPerMinute, clock: clock)
     }

@@ -2,7 +2,6 @@ import Foundation
 import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
-import PigeonStore
 import PushCore
 
 /// The JSON bodies of the device API, parsed and checked: every field present, a string,

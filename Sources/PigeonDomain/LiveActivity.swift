@@ -143,6 +143,10 @@ package enum ActivityFields {
     }
 
     /// Why `value` is not a broadcast channel id (Apple's are base64: 1–128 of `A-Z a-z 0-9 + / = - _`), or `nil`.
+    /// The most activity types one device keeps push-to-start tokens for: an app has a handful
+    /// of attributes types, and the store must not grow with whatever a phone sends.
+    package static let maximumStartTokensPerDevice = 64
+
     package static func channelIdProblem(_ value: String, name: String) -> String? {
         guard !value.isEmpty, value.utf8.count <= maximumIdentifierLength else {
             return "\(name) must be 1–\(maximumIdentifierLength) characters, got \(value.utf8.count)"

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 
 /// A first look at a `.pkpass` before it is stored: a ZIP archive (read from its central
 /// directory, nothing inflated) holding at least `pass.json`, `manifest.json` and `signature`,

@@ -3,7 +3,6 @@ import PigeonCore
 import PigeonDomain
 import PigeonCrypto
 import PigeonHTTP
-import PigeonStore
 
 /// Apple's PassKit web service (CONTRACT §7) under `passWebServicePath` on the public listener:
 /// Wallet registers and unregisters passes, asks which of its passes changed, downloads them
@@ -27,7 +26,7 @@ package struct PassKitEndpoint: Sendable {
     /// The configured path (`/passkit`): the pass's `webServiceURL` ends with it.
     package let prefix: String
     package let store: any WalletRegistering
-    package let limits: PassStore.RegistrationLimits
+    package let limits: PassRegistrationLimits
     package let addressLimit: AddressRateLimit
     /// `/v1/log` calls per address, and from every address together (one shared key).
     package let logAddressLimit = AddressRateLimit(perMinute: PassKitEndpoint.logCallsPerAddressPerMinute)
@@ -36,7 +35,7 @@ package struct PassKitEndpoint: Sendable {
     package let metrics: MetricsRegistry
     package let logger: Logger
 
-    package init(prefix: String, store: any WalletRegistering, limits: PassStore.RegistrationLimits, addressLimit: AddressRateLimit, metrics: MetricsRegistry, logger: Logger) {
+    package init(prefix: String, store: any WalletRegistering, limits: PassRegistrationLimits, addressLimit: AddressRateLimit, metrics: MetricsRegistry, logger: Logger) {
         self.prefix = prefix
         self.store = store
         self.limits = limits
@@ -145,7 +144,7 @@ package struct PassKitEndpoint: Sendable {
         }
     }
 
-    private static func label(_ result: PassStore.RegistrationResult) -> String {
+    private static func label(_ result: PassRegistrationResult) -> String {
         switch result {
         case .created: "created"
         case .alreadyRegistered: "known"

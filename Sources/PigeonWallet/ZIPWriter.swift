@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 
 /// Writes a ZIP archive of stored (uncompressed) entries: what a `.pkpass` is. Wallet reads
 /// stored entries as well as deflated ones; passes are mostly PNG images, which do not deflate.

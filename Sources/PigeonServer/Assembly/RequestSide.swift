@@ -46,7 +46,7 @@ struct RequestSide: Sendable {
         devices = DeviceEndpoint(
             registry: stores.registry, acknowledgements: stores.acknowledgements, bank: stores.bank,
             overrideSubscriptions: configuration.overrideSubscriptions, tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-            limits: DeviceRateLimits(configuration.deviceLimits), rateLimits: stores.rateLimits, identifiers: configuration.identifiers,
+            limits: DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits)), rateLimits: stores.rateLimits, identifiers: configuration.identifiers,
             apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
             logger: logger.withLabel("pigeon.devices"), metrics: metrics, activities: stores.activityTokens, events: events)
         passKit = PassKitEndpoint(
@@ -93,6 +93,13 @@ struct RequestSide: Sendable {
             console: surfaces.contains(.bank) ? console : nil, outboundWSDL: outboundWSDL, health: health, metrics: metrics,
             soapAuthentication: soapAuthentication, scheme: tls ? "https" : "http", maxRequestBytes: maxRequestBytes,
             logger: logger.withLabel("pigeon.http"))
+    }
+
+    /// The device API's limits as `server.conf` sets them.
+    private static func deviceLimits(_ limits: GatewayConfiguration.DeviceLimits) -> DeviceRateLimits.Settings {
+        DeviceRateLimits.Settings(
+            registrationsPerAddressPerMinute: limits.registrationsPerAddressPerMinute, registrationsPerUserPerHour: limits.registrationsPerUserPerHour,
+            verificationAttempts: limits.verificationAttempts, verificationWindowMinutes: limits.verificationWindowMinutes)
     }
 
     /// Where operators sign in, in the order asked: the users file, the bank's directory, the

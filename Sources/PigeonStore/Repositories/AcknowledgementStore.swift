@@ -1,23 +1,6 @@
 import Foundation
 import PigeonDomain
 
-/// What an app's acknowledgement came to.
-package enum AcknowledgementResult: Sendable, Equatable {
-    /// The user's delivery now stands at this state (unchanged when it was already there or
-    /// further: acknowledgements are idempotent and never move a state backwards).
-    case recorded(DeliveryState)
-    /// The notification exists but was not addressed to this user.
-    case notAddressed
-    /// No such notification.
-    case notFound
-}
-
-/// A notification looked up on behalf of a user.
-package enum NotificationLookup: Sendable, Equatable {
-    case found(PushNotification)
-    case notAddressed
-    case notFound
-}
 
 /// Acknowledgements from the app (`delivered`, `opened`) and the notification details it may
 /// read. Opening writes the `pushIsOpened` report to the outbox in the same transaction as the

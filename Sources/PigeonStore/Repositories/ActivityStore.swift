@@ -17,41 +17,16 @@ package struct ActivityStore: Sendable {
     }
 
     /// What `startActivity` did.
-    package enum StartOutcome: Sendable, Equatable {
-        /// Each recipient's state, in the order sent.
-        case started([(user: String, state: ActivityRecipientState)])
-        case duplicate
-
-        package static func == (lhs: StartOutcome, rhs: StartOutcome) -> Bool {
-            switch (lhs, rhs) {
-            case (.duplicate, .duplicate): true
-            case (.started(let a), .started(let b)): a.map(\.user) == b.map(\.user) && a.map(\.state) == b.map(\.state)
-            default: false
-            }
-        }
-    }
-
+    package typealias StartOutcome = ActivityStartOutcome
     /// What an update or end did.
-    package enum EventOutcome: Sendable, Equatable {
-        /// Pushes queued (or waiting for an update token), one per device the activity reaches.
-        case queued(devices: Int)
-        case notFound
-        case ended
-    }
-
+    package typealias EventOutcome = ActivityEventOutcome
     /// What the phone's update token call did.
-    package enum TokenOutcome: Sendable, Equatable {
-        case saved
-        /// The activity does not reach this device.
-        case notFound
-        case ended
-    }
+    package typealias TokenOutcome = ActivityTokenOutcome
 
     // MARK: Phones
 
-    /// The most activity types one device keeps push-to-start tokens for: an app has a handful
-    /// of attributes types, and the table must not grow with whatever a phone sends.
-    package static let maximumStartTokensPerDevice = 64
+    /// The most activity types one device keeps push-to-start tokens for.
+    package static let maximumStartTokensPerDevice = ActivityFields.maximumStartTokensPerDevice
 
     /// Stores an iPhone's push-to-start token for an activity type (replacing the last one);
     /// false when the device already has tokens for ``maximumStartTokensPerDevice`` other types.

@@ -16,27 +16,12 @@ package struct PassStore: Sendable {
     }
 
     /// Bounds on registrations (CONTRACT §7: limits on everything a phone can create).
-    package struct RegistrationLimits: Sendable, Equatable {
-        /// Passes one Wallet may register for.
-        package var perDevice: Int
-        /// Wallets one pass may be registered on.
-        package var perPass: Int
-
-        package init(perDevice: Int = 500, perPass: Int = 20) {
-            self.perDevice = perDevice
-            self.perPass = perPass
-        }
-    }
+    package typealias RegistrationLimits = PassRegistrationLimits
 
     // MARK: The bank's side
 
     /// What became of an `updatePass`.
-    package enum UpdateResult: Sendable, Equatable {
-        /// Stored as `version`; `queued` devices will be pushed.
-        case stored(version: Int64, queued: Int)
-        /// The pass exists with another authentication token, which Wallet never changes.
-        case tokenMismatch
-    }
+    package typealias UpdateResult = PassUpdateResult
 
     /// Stores `content` as the pass's next version (the first when it is new) and queues an
     /// update push for every device registered for it, in one statement. Last-Modified grows by
@@ -88,16 +73,7 @@ package struct PassStore: Sendable {
     // MARK: Apple's web service
 
     /// What became of a registration.
-    package enum RegistrationResult: Sendable, Equatable {
-        case created
-        case alreadyRegistered
-        /// No such pass, or not its authentication token.
-        case unauthorized
-        /// The device's `RegistrationLimits.perDevice` reached. (A pass at its `perPass` gives up
-        /// its oldest registration of the last day for the new one instead, or its oldest when
-        /// all are older.)
-        case limitReached(String)
-    }
+    package typealias RegistrationResult = PassRegistrationResult
 
     /// Registers `device` (with its current push token) for `pass`.
     package func register(device: String, pushToken: String, for pass: PassIdentity, authenticationDigest: Data,
@@ -202,12 +178,7 @@ package struct PassStore: Sendable {
     }
 
     /// What a download of a pass came to.
-    package enum FetchResult: Sendable, Equatable {
-        case unauthorized
-        /// The device has this version already (`If-Modified-Since` at or after Last-Modified).
-        case notModified(modifiedAt: Date)
-        case pass(content: Data, modifiedAt: Date, version: Int64)
-    }
+    package typealias FetchResult = PassFetchResult
 
     /// The latest version of `pass`, or 304 for a device that has it. Either way one device that
     /// waited for this version is `FETCHED`: Apple's download request names no device, so it is

@@ -1,24 +1,12 @@
 import Foundation
+import PigeonDomain
 
 /// Fixed-window counters in the database, shared by every gateway process on it: one atomic
 /// statement counts an attempt and tells whether it is within its limit, so concurrent attempts
 /// can never all slip under it.
 package struct RateLimitStore: Sendable {
     /// The outcome of counting one attempt.
-    package struct Decision: Sendable, Equatable {
-        /// Attempts in the current window, this one included.
-        package var count: Int
-        /// Seconds until the window ends.
-        package var retryAfterSeconds: Int
-        /// Whether this attempt is within the limit.
-        package var allowed: Bool
-
-        package init(count: Int, retryAfterSeconds: Int, allowed: Bool) {
-            self.count = count
-            self.retryAfterSeconds = retryAfterSeconds
-            self.allowed = allowed
-        }
-    }
+    package typealias Decision = RateLimitDecision
 
     private let pool: PostgresPool
 

@@ -1,3 +1,4 @@
+import PigeonDomain
 import BankProxy
 import PigeonDeviceAPI
 import Synchronization

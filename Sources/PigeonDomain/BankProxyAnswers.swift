@@ -1,3 +1,24 @@
+import Foundation
+
+// What the device API asks of the bank proxy and how a call can fail: the seam's vocabulary,
+// apart from the SOAP client (BankProxy) that speaks it.
+
+/// Who asks to subscribe: the fields of `checkSubscriptionAuthorized` and `authorizeSubscription`.
+package struct SubscriptionRequest: Sendable, Equatable {
+    package var bankClientId: String
+    package var userId: String
+    package var deviceId: String
+    /// The device's platform (`IOS`, `ANDROID`, `RUSTORE`, `HUAWEI`, `WEB`).
+    package var platform: String
+
+    package init(bankClientId: String, userId: String, deviceId: String, platform: String) {
+        self.bankClientId = bankClientId
+        self.userId = userId
+        self.deviceId = deviceId
+        self.platform = platform
+    }
+}
+
 /// Why a call to the bank proxy did not succeed.
 package struct BankProxyError: Error, CustomStringConvertible, Sendable, Equatable {
     package enum Kind: Sendable, Equatable {

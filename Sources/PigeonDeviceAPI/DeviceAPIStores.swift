@@ -5,7 +5,7 @@ import PigeonDomain
 // delivery engine has its own. PostgreSQL's stores and the bank proxy's client conform where
 // the gateway is composed; tests use the in-memory fakes of `PigeonTestSupport`.
 
-/// Devices as registration, verification and bearer tokens see them (`DeviceRegistry` (PostgreSQL)).
+/// Devices as registration, verification and bearer tokens see them (in PostgreSQL, `DeviceRegistry`).
 package protocol DeviceRegistering: Sendable {
     /// The device a bearer token's digest belongs to, while the token is valid.
     func authenticate(digest: Data) async throws -> AuthenticatedDevice?
@@ -25,18 +25,18 @@ package protocol DeviceRegistering: Sendable {
     func dropPending(bankClientId: String, userId: String, deviceId: String) async throws
 }
 
-/// The app's acknowledgements and the notification details it may read (`AcknowledgementStore` (PostgreSQL)).
+/// The app's acknowledgements and the notification details it may read (in PostgreSQL, `AcknowledgementStore`).
 package protocol AcknowledgementRecording: Sendable {
     func acknowledge(notificationId: String, user: String, device: Int64, target: DeliveryState) async throws -> AcknowledgementResult
     func notification(id: String, user: String) async throws -> NotificationLookup
 }
 
-/// Counters shared by every gateway process (`RateLimitStore` (PostgreSQL)).
+/// Counters shared by every gateway process (in PostgreSQL, `RateLimitStore`).
 package protocol RateLimitCounting: Sendable {
     func take(bucket: String, limit: Int, window: Duration) async throws -> RateLimitDecision
 }
 
-/// A phone's Live Activity tokens (`ActivityStore` (PostgreSQL)).
+/// A phone's Live Activity tokens (in PostgreSQL, `ActivityStore`).
 package protocol ActivityTokenRecording: Sendable {
     /// False when the device already has tokens for the most activity types allowed.
     func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool
@@ -45,7 +45,7 @@ package protocol ActivityTokenRecording: Sendable {
     func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool
 }
 
-/// The bank's answers about a new device (CONTRACT §3, `BankProxyClient` (PostgreSQL)).
+/// The bank's answers about a new device (CONTRACT §3, PostgreSQL's `BankProxyClient`).
 package protocol SubscriptionAuthorizing: Sendable {
     /// Whether the bank allows the device without a code.
     func checkSubscriptionAuthorized(_ request: SubscriptionRequest) async throws(BankProxyError) -> Bool

@@ -1,7 +1,7 @@
 import Foundation
 import PigeonDomain
 
-/// What the PassKit web service asks of the database (`PassStore` (PostgreSQL)): the seam its tests meet
+/// What the PassKit web service asks of the database (in PostgreSQL, `PassStore`): the seam its tests meet
 /// with an in-memory fake. Every call is checked against the pass's authentication token.
 package protocol WalletRegistering: Sendable {
     /// Registers a Wallet (`device`, with its push token) for a pass.

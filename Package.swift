@@ -167,6 +167,8 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonDomainTests", dependencies: ["PigeonDomain"]),
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
+        .testTarget(name: "PigeonConfigurationTests", dependencies: ["PigeonConfiguration", "PigeonBankService", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP"]),
+        .testTarget(name: "PigeonHTTPTests", dependencies: ["PigeonHTTP", "PigeonWallet"]),
         .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["BankContract", "SOAPCodec"]),
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),

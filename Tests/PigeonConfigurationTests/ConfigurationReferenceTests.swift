@@ -1,6 +1,5 @@
 import Foundation
 @testable import PigeonConfiguration
-@testable import PigeonServer
 import Testing
 
 /// docs/configuration.md is the configuration reference: every key the parser knows is in its

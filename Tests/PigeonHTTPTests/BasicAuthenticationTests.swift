@@ -1,6 +1,5 @@
 import Foundation
 @testable import PigeonHTTP
-@testable import PigeonServer
 @testable import PigeonWallet
 import Testing
 

@@ -1,5 +1,4 @@
 @testable import PigeonHTTP
-@testable import PigeonServer
 @testable import PigeonWallet
 import Testing
 

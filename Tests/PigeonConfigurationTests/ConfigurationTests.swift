@@ -2,7 +2,6 @@ import Foundation
 @testable import PigeonBankService
 @testable import PigeonConfiguration
 import PigeonCore
-@testable import PigeonServer
 import Testing
 
 @Suite("server.conf")

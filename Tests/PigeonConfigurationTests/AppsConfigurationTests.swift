@@ -3,7 +3,6 @@ import Foundation
 import PigeonDomain
 @testable import PigeonDeviceAPI
 @testable import PigeonHTTP
-@testable import PigeonServer
 import Testing
 
 @Suite("Apps in server.conf and at registration")

@@ -128,7 +128,7 @@ let package = Package(
         // The operators' console: sign-in and sessions, the HTML pages and their JSON, what it
         // reads from the stores and the metrics.
         .target(name: "PigeonLDAP", dependencies: ["CLDAPShim", "PigeonCore"]),
-        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonStore", "OutboundHTTP", "PigeonLDAP"]),
+        .target(name: "PigeonConsole", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonLDAP"]),
         // The phones' JSON API (CONTRACT §2): registration and its confirmation by the bank,
         // acknowledgements, encryption keys, Live Activity tokens; limits per address and user.
         .target(name: "PigeonDeviceAPI", dependencies: ["PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PushCore"]),
@@ -143,7 +143,7 @@ let package = Package(
         // bank stub for local runs (so the gateway library links neither).
         .target(
             name: "PigeonCommandLine",
-            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonStore", "PigeonSimulator", "PigeonBankStub", "OutboundHTTP", "PigeonCrypto"]
+            dependencies: ["PigeonServer", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonSimulator", "PigeonBankStub", "OutboundHTTP", "PigeonCrypto"]
         ),
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(

@@ -34,7 +34,7 @@ for name, target in targets.items():
 # vocabulary): PostgreSQL, the bank proxy's SOAP client, outbound HTTP and the configuration's
 # file format are adapters the composition (PigeonServer) plugs in, never imported here.
 ADAPTERS = {"PigeonStore", "BankProxy", "OutboundHTTP", "PigeonConfiguration"}
-SEAM_ONLY = {"PigeonBankService", "PigeonDeviceAPI", "PigeonWallet"}
+SEAM_ONLY = {"PigeonBankService", "PigeonConsole", "PigeonDeviceAPI", "PigeonWallet"}
 for name in sorted(SEAM_ONLY):
     folder = os.path.join("Sources", name)
     for root, _, files in os.walk(folder):

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 import PigeonServer
 import PigeonCore
 import PigeonStore

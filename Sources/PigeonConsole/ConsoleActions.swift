@@ -1,7 +1,6 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
-import PigeonStore
 
 /// What an operator does in the console, the same for a page's form and a JSON call, each
 /// recorded in the audit trail (CONTRACT §10) with who, from where, to what, why and how it
@@ -16,7 +15,7 @@ package struct ConsoleActions: Sendable {
 
     /// How a revoke ended.
     package enum RevokeOutcome: Sendable {
-        case revoked(user: String, device: ConsoleStore.DeviceSummary)
+        case revoked(user: String, device: ConsoleRows.DeviceSummary)
         case gone
         case noReason
     }

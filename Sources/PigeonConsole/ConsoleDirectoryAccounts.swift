@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 import PigeonCore
 import PigeonHTTP
 import PigeonLDAP

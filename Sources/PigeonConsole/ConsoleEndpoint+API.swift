@@ -2,7 +2,6 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonHTTP
-import PigeonStore
 
 /// The console's JSON API (CONTRACT §5, §10) for a bank's support tooling: an operator's session
 /// (with its CSRF token in `X-CSRF-Token` for actions) or HTTP Basic with the operator's own

@@ -2,7 +2,6 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonHTTP
-import PigeonStore
 import Synchronization
 
 /// The operator console at `/console` on the bank-facing listener (CONTRACT §5, §10): server-

@@ -1,7 +1,6 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
-import PigeonStore
 
 /// The console's JSON twins (CONTRACT §5) for a bank's support tooling: the same data as the
 /// pages, tokens masked, a confidential notification's content never included.
@@ -33,7 +32,7 @@ package enum ConsoleJSON {
         ]
     }
 
-    package static func device(_ push: ConsoleStore.DeviceOutcome) -> [String: Any] {
+    package static func device(_ push: ConsoleRows.DeviceOutcome) -> [String: Any] {
         [
             "deviceId": push.deviceId,
             "platform": push.platform,

@@ -1,7 +1,6 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
-import PigeonStore
 
 /// The console's HTML: plain forms and tables, no script, one stylesheet. Every value from the
 /// database, a phone or the bank goes through ``HTML/escape(_:)``.
@@ -178,7 +177,7 @@ package enum ConsolePages {
     }
 
     /// What the app on a device said about its push: received, opened (CONTRACT §10).
-    private static func acknowledged(_ device: ConsoleStore.DeviceOutcome) -> String {
+    private static func acknowledged(_ device: ConsoleRows.DeviceOutcome) -> String {
         var said: [String] = []
         if let delivered = device.deliveredAt { said.append("received \(HTML.date(delivered))") }
         if let opened = device.openedAt { said.append("opened \(HTML.date(opened))") }
@@ -242,7 +241,7 @@ package enum ConsolePages {
         return layout(title: "User \(user)", session: context.session, body: body + "</tbody></table>")
     }
 
-    private static func revokeForm(_ device: ConsoleStore.DeviceSummary, user: String, _ context: Context) -> String {
+    private static func revokeForm(_ device: ConsoleRows.DeviceSummary, user: String, _ context: Context) -> String {
         """
         <form method="post" action="/console/device/revoke">\(csrf(context.session))<input type="hidden" name="device" value="\(device.id)">\
         <input type="hidden" name="user" value="\(HTML.escape(user))"><label for="reason-\(device.id)">Reason</label> \
@@ -272,7 +271,7 @@ package enum ConsolePages {
     // MARK: Outbox
 
     /// A recipient the bank was told at once reached nobody (CONTRACT §10): when.
-    private static func toldEarly(_ recipient: ConsoleStore.Recipient) -> String {
+    private static func toldEarly(_ recipient: ConsoleRows.Recipient) -> String {
         guard let told = recipient.reportedEarlyAt else { return "" }
         return "<br><small>bank told at once: reached nobody, \(HTML.date(told))</small>"
     }

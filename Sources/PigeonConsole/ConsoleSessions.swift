@@ -1,6 +1,6 @@
 import Foundation
+import PigeonDomain
 import PigeonCrypto
-import PigeonStore
 import Synchronization
 
 /// Operators signed in to the console (CONTRACT §10): a random session id in an `HttpOnly`,

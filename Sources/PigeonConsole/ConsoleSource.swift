@@ -1,5 +1,5 @@
 import Foundation
-import PigeonStore
+import PigeonDomain
 
 /// What the console shows and changes, behind a seam: ``ConsoleData`` reads PostgreSQL, the
 /// metrics and the push clients in the gateway; the unit tier gives ``ConsoleEndpoint`` one in
@@ -18,7 +18,7 @@ package protocol ConsoleSource: Sendable {
     func outbox(page: Int) async throws -> ConsoleOutboxView
     /// Removes a device (its authentication and push token stop working), noting `reason`; nil
     /// when it is already gone.
-    func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)?
+    func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleRows.DeviceSummary)?
     /// Moves a dead report back to the outbox; false when it is no longer a dead letter.
     func requeue(report: Int64) async throws -> Bool
     /// Sends a neutral test push to each of `user`'s devices and says, per device, what its push

@@ -1,6 +1,5 @@
 import Foundation
 import PigeonDomain
-import PigeonStore
 
 /// The overview page: the database, the queue's and the outbox's gauges, the push connections,
 /// the listeners' certificates and the last hour's pushes.
@@ -39,9 +38,9 @@ package struct ConsoleNotificationView: Sendable {
     package var notification: PushNotification
     package var total: Int
     package var sentAt: Date
-    package var recipients: [ConsoleStore.Recipient]
+    package var recipients: [ConsoleRows.Recipient]
 
-    package init(notification: PushNotification, total: Int, sentAt: Date, recipients: [ConsoleStore.Recipient]) {
+    package init(notification: PushNotification, total: Int, sentAt: Date, recipients: [ConsoleRows.Recipient]) {
         self.notification = notification
         self.total = total
         self.sentAt = sentAt
@@ -51,13 +50,13 @@ package struct ConsoleNotificationView: Sendable {
 
 /// What the console knows of one user.
 package struct ConsoleUserView: Sendable {
-    package var devices: [ConsoleStore.DeviceSummary]
-    package var pending: [ConsoleStore.PendingRegistration]
-    package var recent: [ConsoleStore.UserNotification]
-    package var removed: [ConsoleStore.RemovedDevice]
+    package var devices: [ConsoleRows.DeviceSummary]
+    package var pending: [ConsoleRows.PendingRegistration]
+    package var recent: [ConsoleRows.UserNotification]
+    package var removed: [ConsoleRows.RemovedDevice]
 
-    package init(devices: [ConsoleStore.DeviceSummary], pending: [ConsoleStore.PendingRegistration] = [],
-                 recent: [ConsoleStore.UserNotification] = [], removed: [ConsoleStore.RemovedDevice] = []) {
+    package init(devices: [ConsoleRows.DeviceSummary], pending: [ConsoleRows.PendingRegistration] = [],
+                 recent: [ConsoleRows.UserNotification] = [], removed: [ConsoleRows.RemovedDevice] = []) {
         self.devices = devices
         self.pending = pending
         self.recent = recent
@@ -69,10 +68,10 @@ package struct ConsoleUserView: Sendable {
 package struct ConsoleOutboxView: Sendable {
     package var page: Int
     package var total: Int
-    package var waiting: [ConsoleStore.WaitingReport]
+    package var waiting: [ConsoleRows.WaitingReport]
     package var dead: [DeadReport]
 
-    package init(page: Int, total: Int, waiting: [ConsoleStore.WaitingReport], dead: [DeadReport]) {
+    package init(page: Int, total: Int, waiting: [ConsoleRows.WaitingReport], dead: [DeadReport]) {
         self.page = page
         self.total = total
         self.waiting = waiting

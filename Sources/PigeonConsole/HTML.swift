@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 
 /// Text made safe for HTML element content and quoted attribute values.
 package enum HTML {

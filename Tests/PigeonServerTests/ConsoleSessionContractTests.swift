@@ -1,6 +1,8 @@
 import Foundation
+import PigeonDomain
 @testable import PigeonConsole
 import PigeonCrypto
+import PigeonServer
 import PigeonStore
 import PigeonTestSupport
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonDomain
 import PigeonCore
 @testable import PigeonConsole
 import PigeonCrypto

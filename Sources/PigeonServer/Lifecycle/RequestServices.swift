@@ -1,5 +1,6 @@
 import BankProxy
 import PigeonBankService
+import PigeonConsole
 import PigeonDeviceAPI
 import PigeonWallet
 import PigeonDomain
@@ -19,6 +20,8 @@ extension SubscriptionStore: SubscriptionKeeping {}
 extension PassStore: PassKeeping {}
 extension ActivityStore: ActivityKeeping {}
 extension PassStore: WalletRegistering {}
+extension PostgresConsoleSessions: ConsoleSessionStore {}
+extension PostgresAuditTrail: AuditTrail {}
 
 extension RequestStores {
     /// The gateway's seams: the bank's calls on `main`, the phones' on `devices` (a pool of their

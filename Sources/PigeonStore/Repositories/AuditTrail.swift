@@ -1,63 +1,8 @@
 import Foundation
-
-/// One entry of the console's audit trail (CONTRACT §10): who did what, from where, to what, why,
-/// and how it ended. Never what was revealed.
-package struct AuditEntry: Sendable, Equatable {
-    /// What was done; the `rawValue` is the contract's spelling.
-    package enum Action: String, Sendable, CaseIterable {
-        case signIn = "sign-in"
-        case signInFailed = "sign-in-failed"
-        case reveal
-        case revoke
-        case requeue
-        case testPush = "test-push"
-        case outboxRetry = "outbox-retry"
-    }
-
-    /// The longest operator name, target, reason and outcome kept; longer ones are cut.
-    package static let fieldLimit = 256
-
-    /// When it was recorded (the database's clock; ignored when recording).
-    package var at: Date
-    package var operatorName: String
-    /// `viewer`, `support`, `admin`, or empty for a sign-in that failed.
-    package var role: String
-    package var address: String
-    package var action: Action
-    package var target: String
-    package var reason: String
-    package var outcome: String
-
-    package init(at: Date = Date(), operatorName: String, role: String, address: String, action: Action, target: String = "",
-                 reason: String = "", outcome: String) {
-        self.at = at
-        self.operatorName = Self.bounded(operatorName)
-        self.role = Self.bounded(role)
-        self.address = Self.bounded(address)
-        self.action = action
-        self.target = Self.bounded(target)
-        self.reason = Self.bounded(reason)
-        self.outcome = Self.bounded(outcome)
-    }
-
-    private static func bounded(_ text: String) -> String {
-        guard text.utf8.count > fieldLimit else { return text }
-        var cut = Substring(text)
-        while cut.utf8.count > fieldLimit { cut = cut.dropLast() }
-        return String(cut)
-    }
-}
-
-/// Where the audit trail is kept: PostgreSQL in the gateway, memory in the unit tier.
-package protocol AuditTrail: Sendable {
-    /// Appends `entry` (its `at` is the store's clock).
-    func record(_ entry: AuditEntry) async throws
-    /// Entries recorded at or after `since` (all when nil), newest first, `limit` from `offset`.
-    func entries(since: Date?, offset: Int, limit: Int) async throws -> [AuditEntry]
-}
+import PigeonDomain
 
 /// The audit trail in PostgreSQL (`console_audit`: append-only, see migration 0016).
-package struct PostgresAuditTrail: AuditTrail {
+package struct PostgresAuditTrail: Sendable {
     private let pool: PostgresPool
 
     package init(pool: PostgresPool) {

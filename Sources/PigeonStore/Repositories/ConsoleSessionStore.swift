@@ -1,40 +1,8 @@
 import Foundation
-
-/// A console session as stored (CONTRACT §10): the cookie's id only as its SHA-256 digest, the
-/// operator and role it was started for, the CSRF token its forms carry, and its two clocks.
-package struct StoredConsoleSession: Sendable, Equatable {
-    package var digest: Data
-    package var operatorName: String
-    package var role: String
-    package var csrfToken: String
-    package var startedAt: Date
-    package var lastSeenAt: Date
-
-    package init(digest: Data, operatorName: String, role: String, csrfToken: String, startedAt: Date, lastSeenAt: Date) {
-        self.digest = digest
-        self.operatorName = operatorName
-        self.role = role
-        self.csrfToken = csrfToken
-        self.startedAt = startedAt
-        self.lastSeenAt = lastSeenAt
-    }
-}
-
-/// Where console sessions live: PostgreSQL in the gateway (shared by a fleet, kept across
-/// restarts), memory in the unit tier.
-package protocol ConsoleSessionStore: Sendable {
-    /// Stores a new session, first removing the ended ones (idle since before `idleBefore` or
-    /// started before `startedBefore`) and then, past `capacity`, the oldest.
-    func insert(_ session: StoredConsoleSession, capacity: Int, idleBefore: Date, startedBefore: Date) async throws
-    /// The live session of `digest` with its last use moved to `now`; nil when unknown or ended
-    /// (idle since before `idleBefore`, or started before `startedBefore`).
-    func touch(digest: Data, now: Date, idleBefore: Date, startedBefore: Date) async throws -> StoredConsoleSession?
-    /// Ends a session (signing out).
-    func delete(digest: Data) async throws
-}
+import PigeonDomain
 
 /// Console sessions in PostgreSQL (`console_sessions`).
-package struct PostgresConsoleSessions: ConsoleSessionStore {
+package struct PostgresConsoleSessions: Sendable {
     private let pool: PostgresPool
 
     package init(pool: PostgresPool) {

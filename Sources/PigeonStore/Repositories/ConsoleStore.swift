@@ -14,36 +14,9 @@ package struct ConsoleStore: Sendable {
         self.identifiers = identifiers
     }
 
-    /// One recipient of a notification, with what became of each of its devices' pushes.
-    package struct Recipient: Sendable, Equatable {
-        package var user: String
-        package var state: String
-        package var attempts: Int
-        package var lastError: String?
-        package var updatedAt: Date
-        /// When the bank was told at once that this recipient reached nobody (CONTRACT §10).
-        package var reportedEarlyAt: Date? = nil
-        package var devices: [DeviceOutcome] = []
-    }
+    package typealias Recipient = ConsoleRows.Recipient
 
-    /// One device's push of a delivery (CONTRACT §5).
-    package struct DeviceOutcome: Sendable, Equatable {
-        package var deviceId: String
-        package var platform: String
-        package var appId: String
-        /// Shortened when written; never the whole token.
-        package var maskedToken: String
-        package var state: String
-        package var attempts: Int
-        package var lastError: String?
-        /// APNs' apns-id or FCM's message name.
-        package var serviceId: String?
-        package var sentAt: Date?
-        package var updatedAt: Date
-        /// When the app on this device acknowledged receiving it, and opening it (CONTRACT §10).
-        package var deliveredAt: Date? = nil
-        package var openedAt: Date? = nil
-    }
+    package typealias DeviceOutcome = ConsoleRows.DeviceOutcome
 
     /// A page of a notification's recipients in the order they were sent, each with its devices'
     /// pushes; how many recipients there are and when the notification was sent.
@@ -95,20 +68,7 @@ package struct ConsoleStore: Sendable {
         }
     }
 
-    /// A subscribed device as the console shows it (the push token is for masking, never shown).
-    package struct DeviceSummary: Sendable, Equatable {
-        package var id: Int64
-        package var bankClientId: String
-        package var deviceId: String
-        package var platform: String
-        package var appId: String
-        package var environment: String
-        package var pushToken: String
-        package var registeredAt: Date
-        package var reachedAt: Date?
-        /// The id of its key for confidential notifications, if it registered one.
-        package var encryptionKeyId: String?
-    }
+    package typealias DeviceSummary = ConsoleRows.DeviceSummary
 
     /// The user's subscribed devices (at most 100).
     package func devices(user: String) async throws -> [DeviceSummary] {
@@ -123,14 +83,7 @@ package struct ConsoleStore: Sendable {
         }
     }
 
-    /// One of a user's notifications, as that user's delivery stands.
-    package struct UserNotification: Sendable, Equatable {
-        package var notificationId: String
-        package var state: String
-        package var attempts: Int
-        package var sentAt: Date
-        package var updatedAt: Date
-    }
+    package typealias UserNotification = ConsoleRows.UserNotification
 
     /// The user's most recent notifications (at most `limit`, newest first), through the
     /// deliveries' index by user: each day's partition is read from the user's newest entry down.
@@ -152,13 +105,7 @@ package struct ConsoleStore: Sendable {
         }
     }
 
-    /// A registration waiting for its SMS code.
-    package struct PendingRegistration: Sendable, Equatable {
-        package var bankClientId: String
-        package var deviceId: String
-        package var platform: String
-        package var createdAt: Date
-    }
+    package typealias PendingRegistration = ConsoleRows.PendingRegistration
 
     /// The user's registrations waiting for their SMS code (at most 100).
     package func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
@@ -188,16 +135,7 @@ package struct ConsoleStore: Sendable {
         }
     }
 
-    /// A device removed: when and why.
-    package struct RemovedDevice: Sendable, Equatable {
-        package var deviceId: String
-        package var platform: String
-        package var appId: String
-        /// Shortened when written.
-        package var maskedToken: String
-        package var reason: String
-        package var removedAt: Date
-    }
+    package typealias RemovedDevice = ConsoleRows.RemovedDevice
 
     /// The user's devices removed within the retention period, newest first (at most 50).
     package func removedDevices(user: String) async throws -> [RemovedDevice] {
@@ -214,17 +152,7 @@ package struct ConsoleStore: Sendable {
         }
     }
 
-    /// A report waiting for the bank.
-    package struct WaitingReport: Sendable, Equatable {
-        package var id: Int64
-        package var kind: String
-        package var subject: String
-        package var concerned: [String]
-        package var attempts: Int
-        package var nextAttemptAt: Date
-        package var lastError: String?
-        package var createdAt: Date
-    }
+    package typealias WaitingReport = ConsoleRows.WaitingReport
 
     /// A page of the reports waiting for the bank, oldest first, and how many wait.
     package func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {

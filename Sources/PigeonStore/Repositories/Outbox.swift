@@ -2,22 +2,6 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 
-/// A report moved out of the outbox after failing for too long.
-package struct DeadReport: Sendable, Equatable {
-    package var id: Int64
-    package var kind: String
-    /// The notification id, or the pass (`passTypeIdentifier/serialNumber`) a report is about.
-    package var notificationId: String
-    /// The users it names, or how many devices (a pass report).
-    package var users: [String]
-    package var attempts: Int
-    package var lastError: String?
-    package var createdAt: Date
-    package var diedAt: Date
-    /// Why an expiry report was written (timeout, reached nobody); nil for the other kinds.
-    package var reason: ExpiryReason? = nil
-}
-
 /// Outbox health for /metrics.
 package struct OutboxStatistics: Sendable, Equatable {
     package var depth: Int

@@ -1,5 +1,6 @@
 import Foundation
 import OutboundHTTP
+import PigeonConsole
 import PigeonCore
 import PigeonDomain
 import PigeonHTTP
@@ -8,7 +9,7 @@ import Synchronization
 
 /// What the console's pages show in the gateway, read from PostgreSQL, the metrics and the push
 /// clients.
-package struct ConsoleData: ConsoleSource {
+struct ConsoleData: ConsoleSource {
     package let store: ConsoleStore
     package let notifications: NotificationStore
     package let outbox: Outbox

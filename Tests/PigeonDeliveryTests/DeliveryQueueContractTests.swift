@@ -57,7 +57,7 @@ struct DeliveryQueueContractTests {
                     pushContent: PushContent(text: "t", type: .universal), priority: group.priority))
                 if group.expired {
                     _ = try await pool.withConnection { connection in
-                        try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)",
+                        try connection.query(sql: "UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)",
                                              ["group-\(index)"])
                     }
                 }

@@ -67,11 +67,11 @@ struct BadInputTests {
         let pool = try await TestDatabase.migratedPool(size: 1)
         defer { pool.close() }
         let count = try await pool.withConnection {
-            try $0.query("SELECT count(*) FROM notifications WHERE id LIKE $1 || '%'", [prefix]).scalar
+            try $0.query(sql: "SELECT count(*) FROM notifications WHERE id LIKE $1 || '%'", [prefix]).scalar
         }
         #expect(count == "0")
         let leaked = try await pool.withConnection {
-            try $0.query("SELECT count(*) FROM deliveries WHERE user_id LIKE '%root:x:0:0%'").scalar
+            try $0.query(sql: "SELECT count(*) FROM deliveries WHERE user_id LIKE '%root:x:0:0%'").scalar
         }
         #expect(leaked == "0")
     }

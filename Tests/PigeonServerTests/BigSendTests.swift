@@ -34,15 +34,15 @@ struct BigSendTests {
         #expect(answer.queued.map(\.user) == subscribed.map { "big-\($0)" })
 
         let stored = try await pool.withConnection {
-            try $0.query("SELECT count(*) || ' ' || min(position) || ' ' || max(position) || ' ' || count(*) FILTER (WHERE state = 'QUEUED') FROM deliveries").scalar
+            try $0.query(sql: "SELECT count(*) || ' ' || min(position) || ' ' || max(position) || ' ' || count(*) FILTER (WHERE state = 'QUEUED') FROM deliveries").scalar
         }
         #expect(stored == "\(Self.recipients) 1 \(Self.recipients) 3")
         let misplaced = try await pool.withConnection {
-            try $0.query("SELECT count(*) FROM deliveries WHERE user_id <> 'big-' || position").scalar
+            try $0.query(sql: "SELECT count(*) FROM deliveries WHERE user_id <> 'big-' || position").scalar
         }
         #expect(misplaced == "0", "every recipient is stored at its place in the order sent")
         let counted = try await pool.withConnection {
-            try $0.query("SELECT recipient_count FROM notifications WHERE id = 'five-million'").scalar
+            try $0.query(sql: "SELECT recipient_count FROM notifications WHERE id = 'five-million'").scalar
         }
         #expect(counted == String(Self.recipients))
         await drop()

@@ -197,7 +197,7 @@ struct ConfidentialDeliveryTests {
             "outbox": "outbox::text LIKE '%Code \(Self.code)%' OR outbox::text LIKE '%ACME%'",
         ]
         for (table, condition) in traces {
-            let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM \(table) WHERE \(condition)").scalar }
+            let rows = try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM \(table) WHERE \(condition)").scalar }
             #expect(rows == "0", "\(table) keeps the content")
         }
         let metrics = try await harness.request("GET", "/metrics").text
@@ -212,7 +212,7 @@ struct ConfidentialDeliveryTests {
     static func waitUntilErased(_ id: String, _ pool: PostgresPool) async throws -> Bool {
         for _ in 0..<300 {
             let erased = try await pool.withConnection { connection in
-                try connection.query("SELECT content_erased_at IS NOT NULL AND push_text = '' AND detail_keys IS NULL FROM notifications WHERE id = $1", [id])
+                try connection.query(sql: "SELECT content_erased_at IS NOT NULL AND push_text = '' AND detail_keys IS NULL FROM notifications WHERE id = $1", [id])
                     .rows.first?.boolean(0)
             }
             if erased == true { return true }

@@ -17,7 +17,7 @@ struct ConfidentialErasureCrashTests {
         // Confidential notifications that are over (their timeout passed, no recipient left):
         // enough of them that erasing takes many steps.
         _ = try await database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO notifications (key, id, recipient_count, timeout_seconds, confidential, push_text, push_type,
                     push_detail_keys, push_detail_values, detail_keys, detail_values, created_at, expires_at)
                 SELECT pigeon_notification_key(now()), 'crash-' || g, 0, 60, true, 'Code 482913', 'PIN_CODE',
@@ -26,7 +26,7 @@ struct ConfidentialErasureCrashTests {
                 """)
         }
         func count(_ condition: String) async throws -> Int {
-            try await database.pool.withConnection { try $0.query("SELECT count(*) FROM notifications WHERE \(condition)").scalar.flatMap(Int.init) ?? -1 }
+            try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM notifications WHERE \(condition)").scalar.flatMap(Int.init) ?? -1 }
         }
         let configuration = """
             dbUrl = \(database.url)

@@ -77,14 +77,14 @@ struct ConsoleSessionContractTests {
             try await Self.auditRules(trail, since: Date().addingTimeInterval(-60))
             for statement in ["UPDATE console_audit SET outcome = 'nothing happened'", "DELETE FROM console_audit", "TRUNCATE console_audit"] {
                 await #expect(throws: PostgresError.self, "\(statement)") {
-                    try await pool.withConnection { connection in _ = try connection.query(statement) }
+                    try await pool.withConnection { connection in _ = try connection.query(sql: statement) }
                 }
             }
             #expect(try await trail.entries(since: nil, offset: 0, limit: 50).count == 2, "nothing changed")
             #expect(try await trail.expire(olderThanDays: 400) == 0, "the retention sweep deletes only what is old enough")
             // An entry from 401 days ago (written as a restore would) is the sweep's to delete.
             try await pool.withConnection { connection in
-                _ = try connection.query("INSERT INTO console_audit (at, operator, role, address, action, target, reason, outcome) VALUES (now() - interval '401 days', 'old', 'admin', 'x', 'reveal', 'n', '', 'revealed')")
+                _ = try connection.query(sql: "INSERT INTO console_audit (at, operator, role, address, action, target, reason, outcome) VALUES (now() - interval '401 days', 'old', 'admin', 'x', 'reveal', 'n', '', 'revealed')")
             }
             #expect(try await trail.expire(olderThanDays: 400) == 1)
             await drop()

@@ -114,7 +114,7 @@ struct ConsoleTests {
 
         // "What is the bank proxy refusing?" A dead report, sent again.
         _ = try await flow.database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
                 VALUES (9001, 'pushIsOpened', '{"notificationId": "old-1", "users": ["carol"]}', 40, 'HTTP 503', now() - interval '3 days')
                 """)

@@ -99,7 +99,7 @@ struct DatabaseFailoverTests {
 
         // Every acknowledged send is stored, with its delivery.
         let stored = try await pool.withConnection(idempotent: true) { connection in
-            Set(try connection.query("SELECT id FROM notifications WHERE id LIKE 'small-%'").rows.compactMap { $0.text(0) })
+            Set(try connection.query(sql: "SELECT id FROM notifications WHERE id LIKE 'small-%'").rows.compactMap { $0.text(0) })
         }
         let lost = acknowledged.subtracting(stored)
         #expect(lost.isEmpty, "acknowledged sends lost: \(lost.sorted().prefix(10))")
@@ -114,7 +114,7 @@ struct DatabaseFailoverTests {
         // The last results are recorded shortly after their pushes.
         let recorded = try await DeliveryResilienceTests.waitUntil(seconds: 60) {
             try await pool.withConnection(idempotent: true) { connection in
-                try connection.query("SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id <> 'fo-small'").scalar.flatMap(Int.init)
+                try connection.query(sql: "SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id <> 'fo-small'").scalar.flatMap(Int.init)
             } == recipients
         }
         #expect(recorded)

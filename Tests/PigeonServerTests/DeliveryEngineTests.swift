@@ -98,7 +98,7 @@ extension DeliveryEngineTests {
         for _ in 0..<600 where inQueue || simulator.apns.deliveries.isEmpty {
             try await Task.sleep(for: .milliseconds(100))
             inQueue = try await database.pool.withConnection {
-                try $0.query("SELECT count(*) FROM deliveries WHERE next_attempt_at IS NOT NULL").scalar != "0"
+                try $0.query(sql: "SELECT count(*) FROM deliveries WHERE next_attempt_at IS NOT NULL").scalar != "0"
             }
         }
         #expect(!inQueue)
@@ -194,7 +194,7 @@ struct TwoGatewaysTests {
         let identifiers = UserIdentifiers(caseInsensitive: false)
         let users = (0..<2000).map { "fan-\($0)" }
         _ = try await database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', u, u, 'phone', 'IOS', md5(u) FROM unnest($1::text[]) AS u
                 """, [PostgresArray.encode(users)])
@@ -214,7 +214,7 @@ struct TwoGatewaysTests {
         #expect(Set(tokens).count == 2000)
         // Every delivery was claimed once: no retries, so attempts stay at 1.
         let attempts = try await database.pool.withConnection { connection in
-            try connection.query("SELECT max(attempts) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'fan-out')").scalar
+            try connection.query(sql: "SELECT max(attempts) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'fan-out')").scalar
         }
         #expect(attempts == "1")
         await first.gateway.shutdown()

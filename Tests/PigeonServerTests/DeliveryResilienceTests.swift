@@ -180,7 +180,7 @@ struct DeliveryResilienceTests {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let users = (0..<3000).map { "reset-\($0)" }
         _ = try await database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', u, u, 'phone', 'IOS', md5(u) FROM unnest($1::text[]) AS u
                 """, [PostgresArray.encode(users)])
@@ -226,7 +226,7 @@ struct DeliveryResilienceTests {
     static func subscribe(count: Int, prefix: String, in pool: PostgresPool) async throws -> [String] {
         let users = (0..<count).map { "\(prefix)-\($0)" }
         _ = try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', u, u, 'phone', CASE WHEN n % 2 = 0 THEN 'IOS' ELSE 'ANDROID' END,
                        CASE WHEN n % 2 = 0 THEN md5(u) ELSE 'fcm-' || u END
@@ -277,7 +277,7 @@ struct DeliveryResilienceTests {
 
     static func count(_ pool: PostgresPool, _ condition: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("SELECT count(*) FROM deliveries WHERE \(condition)").scalar.flatMap(Int.init) ?? 0
+            try connection.query(sql: "SELECT count(*) FROM deliveries WHERE \(condition)").scalar.flatMap(Int.init) ?? 0
         }
     }
 

@@ -205,7 +205,7 @@ struct DeviceAPITests {
         // deleteSubscription revokes the tokens; an expired token is refused too.
         _ = try await flow.gateway.soap("<inb:deleteSubscription><user>bob</user></inb:deleteSubscription>")
         #expect(try await flow.call("GET", "/api/v1/notifications/ack-1/details", bearer: bob).status == 401)
-        _ = try await flow.database.pool.withConnection { try $0.query("UPDATE devices SET auth_token_expires_at = now() - interval '1 second' WHERE user_id = 'alice'") }
+        _ = try await flow.database.pool.withConnection { try $0.query(sql: "UPDATE devices SET auth_token_expires_at = now() - interval '1 second' WHERE user_id = 'alice'") }
         #expect(try await flow.call("GET", "/api/v1/notifications/ack-1/details", bearer: alice).status == 401)
         await flow.stop()
     }

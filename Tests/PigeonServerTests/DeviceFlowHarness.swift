@@ -123,7 +123,7 @@ final class DeviceFlowHarness: Sendable {
     }
 
     func count(_ sql: String) async throws -> Int {
-        try await database.pool.withConnection { try $0.query(sql).scalar.flatMap(Int.init) ?? -1 }
+        try await database.pool.withConnection { try $0.query(sql: sql).scalar.flatMap(Int.init) ?? -1 }
     }
 
     /// Waits until nothing more can reach the bank: every notification past its expiry has been

@@ -38,7 +38,7 @@ struct DeviceTruthTests {
         // Waited for by conditions, not by time: every device of t-user has its outcome, and the
         // lonely user's only device failed at least once …
         func count(_ sql: String) async throws -> Int {
-            try await setting.database.pool.withConnection { try $0.query(sql).scalar.flatMap(Int.init) ?? -1 }
+            try await setting.database.pool.withConnection { try $0.query(sql: sql).scalar.flatMap(Int.init) ?? -1 }
         }
         var settled = false
         for _ in 0..<600 where !settled {
@@ -55,8 +55,8 @@ struct DeviceTruthTests {
         #expect(settled)
         // … then its time runs out (moved to now, as the clock would): EXPIRED, its error kept.
         _ = try await setting.database.pool.withConnection { connection in
-            try connection.query("UPDATE notifications SET expires_at = now() WHERE id = 'truth-1'")
-            try connection.query("UPDATE deliveries SET expires_at = now() WHERE notification_key = (SELECT key FROM notifications WHERE id = 'truth-1')")
+            try connection.query(sql: "UPDATE notifications SET expires_at = now() WHERE id = 'truth-1'")
+            try connection.query(sql: "UPDATE deliveries SET expires_at = now() WHERE notification_key = (SELECT key FROM notifications WHERE id = 'truth-1')")
         }
         var states: [RecipientState] = []
         for _ in 0..<600 {

@@ -27,7 +27,7 @@ struct EncryptionKeyRegistrationTests {
         let bearer = try #require(subscribed.json["authenticationToken"])
         func stored() async throws -> String {
             try await flow.database.pool.withConnection {
-                try $0.query("SELECT coalesce(encryption_key_id, '-') || ':' || coalesce(encode(encryption_public_key, 'hex'), '-') FROM devices WHERE user_id = 'alice'").scalar ?? ""
+                try $0.query(sql: "SELECT coalesce(encryption_key_id, '-') || ':' || coalesce(encode(encryption_public_key, 'hex'), '-') FROM devices WHERE user_id = 'alice'").scalar ?? ""
             }
         }
         #expect(try await stored() == "k1:" + first.point.map { String(format: "%02x", $0) }.joined())

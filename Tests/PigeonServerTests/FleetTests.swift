@@ -67,7 +67,7 @@ struct FleetTests {
         _ = try await narrow.soap(GatewayHarness.sendNotification(id: "fleet-2", recipients: ["only-business"], timeout: "600"))
         func lastError() async throws -> String? {
             try await database.pool.withConnection {
-                try $0.query("SELECT last_error FROM deliveries d JOIN notifications n ON n.key = d.notification_key WHERE n.id = 'fleet-2'").scalar
+                try $0.query(sql: "SELECT last_error FROM deliveries d JOIN notifications n ON n.key = d.notification_key WHERE n.id = 'fleet-2'").scalar
             }
         }
         var reason: String?
@@ -78,8 +78,8 @@ struct FleetTests {
         #expect(reason?.contains("no gateway serves IOS business") == true, "\(reason ?? "nil")")
         #expect(try await store.deliveryStatus(id: "fleet-2")?.map(\.state) == [.queued])
         _ = try await database.pool.withConnection { connection in
-            try connection.query("UPDATE notifications SET expires_at = now() WHERE id = 'fleet-2'")
-            try connection.query("UPDATE deliveries SET expires_at = now() WHERE notification_key = (SELECT key FROM notifications WHERE id = 'fleet-2')")
+            try connection.query(sql: "UPDATE notifications SET expires_at = now() WHERE id = 'fleet-2'")
+            try connection.query(sql: "UPDATE deliveries SET expires_at = now() WHERE notification_key = (SELECT key FROM notifications WHERE id = 'fleet-2')")
         }
         var state: DeliveryState?
         for _ in 0..<600 where state != .expired {

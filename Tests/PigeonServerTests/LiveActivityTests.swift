@@ -168,12 +168,12 @@ struct LiveActivityTests {
         simulator.apns.setFaults(FaultRules([Self.updateToken: .init(.unregistered)]))
         #expect(try await harness.soap(Self.update(id: "dead-1", contentState: #"{"step":"one"}"#)).status == 200)
         #expect(try await Self.eventually {
-            try await pool.withConnection { try $0.query("SELECT update_token IS NULL FROM activity_devices WHERE activity_id = 'dead-1'").scalar } == "t"
+            try await pool.withConnection { try $0.query(sql: "SELECT update_token IS NULL FROM activity_devices WHERE activity_id = 'dead-1'").scalar } == "t"
         }, "the refused update token was not removed")
         let kept = try await pool.withConnection { connection in
-            (try connection.query("SELECT count(*) FROM activity_start_tokens WHERE token = $1", [Self.startToken]).scalar,
-             try connection.query("SELECT count(*) FROM devices WHERE user_id = 'dead-ios'").scalar,
-             try connection.query("SELECT count(*) FROM activity_pushes WHERE activity_id = 'dead-1'").scalar)
+            (try connection.query(sql: "SELECT count(*) FROM activity_start_tokens WHERE token = $1", [Self.startToken]).scalar,
+             try connection.query(sql: "SELECT count(*) FROM devices WHERE user_id = 'dead-ios'").scalar,
+             try connection.query(sql: "SELECT count(*) FROM activity_pushes WHERE activity_id = 'dead-1'").scalar)
         }
         #expect(kept.0 == "1" && kept.1 == "1", "only the update token goes")
         #expect(kept.2 == "1", "the update waits for the phone's next token")
@@ -186,7 +186,7 @@ struct LiveActivityTests {
         #expect(deleted.status == 204)
         let before = Self.apnsPushes(simulator, type: "liveactivity").count
         #expect(try await harness.soap(Self.update(id: "dead-1", contentState: #"{"step":"two"}"#)).status == 200)
-        let queued = try await pool.withConnection { try $0.query("SELECT count(*) FROM activity_pushes WHERE activity_id = 'dead-1'").scalar }
+        let queued = try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM activity_pushes WHERE activity_id = 'dead-1'").scalar }
         #expect(queued == "0", "an activity the phone ended gets no more pushes")
         #expect(Self.apnsPushes(simulator, type: "liveactivity").count == before)
         // The phone's calls: an unknown activity, an Android device, a bad token.
@@ -279,7 +279,7 @@ struct LiveActivityTests {
         simulator.apns.channels.drop(channelId: secondId)
         let gone = try await harness.soap(broadcast.replacingOccurrences(of: channelId, with: secondId))
         #expect(gone.text.contains("ENTITY_NOT_FOUND") && gone.text.contains("ChannelNotRegistered"), "\(gone.text)")
-        let kept = try await setting.database.pool.withConnection { try $0.query("SELECT count(*) FROM activity_channels").scalar }
+        let kept = try await setting.database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM activity_channels").scalar }
         #expect(kept == "0")
         simulator.apns.channels.removeCapability(bundleId: SimulatorCredentials.topic)
         let refused = try await harness.soap("<inb:createActivityChannel><activityType>MatchAttributes</activityType><storagePolicy>0</storagePolicy></inb:createActivityChannel>")

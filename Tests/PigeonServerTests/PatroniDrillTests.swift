@@ -112,18 +112,18 @@ struct PatroniDrillTests {
 
         // Every code answered OK is stored with its delivery, and every delivery is recorded.
         let stored = try await pool.withConnection(idempotent: true) { connection in
-            Set(try connection.query("SELECT id FROM notifications WHERE id LIKE 'code-%'").rows.compactMap { $0.text(0) })
+            Set(try connection.query(sql: "SELECT id FROM notifications WHERE id LIKE 'code-%'").rows.compactMap { $0.text(0) })
         }
         let lost = acknowledged.keys.filter { !stored.contains($0) }
         #expect(lost.isEmpty, "codes answered OK and lost: \(lost.sorted().prefix(10))")
         let recorded = try await DeliveryResilienceTests.waitUntil(seconds: 120) {
             try await pool.withConnection(idempotent: true) { connection in
-                try connection.query("SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id LIKE 'ha-%'").scalar.flatMap(Int.init)
+                try connection.query(sql: "SELECT count(*) FROM deliveries WHERE state = 'SENT' AND user_id LIKE 'ha-%'").scalar.flatMap(Int.init)
             } == Self.recipients
         }
         #expect(recorded, "deliveries of the fan-out not recorded SENT")
         let deliveriesLost = try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT count(*) FROM notifications n WHERE n.id LIKE 'code-%'
                 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_key = n.key)
                 """).scalar.flatMap(Int.init) ?? -1

@@ -25,7 +25,7 @@ struct RegistrationAttackTests {
     }
 
     func carolsPushToken(_ flow: DeviceFlowHarness) async throws -> String? {
-        try await flow.database.pool.withConnection { try $0.query("SELECT push_token FROM devices WHERE user_id = 'carol' AND device_id = 'pixel'").scalar }
+        try await flow.database.pool.withConnection { try $0.query(sql: "SELECT push_token FROM devices WHERE user_id = 'carol' AND device_id = 'pixel'").scalar }
     }
 
     @Test("a known device re-registered without its bearer token, with a forged or an expired one: the bank is asked, the device keeps its push token")
@@ -44,7 +44,7 @@ struct RegistrationAttackTests {
         // The real device's token still works.
         #expect(try await flow.call("POST", "/api/v1/notifications/x/delivered", bearer: bearer).status == 404)
         // Expired: not a proof any more.
-        _ = try await flow.database.pool.withConnection { try $0.query("UPDATE devices SET auth_token_expires_at = now() - interval '1 second' WHERE user_id = 'carol'") }
+        _ = try await flow.database.pool.withConnection { try $0.query(sql: "UPDATE devices SET auth_token_expires_at = now() - interval '1 second' WHERE user_id = 'carol'") }
         let expired = try await flow.call("POST", "/api/v1/devices/register", body: attack, bearer: bearer)
         #expect(expired.status == 202)
         #expect(try await carolsPushToken(flow) == Self.userToken)
@@ -65,7 +65,7 @@ struct RegistrationAttackTests {
         let verified = try await flow.call("POST", "/api/v1/devices/verify", body: DeviceFlowHarness.verification(user: "erin", device: "e", registrationId: userId, code: "424242"))
         #expect(verified.status == 200)
         let tokens: [String] = try await flow.database.pool.withConnection { connection in
-            try connection.query("SELECT push_token FROM devices WHERE user_id = 'erin'").rows.compactMap { $0[0] }
+            try connection.query(sql: "SELECT push_token FROM devices WHERE user_id = 'erin'").rows.compactMap { $0[0] }
         }
         #expect(tokens == [Self.userToken])
         // The attacker's registration died with the verification.

@@ -61,7 +61,7 @@ struct ReportsTests {
         let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.reportMaxAgeHours = 1 }
         flow.stub.setMode(.down)
         _ = try await flow.database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO outbox (kind, payload, created_at) VALUES
                     ('pushIsOpened', '{"notificationId": "old-1", "users": ["alice"]}', now() - interval '2 hours'),
                     ('pushIsOpened', '{"notificationId": "young-1", "users": ["bob"]}', now())
@@ -161,7 +161,7 @@ struct ReportsTests {
         #expect(try await flow.waitUntilReportsSettled())
         let reports = flow.stub.reports
         let stored = try await flow.database.pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT n.id || ' ' || n.expiry_handled || ' ' || string_agg(d.state, ',' ORDER BY d.position)
                 FROM notifications n JOIN deliveries d ON d.notification_key = n.key
                 WHERE n.id LIKE 'two-%' GROUP BY n.id, n.expiry_handled
@@ -228,7 +228,7 @@ struct ReportsTests {
         #expect(stub.calls >= 2)
         first.signal(SIGKILL)
         #expect(await first.waitForExit() == SIGKILL)
-        #expect(try await database.pool.withConnection { try $0.query("SELECT count(*) FROM outbox").scalar } == "1")
+        #expect(try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM outbox").scalar } == "1")
         stub.setMode(.normal)
 
         let successor = try GatewayProcess(configuration: configuration)
@@ -254,11 +254,11 @@ struct ReportsTests {
         _ = try await flow.register(user: "carol", device: "c")
         _ = try await flow.database.pool.withConnection { connection in
             // Registered two hours ago; bob was reached ten minutes ago.
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE device_reach SET reached_at = now() - interval '2 hours'
                 WHERE device_id IN (SELECT id FROM devices WHERE user_id IN ('alice', 'bob'))
                 """)
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE device_reach SET reached_at = now() - interval '10 minutes'
                 WHERE device_id IN (SELECT id FROM devices WHERE user_id = 'bob')
                 """)

@@ -30,7 +30,7 @@ struct RuStoreDeliveryTests {
         #expect(try await subscriptions.devices(user: "ru-gone").isEmpty)
         #expect(try await subscriptions.devices(user: "ru-busy").count == 1)
         let attempts = try await database.pool.withConnection {
-            try $0.query("SELECT attempts FROM deliveries WHERE user_id = 'ru-busy'").scalar.flatMap(Int.init)
+            try $0.query(sql: "SELECT attempts FROM deliveries WHERE user_id = 'ru-busy'").scalar.flatMap(Int.init)
         }
         #expect(attempts == 2)
         let delivered = try #require(simulator.rustore.deliveries.first { $0.token == Self.token })
@@ -65,7 +65,7 @@ struct RuStoreDeliveryTests {
         }
         #expect(refused)
         let row = try await database.pool.withConnection {
-            try $0.query("SELECT state, next_attempt_at > now() + interval '30 seconds' FROM deliveries WHERE user_id = 'ru-user'").rows.first
+            try $0.query(sql: "SELECT state, next_attempt_at > now() + interval '30 seconds' FROM deliveries WHERE user_id = 'ru-user'").rows.first
         }
         #expect(row?[0] == "QUEUED")
         #expect(row?[1] == "t", "retried a minute later, not at once")

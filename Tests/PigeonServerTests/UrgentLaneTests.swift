@@ -14,7 +14,7 @@ struct UrgentLaneTests {
     /// `count` users `blast-1…`, each with one iPhone, inserted at once.
     static func blastAudience(_ setting: EndToEnd, count: Int) async throws {
         try await setting.database.pool.withConnection { connection in
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) FROM generate_series(1, \(count)) AS n
                 """)
@@ -22,7 +22,7 @@ struct UrgentLaneTests {
     }
 
     func count(_ setting: EndToEnd, _ sql: String) async throws -> Int {
-        try await setting.database.pool.withConnection { Int(try $0.query(sql).scalar ?? "0") ?? 0 }
+        try await setting.database.pool.withConnection { Int(try $0.query(sql: sql).scalar ?? "0") ?? 0 }
     }
 
     func waitUntil(seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
@@ -125,7 +125,7 @@ struct PushServiceLimitTests {
         // 4,000 users, every other one with an Android phone: far more than the engine holds at
         // once, so the iPhones can only all be reached if the Android deliveries give way.
         try await setting.database.pool.withConnection { connection in
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', 'mix-' || n, 'mix-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'ANDROID' ELSE 'IOS' END, md5(n::text)
                 FROM generate_series(1, 4000) AS n

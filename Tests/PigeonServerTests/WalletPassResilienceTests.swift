@@ -42,7 +42,7 @@ struct WalletPassResilienceTests {
         }
         func states() async throws -> [String: String] {
             try await database.pool.withConnection { connection in
-                Dictionary(uniqueKeysWithValues: try connection.query("SELECT device_library_id, state FROM pass_registrations").rows.compactMap { row in
+                Dictionary(uniqueKeysWithValues: try connection.query(sql: "SELECT device_library_id, state FROM pass_registrations").rows.compactMap { row in
                     row.text(0).flatMap { device in row.text(1).map { (device, $0) } }
                 })
             }
@@ -59,7 +59,7 @@ struct WalletPassResilienceTests {
         #expect(await first.waitForExit() == SIGKILL)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 1)
         // While no gateway ran, the Wallets' wait for their fetch ended.
-        _ = try await database.pool.withConnection { try $0.query("UPDATE pass_registrations SET next_attempt_at = now() WHERE state = 'SENT'") }
+        _ = try await database.pool.withConnection { try $0.query(sql: "UPDATE pass_registrations SET next_attempt_at = now() WHERE state = 'SENT'") }
 
         // The late Wallet answers pushes from now on, at the next process's address (its
         // registration call finds nobody there yet; the registration is in the database).

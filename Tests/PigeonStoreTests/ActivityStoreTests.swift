@@ -15,7 +15,7 @@ struct ActivityStoreTests {
     static func devices(_ pool: PostgresPool, user: String, count: Int) async throws -> [Int64] {
         try await pool.withConnection { connection in
             try (0..<count).map { index in
-                try connection.query("""
+                try connection.query(sql: """
                     INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                     VALUES ('bank', $1, lower($1), $2, 'ANDROID', $3) RETURNING id
                     """, [user, "pixel-\(index)", "token-\(index)-" + String(repeating: "x", count: 40)]).scalar.flatMap(Int64.init) ?? -1
@@ -72,7 +72,7 @@ struct ActivityStoreTests {
         let claimed = try await store.claim(owner: "engine", limit: 10, lease: .seconds(60))
         #expect(claimed.map(\.device.id) == [rows[0]])
         let waiting = try await pool.withConnection { connection in
-            try connection.query("SELECT lease_owner IS NULL, attempts FROM activity_pushes WHERE device_row_id = $1", [String(rows[1])]).rows
+            try connection.query(sql: "SELECT lease_owner IS NULL, attempts FROM activity_pushes WHERE device_row_id = $1", [String(rows[1])]).rows
         }
         #expect(waiting == [["t", "0"]])
         await drop()
@@ -137,8 +137,8 @@ struct ActivityStoreTests {
         #expect(try await store.saveStartToken(deviceRowId: row, activityType: "OneTooMany", token: "ab") == false)
         #expect(try await store.saveStartToken(deviceRowId: row, activityType: "Type0", token: "cd"))
         let stored = try await pool.withConnection { connection in
-            (try connection.query("SELECT count(*) FROM activity_start_tokens").scalar,
-             try connection.query("SELECT token FROM activity_start_tokens WHERE activity_type = 'Type0'").scalar)
+            (try connection.query(sql: "SELECT count(*) FROM activity_start_tokens").scalar,
+             try connection.query(sql: "SELECT token FROM activity_start_tokens WHERE activity_type = 'Type0'").scalar)
         }
         #expect(stored.0 == "64" && stored.1 == "cd")
         await drop()

@@ -32,13 +32,13 @@ struct ConsoleStoreTests {
         #expect(recent.allSatisfy { $0.state == "QUEUED" })
 
         let plan = try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT)
                 SELECT notification_key FROM deliveries WHERE user_folded = lower('CLIENT-1001') ORDER BY notification_key DESC LIMIT 20
                 """).rows.compactMap { $0.text(0) }.joined(separator: "\n")
         }
         // Today's day holds the 100,000: read through the index (the days created ahead are empty).
-        let today = try await pool.withConnection { try $0.query("SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')").scalar ?? "" }
+        let today = try await pool.withConnection { try $0.query(sql: "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')").scalar ?? "" }
         #expect(plan.contains("using deliveries_p\(today)_user_folded_notification_key_idx"), "\(plan)")
         #expect(!plan.contains("Seq Scan on deliveries_p\(today)"), "\(plan)")
         await drop()

@@ -50,8 +50,8 @@ struct DeliveryQueueTests {
         try await enqueue(pool, id: "fresh", count: 1)
         // A backlog held the PIN codes past their time (an APNs outage, say).
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')")
-            try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = 'pin'")
+            try connection.query(sql: "UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')")
+            try connection.query(sql: "UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = 'pin'")
         }
         let queue = DeliveryQueue(pool: pool)
         let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60))
@@ -59,7 +59,7 @@ struct DeliveryQueueTests {
         let step = try await Sweeps(pool: pool).expire()
         #expect(step.rows == 3)
         #expect(step.reports == 1)
-        let states = try await pool.withConnection { try $0.query("SELECT DISTINCT state FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')").rows.compactMap { $0[0] } }
+        let states = try await pool.withConnection { try $0.query(sql: "SELECT DISTINCT state FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = 'pin')").rows.compactMap { $0[0] } }
         #expect(states == ["EXPIRED"])
         #expect(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).isEmpty)
         await drop()
@@ -102,7 +102,7 @@ struct DeliveryQueueTests {
         #expect(try await queue.claim(owner: "other", limit: 10, lease: .seconds(60)).isEmpty)
         // The lease runs out (its end moved into the past instead of waiting for it: a loaded
         // machine must not decide this test).
-        _ = try await pool.withConnection { try $0.query("UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE lease_owner = 'dies'") }
+        _ = try await pool.withConnection { try $0.query(sql: "UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE lease_owner = 'dies'") }
         let again = try await queue.claim(owner: "other", limit: 10, lease: .seconds(60))
         #expect(again.count == 5)
         #expect(again.allSatisfy { $0.attempt == 2 })
@@ -123,7 +123,7 @@ struct DeliveryQueueTests {
         #expect(try await queue.handBack(Array(claimed.prefix(2)), owner: "w", delay: .seconds(3600)) == 2)
         // Not due again before the delay; the third is still leased to its holder.
         #expect(try await queue.claim(owner: "other", limit: 10, lease: .seconds(60)).isEmpty)
-        _ = try await pool.withConnection { try $0.query("UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE lease_owner IS NULL") }
+        _ = try await pool.withConnection { try $0.query(sql: "UPDATE deliveries SET next_attempt_at = now() - interval '1 second' WHERE lease_owner IS NULL") }
         let again = try await queue.claim(owner: "other", limit: 10, lease: .seconds(60))
         #expect(Set(again.map(\.position)) == Set(claimed.prefix(2).map(\.position)))
         // Handed back unpushed, the first claim was not an attempt.
@@ -193,7 +193,7 @@ struct DeliveryQueueTests {
         try await enqueue(pool, id: "late", count: 3, priority: 5)
         try await enqueue(pool, id: "low", count: 2)
         _ = try await pool.withConnection {
-            try $0.query("UPDATE deliveries SET next_attempt_at = now() - interval '90 seconds' WHERE user_id = 'low-user-1'")
+            try $0.query(sql: "UPDATE deliveries SET next_attempt_at = now() - interval '90 seconds' WHERE user_id = 'low-user-1'")
         }
         let queue = DeliveryQueue(pool: pool)
         let age = try await queue.oldestDueAge()
@@ -208,12 +208,12 @@ struct DeliveryQueueTests {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         let users = (0..<5_000).map { "plan-user-\($0)" }
         _ = try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', 'plan-user-' || n, 'plan-user-' || n, 'd', 'IOS', md5(n::text) FROM generate_series(0, 4999) AS n
                 """)
             // The day's partition as the engine meets it: analysed while empty, then filled.
-            try connection.query("ANALYZE deliveries")
+            try connection.query(sql: "ANALYZE deliveries")
         }
         _ = try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).send(PushNotification(
             id: "plan", recipients: users, timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal)))
@@ -221,7 +221,7 @@ struct DeliveryQueueTests {
             try connection.transaction { connection in
                 let firstKey = try LiveDays().firstKey(connection)
                 try DeliveryQueue.readInQueueOrder(connection)
-                return try connection.query("EXPLAIN " + DeliveryQueue.dueStatement(limit: 500, firstKey: firstKey)).rows
+                return try connection.query(sql: "EXPLAIN " + DeliveryQueue.dueStatement(limit: 500, firstKey: firstKey)).rows
                     .compactMap { $0[0] }.joined(separator: "\n")
             }
         }

@@ -8,7 +8,7 @@ import Testing
 struct DeviceReachTests {
     func reachedAgo(_ pool: PostgresPool, _ device: Int64) async throws -> Double {
         try await pool.withConnection { connection in
-            try connection.query("SELECT extract(epoch FROM now() - reached_at)::double precision FROM device_reach WHERE device_id = $1",
+            try connection.query(sql: "SELECT extract(epoch FROM now() - reached_at)::double precision FROM device_reach WHERE device_id = $1",
                                  [String(device)]).scalar.flatMap(Double.init) ?? -1
         }
     }
@@ -21,13 +21,13 @@ struct DeviceReachTests {
         let recent = try await store.subscribe(bankClientId: "bank", userId: "recent", deviceId: "d", platform: .ios, pushToken: "cd")
         #expect(try await reachedAgo(pool, old) >= 0)
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE device_reach SET reached_at = now() - interval '2 days' WHERE device_id = $1", [String(old)])
-            try connection.query("UPDATE device_reach SET reached_at = now() - interval '10 minutes', reached = true WHERE device_id = $1", [String(recent)])
+            try connection.query(sql: "UPDATE device_reach SET reached_at = now() - interval '2 days' WHERE device_id = $1", [String(old)])
+            try connection.query(sql: "UPDATE device_reach SET reached_at = now() - interval '10 minutes', reached = true WHERE device_id = $1", [String(recent)])
         }
         // A device never reached: its first push marks it reached however recent its registration.
         let fresh = try await store.subscribe(bankClientId: "bank", userId: "fresh", deviceId: "d", platform: .ios, pushToken: "ef")
         func everReached(_ device: Int64) async throws -> String? {
-            try await pool.withConnection { try $0.query("SELECT reached FROM device_reach WHERE device_id = $1", [String(device)]).scalar }
+            try await pool.withConnection { try $0.query(sql: "SELECT reached FROM device_reach WHERE device_id = $1", [String(device)]).scalar }
         }
         #expect(try await everReached(fresh) == "f")
         try await store.markDelivered(deviceIds: [old, recent, fresh])

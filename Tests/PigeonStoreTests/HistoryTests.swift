@@ -131,7 +131,7 @@ struct HistoryTests {
     func claimReadsLiveDays() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         try await subscribe(pool, ["A", "B"])
-        _ = try await pool.withConnection { try $0.query("SELECT pigeon_create_days(pigeon_day(now()) - 30, pigeon_day(now()) + 3)") }
+        _ = try await pool.withConnection { try $0.query(sql: "SELECT pigeon_create_days(pigeon_day(now()) - 30, pigeon_day(now()) + 3)") }
         let now = Date()
         // Twenty days ago a send with a month to live, still QUEUED; twenty-five days ago one
         // that expired long since (not swept yet): only the first can be claimed.
@@ -159,7 +159,7 @@ struct HistoryTests {
 
     /// The partitions of `deliveries` that `statement`'s plan reads, after pruning.
     func deliveryPartitions(_ pool: PostgresPool, _ statement: String) async throws -> Set<String> {
-        let plan = try await pool.withConnection { try $0.query("EXPLAIN (FORMAT JSON) " + statement).scalar ?? "[]" }
+        let plan = try await pool.withConnection { try $0.query(sql: "EXPLAIN (FORMAT JSON) " + statement).scalar ?? "[]" }
         var names = Set<String>()
         func collect(_ node: Any) {
             if let object = node as? [String: Any] {
@@ -176,9 +176,9 @@ struct HistoryTests {
     /// Shared blocks the claim's search for due rows reads (hit or read), run and rolled back.
     func claimBlocks(_ pool: PostgresPool) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("BEGIN")
-            defer { _ = try? connection.query("ROLLBACK") }
-            let plan = try connection.query("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.dueStatement(limit: 500, firstKey: 0))
+            try connection.query(sql: "BEGIN")
+            defer { _ = try? connection.query(sql: "ROLLBACK") }
+            let plan = try connection.query(sql: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.dueStatement(limit: 500, firstKey: 0))
             let json = try JSONSerialization.jsonObject(with: Data((plan.scalar ?? "[]").utf8)) as? [[String: Any]]
             let top = json?.first?["Plan"] as? [String: Any]
             return ((top?["Shared Hit Blocks"] as? Int) ?? 0) + ((top?["Shared Read Blocks"] as? Int) ?? 0)
@@ -200,7 +200,7 @@ struct HistoryTests {
         // vacuum clears their old versions so the page has room for the next ones.
         let partition = "deliveries_p\(Self.day(Date()))"
         let before = try await updateCounts(pool, partition, atLeast: 40)
-        _ = try await pool.withConnection { try $0.query("VACUUM \(partition)") }
+        _ = try await pool.withConnection { try $0.query(sql: "VACUUM \(partition)") }
         let acknowledgements = AcknowledgementStore(pool: pool, identifiers: identifiers)
         for user in users {
             #expect(try await acknowledgements.acknowledge(notificationId: "hot", user: user, device: device, target: .delivered) == .recorded(.delivered))
@@ -235,7 +235,7 @@ struct HistoryTests {
         let slow = NotificationStore(pool: pool, identifiers: identifiers, limits: limits)
         await #expect(throws: PostgresError.self) { try await slow.send(notification("too-slow", to: users)) }
         #expect(try await store.deliveryStatus(id: "too-slow") == nil)
-        let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries").scalar.flatMap(Int.init) }
+        let rows = try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM deliveries").scalar.flatMap(Int.init) }
         #expect(rows == 2_500)
         await drop()
     }
@@ -245,7 +245,7 @@ struct HistoryTests {
     func updateCounts(_ pool: PostgresPool, _ table: String, atLeast: Int) async throws -> (updates: Int, hot: Int) {
         for _ in 0..<600 {
             let counts = try await pool.withConnection { connection in
-                let row = try connection.query("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1", [table]).rows.first
+                let row = try connection.query(sql: "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1", [table]).rows.first
                 return (updates: row?.integer(0) ?? 0, hot: row?.integer(1) ?? 0)
             }
             if counts.updates >= atLeast { return counts }

@@ -45,7 +45,7 @@ struct NotificationStoreTests {
             Issue.record("not stored"); return
         }
         let stored = try await pool.withConnection { connection in
-            try connection.query("SELECT extract(epoch FROM expires_at)::double precision AS e FROM notifications WHERE id = $1", [id])
+            try connection.query(sql: "SELECT extract(epoch FROM expires_at)::double precision AS e FROM notifications WHERE id = $1", [id])
                 .decodedFirst { try $0.decode("e", as: Date.self) }
         }
         #expect(stored == expiresAt)
@@ -81,7 +81,7 @@ struct NotificationStoreTests {
         guard case .stored(let states, _) = first else { Issue.record("first send not stored"); return }
         let second = try await store.send(notification(id, ["u3"]))
         #expect(second == .duplicate(states))
-        let rows = try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)", [id]).scalar }
+        let rows = try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM deliveries WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)", [id]).scalar }
         #expect(rows == "2")
     }
 
@@ -235,23 +235,23 @@ struct PostgresPoolTests {
         let report = try await Migrator(migrations: existing + [slow]).migrate(strict, logger: .silent)
         #expect(report.applied == [next])
         // The pooled connection has its statement timeout back.
-        await #expect(throws: PostgresError.self) { try await strict.withConnection { try $0.query("SELECT pg_sleep(1.5)") } }
+        await #expect(throws: PostgresError.self) { try await strict.withConnection { try $0.query(sql: "SELECT pg_sleep(1.5)") } }
         // A table locked by a running transaction elsewhere: the migration gives up.
         let holder = PostgresPool(configuration: .init(settings: try PostgresConnectionSettings(url: database.url), size: 1), logger: .silent)
         defer { holder.close() }
         let locked = Task {
             try await holder.withConnection { connection in
                 try connection.transaction { connection in
-                    _ = try connection.query("LOCK TABLE slow_done IN ACCESS EXCLUSIVE MODE")
+                    _ = try connection.query(sql: "LOCK TABLE slow_done IN ACCESS EXCLUSIVE MODE")
                     // Held until the test cancels it, however slow the machine.
-                    _ = try connection.query("SELECT pg_sleep(120)")
+                    _ = try connection.query(sql: "SELECT pg_sleep(120)")
                 }
             }
         }
         // Wait until the lock is really held (asked without the strict pool's 1 s limit, which
         // a loaded machine can exceed on the catalog query itself).
         for _ in 0..<100 {
-            let held = try await database.pool.withConnection { try $0.query("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'slow_done' AND l.granted").scalar }
+            let held = try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'slow_done' AND l.granted").scalar }
             if held != "0" { break }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -263,7 +263,7 @@ struct PostgresPoolTests {
             #expect(error.sqlState == "55P03", "\(error)")
         }
         _ = try await database.pool.withConnection {
-            try $0.query("""
+            try $0.query(sql: """
                 SELECT pg_cancel_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
                 WHERE c.relname = 'slow_done' AND l.granted
                 """)
@@ -289,7 +289,7 @@ struct PostgresPoolTests {
                     for index in 0..<120 {
                         if sender == 0 && index == 40 {
                             // Every backend of the gateway's database dies at once (a restart, a failover).
-                            _ = try await admin.withConnection { try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]) }
+                            _ = try await admin.withConnection { try $0.query(sql: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]) }
                             killed.set()
                         }
                         // Every sender is at its 40th send when the connections die, however
@@ -316,7 +316,7 @@ struct PostgresPoolTests {
         #expect(failures <= 32, "\(failures) of \(outcomes.flatMap { $0 }.count) sends failed")
         // Whatever failed was answered; the last 20 of each sender's 80 sends after the kill went through.
         #expect(outcomes.allSatisfy { $0.suffix(20).allSatisfy { $0 } })
-        let stored = try await database.pool.withConnection { try $0.query("SELECT count(*) FROM notifications").scalar.flatMap(Int.init) ?? 0 }
+        let stored = try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM notifications").scalar.flatMap(Int.init) ?? 0 }
         #expect(stored >= 960 - failures)
         await database.drop()
     }
@@ -326,13 +326,13 @@ struct PostgresPoolTests {
         let pool = try await TestDatabase.migratedPool(size: 1)
         defer { pool.close() }
         do {
-            _ = try await pool.withConnection { try $0.query("SELEC 1") }
+            _ = try await pool.withConnection { try $0.query(sql: "SELEC 1") }
             Issue.record("bad SQL succeeded")
         } catch let error as PostgresError {
             #expect(error.sqlState == "42601")
             #expect(error.code == .queryFailed)
         }
-        #expect(try await pool.withConnection { try $0.query("SELECT $1::int + 1", ["41"]).scalar } == "42")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT $1::int + 1", ["41"]).scalar } == "42")
     }
 
     @Test("a transaction that throws leaves nothing behind")
@@ -342,11 +342,11 @@ struct PostgresPoolTests {
         let id = TestDatabase.unique("rolled-back")
         await #expect(throws: PostgresError.self) {
             try await pool.transaction { connection in
-                try connection.query("INSERT INTO outbox (kind, payload) VALUES ($1, '{}')", [id])
-                try connection.query("SELECT 1/0")
+                try connection.query(sql: "INSERT INTO outbox (kind, payload) VALUES ($1, '{}')", [id])
+                try connection.query(sql: "SELECT 1/0")
             }
         }
-        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM outbox WHERE kind = $1", [id]).scalar } == "0")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM outbox WHERE kind = $1", [id]).scalar } == "0")
     }
 
     @Test("after the server drops every connection: reads run again on fresh ones, writes fail once and the next job has a fresh connection")
@@ -359,26 +359,26 @@ struct PostgresPoolTests {
         let killer = try await TestDatabase.migratedPool(size: 1)
         defer { killer.close() }
         // Open both pooled connections, then have the server terminate them.
-        async let first: String? = pool.withConnection { try $0.query("SELECT pg_sleep(0.05)::text").scalar }
-        async let second: String? = pool.withConnection { try $0.query("SELECT pg_sleep(0.05)::text").scalar }
+        async let first: String? = pool.withConnection { try $0.query(sql: "SELECT pg_sleep(0.05)::text").scalar }
+        async let second: String? = pool.withConnection { try $0.query(sql: "SELECT pg_sleep(0.05)::text").scalar }
         _ = try await (first, second)
         let terminated = try await killer.withConnection {
-            try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
+            try $0.query(sql: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
         }
         #expect(terminated.count == 2)
         // Reads marked idempotent run again on a fresh connection.
         for _ in 0..<4 {
-            #expect(try await pool.withConnection(idempotent: true) { try $0.query("SELECT 7").scalar } == "7")
+            #expect(try await pool.withConnection(idempotent: true) { try $0.query(sql: "SELECT 7").scalar } == "7")
         }
         // A write is not repeated behind its caller's back: the caller gets the error once, and
         // the connection is replaced for the next job.
         _ = try await killer.withConnection {
-            try $0.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
+            try $0.query(sql: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [name])
         }
         var failures = 0
         for _ in 0..<4 {
             do {
-                #expect(try await pool.withConnection { try $0.query("SELECT 8").scalar } == "8")
+                #expect(try await pool.withConnection { try $0.query(sql: "SELECT 8").scalar } == "8")
             } catch let error as PostgresError {
                 #expect(error.isConnectionFailure, "\(error)")
                 failures += 1
@@ -396,7 +396,7 @@ struct PostgresPoolTests {
             for _ in 0..<10 {
                 group.addTask {
                     do {
-                        _ = try await pool.withConnection { try $0.query("SELECT pg_sleep(0.2)").count }
+                        _ = try await pool.withConnection { try $0.query(sql: "SELECT pg_sleep(0.2)").count }
                         return true
                     } catch {
                         return false

@@ -16,8 +16,8 @@ struct OneTripTransactionTests {
     func answersInOrder() throws {
         let connection = try connection()
         let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
-        try connection.query("CREATE TABLE \(table) (n integer PRIMARY KEY, label text)")
-        defer { _ = try? connection.query("DROP TABLE \(table)") }
+        try connection.query(sql: "CREATE TABLE \(table) (n integer PRIMARY KEY, label text)")
+        defer { _ = try? connection.query(sql: "DROP TABLE \(table)") }
 
         let answers = try connection.transactionInOneTrip([
             ("INSERT INTO \(table) VALUES ($1::integer, $2) RETURNING n", ["1", "one"]),
@@ -30,16 +30,16 @@ struct OneTripTransactionTests {
         #expect(counts?.0 == 2 && counts?.1 == 1)
         // Committed: another session sees both rows.
         let other = try self.connection()
-        #expect(try other.query("SELECT count(*) FROM \(table)").scalar == "2")
+        #expect(try other.query(sql: "SELECT count(*) FROM \(table)").scalar == "2")
     }
 
     @Test("a statement that fails rolls back those before it, skips those after, is thrown with its SQL state, and the connection goes on as usual")
     func failureRollsBack() throws {
         let connection = try connection()
         let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
-        try connection.query("CREATE TABLE \(table) (n integer PRIMARY KEY)")
-        defer { _ = try? connection.query("DROP TABLE \(table)") }
-        try connection.query("INSERT INTO \(table) VALUES (7)")
+        try connection.query(sql: "CREATE TABLE \(table) (n integer PRIMARY KEY)")
+        defer { _ = try? connection.query(sql: "DROP TABLE \(table)") }
+        try connection.query(sql: "INSERT INTO \(table) VALUES (7)")
 
         do {
             _ = try connection.transactionInOneTrip([
@@ -51,26 +51,26 @@ struct OneTripTransactionTests {
         } catch {
             #expect(error.sqlState == "23505")
         }
-        #expect(try connection.query("SELECT string_agg(n::text, ',' ORDER BY n) FROM \(table)").scalar == "7")
+        #expect(try connection.query(sql: "SELECT string_agg(n::text, ',' ORDER BY n) FROM \(table)").scalar == "7")
         // No transaction left open, not in pipeline mode: ordinary statements and another trip work.
-        #expect(try connection.query("SELECT $1::integer + 1", ["41"]).scalar == "42")
+        #expect(try connection.query(sql: "SELECT $1::integer + 1", ["41"]).scalar == "42")
         let again = try connection.transactionInOneTrip([("INSERT INTO \(table) VALUES ($1::integer) RETURNING n", ["8"])])
         #expect(again.first?.scalar == "8")
-        #expect(try self.connection().query("SELECT count(*) FROM \(table)").scalar == "2")
+        #expect(try self.connection().query(sql: "SELECT count(*) FROM \(table)").scalar == "2")
     }
 
     @Test("a lock taken by one statement holds for the next: the second statement sees what a concurrent holder of the lock committed")
     func lockThenRead() async throws {
         let holder = try connection()
         let table = try Self.scratchTable(on: holder)
-        defer { _ = try? holder.query("DROP TABLE \(table)") }
+        defer { _ = try? holder.query(sql: "DROP TABLE \(table)") }
         let key = Int.random(in: 1...1_000_000)
-        try holder.query("BEGIN")
-        try holder.query("SELECT pg_advisory_xact_lock(4242, $1::integer)", ["\(key)"])
-        try holder.query("INSERT INTO \(table) VALUES (1)")
+        try holder.query(sql: "BEGIN")
+        try holder.query(sql: "SELECT pg_advisory_xact_lock(4242, $1::integer)", ["\(key)"])
+        try holder.query(sql: "INSERT INTO \(table) VALUES (1)")
 
         let waiter = try connection()
-        let waiterPID = try #require(try waiter.query("SELECT pg_backend_pid()").scalar)
+        let waiterPID = try #require(try waiter.query(sql: "SELECT pg_backend_pid()").scalar)
         // Blocking libpq calls run on a thread of their own, never on the cooperative pool.
         async let reading = BlockingWork.run("one-trip-waiter") {
             try waiter.transactionInOneTrip([
@@ -81,7 +81,7 @@ struct OneTripTransactionTests {
         // The waiter is blocked on the lock (a condition, not a time): then the holder commits.
         let observer = try connection()
         #expect(try await Self.waitsForLock(observer, space: 4242, key: key, pid: waiterPID))
-        try holder.query("COMMIT")
+        try holder.query(sql: "COMMIT")
         let answers = try await reading
         #expect(answers[1].scalar == "1")
     }
@@ -90,13 +90,13 @@ struct OneTripTransactionTests {
     func terminatedWhileWaiting() async throws {
         let holder = try connection()
         let table = try Self.scratchTable(on: holder)
-        defer { _ = try? holder.query("DROP TABLE \(table)") }
+        defer { _ = try? holder.query(sql: "DROP TABLE \(table)") }
         let key = Int.random(in: 1...1_000_000)
-        try holder.query("BEGIN")
-        try holder.query("SELECT pg_advisory_xact_lock(4243, $1::integer)", ["\(key)"])
+        try holder.query(sql: "BEGIN")
+        try holder.query(sql: "SELECT pg_advisory_xact_lock(4243, $1::integer)", ["\(key)"])
 
         let victim = try connection()
-        let victimPID = try #require(try victim.query("SELECT pg_backend_pid()").scalar)
+        let victimPID = try #require(try victim.query(sql: "SELECT pg_backend_pid()").scalar)
         async let trip: Result<[PostgresRows], PostgresError> = BlockingWork.run("one-trip-victim") {
             Result { () throws(PostgresError) in
                 try victim.transactionInOneTrip([
@@ -108,28 +108,28 @@ struct OneTripTransactionTests {
         }
         let observer = try connection()
         #expect(try await Self.waitsForLock(observer, space: 4243, key: key, pid: victimPID))
-        #expect(try observer.query("SELECT pg_terminate_backend($1::integer)", [victimPID]).scalar == "t")
+        #expect(try observer.query(sql: "SELECT pg_terminate_backend($1::integer)", [victimPID]).scalar == "t")
 
         switch await trip {
         case .success(let answers): Issue.record("the trip succeeded on a terminated backend: \(answers.count) answers")
         case .failure(let error): #expect(error.isConnectionFailure, "\(error)")
         }
         #expect(!victim.isUsable)
-        try holder.query("COMMIT")
-        #expect(try observer.query("SELECT count(*) FROM \(table)").scalar == "0")
+        try holder.query(sql: "COMMIT")
+        #expect(try observer.query(sql: "SELECT count(*) FROM \(table)").scalar == "0")
     }
 
     /// A table of one integer column with a name of its own; the caller drops it.
     private static func scratchTable(on connection: PostgresConnection) throws -> String {
         let table = "one_trip_\(UInt32.random(in: 0...UInt32.max))"
-        try connection.query("CREATE TABLE \(table) (n integer)")
+        try connection.query(sql: "CREATE TABLE \(table) (n integer)")
         return table
     }
 
     /// Waits until backend `pid` waits for the advisory lock (`space`, `key`): a condition, not a time.
     private static func waitsForLock(_ observer: PostgresConnection, space: Int, key: Int, pid: String) async throws -> Bool {
         try await waitUntil {
-            try observer.query(
+            try observer.query(sql: 
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::integer AND objid = $2::integer AND pid = $3::integer AND NOT granted",
                 ["\(space)", "\(key)", pid]
             ).scalar == "1"

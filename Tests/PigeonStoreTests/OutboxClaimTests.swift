@@ -18,8 +18,8 @@ struct OutboxClaimTests {
         let good = BankReport.notificationExpired(notificationId: "n-good", users: ["alice", "bob"])
         _ = try await pool.transaction { connection in
             try Outbox.enqueue(good, connection)
-            _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ('reportFromTheFuture', '{\"x\": 1}')")
-            _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ('pushIsOpened', '{\"unexpected\": true}')")
+            _ = try connection.query(sql: "INSERT INTO outbox (kind, payload) VALUES ('reportFromTheFuture', '{\"x\": 1}')")
+            _ = try connection.query(sql: "INSERT INTO outbox (kind, payload) VALUES ('pushIsOpened', '{\"unexpected\": true}')")
         }
 
         let claimed = try await outbox.claim(limit: 10, lease: .seconds(60))
@@ -27,7 +27,7 @@ struct OutboxClaimTests {
         #expect(claimed.first?.attempt == 1)
 
         let remaining = try await pool.withConnection { connection in
-            try connection.query("SELECT kind, attempts FROM outbox ORDER BY id").rows
+            try connection.query(sql: "SELECT kind, attempts FROM outbox ORDER BY id").rows
         }
         // The claimed report stays (leased) until the bank acknowledges it; the unknown kind is
         // untouched, not even counted as an attempt.
@@ -82,7 +82,7 @@ struct OutboxClaimTests {
             for (index, report) in written.enumerated() {
                 try Outbox.enqueue(report, connection)
                 if index % 18 == 0 {
-                    _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ('reportNotificationExpired', '[1, 2]')")
+                    _ = try connection.query(sql: "INSERT INTO outbox (kind, payload) VALUES ('reportNotificationExpired', '[1, 2]')")
                 }
             }
         }

@@ -31,7 +31,7 @@ struct PassStoreTests {
         }
         #expect(results.filter { $0 == .created }.count == 1)
         #expect(results.filter { $0 == .alreadyRegistered }.count == 19)
-        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM pass_registrations").scalar } == "1")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM pass_registrations").scalar } == "1")
         await drop()
     }
 
@@ -42,18 +42,18 @@ struct PassStoreTests {
         let limits = PassStore.RegistrationLimits(perDevice: 500, perPass: 3)
         _ = try await store.update(Self.pass("s1"), authenticationDigest: Self.digest, content: Self.archive)
         #expect(try await store.register(device: "owner", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
-        _ = try await pool.withConnection { try $0.query("UPDATE pass_registrations SET registered_at = now() - interval '3 days' WHERE device_library_id = 'owner'") }
+        _ = try await pool.withConnection { try $0.query(sql: "UPDATE pass_registrations SET registered_at = now() - interval '3 days' WHERE device_library_id = 'owner'") }
         for copy in 0..<10 {
             #expect(try await store.register(device: "copy-\(copy)", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
         }
         func devices() async throws -> [String] {
             try await pool.withConnection { connection in
-                try connection.query("SELECT device_library_id FROM pass_registrations ORDER BY device_library_id").decoded { try $0.decode("device_library_id", as: String.self) }
+                try connection.query(sql: "SELECT device_library_id FROM pass_registrations ORDER BY device_library_id").decoded { try $0.decode("device_library_id", as: String.self) }
             }
         }
         #expect(try await devices() == ["copy-8", "copy-9", "owner"])
         // Every registration established: the oldest (the owner's, here) makes room.
-        _ = try await pool.withConnection { try $0.query("UPDATE pass_registrations SET registered_at = registered_at - interval '2 days'") }
+        _ = try await pool.withConnection { try $0.query(sql: "UPDATE pass_registrations SET registered_at = registered_at - interval '2 days'") }
         #expect(try await store.register(device: "new-phone", pushToken: "abcd", for: Self.pass("s1"), authenticationDigest: Self.digest, limits: limits) == .created)
         #expect(try await devices() == ["copy-8", "copy-9", "new-phone"])
         await drop()
@@ -72,7 +72,7 @@ struct PassStoreTests {
             // Version 2 pushed to all four, which now wait; the engine holds a and b (their wait ended).
             _ = try await store.update(pass, authenticationDigest: Self.digest, content: Self.archive)
             _ = try await pool.withConnection { connection in
-                try connection.query("""
+                try connection.query(sql: """
                     UPDATE pass_registrations SET state = 'SENT', pushes = 2, next_attempt_at = now() + interval '1 hour',
                            lease_owner = CASE WHEN device_library_id LIKE 'a-%' OR device_library_id LIKE 'b-%' THEN 'engine' END
                     WHERE serial_number = $1
@@ -94,7 +94,7 @@ struct PassStoreTests {
             let states = try await store.status(pass)?.devices.map(\.state).sorted { $0.rawValue < $1.rawValue }
             #expect(states == [.expired, .expired, .fetched, .fetched], "round \(round)")
             let reports = try await pool.withConnection { connection in
-                try connection.query("SELECT payload->>'deviceCount' FROM outbox WHERE payload->>'serialNumber' = $1", [pass.serialNumber]).rows
+                try connection.query(sql: "SELECT payload->>'deviceCount' FROM outbox WHERE payload->>'serialNumber' = $1", [pass.serialNumber]).rows
             }
             #expect(reports.map { $0.text(0) } == ["2"], "round \(round)")
         }
@@ -105,11 +105,11 @@ struct PassStoreTests {
     func logsAgeOut() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         _ = try await pool.withConnection { connection in
-            try connection.query("INSERT INTO pass_logs (peer, message) VALUES ('127.0.0.1', 'fresh')")
-            try connection.query("INSERT INTO pass_logs (peer, message, received_at) VALUES ('127.0.0.1', 'old', now() - interval '8 days')")
+            try connection.query(sql: "INSERT INTO pass_logs (peer, message) VALUES ('127.0.0.1', 'fresh')")
+            try connection.query(sql: "INSERT INTO pass_logs (peer, message, received_at) VALUES ('127.0.0.1', 'old', now() - interval '8 days')")
         }
         _ = try await Sweeps(pool: pool).removeStaleDevices(olderThan: .seconds(86_400), limit: 100)
-        let left = try await pool.withConnection { try $0.query("SELECT message FROM pass_logs").rows.map { $0.text(0) } }
+        let left = try await pool.withConnection { try $0.query(sql: "SELECT message FROM pass_logs").rows.map { $0.text(0) } }
         #expect(left == ["fresh"])
         await drop()
     }

@@ -33,7 +33,7 @@ struct PoolCancellationTests {
         release.signal()
         try await blocker.value
         // The worker went past the cancelled job to the next one without running it.
-        #expect(try await pool.withConnection { try $0.query("SELECT 1").scalar } == "1")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT 1").scalar } == "1")
         #expect(ran.withLock { $0 } == false)
     }
 }

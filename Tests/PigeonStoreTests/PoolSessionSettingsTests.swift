@@ -22,9 +22,9 @@ struct PoolSessionSettingsTests {
                                 logger: .silent)
         defer { pool.close() }
         let (setting, plan, available) = try await pool.withConnection { connection in
-            (try connection.query("SELECT current_setting('jit')").scalar,
-             try connection.query(Self.expensiveLooking).scalar ?? "",
-             try connection.query("SELECT pg_jit_available()").scalar == "t")
+            (try connection.query(sql: "SELECT current_setting('jit')").scalar,
+             try connection.query(sql: Self.expensiveLooking).scalar ?? "",
+             try connection.query(sql: "SELECT pg_jit_available()").scalar == "t")
         }
         #expect(setting == "off")
         #expect(!plan.contains("\"JIT\""), "the plan was JIT-compiled: \(plan.prefix(300))")
@@ -32,9 +32,9 @@ struct PoolSessionSettingsTests {
         // the absence above is the setting's doing.
         if available {
             let tempted = try await pool.withConnection { connection in
-                try connection.query("SELECT set_config('jit', 'on', false)")
-                defer { _ = try? connection.query("SELECT set_config('jit', 'off', false)") }
-                return try connection.query(Self.expensiveLooking).scalar ?? ""
+                try connection.query(sql: "SELECT set_config('jit', 'on', false)")
+                defer { _ = try? connection.query(sql: "SELECT set_config('jit', 'off', false)") }
+                return try connection.query(sql: Self.expensiveLooking).scalar ?? ""
             }
             #expect(tempted.contains("\"JIT\""))
         }
@@ -46,13 +46,13 @@ struct PoolSessionSettingsTests {
         let pool = PostgresPool(configuration: .init(settings: settings, size: 1), logger: .silent)
         let other = PostgresPool(configuration: .init(settings: settings, size: 1), logger: .silent)
         defer { pool.close(); other.close() }
-        let first = try #require(try await pool.withConnection { try $0.query("SELECT pg_backend_pid()").scalar })
-        let ended = try await other.withConnection { try $0.query("SELECT pg_terminate_backend($1::int)", [first]).scalar }
+        let first = try #require(try await pool.withConnection { try $0.query(sql: "SELECT pg_backend_pid()").scalar })
+        let ended = try await other.withConnection { try $0.query(sql: "SELECT pg_terminate_backend($1::int)", [first]).scalar }
         #expect(ended == "t")
         // The pool finds its connection gone (that job may fail) and opens another for the next.
         var answer: (pid: String?, jit: String?)?
         for _ in 0..<3 where answer == nil {
-            answer = try? await pool.withConnection { (try $0.query("SELECT pg_backend_pid()").scalar, try $0.query("SELECT current_setting('jit')").scalar) }
+            answer = try? await pool.withConnection { (try $0.query(sql: "SELECT pg_backend_pid()").scalar, try $0.query(sql: "SELECT current_setting('jit')").scalar) }
         }
         let replaced = try #require(answer)
         #expect(replaced.pid != first)

@@ -24,7 +24,7 @@ struct ReachedNobodyTests {
     /// The outbox's reports, oldest first.
     func reports(_ pool: PostgresPool) async throws -> [BankReport] {
         try await pool.withConnection { connection in
-            try connection.query("SELECT kind, payload::text AS payload FROM outbox ORDER BY id").decoded { row in
+            try connection.query(sql: "SELECT kind, payload::text AS payload FROM outbox ORDER BY id").decoded { row in
                 BankReport(kind: try row.decode("kind"), payload: try row.decode("payload"))
             }
         }.compactMap { $0 }
@@ -33,8 +33,8 @@ struct ReachedNobodyTests {
     /// Moves notification `id`'s timeout into the past (instead of waiting for it).
     func timeOut(_ pool: PostgresPool, id: String) async throws {
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)", [id])
-            try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = $1", [id])
+            try connection.query(sql: "UPDATE deliveries SET expires_at = now() - interval '1 second' WHERE notification_key = (SELECT key FROM notifications WHERE id = $1)", [id])
+            try connection.query(sql: "UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = $1", [id])
         }
     }
 
@@ -59,7 +59,7 @@ struct ReachedNobodyTests {
         // At the timeout only what was not told yet: the retried one, the one pushed but never
         // acknowledged, and the failure written after the timeout.
         try await timeOut(pool, id: "code-1")
-        _ = try await pool.withConnection { try $0.query("DELETE FROM outbox") }
+        _ = try await pool.withConnection { try $0.query(sql: "DELETE FROM outbox") }
         let step = try await Sweeps(pool: pool).expire()
         #expect(step.reports == 2)
         let atTimeout = try await reports(pool)
@@ -68,7 +68,7 @@ struct ReachedNobodyTests {
         // Both notifications are done: a second sweep finds nothing, and the early failure stays SENDING_FAILED.
         #expect(try await Sweeps(pool: pool).expire().reports == 0)
         let failed = try await pool.withConnection {
-            try $0.query("SELECT state FROM deliveries WHERE user_id = 'failed'").scalar
+            try $0.query(sql: "SELECT state FROM deliveries WHERE user_id = 'failed'").scalar
         }
         #expect(failed == "SENDING_FAILED")
         await drop()
@@ -84,7 +84,7 @@ struct ReachedNobodyTests {
         _ = try await send(pool, id: "code-2", users: ["nobody", "somebody", "nobody-else"], subscribed: [])
         #expect(try await reports(pool).count == 1)
         // A blast to 10,001 users without the app.
-        _ = try await pool.withConnection { try $0.query("DELETE FROM outbox") }
+        _ = try await pool.withConnection { try $0.query(sql: "DELETE FROM outbox") }
         let many = (1...10_001).map { "u\($0)" }
         _ = try await send(pool, id: "blast", users: many, subscribed: [])
         let blast = try await reports(pool)
@@ -93,7 +93,7 @@ struct ReachedNobodyTests {
         // Their deliveries are final and told: the timeout reports none of them again.
         try await timeOut(pool, id: "blast")
         try await timeOut(pool, id: "code-2")
-        _ = try await pool.withConnection { try $0.query("DELETE FROM outbox") }
+        _ = try await pool.withConnection { try $0.query(sql: "DELETE FROM outbox") }
         _ = try await Sweeps(pool: pool).expire()
         #expect(try await reports(pool) == [.notificationExpired(notificationId: "code-2", users: ["somebody"], reason: .timeout)])
         await drop()

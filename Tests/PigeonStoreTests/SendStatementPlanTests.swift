@@ -22,15 +22,15 @@ struct SendStatementPlanTests {
         let plan = try await pool.withConnection { connection in
             // Today's partition holds 3,000 notifications the planner has no statistics for
             // (as after a busy day's first minutes, before autovacuum analyzes it).
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at)
                 SELECT pigeon_notification_key(now()), 'stored-' || n, 1, 60, 'x', 'PIN_CODE', now(), now() + interval '60 s'
                 FROM generate_series(1, 3000) AS n
                 """)
-            try connection.query("PREPARE send_probe AS " + SendBatcher.insertStatement(userColumn: identifiers.userColumn))
-            try connection.query("BEGIN")
-            defer { _ = try? connection.query("ROLLBACK") }
-            return try connection.query("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE send_probe(\(literals.joined(separator: ", ")))").scalar ?? "[]"
+            try connection.query(sql: "PREPARE send_probe AS " + SendBatcher.insertStatement(userColumn: identifiers.userColumn))
+            try connection.query(sql: "BEGIN")
+            defer { _ = try? connection.query(sql: "ROLLBACK") }
+            return try connection.query(sql: "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE send_probe(\(literals.joined(separator: ", ")))").scalar ?? "[]"
         }
         var notificationScans = 0
         var storedRowsRead = 0.0
@@ -64,19 +64,19 @@ struct SendStatementPlanTests {
         // only the gateway's analyses count: autovacuum stays out of the day's partition.
         try await send("morning", 1...200)
         let partition = try await pool.withConnection { connection in
-            let partition = try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
-            try connection.query("ALTER TABLE \(partition) SET (autovacuum_enabled = false)")
-            try connection.query("ANALYZE \(partition)")
+            let partition = try connection.query(sql: "SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query(sql: "ALTER TABLE \(partition) SET (autovacuum_enabled = false)")
+            try connection.query(sql: "ANALYZE \(partition)")
             return partition
         }
         #expect(partition.hasPrefix("deliveries_p"), "today's partition: \(partition)")
 
         // An engine connection that has leased the morning's rows: its generic plan is cached.
         let engine = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
-        try engine.query("SELECT set_config('plan_cache_mode', 'force_generic_plan', false)")
-        try engine.query("PREPARE lease_probe AS " + DeliveryQueue.leaseStatement)
+        try engine.query(sql: "SELECT set_config('plan_cache_mode', 'force_generic_plan', false)")
+        try engine.query(sql: "PREPARE lease_probe AS " + DeliveryQueue.leaseStatement)
         func lease(_ id: String, explain: Bool) throws -> String {
-            let due = try engine.query("""
+            let due = try engine.query(sql: """
                 SELECT d.notification_key, d.user_folded, d.position FROM deliveries d JOIN notifications n ON n.key = d.notification_key
                 WHERE n.id = $1 ORDER BY d.position LIMIT 500
                 """, [id]).rows
@@ -85,17 +85,17 @@ struct SendStatementPlanTests {
             let arguments = [literal("probe"), literal("60"), literal(PostgresArray.encode(keys)),
                              literal(PostgresArray.encode(due.map { $0.text(1) })), literal(PostgresArray.encode(due.map { $0.text(2) })),
                              literal(keys.first), literal(keys.first)]
-            try engine.query("BEGIN")
-            defer { _ = try? engine.query("ROLLBACK") }
+            try engine.query(sql: "BEGIN")
+            defer { _ = try? engine.query(sql: "ROLLBACK") }
             try DeliveryQueue.readInQueueOrder(engine)
-            return try engine.query((explain ? "EXPLAIN (ANALYZE, FORMAT JSON) " : "") + "EXECUTE lease_probe(\(arguments.joined(separator: ", ")))").scalar ?? "[]"
+            return try engine.query(sql: (explain ? "EXPLAIN (ANALYZE, FORMAT JSON) " : "") + "EXECUTE lease_probe(\(arguments.joined(separator: ", ")))").scalar ?? "[]"
         }
         _ = try lease("morning", explain: false)
 
         try await send("blast", 1...blast)
         // Analyzed within the send's transaction: fresh the moment its rows are visible.
         let counted = try await pool.withConnection { connection in
-            try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+            try connection.query(sql: "SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
         }
         #expect(counted >= blast, "the day's statistics count \(counted) rows once the blast is stored")
         let read = rowsRead(try lease("blast", explain: true), relationPrefix: "deliveries_p")
@@ -110,17 +110,17 @@ struct SendStatementPlanTests {
         let store = try await subscribedStore(pool, users: blast)
         _ = try await Self.send(store, "morning", 1...1)
         let partition = try await pool.withConnection { connection in
-            try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query(sql: "SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
         }
         func counted() async throws -> Int {
             try await pool.withConnection { connection in
-                try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+                try connection.query(sql: "SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
             }
         }
         // Another session holds the lock an analysis takes (as a long vacuum would).
         let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
-        try holder.query("BEGIN")
-        try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
+        try holder.query(sql: "BEGIN")
+        try holder.query(sql: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
         let outcome = try await Self.send(store, "blast", 1...blast)
         guard case .stored(let states, _) = outcome else {
             Issue.record("the blast was not stored: \(outcome)")
@@ -128,7 +128,7 @@ struct SendStatementPlanTests {
         }
         #expect(states.count == blast && states.allSatisfy { $0.state == .queued })
         #expect(try await counted() < blast, "analyzed although the partition was held")
-        try holder.query("ROLLBACK")
+        try holder.query(sql: "ROLLBACK")
         var refreshed = false
         for _ in 0..<600 where !refreshed {
             refreshed = try await counted() >= blast
@@ -150,17 +150,17 @@ struct SendStatementPlanTests {
         let store = NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false), limits: limits)
         _ = try await Self.send(store, "morning", 1...1)
         let partition = try await pool.withConnection { connection in
-            try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query(sql: "SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
         }
         // The analysis waits for the partition (held elsewhere), so it can be caught doing so.
         let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
-        try holder.query("BEGIN")
-        try holder.query("LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
+        try holder.query(sql: "BEGIN")
+        try holder.query(sql: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE")
         let first = Task { try await Self.send(store, "blast", 1...blast) }
         var killed = false
         for _ in 0..<12_000 where !killed {
             killed = try await pool.withConnection { connection in
-                try connection.query("""
+                try connection.query(sql: """
                     SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                     WHERE datname = current_database() AND query LIKE 'ANALYZE %' AND wait_event_type = 'Lock'
                       AND backend_xid IS NOT NULL
@@ -170,9 +170,9 @@ struct SendStatementPlanTests {
         }
         #expect(killed, "the send's analysis was never seen waiting")
         await #expect(throws: (any Error).self) { _ = try await first.value }
-        try holder.query("ROLLBACK")
-        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM notifications WHERE id = 'blast'").scalar } == "0")
-        #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM deliveries").scalar } == "1")
+        try holder.query(sql: "ROLLBACK")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM notifications WHERE id = 'blast'").scalar } == "0")
+        #expect(try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM deliveries").scalar } == "1")
 
         // The bank sends it again: stored whole, and the day analyzed with it.
         guard case .stored(let states, _) = try await Self.send(store, "blast", 1...blast) else {
@@ -181,7 +181,7 @@ struct SendStatementPlanTests {
         }
         #expect(states.count == blast)
         let counted = try await pool.withConnection { connection in
-            try connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
+            try connection.query(sql: "SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Int.init) ?? 0
         }
         #expect(counted >= blast, "the day's statistics count \(counted) rows after the send sent again")
     }
@@ -206,7 +206,7 @@ struct SendStatementPlanTests {
         var counted = 0
         for _ in 0..<600 where counted < 4 * each {
             counted = try await pool.withConnection { connection in
-                try connection.query("""
+                try connection.query(sql: """
                     SELECT reltuples::bigint FROM pg_class WHERE oid = (SELECT tableoid FROM deliveries LIMIT 1)
                     """).scalar.flatMap(Int.init) ?? 0
             }
@@ -231,14 +231,14 @@ struct SendStatementPlanTests {
             // The statistics of a day a million-recipient blast fills: its key is nearly every
             // row sampled, so the planner expects half the day per notification key. (A sample of
             // 300 rows stands for the 30,000 of a default analysis of a million rows.)
-            let partition = try connection.query("SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
-            try connection.query("ALTER TABLE \(partition) ALTER COLUMN notification_key SET STATISTICS 1")
-            try connection.query("ANALYZE \(partition)")
-            try connection.query("PREPARE erase_probe AS " + Sweeps.eraseStatement)
-            try connection.query("BEGIN")
-            defer { _ = try? connection.query("ROLLBACK") }
+            let partition = try connection.query(sql: "SELECT tableoid::regclass::text FROM deliveries LIMIT 1").scalar ?? ""
+            try connection.query(sql: "ALTER TABLE \(partition) ALTER COLUMN notification_key SET STATISTICS 1")
+            try connection.query(sql: "ANALYZE \(partition)")
+            try connection.query(sql: "PREPARE erase_probe AS " + Sweeps.eraseStatement)
+            try connection.query(sql: "BEGIN")
+            defer { _ = try? connection.query(sql: "ROLLBACK") }
             try Sweeps.forbidSequentialScans(connection)
-            return try connection.query("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE erase_probe('\(final)')").scalar ?? "[]"
+            return try connection.query(sql: "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE erase_probe('\(final)')").scalar ?? "[]"
         }
         let read = rowsRead(plan, relationPrefix: "deliveries_p")
         #expect(read <= 100, "one erasure step read \(read) deliveries for three one-recipient codes: \(plan.prefix(3000))")
@@ -247,7 +247,7 @@ struct SendStatementPlanTests {
     /// A notification store on `pool` whose users blast-1…blast-`users` each have an iPhone.
     func subscribedStore(_ pool: PostgresPool, users: Int) async throws -> NotificationStore {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
                 SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
                 FROM generate_series(1, \(users)) AS n

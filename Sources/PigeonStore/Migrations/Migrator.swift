@@ -33,8 +33,8 @@ package struct Migrator: Sendable {
             // Another process migrating may take long, and so may an index on a big table: no
             // statement limit here (the pooled session gets its own back afterwards).
             try connection.withoutStatementTimeout {
-                try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
-                defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
+                try connection.query(sql: "SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
+                defer { _ = try? connection.query(sql: "SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
                 try Self.ensureTable(connection)
                 let applied = try Self.appliedChecksums(connection)
                 try Self.verify(migrations, against: applied, connection: connection)
@@ -44,7 +44,7 @@ package struct Migrator: Sendable {
                         try connection.transaction { connection in
                             try connection.setTransactionLockTimeout(lockTimeout)
                             try connection.execute(script: migration.sql)
-                            try connection.query(
+                            try connection.query(sql: 
                                 "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
                                 [String(migration.version), migration.name, migration.sql])
                         }
@@ -68,7 +68,7 @@ package struct Migrator: Sendable {
     package func pending(_ pool: PostgresPool) async throws -> [Int] {
         let migrations = self.migrations
         return try await pool.withConnection(idempotent: true) { connection in
-            let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL").scalar == "t"
+            let exists = try connection.query(sql: "SELECT to_regclass('schema_migrations') IS NOT NULL").scalar == "t"
             guard exists else { return migrations.map(\.version) }
             let applied = try Self.appliedChecksums(connection)
             return migrations.map(\.version).filter { applied[$0] == nil }
@@ -76,7 +76,7 @@ package struct Migrator: Sendable {
     }
 
     private static func ensureTable(_ connection: PostgresConnection) throws {
-        try connection.query("""
+        try connection.query(sql: """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version     integer     PRIMARY KEY,
                 name        text        NOT NULL,
@@ -87,7 +87,7 @@ package struct Migrator: Sendable {
     }
 
     private static func appliedChecksums(_ connection: PostgresConnection) throws -> [Int: String] {
-        let applied = try connection.query("SELECT version, checksum FROM schema_migrations").decoded { row in
+        let applied = try connection.query(sql: "SELECT version, checksum FROM schema_migrations").decoded { row in
             (try row.decode("version", as: Int.self), try row.decode("checksum", as: String.self))
         }
         return Dictionary(applied, uniquingKeysWith: { first, _ in first })
@@ -98,7 +98,7 @@ package struct Migrator: Sendable {
     private static func verify(_ migrations: [Migration], against applied: [Int: String], connection: PostgresConnection) throws {
         for migration in migrations {
             guard let recorded = applied[migration.version] else { continue }
-            let current = try connection.query("SELECT md5($1)", [migration.sql]).scalar
+            let current = try connection.query(sql: "SELECT md5($1)", [migration.sql]).scalar
             if current != recorded {
                 throw PostgresError(
                     .migrationFailed,

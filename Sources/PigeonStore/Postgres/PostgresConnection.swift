@@ -54,10 +54,13 @@ package final class PostgresConnection: @unchecked Sendable {
 
     func beginJob() { statementsInJob = 0 }
 
-    /// Runs one parametrised statement. `nil` parameters are SQL NULL; everything travels as text.
-    /// Each distinct statement is prepared on first use and executed by name afterwards.
+    /// Runs one parametrised statement written with `$1`, `$2`, … and its parameters in order.
+    /// `nil` parameters are SQL NULL; everything travels as text. Each distinct statement is
+    /// prepared on first use and executed by name afterwards. New code writes a ``PostgresQuery``
+    /// (`query("… \(value)")`): the label keeps an interpolated literal from ever being read as
+    /// SQL text here.
     @discardableResult
-    package func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
+    package func query(sql: String, _ parameters: [String?] = []) throws(PostgresError) -> PostgresRows {
         statementsInJob += 1
         let name = try preparedName(for: sql, parameterCount: parameters.count)
         let copies = parameters.map { $0.map { strdup($0) } ?? nil }
@@ -234,7 +237,7 @@ extension PostgresConnection {
     /// every later query behind it.
     func setTransactionLockTimeout(_ timeout: Duration) throws(PostgresError) {
         let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        try query("SELECT set_config('lock_timeout', $1, true)", ["\(max(1, milliseconds))ms"])
+        try query(sql: "SELECT set_config('lock_timeout', $1, true)", ["\(max(1, milliseconds))ms"])
     }
 
     /// Runs `body` with no `statement_timeout` on this session (a migration building an index on
@@ -246,7 +249,7 @@ extension PostgresConnection {
         let timeout = try query("""
             SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', '0', false)
             """).scalar ?? "0"
-        defer { _ = try? query("SELECT set_config('statement_timeout', $1, false)", [timeout]) }
+        defer { _ = try? query(sql: "SELECT set_config('statement_timeout', $1, false)", [timeout]) }
         return try body()
     }
 }

@@ -330,14 +330,14 @@ private final class Worker: @unchecked Sendable {
         // Every statement is prepared once per connection; planning it again on each execution
         // (PostgreSQL's default for the first runs and whenever custom plans look cheaper) was
         // a third of the database's CPU per sendNotification.
-        try fresh.query("SELECT set_config('plan_cache_mode', $1, false)", ["force_generic_plan"])
+        try fresh.query(sql: "SELECT set_config('plan_cache_mode', $1, false)", ["force_generic_plan"])
         // No JIT compilation: every statement here reads or writes a bounded handful of rows,
         // but a plan whose estimate passes `jit_above_cost` (a claim planned from an empty
         // partition's statistics, the live-day look-up's series of days) was compiled on each
         // execution — 120 ms a look-up on the urgent lane's claim, in front of a one-time code.
-        try fresh.query("SELECT set_config('jit', 'off', false)")
+        try fresh.query(sql: "SELECT set_config('jit', 'off', false)")
         if configuration.statementTimeoutMilliseconds > 0 {
-            try fresh.query("SELECT set_config('statement_timeout', $1, false)", ["\(configuration.statementTimeoutMilliseconds)"])
+            try fresh.query(sql: "SELECT set_config('statement_timeout', $1, false)", ["\(configuration.statementTimeoutMilliseconds)"])
         }
         connection = fresh
         return fresh

@@ -22,7 +22,7 @@ package struct AcknowledgementStore: Sendable {
         return try await pool.transaction { connection in
             guard let notificationKey = try NotificationStore.key(of: notificationId, connection) else { return .notFound }
             let notification = String(notificationKey)
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 SELECT state, position FROM deliveries
                 WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3
                 ORDER BY position FOR UPDATE
@@ -33,7 +33,7 @@ package struct AcknowledgementStore: Sendable {
             // acknowledgement of a SENT delivery stays on its page (a HOT update). In the same
             // statement, which phone said so: its push row (when it was pushed to) keeps the first
             // time (no index covers these columns either).
-            let changed = try connection.query("""
+            let changed = try connection.query(sql: """
                 WITH stamped AS (
                     UPDATE device_pushes SET delivered_at = COALESCE(delivered_at, now()),
                            opened_at = CASE WHEN $8::boolean THEN COALESCE(opened_at, now()) ELSE opened_at END
@@ -62,7 +62,7 @@ package struct AcknowledgementStore: Sendable {
                   let notification = try NotificationStore.notification(key: notificationKey, recipients: false, connection) else {
                 return .notFound
             }
-            let addressed = try !connection.query("""
+            let addressed = try !connection.query(sql: """
                 SELECT 1 FROM deliveries WHERE notification_key = $1 AND user_folded = $2 AND \(column) = $3 LIMIT 1
                 """, [String(notificationKey), user.lowercased(), key]).isEmpty
             return addressed ? .found(notification) : .notAddressed

@@ -33,8 +33,8 @@ package struct ActivityStore: Sendable {
     package func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
         try await pool.transaction { connection in
             // The device's row serializes its token calls, so two at once cannot both pass the count.
-            try connection.query("SELECT 1 FROM devices WHERE id = $1 FOR UPDATE", [String(deviceRowId)])
-            return try connection.query("""
+            try connection.query(sql: "SELECT 1 FROM devices WHERE id = $1 FOR UPDATE", [String(deviceRowId)])
+            return try connection.query(sql: """
                 INSERT INTO activity_start_tokens (device_row_id, activity_type, token)
                 SELECT $1, $2, $3
                 WHERE EXISTS (SELECT 1 FROM activity_start_tokens WHERE device_row_id = $1 AND activity_type = $2)
@@ -49,15 +49,15 @@ package struct ActivityStore: Sendable {
     package func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
-            let state = try connection.query("""
+            let state = try connection.query(sql: """
                 SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2
                 """, [activityId, String(deviceRowId)]).decodedFirst { try $0.decode("state", as: String.self) }
             guard let state else { return .notFound }
             guard state != "ENDED" else { return .ended }
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE activity_devices SET update_token = $3, state = 'RUNNING' WHERE activity_id = $1 AND device_row_id = $2
                 """, [activityId, String(deviceRowId), token])
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE activity_pushes SET next_attempt_at = now() WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner IS NULL
                 """, [activityId, String(deviceRowId)])
             return .saved
@@ -68,10 +68,10 @@ package struct ActivityStore: Sendable {
     package func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
-            let changed = try connection.query("""
+            let changed = try connection.query(sql: """
                 UPDATE activity_devices SET state = 'ENDED', update_token = NULL WHERE activity_id = $1 AND device_row_id = $2
                 """, [activityId, String(deviceRowId)]).affected
-            try connection.query("DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2", [activityId, String(deviceRowId)])
+            try connection.query(sql: "DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2", [activityId, String(deviceRowId)])
             return changed > 0
         }
     }
@@ -87,17 +87,17 @@ package struct ActivityStore: Sendable {
         let column = identifiers.userColumn
         let content = Self.contentParameters(start.content)
         return try await pool.transaction { connection in
-            guard let timestamp = try connection.query("""
+            guard let timestamp = try connection.query(sql: """
                 INSERT INTO activities (activity_id, activity_type, attributes, content_state, last_timestamp) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (activity_id) DO NOTHING RETURNING last_timestamp
                 """, [start.activityId, start.activityType, start.attributes, start.content.contentState ?? "{}", String(Self.seconds(now))])
                 .decodedFirst({ String(try $0.decode("last_timestamp", as: Int64.self)) })
             else { return .duplicate }
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO activity_recipients (activity_id, position, user_id)
                 SELECT $1, r.position, r.user_id FROM unnest($2::text[]) WITH ORDINALITY AS r(user_id, position)
                 """, [start.activityId, users])
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO activity_devices (activity_id, device_row_id, user_id, state)
                 SELECT $1, d.id, min(r.user_id), 'STARTING'
                 FROM unnest($2::text[], $3::text[]) AS r(user_id, lookup)
@@ -118,13 +118,13 @@ package struct ActivityStore: Sendable {
     /// events a second does not push the timestamps ahead of the clock (one second per event).
     package func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
         try await pool.transaction { connection in
-            guard let ended = try connection.query("SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId])
+            guard let ended = try connection.query(sql: "SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId])
                 .decodedFirst({ try $0.decodeIfPresent("ended", as: Bool.self) ?? false }) else {
                 return .notFound
             }
             guard !ended else { return .ended }
             // An end without a content state ends on the newest one sent.
-            let updated = try connection.query("""
+            let updated = try connection.query(sql: """
                 UPDATE activities a SET last_timestamp = CASE
                         WHEN EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity_id = a.activity_id AND ad.last_sent_timestamp >= a.last_timestamp)
                           OR EXISTS (SELECT 1 FROM activity_pushes p WHERE p.activity_id = a.activity_id
@@ -140,7 +140,7 @@ package struct ActivityStore: Sendable {
             content.contentState = updated.contentState ?? content.contentState
             if kind == .end {
                 // A start not yet pushed never needs an end: that device is done.
-                try connection.query("""
+                try connection.query(sql: """
                     WITH dropped AS (
                         DELETE FROM activity_pushes WHERE activity_id = $1 AND kind = 'start' AND lease_owner IS NULL RETURNING device_row_id
                     )
@@ -156,7 +156,7 @@ package struct ActivityStore: Sendable {
     /// Each recipient's state in the order sent, or `nil` for an unknown activity.
     package func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]? {
         try await pool.withConnection(idempotent: true) { connection in
-            guard try connection.query("SELECT 1 FROM activities WHERE activity_id = $1", [activityId]).rows.first != nil else { return nil }
+            guard try connection.query(sql: "SELECT 1 FROM activities WHERE activity_id = $1", [activityId]).rows.first != nil else { return nil }
             return try Self.states(activityId: activityId, connection)
         }
     }
@@ -179,7 +179,7 @@ package struct ActivityStore: Sendable {
         let column = identifiers.userColumn
         let lookup = users.map(identifiers.comparable)
         return try await pool.transaction { connection in
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 WITH targets AS (
                     SELECT DISTINCT d.id, d.\(column) AS lookup FROM devices d
                     WHERE d.\(column) = ANY($1::text[]) AND d.state = 'SUBSCRIBED' AND d.platform = ANY($4::text[])
@@ -213,7 +213,7 @@ package struct ActivityStore: Sendable {
         // (loudly), instead of vanishing from the claim while it stays leased.
         let known = [KnownValues.activityPushKinds, KnownValues.platforms, KnownValues.environments]
         return try await pool.transaction { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH due AS (
                     SELECT p.activity_id, p.device_row_id FROM activity_pushes p
                     JOIN devices d ON d.id = p.device_row_id
@@ -255,7 +255,7 @@ package struct ActivityStore: Sendable {
     @discardableResult
     package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = $1", [owner]).affected
+            try connection.query(sql: "UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = $1", [owner]).affected
         }
     }
 
@@ -279,7 +279,7 @@ package struct ActivityStore: Sendable {
     /// Stores a channel Apple created.
     package func saveChannel(_ channel: Channel) async throws {
         _ = try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (channel_id) DO NOTHING
                 """, [channel.channelId, channel.appId, channel.activityType, String(channel.storagePolicy)])
@@ -289,7 +289,7 @@ package struct ActivityStore: Sendable {
     /// The stored channel, or `nil`.
     package func channel(id: String) async throws -> Channel? {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
+            try connection.query(sql: "SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
                 .decodedFirst { Channel(channelId: try $0.decode("channel_id"), appId: try $0.decode("app_id"), activityType: try $0.decode("activity_type"),
                                         storagePolicy: try $0.decode("storage_policy")) }
         }
@@ -299,14 +299,14 @@ package struct ActivityStore: Sendable {
     @discardableResult
     package func deleteChannel(id: String) async throws -> Bool {
         try await pool.withConnection { connection in
-            try connection.query("DELETE FROM activity_channels WHERE channel_id = $1", [id]).affected > 0
+            try connection.query(sql: "DELETE FROM activity_channels WHERE channel_id = $1", [id]).affected > 0
         }
     }
 
     /// The `aps.timestamp` of a channel's next broadcast: larger than every earlier one.
     package func nextChannelTimestamp(id: String, now: Date) async throws -> Int64? {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, $2) WHERE channel_id = $1 RETURNING last_timestamp
                 """, [id, String(Self.seconds(now))]).decodedFirst { try $0.decode("last_timestamp", as: Int64.self) }
         }
@@ -321,7 +321,7 @@ package struct ActivityStore: Sendable {
     private static func lock(activities ids: [String], _ connection: PostgresConnection) throws {
         let ids = Set(ids.filter { !$0.isEmpty && !$0.hasPrefix("#") })  // widget and controls refreshes belong to no activity
         guard !ids.isEmpty else { return }
-        try connection.query("SELECT 1 FROM activities WHERE activity_id = ANY($1::text[]) ORDER BY activity_id FOR UPDATE",
+        try connection.query(sql: "SELECT 1 FROM activities WHERE activity_id = ANY($1::text[]) ORDER BY activity_id FOR UPDATE",
                              [PostgresArray.encode(ids.sorted())])
     }
 
@@ -341,7 +341,7 @@ package struct ActivityStore: Sendable {
     @discardableResult
     private static func queue(activityId: String, kind: ActivityPushKind, timestamp: String, content: [String?],
                               _ connection: PostgresConnection) throws -> Int {
-        try connection.query("""
+        try connection.query(sql: """
             INSERT INTO activity_pushes (activity_id, device_row_id, kind, event_timestamp, content_state, alert_title, alert_body,
                                          stale_date, dismissal_date, relevance_score, priority)
             SELECT $1, ad.device_row_id, $2, $3::bigint, $4, $5, $6, $7::bigint, $8::bigint, $9::double precision, $10::integer
@@ -357,7 +357,7 @@ package struct ActivityStore: Sendable {
     }
 
     private static func states(activityId: String, _ connection: PostgresConnection) throws -> [(user: String, state: ActivityRecipientState)] {
-        try connection.query("""
+        try connection.query(sql: """
             SELECT r.user_id, CASE
                 WHEN count(ad.device_row_id) = 0 THEN 'NO_TOKEN'
                 WHEN bool_or(ad.state = 'RUNNING') THEN 'RUNNING'
@@ -396,13 +396,13 @@ package struct ActivityStore: Sendable {
         let key = [claim.activityId, String(claim.device.id), owner, String(claim.timestamp)]
         // The row is this claim's while it holds the lease and no newer event replaced it.
         func finish() throws {
-            let deleted = try connection.query("""
+            let deleted = try connection.query(sql: """
                 DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3 AND event_timestamp = $4
                 """, key).affected
             if deleted == 0 { try handBack(error: nil) }
         }
         func handBack(error: String?, at: Date? = nil) throws {
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE activity_pushes SET lease_owner = NULL, last_error = COALESCE($5, last_error),
                     next_attempt_at = CASE WHEN event_timestamp = $4 AND $6::double precision IS NOT NULL THEN to_timestamp($6::double precision) ELSE now() END
                 WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3
@@ -413,7 +413,7 @@ package struct ActivityStore: Sendable {
             if claim.kind == .start {
                 // A newer event replaced this start while it was in flight: the start is done, so
                 // what waits is the newer content as an update.
-                try connection.query("""
+                try connection.query(sql: """
                     UPDATE activity_pushes SET kind = 'update'
                     WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner = $3 AND event_timestamp <> $4 AND kind = 'start'
                     """, key)
@@ -421,7 +421,7 @@ package struct ActivityStore: Sendable {
             try finish()
             guard !claim.kind.isRefresh else { return }
             let startingUntilToken = claim.kind == .start && claim.device.platform == .ios
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE activity_devices SET last_sent_timestamp = GREATEST(last_sent_timestamp, $3),
                     state = CASE WHEN state = 'ENDED' OR $4 = 'end' THEN 'ENDED'
                                  WHEN $5 AND update_token IS NULL THEN 'STARTING' ELSE 'RUNNING' END
@@ -435,14 +435,14 @@ package struct ActivityStore: Sendable {
             switch (claim.kind, claim.device.platform) {
             case (.start, .ios):
                 // Only that push-to-start token: the device cannot start this type until the phone sends a new one.
-                try connection.query("DELETE FROM activity_start_tokens WHERE device_row_id = $1 AND token = $2",
+                try connection.query(sql: "DELETE FROM activity_start_tokens WHERE device_row_id = $1 AND token = $2",
                                      [String(claim.device.id), claim.token])
                 try finish()
-                try connection.query("DELETE FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 AND update_token IS NULL",
+                try connection.query(sql: "DELETE FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 AND update_token IS NULL",
                                      [claim.activityId, String(claim.device.id)])
             case (.update, .ios), (.end, .ios):
                 // Only that update token: the push waits for the phone's next one.
-                try connection.query("""
+                try connection.query(sql: """
                     UPDATE activity_devices SET update_token = NULL WHERE activity_id = $1 AND device_row_id = $2 AND update_token = $3
                     """, [claim.activityId, String(claim.device.id), claim.token])
                 try handBack(error: reason)

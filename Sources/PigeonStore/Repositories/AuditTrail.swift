@@ -12,8 +12,9 @@ package struct PostgresAuditTrail: Sendable {
     package func record(_ entry: AuditEntry) async throws {
         try await pool.withConnection { connection in
             _ = try connection.query("""
-                INSERT INTO console_audit (operator, role, address, action, target, reason, outcome) VALUES ($1, $2, $3, $4, $5, $6, $7)
-                """, [entry.operatorName, entry.role, entry.address, entry.action.rawValue, entry.target, entry.reason, entry.outcome])
+                INSERT INTO console_audit (operator, role, address, action, target, reason, outcome)
+                VALUES (\(entry.operatorName), \(entry.role), \(entry.address), \(entry.action.rawValue), \(entry.target), \(entry.reason), \(entry.outcome))
+                """)
         }
     }
 
@@ -22,9 +23,9 @@ package struct PostgresAuditTrail: Sendable {
         return try await pool.withConnection(idempotent: true) { connection in
             try connection.query("""
                 SELECT extract(epoch FROM at)::double precision AS at, operator, role, address, action, target, reason, outcome FROM console_audit
-                WHERE $1::double precision IS NULL OR at >= to_timestamp($1::double precision)
-                ORDER BY at DESC, id DESC LIMIT \(limit) OFFSET \(offset)
-                """, [since.map { String($0.timeIntervalSince1970) }]).decoded { row in
+                WHERE \(since?.timeIntervalSince1970)::double precision IS NULL OR at >= to_timestamp(\(since?.timeIntervalSince1970)::double precision)
+                ORDER BY at DESC, id DESC LIMIT \(literal: limit) OFFSET \(literal: offset)
+                """).decoded { row in
                 guard let action = AuditEntry.Action(rawValue: try row.decode("action")) else {
                     throw PostgresError(.unexpectedResult, "an audit entry with an unknown action")
                 }
@@ -39,7 +40,7 @@ package struct PostgresAuditTrail: Sendable {
     /// returns how many.
     package func expire(olderThanDays days: Int) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("DELETE FROM console_audit WHERE at < now() - make_interval(days => $1::integer)", [String(max(365, days))]).affected
+            try connection.query("DELETE FROM console_audit WHERE at < now() - make_interval(days => \(max(365, days))::integer)").affected
         }
     }
 }

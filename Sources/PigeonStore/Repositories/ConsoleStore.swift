@@ -23,14 +23,14 @@ package struct ConsoleStore: Sendable {
     package func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            guard let notification = try connection.query("""
+            guard let notification = try connection.query(sql: """
                 SELECT key, recipient_count, extract(epoch FROM created_at)::double precision AS created_at FROM notifications
                 WHERE id = $1 ORDER BY key DESC LIMIT 1
                 """, [notificationId]).decodedFirst({ row in
                     (key: try row.decode("key", as: Int64.self), total: try row.decode("recipient_count", as: Int.self),
                      sentAt: try row.decode("created_at", as: Date.self))
                 }) else { return nil }
-            let recipients = try connection.query("""
+            let recipients = try connection.query(sql: """
                 SELECT user_id, state, attempts, last_error, extract(epoch FROM updated_at)::double precision AS updated_at, position,
                        extract(epoch FROM reported_early_at)::double precision AS reported_early_at
                 FROM deliveries WHERE notification_key = $1::bigint
@@ -44,7 +44,7 @@ package struct ConsoleStore: Sendable {
             guard let first = recipients.first?.position, let last = recipients.last?.position else {
                 return (notification.total, notification.sentAt, [])
             }
-            let outcomes = try connection.query("""
+            let outcomes = try connection.query(sql: """
                 SELECT position, device_id, platform, app_id, token_masked, state, attempts, last_error, service_id,
                        extract(epoch FROM sent_at)::double precision AS sent_at, extract(epoch FROM updated_at)::double precision AS updated_at,
                        extract(epoch FROM delivered_at)::double precision AS delivered_at, extract(epoch FROM opened_at)::double precision AS opened_at
@@ -73,7 +73,7 @@ package struct ConsoleStore: Sendable {
     /// The user's subscribed devices (at most 100).
     package func devices(user: String) async throws -> [DeviceSummary] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT d.id, d.bank_client_id, d.device_id, d.platform, d.app_id, d.environment, d.push_token,
                        extract(epoch FROM d.created_at)::double precision AS created_at,
                        extract(epoch FROM CASE WHEN r.reached THEN r.reached_at END)::double precision AS reached_at, d.encryption_key_id
@@ -90,7 +90,7 @@ package struct ConsoleStore: Sendable {
     package func recentNotifications(user: String, limit: Int = 20) async throws -> [UserNotification] {
         let limit = max(1, min(limit, 100))
         return try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT n.id, d.state, d.attempts, extract(epoch FROM n.created_at)::double precision AS created_at,
                        extract(epoch FROM d.updated_at)::double precision AS updated_at
                 FROM (SELECT notification_key, state, attempts, updated_at FROM deliveries
@@ -110,7 +110,7 @@ package struct ConsoleStore: Sendable {
     /// The user's registrations waiting for their SMS code (at most 100).
     package func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision AS created_at
                 FROM pending_registrations WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1) ORDER BY id LIMIT 100
                 """, [user, identifiers.caseInsensitive ? "true" : "false"]).decoded { row in
@@ -125,7 +125,7 @@ package struct ConsoleStore: Sendable {
     /// `reason`: why, as the user's page lists it among the removed devices.
     package func revoke(deviceId: Int64, reason: String = "revoked in the console") async throws -> (user: String, device: DeviceSummary)? {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH gone AS (DELETE FROM devices WHERE id = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT g.id, g.bank_client_id, g.device_id, g.platform, g.app_id, g.environment, g.push_token,
                        extract(epoch FROM g.created_at)::double precision AS created_at, NULL::double precision AS reached_at,
@@ -140,7 +140,7 @@ package struct ConsoleStore: Sendable {
     /// The user's devices removed within the retention period, newest first (at most 50).
     package func removedDevices(user: String) async throws -> [RemovedDevice] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision AS removed_at
                 FROM removed_devices WHERE user_folded = $1 AND ($2 OR user_id = $3)
                 ORDER BY removed_at DESC LIMIT 50
@@ -158,8 +158,8 @@ package struct ConsoleStore: Sendable {
     package func waitingReports(offset: Int, limit: Int) async throws -> (total: Int, page: [WaitingReport]) {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            let total = try connection.query("SELECT count(*) FROM outbox").scalar(as: Int.self, "the outbox's size")
-            let page = try connection.query("""
+            let total = try connection.query(sql: "SELECT count(*) FROM outbox").scalar(as: Int.self, "the outbox's size")
+            let page = try connection.query(sql: """
                 SELECT id, kind, payload::text AS payload, attempts, extract(epoch FROM next_attempt_at)::double precision AS next_attempt_at,
                        last_error, extract(epoch FROM created_at)::double precision AS created_at
                 FROM outbox ORDER BY id LIMIT \(limit) OFFSET \(offset)

@@ -50,12 +50,12 @@ package struct DeliveryQueue: Sendable {
                 // parameters leaves only the partitions the claimed rows are in.
                 let firstKey = try liveDays.firstKey(connection)
                 try Self.readInQueueOrder(connection)
-                let due = try connection.query(Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).decoded { row in
+                let due = try connection.query(sql: Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).decoded { row in
                     (key: try row.decode("notification_key", as: Int64.self), folded: try row.decode("user_folded", as: String.self),
                      position: try row.decode("position", as: Int.self))
                 }
                 guard let lowest = due.map(\.key).min(), let highest = due.map(\.key).max() else { return [] }
-                return try connection.query(Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { String($0.key) }),
+                return try connection.query(sql: Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { String($0.key) }),
                           PostgresArray.encode(due.map(\.folded)), PostgresArray.encode(due.map { String($0.position) }),
                           String(lowest), String(highest)]).named
                     .map { row throws(PostgresError) in
@@ -104,7 +104,7 @@ package struct DeliveryQueue: Sendable {
     /// backlog. Walking the queue index in order stops after the rows the claim takes, whatever
     /// the statistics say.
     static func readInQueueOrder(_ connection: PostgresConnection) throws {
-        _ = try connection.query("SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)")
+        _ = try connection.query(sql: "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)")
     }
 
     /// The queue rows a claim can find, as a condition on `notification_key`: from `firstKey` (a
@@ -182,7 +182,7 @@ package struct DeliveryQueue: Sendable {
         return try await pool.withConnection { connection in
             // The deliveries' outcomes, and each pushed device's, in one statement: a device's
             // row is written only for a delivery this owner still held.
-            try connection.query("""
+            try connection.query(sql: """
                 WITH updated AS (
                 UPDATE deliveries d
                 SET state = v.state, updated_at = now(), last_error = COALESCE(v.error, d.last_error), lease_owner = NULL,
@@ -246,7 +246,7 @@ package struct DeliveryQueue: Sendable {
     @discardableResult
     package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE deliveries SET lease_owner = NULL, next_attempt_at = now(), updated_at = now()
                 WHERE next_attempt_at IS NOT NULL AND lease_owner = $1
                 """, [owner]).affected
@@ -262,7 +262,7 @@ package struct DeliveryQueue: Sendable {
         let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
         return try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE deliveries d
                 SET lease_owner = NULL, attempts = greatest(d.attempts - 1, 0), updated_at = now(),
                     next_attempt_at = now() + make_interval(secs => $2::double precision), last_error = COALESCE($8, d.last_error)
@@ -285,7 +285,7 @@ package struct DeliveryQueue: Sendable {
                 let firstKey = try liveDays.firstKey(connection)
                 let days = Self.dayRange(from: firstKey)
                 try Self.readInQueueOrder(connection)
-                return try connection.query(Self.priorities(days) + """
+                return try connection.query(sql: Self.priorities(days) + """
 
                     SELECT COALESCE(extract(epoch FROM now() - min(o.due)), 0)::double precision
                     FROM priorities p CROSS JOIN LATERAL (
@@ -304,11 +304,11 @@ package struct DeliveryQueue: Sendable {
     package func depth(exactUpTo: Int = 10_000) async throws -> Int {
         let bound = max(1, exactUpTo)
         return try await pool.withConnection(idempotent: true) { connection in
-            let counted = try connection.query("""
+            let counted = try connection.query(sql: """
                 SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT \(bound + 1)) AS q
                 """).scalar(as: Int.self, "the queue's counted depth")
             guard counted > bound else { return counted }
-            let estimated = try connection.query("""
+            let estimated = try connection.query(sql: """
                 SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), 0)::bigint FROM pg_inherits i
                 JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'deliveries_claimable'::regclass

@@ -7,7 +7,7 @@ import PigeonCore
 enum DeviceReach {
     static func record(deviceIds: [Int64], _ connection: PostgresConnection) throws {
         guard !deviceIds.isEmpty else { return }
-        _ = try connection.query("""
+        _ = try connection.query(sql: """
             UPDATE device_reach SET reached_at = now(), reached = true
             WHERE device_id = ANY($1::bigint[]) AND (reached_at < now() - interval '1 hour' OR NOT reached)
             """, [PostgresArray.encode(deviceIds.map(String.init))])

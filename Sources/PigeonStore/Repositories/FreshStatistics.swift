@@ -58,12 +58,12 @@ final class FreshStatistics: Sendable {
         var analyzed: [Int64: Double] = [:]
         for (index, (day, key)) in due.enumerated() {
             do {
-                try connection.query("SAVEPOINT pigeon_fresh_statistics")
-                try connection.query("SELECT set_config('lock_timeout', $1, true)", [String(lockTimeoutMilliseconds)])
+                try connection.query(sql: "SAVEPOINT pigeon_fresh_statistics")
+                try connection.query(sql: "SELECT set_config('lock_timeout', $1, true)", [String(lockTimeoutMilliseconds)])
                 analyzed[day] = try Self.analyzePartition(of: key, connection) ?? 0
-                try connection.query("RELEASE SAVEPOINT pigeon_fresh_statistics")
+                try connection.query(sql: "RELEASE SAVEPOINT pigeon_fresh_statistics")
             } catch let error as PostgresError where !error.isConnectionFailure && connection.isUsable {
-                _ = try? connection.query("ROLLBACK TO SAVEPOINT pigeon_fresh_statistics")
+                _ = try? connection.query(sql: "ROLLBACK TO SAVEPOINT pigeon_fresh_statistics")
                 analyzed[day] = nil
                 abandoned([day])
                 logger?.warning("could not analyze a day's deliveries with its send; left to the background",
@@ -104,12 +104,12 @@ final class FreshStatistics: Sendable {
     /// when no delivery of `key` is there (nothing to analyze).
     private static func analyzePartition(of key: Int64, _ connection: PostgresConnection) throws -> Double? {
         // The partition's name comes from the catalog (regclass text is quoted as needed).
-        guard let partition = try connection.query(
+        guard let partition = try connection.query(sql: 
             "SELECT tableoid::regclass::text FROM deliveries WHERE notification_key = $1 LIMIT 1", [String(key)]).scalar else {
             return nil
         }
-        try connection.query("ANALYZE \(partition)")
-        return try connection.query(
+        try connection.query(sql: "ANALYZE \(partition)")
+        return try connection.query(sql: 
             "SELECT reltuples::double precision FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Double.init)
     }
 

@@ -36,7 +36,7 @@ final class LiveDays: Sendable {
     /// day is probed through its own partition of the queue index, oldest first, until one has a
     /// live row.
     static func lookUp(_ connection: PostgresConnection) throws -> Int64 {
-        let day = try connection.query("""
+        let day = try connection.query(sql: """
             WITH bounds AS (
                 SELECT (SELECT min(notification_key) >> 40 FROM deliveries) AS oldest,
                        pigeon_day(now()) - 1 AS yesterday

@@ -50,10 +50,10 @@ package struct NotificationStore: Sendable {
     /// The key of notification `id`, or `nil`. Ids are looked up in every partition (each has its
     /// index on `id`); the newest days come first, where almost every lookup ends.
     static func key(of id: String, _ connection: PostgresConnection) throws -> Int64? {
-        let recent = try connection.query(
+        let recent = try connection.query(sql: 
             "SELECT key FROM notifications WHERE id = $1 AND key >= pigeon_day_key(pigeon_day(now()) - 1) LIMIT 1", [id])
         if let key = try recent.decodedFirst({ try $0.decode("key", as: Int64.self) }) { return key }
-        return try connection.query("SELECT key FROM notifications WHERE id = $1 LIMIT 1", [id])
+        return try connection.query(sql: "SELECT key FROM notifications WHERE id = $1 LIMIT 1", [id])
             .decodedFirst { try $0.decode("key", as: Int64.self) }
     }
 
@@ -63,7 +63,7 @@ package struct NotificationStore: Sendable {
         guard let lowest = keys.min(), let highest = keys.max() else { return [:] }
         return try await pool.withConnection(idempotent: true) { connection in
             // The key range lets the plan leave out the days no key is in.
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 SELECT \(Self.contentColumns), key FROM notifications
                 WHERE key = ANY($1::bigint[]) AND key BETWEEN $2::bigint AND $3::bigint
                 """, [PostgresArray.encode(keys.map { String($0) }), String(lowest), String(highest)])
@@ -83,10 +83,10 @@ package struct NotificationStore: Sendable {
     /// ``notification(key:)`` on a connection the caller holds; `recipients` reads the
     /// recipient list back from the deliveries, in the order sent.
     static func notification(key: Int64, recipients: Bool, _ connection: PostgresConnection) throws -> PushNotification? {
-        let rows = try connection.query("SELECT \(contentColumns) FROM notifications WHERE key = $1", [String(key)])
+        let rows = try connection.query(sql: "SELECT \(contentColumns) FROM notifications WHERE key = $1", [String(key)])
         guard let row = rows.named.first else { return nil }
         let users = recipients
-            ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
+            ? try connection.query(sql: "SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
                 .decoded { try $0.decode("user_id", as: String.self) }
             : []
         return try content(row, recipients: users)
@@ -126,7 +126,7 @@ package struct NotificationStore: Sendable {
 
     /// Each recipient's state of the notification stored under `key`, in the order sent.
     static func states(of key: Int64, _ connection: PostgresConnection) throws -> [RecipientState] {
-        try connection.query(
+        try connection.query(sql: 
             "SELECT user_id, state FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)]
         ).decoded { row in
             // A state this binary does not know is an error, never reported as QUEUED.

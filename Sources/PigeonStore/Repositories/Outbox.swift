@@ -26,7 +26,7 @@ package struct Outbox: Sendable {
 
     /// Adds a report inside the caller's transaction.
     package static func enqueue(_ report: BankReport, _ connection: PostgresConnection) throws {
-        _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES ($1, $2::jsonb)", [report.kind, report.payload])
+        _ = try connection.query("INSERT INTO outbox (kind, payload) VALUES (\(report.kind), \(report.payload)::jsonb)")
     }
 
     /// Up to `limit` due reports, oldest first, each leased for `lease`.
@@ -41,7 +41,7 @@ package struct Outbox: Sendable {
         // A literal limit: a generic plan that does not know it would sort the whole outbox.
         let limit = max(1, min(limit, 10_000))
         let (claimed, undecodable) = try await pool.transaction { connection in
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 WITH due AS (
                     SELECT id FROM outbox WHERE next_attempt_at <= now() AND kind = ANY($2::text[])
                     ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
@@ -63,7 +63,7 @@ package struct Outbox: Sendable {
                 claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode("attempts"), createdAt: try row.decode("created_at")))
             }
             if !undecodable.isEmpty {
-                try connection.query("""
+                try connection.query(sql: """
                     WITH moved AS (DELETE FROM outbox WHERE id = ANY($1::bigint[]) RETURNING id, kind, payload, attempts, created_at)
                     INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
                     SELECT id, kind, payload, attempts, $2, created_at FROM moved
@@ -83,7 +83,7 @@ package struct Outbox: Sendable {
     package func complete(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await pool.withConnection { connection in
-            try connection.query("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [PostgresArray.encode(ids.map(String.init))])
+            try connection.query("DELETE FROM outbox WHERE id = ANY(\(ids)::bigint[])")
         }
     }
 
@@ -92,16 +92,17 @@ package struct Outbox: Sendable {
     package func handBack(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE outbox SET next_attempt_at = now(), attempts = greatest(0, attempts - 1) WHERE id = ANY($1::bigint[])",
-                                 [PostgresArray.encode(ids.map(String.init))])
+            try connection.query("UPDATE outbox SET next_attempt_at = now(), attempts = greatest(0, attempts - 1) WHERE id = ANY(\(ids)::bigint[])")
         }
     }
 
     /// A send failed: try again at `retryAt`.
     package func reschedule(_ id: Int64, at retryAt: Date, error: String) async throws {
         _ = try await pool.withConnection { connection in
-            try connection.query("UPDATE outbox SET next_attempt_at = to_timestamp($2), last_error = $3 WHERE id = $1",
-                                 [String(id), String(retryAt.timeIntervalSince1970), String(error.prefix(500))])
+            try connection.query("""
+                UPDATE outbox SET next_attempt_at = to_timestamp(\(retryAt.timeIntervalSince1970)::double precision), last_error = \(String(error.prefix(500)))
+                WHERE id = \(id)
+                """)
         }
     }
 
@@ -109,11 +110,11 @@ package struct Outbox: Sendable {
     package func bury(_ id: Int64, error: String) async throws {
         _ = try await pool.withConnection { connection in
             try connection.query("""
-                WITH moved AS (DELETE FROM outbox WHERE id = $1 RETURNING id, kind, payload, attempts, created_at)
+                WITH moved AS (DELETE FROM outbox WHERE id = \(id) RETURNING id, kind, payload, attempts, created_at)
                 INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
-                SELECT id, kind, payload, attempts, $2, created_at FROM moved
+                SELECT id, kind, payload, attempts, \(String(error.prefix(500))), created_at FROM moved
                 ON CONFLICT (id) DO NOTHING
-                """, [String(id), String(error.prefix(500))])
+                """)
         }
     }
 
@@ -124,7 +125,7 @@ package struct Outbox: Sendable {
             try connection.query("""
                 SELECT id, kind, payload::text AS payload, attempts, last_error,
                        extract(epoch FROM created_at)::double precision AS created_at, extract(epoch FROM died_at)::double precision AS died_at
-                FROM outbox_dead ORDER BY died_at, id LIMIT \(limit)
+                FROM outbox_dead ORDER BY died_at, id LIMIT \(literal: limit)
                 """).decoded { row in
                 // Listed even when its payload does not decode: that is why some died.
                 let kind = try row.decode("kind", as: String.self)
@@ -144,7 +145,7 @@ package struct Outbox: Sendable {
     package func requeue(_ ids: [Int64]?) async throws -> [Int64] {
         // One statement: the move is atomic without a transaction of its own.
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
                 INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved RETURNING id
                 """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).decoded { try $0.decode("id", as: Int64.self) }
@@ -154,7 +155,7 @@ package struct Outbox: Sendable {
     /// Reports waiting, how long the oldest has waited, and the dead letters.
     package func statistics() async throws -> OutboxStatistics {
         try await pool.withConnection(idempotent: true) { connection in
-            let statistics = try connection.query("""
+            let statistics = try connection.query(sql: """
                 SELECT count(*) AS depth, COALESCE(extract(epoch FROM now() - min(created_at)), 0)::double precision AS oldest_age,
                        (SELECT count(*) FROM outbox_dead) AS dead
                 FROM outbox

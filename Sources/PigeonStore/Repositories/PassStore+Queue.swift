@@ -13,7 +13,7 @@ extension PassStore {
         // In a transaction: a row that does not decode fails the claim and rolls its leases back
         // (loudly), instead of vanishing from the claim while it stays leased.
         return try await pool.transaction { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH due AS (
                     SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
                     WHERE state IN ('QUEUED', 'SENT') AND next_attempt_at <= now()
@@ -73,7 +73,7 @@ extension PassStore {
         let locked = settling.sorted { ($0.passTypeIdentifier, $0.serialNumber) < ($1.passTypeIdentifier, $1.serialNumber) }
         return try await pool.transaction { connection in
             for pass in locked {
-                _ = try connection.query("SELECT 1 FROM passes WHERE pass_type_id = $1 AND serial_number = $2 FOR UPDATE",
+                _ = try connection.query(sql: "SELECT 1 FROM passes WHERE pass_type_id = $1 AND serial_number = $2 FOR UPDATE",
                                          [pass.passTypeIdentifier, pass.serialNumber])
             }
             let match = """
@@ -82,7 +82,7 @@ extension PassStore {
                 """
             var changed = 0
             if sent[0] != "{}" {
-                changed += try connection.query("""
+                changed += try connection.query(sql: """
                     UPDATE pass_registrations r
                     SET state = 'SENT', pushes = r.pushes + 1, failures = 0, next_attempt_at = to_timestamp(u.deadline),
                         lease_owner = NULL, last_error = NULL, state_changed_at = now()
@@ -92,7 +92,7 @@ extension PassStore {
                     """, [owner] + sent).affected
             }
             if retried[0] != "{}" {
-                changed += try connection.query("""
+                changed += try connection.query(sql: """
                     UPDATE pass_registrations r
                     SET failures = r.failures + 1, next_attempt_at = to_timestamp(u.retry_at), lease_owner = NULL, last_error = u.error
                     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::double precision[], $7::text[])
@@ -101,7 +101,7 @@ extension PassStore {
                     """, [owner] + retried).affected
             }
             if expired[0] != "{}" {
-                changed += try connection.query("""
+                changed += try connection.query(sql: """
                     UPDATE pass_registrations r
                     SET state = 'EXPIRED', next_attempt_at = NULL, lease_owner = NULL, state_changed_at = now()
                     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(pass_type_id, serial_number, device_library_id, version)
@@ -109,7 +109,7 @@ extension PassStore {
                     """, [owner] + expired).affected
             }
             if failed[0] != "{}" {
-                changed += try connection.query("""
+                changed += try connection.query(sql: """
                     UPDATE pass_registrations r
                     SET state = 'SENDING_FAILED', next_attempt_at = NULL, lease_owner = NULL, last_error = u.error, state_changed_at = now()
                     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
@@ -120,7 +120,7 @@ extension PassStore {
             if dead[0] != "{}" {
                 // Only while the device still has the token that was refused: a Wallet that
                 // registered again since has a new one.
-                changed += try connection.query("""
+                changed += try connection.query(sql: """
                     DELETE FROM pass_devices d USING unnest($1::text[], $2::text[]) AS u(device_library_id, push_token)
                     WHERE d.device_library_id = u.device_library_id AND d.push_token = u.push_token
                     """, dead).affected
@@ -134,7 +134,7 @@ extension PassStore {
     @discardableResult
     package func releasePassPushes(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 UPDATE pass_registrations SET lease_owner = NULL, next_attempt_at = now()
                 WHERE lease_owner = $1 AND state IN ('QUEUED', 'SENT')
                 """, [owner]).affected

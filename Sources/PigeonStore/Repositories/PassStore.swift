@@ -29,7 +29,7 @@ package struct PassStore: Sendable {
     package func update(_ pass: PassIdentity, authenticationDigest: Data, content: Data) async throws -> UpdateResult {
         let parameters = [pass.passTypeIdentifier, pass.serialNumber, PostgresBytea.encode(authenticationDigest), PostgresBytea.encode(content)]
         return try await pool.withConnection { connection in
-            let row = try connection.query("""
+            let row = try connection.query(sql: """
                 WITH stored AS (
                     INSERT INTO passes AS p (pass_type_id, serial_number, auth_token_digest, version, content, modified_at, update_tag)
                     VALUES ($1, $2, $3::bytea, 1, $4::bytea, date_trunc('second', now()), nextval('pass_update_tags'))
@@ -57,10 +57,10 @@ package struct PassStore: Sendable {
     /// nil for an unknown pass.
     package func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])? {
         try await pool.withConnection(idempotent: true) { connection in
-            guard let version = try connection.query(
+            guard let version = try connection.query(sql: 
                 "SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
                 [pass.passTypeIdentifier, pass.serialNumber]).scalar.flatMap(Int64.init) else { return nil }
-            let devices = try connection.query("""
+            let devices = try connection.query(sql: """
                 SELECT device_library_id, state FROM pass_registrations
                 WHERE pass_type_id = $1 AND serial_number = $2 ORDER BY device_library_id
                 """, [pass.passTypeIdentifier, pass.serialNumber]).decoded { row in
@@ -82,15 +82,15 @@ package struct PassStore: Sendable {
         return try await pool.transaction { connection in
             guard let version = try Self.lockPass(pass, digest: digest, connection) else { return .unauthorized }
             // One device's registrations are counted one at a time.
-            _ = try connection.query("SELECT pg_advisory_xact_lock(hashtext('pigeon.pass_device'), hashtext($1))", [device])
+            _ = try connection.query(sql: "SELECT pg_advisory_xact_lock(hashtext('pigeon.pass_device'), hashtext($1))", [device])
             let key = [pass.passTypeIdentifier, pass.serialNumber, device]
-            if !(try connection.query("""
+            if !(try connection.query(sql: """
                 SELECT 1 FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
                 """, key).isEmpty) {
-                _ = try connection.query("UPDATE pass_devices SET push_token = $2, updated_at = now() WHERE device_library_id = $1", [device, pushToken])
+                _ = try connection.query(sql: "UPDATE pass_devices SET push_token = $2, updated_at = now() WHERE device_library_id = $1", [device, pushToken])
                 return .alreadyRegistered
             }
-            guard let counts = try connection.query("""
+            guard let counts = try connection.query(sql: """
                 SELECT (SELECT count(*) FROM pass_registrations WHERE device_library_id = $3) AS of_device,
                        (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) AS of_pass
                 """, key).decodedFirst({ row in (device: try row.decode("of_device", as: Int.self), pass: try row.decode("of_pass", as: Int.self)) })
@@ -105,7 +105,7 @@ package struct PassStore: Sendable {
                 // registration of the last day — established ones (a day old or more: the
                 // owner's phones) go only when every registration is established — so a copy
                 // registered twenty times evicts its own registrations, not the owner's Wallet.
-                let evicted = try connection.query("""
+                let evicted = try connection.query(sql: """
                     DELETE FROM pass_registrations WHERE (pass_type_id, serial_number, device_library_id) IN (
                         SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
                         WHERE pass_type_id = $1 AND serial_number = $2
@@ -113,16 +113,16 @@ package struct PassStore: Sendable {
                         LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) - $3 + 1))
                     RETURNING device_library_id
                     """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).decoded { try $0.decode("device_library_id", as: String.self) }
-                _ = try connection.query("""
+                _ = try connection.query(sql: """
                     DELETE FROM pass_devices d WHERE device_library_id = ANY($1::text[])
                       AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
                     """, [PostgresArray.encode(evicted)])
             }
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 INSERT INTO pass_devices (device_library_id, push_token) VALUES ($1, $2)
                 ON CONFLICT (device_library_id) DO UPDATE SET push_token = EXCLUDED.push_token, updated_at = now()
                 """, [device, pushToken])
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 INSERT INTO pass_registrations (pass_type_id, serial_number, device_library_id, version) VALUES ($1, $2, $3, $4)
                 """, key + [String(version)])
             return .created
@@ -135,10 +135,10 @@ package struct PassStore: Sendable {
         let digest = PostgresBytea.encode(authenticationDigest)
         return try await pool.transaction { connection in
             guard try Self.lockPass(pass, digest: digest, connection) != nil else { return false }
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 DELETE FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
                 """, [pass.passTypeIdentifier, pass.serialNumber, device])
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 DELETE FROM pass_devices d WHERE device_library_id = $1
                   AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
                 """, [device])
@@ -155,7 +155,7 @@ package struct PassStore: Sendable {
     /// nil when the device has no pass of that type.
     package func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)? {
         try await pool.withConnection { connection in
-            let row = try connection.query("""
+            let row = try connection.query(sql: """
                 WITH mine AS (
                     SELECT r.serial_number, p.update_tag, r.state
                     FROM pass_registrations r JOIN passes p USING (pass_type_id, serial_number)
@@ -190,7 +190,7 @@ package struct PassStore: Sendable {
         let since = ifModifiedSince.map { String($0.timeIntervalSince1970) }
         return try await pool.transaction { connection in
             // The content only when it is to be sent (not for a 304).
-            guard let row = try connection.query("""
+            guard let row = try connection.query(sql: """
                 SELECT version, extract(epoch FROM modified_at)::double precision AS modified_at,
                        CASE WHEN $4::double precision IS NULL OR modified_at > to_timestamp($4::double precision) THEN content END AS content
                 FROM passes
@@ -200,7 +200,7 @@ package struct PassStore: Sendable {
             let version: Int64 = try row.decode("version")
             let modifiedAt: Date = try row.decode("modified_at")
             // Read after the lock: a concurrent download of the same pass is attributed first.
-            let before = try connection.query("""
+            let before = try connection.query(sql: """
                 UPDATE pass_registrations r
                 SET state = 'FETCHED', next_attempt_at = NULL, lease_owner = NULL, last_error = NULL, state_changed_at = now()
                 FROM (SELECT device_library_id, state FROM pass_registrations
@@ -225,7 +225,7 @@ package struct PassStore: Sendable {
 
     /// Locks the pass's row when `digest` is its token's; returns its version, or nil.
     static func lockPass(_ pass: PassIdentity, digest: String, _ connection: PostgresConnection) throws -> Int64? {
-        try connection.query("""
+        try connection.query(sql: """
             SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
             """, [pass.passTypeIdentifier, pass.serialNumber, digest]).scalar.flatMap(Int64.init)
     }
@@ -233,7 +233,7 @@ package struct PassStore: Sendable {
     /// Writes the bank's report for the pass's current version when no device still waits for
     /// it and some did not fetch it, once a version. The caller holds the pass's row lock.
     static func reportIfSettled(_ pass: PassIdentity, _ connection: PostgresConnection) throws {
-        _ = try connection.query("""
+        _ = try connection.query(sql: """
             WITH counts AS (
                 SELECT p.version,
                        count(*) FILTER (WHERE r.state IN ('QUEUED', 'SENT')) AS waiting,

@@ -17,19 +17,18 @@ package struct RateLimitStore: Sendable {
     /// Counts one attempt in `bucket`, whose window lasts `window` from its first attempt, and
     /// allows it when the count is at most `limit`.
     package func take(bucket: String, limit: Int, window: Duration) async throws -> Decision {
-        let sql = """
-            INSERT INTO rate_limits AS r (bucket, window_ends_at, count)
-            VALUES ($1, now() + make_interval(secs => $2::double precision), 1)
-            ON CONFLICT (bucket) DO UPDATE SET
-                count = CASE WHEN r.window_ends_at <= now() THEN 1 ELSE r.count + 1 END,
-                window_ends_at = CASE WHEN r.window_ends_at <= now()
-                                      THEN now() + make_interval(secs => $2::double precision)
-                                      ELSE r.window_ends_at END
-            RETURNING count, ceil(extract(epoch FROM r.window_ends_at - now()))::integer AS seconds_left
-            """
-        let seconds = String(window.components.seconds)
+        let seconds = Double(window.components.seconds)
         return try await pool.withConnection { connection in
-            guard let (count, secondsLeft) = try connection.query(sql, [bucket, seconds]).decodedFirst({ row in
+            guard let (count, secondsLeft) = try connection.query("""
+                INSERT INTO rate_limits AS r (bucket, window_ends_at, count)
+                VALUES (\(bucket), now() + make_interval(secs => \(seconds)::double precision), 1)
+                ON CONFLICT (bucket) DO UPDATE SET
+                    count = CASE WHEN r.window_ends_at <= now() THEN 1 ELSE r.count + 1 END,
+                    window_ends_at = CASE WHEN r.window_ends_at <= now()
+                                          THEN EXCLUDED.window_ends_at
+                                          ELSE r.window_ends_at END
+                RETURNING count, ceil(extract(epoch FROM r.window_ends_at - now()))::integer AS seconds_left
+                """).decodedFirst({ row in
                 (try row.decode("count", as: Int.self), try row.decode("seconds_left", as: Int.self))
             }) else {
                 throw PostgresError(.unexpectedResult, "counting a rate-limited attempt returned nothing")

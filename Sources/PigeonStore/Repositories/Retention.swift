@@ -25,7 +25,7 @@ package struct Retention: Sendable {
         let moment = NotificationStore.timestamp(now)
         return try await pool.transaction { connection in
             try connection.setTransactionLockTimeout(lockTimeout)
-            return try connection.query(
+            return try connection.query(sql: 
                 "SELECT pigeon_create_days(pigeon_day($1::timestamptz) - 1, pigeon_day($1::timestamptz) + $2::integer)",
                 [moment, String(max(0, daysAhead))]).scalar(as: Int.self, "the count of day partitions made")
         }
@@ -35,14 +35,14 @@ package struct Retention: Sendable {
     package func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
         let cutoff = NotificationStore.timestamp(now.addingTimeInterval(-Double(max(1, days)) * 86_400))
         return try await pool.withConnection { connection in
-            guard try connection.query("SELECT pg_try_advisory_lock($1::bigint) AS locked", [Self.lock])
+            guard try connection.query(sql: "SELECT pg_try_advisory_lock($1::bigint) AS locked", [Self.lock])
                 .decodedFirst({ try $0.decode("locked", as: Bool.self) }) == true else {
                 return RetentionStep(created: 0, dropped: [], ran: false)
             }
-            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
+            defer { _ = try? connection.query(sql: "SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
             // Deliveries and device pushes before notifications; a table already detached by an interrupted pass
             // (no longer a partition, or detach pending) is finished here.
-            let aged = try connection.query("""
+            let aged = try connection.query(sql: """
                 SELECT c.relname AS table_name, parent.relname AS parent_name, COALESCE(i.inhdetachpending, false) AS detach_pending
                 FROM pg_class c
                 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
@@ -59,20 +59,20 @@ package struct Retention: Sendable {
             for (table, parent, detachPending) in aged {
                 if let parent {
                     let finish = detachPending ? "FINALIZE" : "CONCURRENTLY"
-                    try connection.query("ALTER TABLE \"\(parent)\" DETACH PARTITION \"\(table)\" \(finish)")
+                    try connection.query(sql: "ALTER TABLE \"\(parent)\" DETACH PARTITION \"\(table)\" \(finish)")
                 }
-                try connection.query("DROP TABLE IF EXISTS \"\(table)\"")
+                try connection.query(sql: "DROP TABLE IF EXISTS \"\(table)\"")
                 dropped.append(table)
             }
             // Removed devices are kept as long as the deliveries that went to them.
-            _ = try connection.query("""
+            _ = try connection.query(sql: """
                 DELETE FROM removed_devices WHERE id IN (
                     SELECT id FROM removed_devices WHERE removed_at < $1::timestamptz ORDER BY removed_at LIMIT 100000)
                 """, [cutoff])
             // Live Activities (CONTRACT §9) not changed for as long, and pushes that waited as
             // long in vain (an update whose phone never sent its token).
-            _ = try connection.query("DELETE FROM activity_pushes WHERE created_at < $1::timestamptz", [cutoff])
-            _ = try connection.query("DELETE FROM activities WHERE updated_at < $1::timestamptz", [cutoff])
+            _ = try connection.query(sql: "DELETE FROM activity_pushes WHERE created_at < $1::timestamptz", [cutoff])
+            _ = try connection.query(sql: "DELETE FROM activities WHERE updated_at < $1::timestamptz", [cutoff])
             return RetentionStep(created: 0, dropped: dropped, ran: true)
         }
     }
@@ -80,7 +80,7 @@ package struct Retention: Sendable {
     /// The days (as `YYYYMMDD`) that have partitions, oldest first.
     package func days() async throws -> [String] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT right(c.relname, 8) AS day FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'notifications'::regclass ORDER BY 1
                 """).decoded { try $0.decode("day", as: String.self) }

@@ -207,10 +207,10 @@ final class SendBatcher: Sendable {
     private func insertTransaction(_ batch: [Item], on connection: PostgresConnection,
                                    analyzing: ([Int64]) -> Void) throws -> ([SendOutcome], [Int64: Int], [Int64: Double]) {
         try connection.transaction { connection in
-            try connection.query(Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))])
+            try connection.query(sql: Self.lockStatement, [PostgresArray.encode(batch.map(\.notification.id))])
             let started = ContinuousClock.now
             let moment = StoredMoment(now())
-            let rows = try connection.query(Self.insertStatement(userColumn: identifiers.userColumn),
+            let rows = try connection.query(sql: Self.insertStatement(userColumn: identifiers.userColumn),
                                             parameters(batch.map { ($0.notification, $0.recipients) }, at: moment))
             var (keys, queued) = try Self.stored(rows)
             for item in batch where item.recipients.count > limits.recipientsPerStatement {
@@ -287,7 +287,7 @@ final class SendBatcher: Sendable {
             }
             let piece = first..<min(first + chunk, item.recipients.count)
             let columns = recipientColumns([(index: 1, recipients: item.recipients, range: piece)])
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 WITH stored AS (
                     INSERT INTO deliveries (notification_key, position, user_id, user_folded, state, priority,
                         expires_at, updated_at, next_attempt_at, reported_early_at)

@@ -19,7 +19,7 @@ package struct SubscriptionStore: Sendable {
                           appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production,
                           encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         try await pool.withConnection { connection in
-            let rows = try connection.query("""
+            let rows = try connection.query(sql: """
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, app_id, environment,
                                      encryption_key_id, encryption_public_key)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bytea)
@@ -42,7 +42,7 @@ package struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
         return try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH gone AS (DELETE FROM devices WHERE \(column) = $1 RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
                 """, [key, RemovedDevices.deletedByBank]).scalar(as: Int.self, "the count of devices deleted")
@@ -54,7 +54,7 @@ package struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED') AS subscribed
                 FROM unnest($1::text[]) WITH ORDINALITY AS u(key, position)
                 ORDER BY u.position
@@ -68,7 +68,7 @@ package struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let keys = PostgresArray.encode(users.map(identifiers.comparable))
         return try await pool.withConnection(idempotent: true) { connection in
-            let found = try connection.query("""
+            let found = try connection.query(sql: """
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column) AS user_key, app_id, environment,
                        encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
@@ -81,7 +81,7 @@ package struct SubscriptionStore: Sendable {
     /// How many subscribed devices each route (platform, app, environment) has.
     package func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT platform, app_id, environment, count(*) AS devices FROM devices
                 WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[]) AND environment = ANY($2::text[])
                 GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
@@ -103,7 +103,7 @@ package struct SubscriptionStore: Sendable {
         guard !deviceIds.isEmpty else { return 0 }
         let ids = PostgresArray.encode(deviceIds.map(String.init))
         return try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 WITH gone AS (DELETE FROM devices WHERE id = ANY($1::bigint[]) RETURNING *), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
                 """, [ids, RemovedDevices.deadToken]).scalar(as: Int.self, "the count of dead-token devices removed")
@@ -124,7 +124,7 @@ package struct SubscriptionStore: Sendable {
         let column = identifiers.userColumn
         let key = identifiers.comparable(user)
         return try await pool.withConnection(idempotent: true) { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
                        encryption_key_id, encryption_public_key
                 FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) AND environment = ANY($3::text[]) ORDER BY id

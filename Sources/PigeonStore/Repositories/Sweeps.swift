@@ -48,7 +48,7 @@ package struct Sweeps: Sendable {
             // per notification and read the whole partition for each one (seen in the erasure:
             // 997,731 rows 20 times, 4.5 s a step, during a blast of a million).
             try Self.forbidSequentialScans(connection)
-            let overdue = try connection.query("""
+            let overdue = try connection.query(sql: """
                 SELECT key, id FROM notifications WHERE NOT expiry_handled AND expires_at <= now()
                 ORDER BY expires_at \(newestFirst ? "DESC" : "ASC") LIMIT \(notifications)
                 """).decoded { row in (key: String(try row.decode("key", as: Int64.self)), id: try row.decode("id", as: String.self)) }
@@ -68,7 +68,7 @@ package struct Sweeps: Sendable {
                     // by the update, whose tuple ids are the old ones: a notification was marked
                     // handled with such a delivery still SENT and no report. A fresh statement
                     // sees the new version, so look again before calling the notification done.
-                    left = try connection.query(
+                    left = try connection.query(sql: 
                         "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[]) AND reported_early_at IS NULL) AS left",
                         [key, expirable]).decodedFirst { try $0.decode("left", as: Bool.self) } ?? true
                     if !left { break }
@@ -81,7 +81,7 @@ package struct Sweeps: Sendable {
                 changed += users.count
                 budget -= users.count
                 if !left {
-                    _ = try connection.query("UPDATE notifications SET expiry_handled = true WHERE key = $1", [key])
+                    _ = try connection.query(sql: "UPDATE notifications SET expiry_handled = true WHERE key = $1", [key])
                 } else {
                     more = true
                 }
@@ -103,7 +103,7 @@ package struct Sweeps: Sendable {
     static func expireDeliveries(of key: String, limit: Int, expirable: String?, _ connection: PostgresConnection) throws
         -> [(user: String, position: Int)] {
         guard limit > 0 else { return [] }
-        return try connection.query("""
+        return try connection.query(sql: """
             UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL,
                 next_attempt_at = NULL
             WHERE notification_key = $1 AND ctid = ANY(ARRAY(
@@ -140,7 +140,7 @@ package struct Sweeps: Sendable {
     /// notification's deliveries then takes the primary key, whatever the statistics).
     static func eraseFinishedContent(_ connection: PostgresConnection) throws -> (final: Int, expired: Int, more: Bool) {
         let final = PostgresArray.encode(DeliveryState.allCases.filter(\.erasesConfidentialContent).map(\.rawValue))
-        let handled = try connection.query(eraseStatement, [final]).decoded { try $0.decode("expiry_handled", as: Bool.self) }
+        let handled = try connection.query(sql: eraseStatement, [final]).decoded { try $0.decode("expiry_handled", as: Bool.self) }
         let expired = handled.filter { $0 }.count
         return (handled.count - expired, expired, handled.count == erasuresPerStep)
     }
@@ -148,19 +148,19 @@ package struct Sweeps: Sendable {
     /// Takes the transaction-scoped advisory lock `key` if no one holds it; false when another
     /// transaction does.
     static func tryLock(_ key: String, _ connection: PostgresConnection) throws -> Bool {
-        try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [key]).decodedFirst { try $0.decode("locked", as: Bool.self) } ?? false
+        try connection.query(sql: "SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [key]).decodedFirst { try $0.decode("locked", as: Bool.self) } ?? false
     }
 
     /// No sequential scans for the rest of the transaction (plans made in it keep to indexes).
     static func forbidSequentialScans(_ connection: PostgresConnection) throws {
-        _ = try connection.query("SELECT set_config('enable_seqscan', 'off', true)")
+        _ = try connection.query(sql: "SELECT set_config('enable_seqscan', 'off', true)")
     }
 
     /// The earliest deadline of a notification whose expiry is not handled yet (passed or to
     /// come), or `nil` when there is none: one descent of the expiry index per day kept.
     package func nextDeadline() async throws -> Date? {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(sql: """
                 SELECT extract(epoch FROM expires_at)::double precision AS expires_at FROM notifications
                 WHERE NOT expiry_handled ORDER BY expires_at LIMIT 1
                 """).decodedFirst { try $0.decode("expires_at", as: Date.self) }
@@ -178,7 +178,7 @@ package struct Sweeps: Sendable {
             guard try Self.tryLock(Self.hygieneLock, connection) else {
                 return SweepStep(rows: 0, reports: 0, ran: false, more: false)
             }
-            let deleted = try connection.query("""
+            let deleted = try connection.query(sql: """
                 WITH gone AS (
                 DELETE FROM devices WHERE id IN (
                     SELECT d.id FROM device_reach r JOIN devices d ON d.id = r.device_id
@@ -189,17 +189,17 @@ package struct Sweeps: Sendable {
                 ), \(RemovedDevices.noted(reason: "$2"))
                 SELECT count(*) FROM gone
                 """, [seconds, RemovedDevices.stale]).scalar(as: Int.self, "the count of stale devices removed")
-            let abandoned = try connection.query("""
+            let abandoned = try connection.query(sql: """
                 DELETE FROM pending_registrations WHERE id IN (
                     SELECT id FROM pending_registrations WHERE created_at < now() - interval '1 day'
                     ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """).affected
-            let windows = try connection.query("""
+            let windows = try connection.query(sql: """
                 DELETE FROM rate_limits WHERE bucket IN (
                     SELECT bucket FROM rate_limits WHERE window_ends_at < now()
                     ORDER BY window_ends_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 """).affected
-            let walletLogs = try connection.query("""
+            let walletLogs = try connection.query(sql: """
                 DELETE FROM pass_logs WHERE id IN (
                     SELECT id FROM pass_logs WHERE received_at < now() - interval '7 days'
                     ORDER BY received_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)

@@ -6,3 +6,8 @@ extension UserIdentifiers {
     /// ``comparable(_:)`` for the value.
     var userColumn: String { caseInsensitive ? "user_folded" : "user_id" }
 }
+
+extension UserIdentifiers {
+    /// ``userColumn`` for a ``PostgresQuery``: one of the two column names, never data.
+    var userColumnSQL: StaticOrCodeSQL { caseInsensitive ? "user_folded" : "user_id" }
+}

@@ -13,19 +13,11 @@ HTTP_PORT=18093
 DB=pigeon_bigsend
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
-install_packages
-bench_pg_start bigsend "$PORT" max_connections=100 shared_buffers=1GB max_wal_size=8GB
 gateway=""
-cleanup() {
-    stop_processes "$gateway"
-    pg_stop bigsend
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway)
+bench_begin bigsend "$PORT" "$DB" max_connections=100 shared_buffers=1GB max_wal_size=8GB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
+bench_build pigeon
 cat > /tmp/pigeon-bigsend.conf <<CONF
 listen = 127.0.0.1:$HTTP_PORT
 dbUrl = $URL

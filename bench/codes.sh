@@ -23,19 +23,11 @@ DB=pigeon_codes
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-codes-sim
 
-install_packages
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" simulator="" answerer=""
-cleanup() {
-    stop_processes "$gateway" "$simulator" "$answerer"
-    pg_stop bench
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway simulator answerer)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
+bench_build pigeon
 
 start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-codes-sim.out
 answerer=$ANSWERER_PID

@@ -24,21 +24,11 @@ URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-edge-sim
 DEVICES=1000
 
-install_packages
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" simulator="" holder="" slow="" sampler=""
-cleanup() {
-    stop_processes "$sampler" "$holder" "$slow" "$gateway" "$simulator"
-    pg_stop bench
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
-ulimit -n "$(ulimit -Hn)"
+BENCH_PROCESSES=(gateway simulator holder slow sampler)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
-swift build -c release --product pigeon-bench >/dev/null
+bench_build pigeon pigeon-bench
 
 rm -rf "$STATE"
 start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-edge-sim.out

@@ -38,19 +38,11 @@ DB=pigeon_expiry
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-expiry-sim
 
-install_packages
-bench_pg_start bench-expiry "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" stub="" answerer=""
-cleanup() {
-    stop_processes "$gateway" "$stub" "$answerer"
-    pg_stop bench-expiry
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway stub answerer)
+bench_begin bench-expiry "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
+bench_build pigeon
 
 start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-expiry-sim.out
 answerer=$ANSWERER_PID

@@ -33,25 +33,16 @@ STATE=/tmp/pigeon-fanout-sim
 # The gateway's default deliveryConcurrency: the ceiling gets as many streams in flight.
 CONCURRENCY=256
 
-install_packages
 # max_wal_size as bench/bigsend.sh: storing a million deliveries with the 1 GB default spends
 # the acceptance in forced checkpoints, which measures PostgreSQL's settings, not the gateway.
 # PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements).
 pg_stats=()
 [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements)
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
 gateway="" simulator="" answerer=""
-cleanup() {
-    stop_processes "$gateway" "$simulator" "$answerer"
-    pg_stop bench
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway simulator answerer)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
-swift build -c release --product pigeon-bench >/dev/null
+bench_build pigeon pigeon-bench
 
 cc -O2 -o /tmp/curl-pusher bench/answerer/curl-pusher.c -lcurl
 

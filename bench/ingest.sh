@@ -19,20 +19,11 @@ STATE=/tmp/pigeon-ingest-sim
 DB=pigeon_bench
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
-install_packages
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" simulator="" answerer=""
-cleanup() {
-    stop_processes "$gateway" "$simulator" "$answerer"
-    pg_stop bench
-}
-trap cleanup EXIT
-psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "DROP DATABASE IF EXISTS $DB" postgres
-psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE $DB" postgres
+BENCH_PROCESSES=(gateway simulator answerer)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
-swift build -c release --product pigeon-bench >/dev/null
+bench_build pigeon pigeon-bench
 start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-ingest-sim.out
 answerer=$ANSWERER_PID
 answerer_url=$ANSWERER_URL

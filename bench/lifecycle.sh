@@ -19,20 +19,11 @@ STUB_PORT=18093
 DB=pigeon_lifecycle
 URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 
-install_packages
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=512MB
 gateway="" stub=""
-cleanup() {
-    stop_processes "$gateway" "$stub"
-    pg_stop bench
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway stub)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
-swift build -c release --product pigeon-bench >/dev/null
+bench_build pigeon pigeon-bench
 .build/release/pigeon bank-stub --listen "127.0.0.1:$STUB_PORT" --authorized '*' > /tmp/pigeon-lifecycle-stub.log 2>&1 &
 stub=$!
 cat > /tmp/pigeon-lifecycle.conf <<CONF

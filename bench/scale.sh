@@ -26,20 +26,11 @@ URL="postgresql://postgres@127.0.0.1:$PORT/$DB"
 STATE=/tmp/pigeon-scale-sim
 FANOUT=100000
 
-install_packages
-bench_pg_start bench "$PORT" max_connections=200 shared_buffers=1GB max_wal_size=8GB
 gateway="" simulator=""
-cleanup() {
-    stop_processes "$gateway" "$simulator"
-    pg_stop bench
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway simulator)
+bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=1GB max_wal_size=8GB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
-swift build -c release --product pigeon-bench >/dev/null
+bench_build pigeon pigeon-bench
 
 rm -rf "$STATE"
 start_simulator "127.0.0.1:$SIM_PORT" "$STATE" /tmp/pigeon-scale-sim.out

@@ -29,19 +29,11 @@ STATE=/tmp/pigeon-soak-sim
 pool=$((blast * 30))
 payers=$((minutes * 60 * 20 + 1000))
 
-install_packages
-bench_pg_start soak "$PORT" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 gateway="" simulator="" answerer="" stub=""
-cleanup() {
-    stop_processes "$gateway" "$stub" "$simulator" "$answerer"
-    pg_stop soak
-}
-trap cleanup EXIT
-pg_recreate_database "$PORT" "$DB"
-sql() { psql -q -t -A -h 127.0.0.1 -p "$PORT" -U postgres "$DB" -c "$1"; }
+BENCH_PROCESSES=(gateway simulator answerer stub)
+bench_begin soak "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB
 
-log "building (release)"
-swift build -c release --product pigeon >/dev/null
+bench_build pigeon
 
 start_answerer "$ANSWERER_PORT" "$STATE" "127.0.0.1:$SIM_PORT" /tmp/pigeon-soak-sim.out
 answerer=$ANSWERER_PID

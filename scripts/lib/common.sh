@@ -216,6 +216,37 @@ start_simulator() {
 # (CA, server certificate, APNs key, FCM account: its server.conf lines land in SIMULATOR_OUTPUT)
 # and stops it, then starts the answerer on 127.0.0.1:PORT with that certificate. Sets
 # ANSWERER_PID (the caller stops it) and ANSWERER_URL.
+# The benchmarks' common frame. `bench_begin NAME PORT DB [setting=value…]`: the packages, a
+# private PostgreSQL cluster NAME on PORT with those settings, a fresh database DB and `sql` to
+# query it; on exit (`bench_end`) every process whose pid is in a variable BENCH_PROCESSES names
+# is stopped — read at exit, so a variable set later counts — then the cluster.
+BENCH_PROCESSES=()
+bench_begin() {
+    BENCH_CLUSTER="$1" BENCH_PORT="$2" BENCH_DB="$3"
+    shift 3
+    install_packages
+    bench_pg_start "$BENCH_CLUSTER" "$BENCH_PORT" "$@"
+    trap bench_end EXIT
+    pg_recreate_database "$BENCH_PORT" "$BENCH_DB"
+}
+
+bench_end() {
+    local name pids=()
+    for name in "${BENCH_PROCESSES[@]}"; do pids+=("${!name:-}"); done
+    stop_processes "${pids[@]}"
+    pg_stop "$BENCH_CLUSTER"
+}
+
+# One statement on the benchmark's database; its rows unaligned, without headers.
+sql() { psql -q -t -A -h 127.0.0.1 -p "$BENCH_PORT" -U postgres "$BENCH_DB" -c "$1"; }
+
+# Release builds of the products named (`pigeon`, `pigeon-bench`).
+bench_build() {
+    local product
+    log "building (release)"
+    for product in "$@"; do swift build -c release --product "$product" >/dev/null; done
+}
+
 start_answerer() {
     local port="$1" state="$2" listen="$3" output="$4"
     cc -O2 -o /tmp/push-answerer "$PIGEON_ROOT/bench/answerer/push-answerer.c" -lnghttp2 -lssl -lcrypto -lpthread

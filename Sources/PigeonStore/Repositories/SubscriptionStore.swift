@@ -19,17 +19,17 @@ package struct SubscriptionStore: Sendable {
                           appId: String = PushRoute.defaultApp, environment: PushEnvironment = .production,
                           encryptionKey: DeviceEncryptionKey? = nil) async throws -> Int64 {
         try await pool.withConnection { connection in
-            let rows = try connection.query(sql: """
+            let rows = try connection.query("""
                 INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token, app_id, environment,
                                      encryption_key_id, encryption_public_key)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bytea)
+                VALUES (\(bankClientId), \(userId), \(userId.lowercased()), \(deviceId), \(platform.rawValue), \(pushToken), \(appId),
+                        \(environment.rawValue), \(encryptionKey?.keyId), \(encryptionKey?.publicKey)::bytea)
                 ON CONFLICT (user_id, device_id, platform, app_id)
                 DO UPDATE SET push_token = EXCLUDED.push_token, bank_client_id = EXCLUDED.bank_client_id,
                               environment = EXCLUDED.environment, state = 'SUBSCRIBED', updated_at = now(),
                               encryption_key_id = EXCLUDED.encryption_key_id, encryption_public_key = EXCLUDED.encryption_public_key
                 RETURNING id
-                """, [bankClientId, userId, userId.lowercased(), deviceId, platform.rawValue, pushToken, appId, environment.rawValue,
-                      encryptionKey?.keyId, encryptionKey.map { PostgresBytea.encode($0.publicKey) }])
+                """)
             guard let id = rows.scalar.flatMap(Int64.init) else {
                 throw PostgresError(.unexpectedResult, "subscribing returned no device id")
             }
@@ -51,29 +51,29 @@ package struct SubscriptionStore: Sendable {
 
     /// For each user, whether they have at least one subscribed device; in the order given.
     package func exist(users: [String]) async throws -> [Bool] {
-        let column = identifiers.userColumn
-        let keys = PostgresArray.encode(users.map(identifiers.comparable))
+        let column = identifiers.userColumnSQL
+        let keys = users.map(identifiers.comparable)
         return try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: """
-                SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(column) = u.key AND d.state = 'SUBSCRIBED') AS subscribed
-                FROM unnest($1::text[]) WITH ORDINALITY AS u(key, position)
+            try connection.query("""
+                SELECT EXISTS (SELECT 1 FROM devices d WHERE d.\(sql: column) = u.key AND d.state = 'SUBSCRIBED') AS subscribed
+                FROM unnest(\(keys)::text[]) WITH ORDINALITY AS u(key, position)
                 ORDER BY u.position
-                """, [keys]).decoded { try $0.decode("subscribed", as: Bool.self) }
+                """).decoded { try $0.decode("subscribed", as: Bool.self) }
         }
     }
 
     /// Subscribed devices of many users at once, keyed by the users' comparable form
     /// (`user_folded` when ids are case-insensitive, else the id as given).
     package func devices(users: [String]) async throws -> [String: [Device]] {
-        let column = identifiers.userColumn
-        let keys = PostgresArray.encode(users.map(identifiers.comparable))
+        let column = identifiers.userColumnSQL
+        let keys = users.map(identifiers.comparable)
         return try await pool.withConnection(idempotent: true) { connection in
-            let found = try connection.query(sql: """
-                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(column) AS user_key, app_id, environment,
+            let found = try connection.query("""
+                SELECT id, bank_client_id, user_id, device_id, platform, push_token, \(sql: column) AS user_key, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = ANY($1::text[]) AND state = 'SUBSCRIBED'
-                  AND platform = ANY($2::text[]) AND environment = ANY($3::text[])
-                """, [keys, KnownValues.platforms, KnownValues.environments]).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
+                FROM devices WHERE \(sql: column) = ANY(\(keys)::text[]) AND state = 'SUBSCRIBED'
+                  AND platform = ANY(\(KnownValues.platforms)::text[]) AND environment = ANY(\(KnownValues.environments)::text[])
+                """).decoded { row in (key: try row.decode("user_key", as: String.self), device: try Self.device(row)) }
             return Dictionary(grouping: found, by: \.key).mapValues { $0.map(\.device) }
         }
     }
@@ -81,11 +81,11 @@ package struct SubscriptionStore: Sendable {
     /// How many subscribed devices each route (platform, app, environment) has.
     package func routeCounts() async throws -> [(route: PushRoute, devices: Int)] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 SELECT platform, app_id, environment, count(*) AS devices FROM devices
-                WHERE state = 'SUBSCRIBED' AND platform = ANY($1::text[]) AND environment = ANY($2::text[])
+                WHERE state = 'SUBSCRIBED' AND platform = ANY(\(KnownValues.platforms)::text[]) AND environment = ANY(\(KnownValues.environments)::text[])
                 GROUP BY platform, app_id, environment ORDER BY platform, app_id, environment
-                """, [KnownValues.platforms, KnownValues.environments]).decoded { row in
+                """).decoded { row in
                 let platform = try row.decode("platform", as: Platform.self)
                 let environment = try row.decodeIfPresent("environment", as: PushEnvironment.self) ?? .production
                 return (PushRoute(platform: platform, appId: try row.decodeIfPresent("app_id") ?? PushRoute.defaultApp,
@@ -121,14 +121,15 @@ package struct SubscriptionStore: Sendable {
 
     /// Every device of `user`.
     package func devices(user: String) async throws -> [Device] {
-        let column = identifiers.userColumn
+        let column = identifiers.userColumnSQL
         let key = identifiers.comparable(user)
         return try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 SELECT id, bank_client_id, user_id, device_id, platform, push_token, app_id, environment,
                        encryption_key_id, encryption_public_key
-                FROM devices WHERE \(column) = $1 AND platform = ANY($2::text[]) AND environment = ANY($3::text[]) ORDER BY id
-                """, [key, KnownValues.platforms, KnownValues.environments]).decoded(Self.device)
+                FROM devices WHERE \(sql: column) = \(key) AND platform = ANY(\(KnownValues.platforms)::text[])
+                  AND environment = ANY(\(KnownValues.environments)::text[]) ORDER BY id
+                """).decoded(Self.device)
         }
     }
 

@@ -65,7 +65,7 @@ swift build --build-tests --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno
     -Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined --build-path .build/sanitize
 ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     timeout --signal=TERM --kill-after=30 900 swift test --skip-build --build-path .build/sanitize \
-    --filter 'PigeonCoreTests|PigeonDomainTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|RequestSideTests|PigeonWalletTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests|BankCrowdTests|ConsoleDirectoryTests'
+    --filter 'PigeonCoreTests|PigeonDomainTests|PushCoreTests|PigeonDeliveryTests|SOAPCodecTests|RequestSideTests|PigeonWalletTests|PigeonHTTPTests|PigeonConfigurationTests|OutboundHTTPTests|PigeonSimulatorTests|PushTransportTests|EdgeTests|BadInputTests|InboundSOAPTests|TLSTests|DeviceAPITests|WalletPassTests|ConsoleTests|BankCrowdTests|ConsoleDirectoryTests'
 
 # Every parser of outside bytes in Swift, fuzzed with libFuzzer and AddressSanitizer from its seeds
 # and the crashers kept in fuzz/crashers (a crash, timeout or out-of-memory fails the run): a fixed

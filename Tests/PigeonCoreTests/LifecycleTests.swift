@@ -46,7 +46,7 @@ struct LifecycleTests {
     }
 
     @Test("a start that fails part way closes what it opened, latest first, once; the failed part is not recorded")
-    func rollBack() throws {
+    func rollBack() async throws {
         let lifecycle = Lifecycle(logger: .silent)
         let journal = Journal()
         try opened(lifecycle, journal, ["pool", "client"])
@@ -54,8 +54,8 @@ struct LifecycleTests {
             try lifecycle.open("listener", { () throws -> String in throw OpenFailed() }, close: { _, _ in journal.note("close listener") })
         }
         #expect(lifecycle.openResources == ["pool", "client"])
-        lifecycle.rollBack()
-        lifecycle.rollBack()
+        await lifecycle.rollBack()
+        await lifecycle.rollBack()
         #expect(journal.all == ["close client abandoning", "close pool abandoning"])
     }
 
@@ -70,12 +70,9 @@ struct LifecycleTests {
                 journal.note("engine finished")
             },
         ])
-        // Stops block their thread, as a gateway's do (never one of the cooperative pool's). The
-        // grace is far beyond what the engine needs even on a loaded machine: the stop returns
-        // as soon as it finished.
-        let finished = await BlockingWork.run("test-stop") {
-            lifecycle.stop(grace: 600) { finished, closing in journal.note("hand back \(finished) \(closing.abandonRunning)") }
-        }
+        // The grace is far beyond what the engine needs even on a loaded machine: the stop
+        // returns as soon as it finished.
+        let finished = await lifecycle.stop(grace: 600) { finished, closing in journal.note("hand back \(finished) \(closing.abandonRunning)") }
         #expect(finished)
         #expect(journal.all == ["quiesce a", "quiesce b", "quiesce c", "engine finished", "hand back true false",
                                 "close c", "close b", "close a"])
@@ -88,9 +85,7 @@ struct LifecycleTests {
         let gate = Gate()
         try opened(lifecycle, journal, ["pool"])
         lifecycle.start([.init("stuck") { await gate.wait() }])
-        let finished = await BlockingWork.run("test-stop") {
-            lifecycle.stop(grace: 0.4) { finished, _ in journal.note("hand back \(finished)") }
-        }
+        let finished = await lifecycle.stop(grace: 0.4) { finished, _ in journal.note("hand back \(finished)") }
         gate.open()
         #expect(!finished)
         #expect(journal.all == ["quiesce pool", "hand back false", "close pool abandoning"])
@@ -108,6 +103,6 @@ struct LifecycleTests {
         let record = try #require(records.records.first)
         #expect(record.level == .error)
         #expect(record.metadata["service"] == "sweeps")
-        _ = await BlockingWork.run("test-stop") { lifecycle.stop(grace: 5) }
+        await lifecycle.stop(grace: 5)
     }
 }

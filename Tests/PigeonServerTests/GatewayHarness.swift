@@ -49,9 +49,9 @@ final class GatewayHarness: Sendable {
     }
 
     deinit {
-        // Stopping waits for in-flight requests, which need the cooperative pool; never block it.
+        // A harness dropped without its scope's stop: the gateway stops in the background.
         let gateway = self.gateway
-        Thread { gateway.shutdownBlocking() }.start()
+        Task { await gateway.shutdown() }
     }
 
     static let soapPath = "/pigeon/services/SBIInboundWebService"

@@ -13,7 +13,8 @@ import Synchronization
 ///   and return.
 ///
 /// A start that fails half way calls ``rollBack()``: what was opened closes, nothing is left
-/// running. A stop (``stop(grace:handBack:)``) has three phases within one deadline: the
+/// running. A stop (``stop(grace:handBack:)``, awaited: no thread waits on a semaphore) has three
+/// phases within one deadline: the
 /// graceful phase (resources stop accepting new work), the services are cancelled and waited
 /// for, then the resources close, latest first. Adding a part is one `open` call or one service
 /// in the list; its rollback and stop follow.
@@ -110,19 +111,23 @@ package final class Lifecycle: Sendable {
 
     /// Undoes a start that failed: the services (if any) are cancelled and every resource closes,
     /// latest first, abandoning what runs.
-    package func rollBack() {
+    package func rollBack() async {
         let services = state.withLock { $0.services }
-        services?.cancel()
-        if let services { _ = Self.wait(seconds: 5) { await services.value } }
-        closeResources(Closing(deadline: Date().addingTimeInterval(5), abandonRunning: true))
+        if let services {
+            services.cancel()
+            _ = await Self.value(within: 5) { await services.value }
+        }
+        await closeResources(Closing(deadline: Date().addingTimeInterval(5), abandonRunning: true))
     }
 
-    /// Stops everything within `grace` seconds, on the calling (non-cooperative) thread: the
-    /// graceful phase, then the services are cancelled and given the time left less a reserve,
-    /// then `handBack` runs (with whether the services finished and the deadline), then every
-    /// resource closes, latest first. Returns whether the services finished in time.
+    /// Stops everything within `grace` seconds: the graceful phase, then the services are
+    /// cancelled and given the time left less a reserve, then `handBack` runs (with whether the
+    /// services finished and the deadline), then every resource closes, latest first. Returns
+    /// whether the services finished in time. Nothing here blocks a thread of the cooperative
+    /// pool: the waits are continuations, and the resources' closes (which join threads and wait
+    /// for C libraries) run on a thread of their own.
     @discardableResult
-    package func stop(grace: Double, handBack: (_ servicesFinished: Bool, _ closing: Closing) -> Void = { _, _ in }) -> Bool {
+    package func stop(grace: Double, handBack: @Sendable (_ servicesFinished: Bool, _ closing: Closing) async -> Void = { _, _ in }) async -> Bool {
         let deadline = Date().addingTimeInterval(grace)
         // Time kept back for handing work back, answering the last requests and closing.
         let reserve = min(3, grace / 4)
@@ -131,35 +136,56 @@ package final class Lifecycle: Sendable {
         services?.cancel()
         var finished = true
         if let services {
-            finished = Self.wait(seconds: max(0, deadline.timeIntervalSinceNow - reserve)) { await services.value } != nil
+            finished = await Self.value(within: max(0, deadline.timeIntervalSinceNow - reserve)) { await services.value } != nil
         }
-        handBack(finished, Closing(deadline: deadline.addingTimeInterval(-reserve / 2), abandonRunning: !finished))
-        closeResources(Closing(deadline: deadline, abandonRunning: !finished))
+        await handBack(finished, Closing(deadline: deadline.addingTimeInterval(-reserve / 2), abandonRunning: !finished))
+        await closeResources(Closing(deadline: deadline, abandonRunning: !finished))
         return finished
     }
 
-    /// Closes every resource once, latest first.
-    private func closeResources(_ closing: Closing) {
+    /// Closes every resource once, latest first, on a thread of its own.
+    private func closeResources(_ closing: Closing) async {
         let resources = state.withLock { state -> [Resource] in
             guard !state.closed else { return [] }
             state.closed = true
             return state.resources
         }
-        for resource in resources.reversed() {
-            resource.close(closing)
+        guard !resources.isEmpty else { return }
+        await BlockingWork.run("pigeon-close") {
+            for resource in resources.reversed() {
+                resource.close(closing)
+            }
         }
     }
 
-    /// Runs `work` as a task and waits on this thread up to `seconds` for its result; nil when it
-    /// failed or did not finish in time.
-    package static func wait<T: Sendable>(seconds: Double, _ work: @escaping @Sendable () async throws -> T) -> T? {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<T?>(nil)
-        Task {
-            if let value = try? await work() { result.withLock { $0 = value } }
-            done.signal()
+    /// What `work` returns if it finishes within `seconds`; nil when it throws or is still running
+    /// then (it is left to finish on its own, unwaited).
+    package static func value<T: Sendable>(within seconds: Double, _ work: @escaping @Sendable () async throws -> T) async -> T? {
+        let race = FirstAnswer<T?>()
+        return await withCheckedContinuation { continuation in
+            race.start(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
+                race.answer(nil)
+            }
+            Task {
+                let value = try? await work()
+                race.answer(value)
+                timer.cancel()
+            }
         }
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
-        return result.withLock { $0 }
+    }
+}
+
+/// A continuation resumed by the first of several answers; the later ones are dropped.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let waiting = Mutex<CheckedContinuation<T, Never>?>(nil)
+
+    func start(_ continuation: CheckedContinuation<T, Never>) {
+        waiting.withLock { $0 = continuation }
+    }
+
+    func answer(_ value: T) {
+        waiting.withLock { $0.take() }?.resume(returning: value)
     }
 }

@@ -69,7 +69,7 @@ package final class Gateway: Sendable {
             if created > 0 { logger.info("history partitions created", metadata: ["tables": String(created)]) }
             return try Gateway(configuration: configuration, pool: pool, migrator: migrator, lifecycle: lifecycle, logger: logger, build: build)
         } catch {
-            await BlockingWork.run("pigeon-rollback") { lifecycle.rollBack() }
+            await lifecycle.rollBack()
             throw error
         }
     }
@@ -314,29 +314,22 @@ package final class Gateway: Sendable {
         "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)\(role)-\(UUID().uuidString.prefix(8))"
     }
 
-    /// Stops accepting, lets requests in progress finish, closes the database pool. The waiting
-    /// happens on a thread of its own: requests in progress need the cooperative pool to finish.
-    package func shutdown() async {
-        await BlockingWork.run("pigeon-shutdown") { self.shutdownBlocking() }
-    }
-
-    /// ``shutdown()`` for callers outside Swift concurrency (never call it from a task).
-    ///
-    /// Everything happens within one deadline, `shutdownGraceSeconds` (default 20, under a
+    /// Stops the gateway within one deadline, `shutdownGraceSeconds` (default 20, under a
     /// container platform's 30-second grace), in ``Lifecycle``'s phases (CONTRACT §10): `/ready`
     /// answers 503 and the listeners stop accepting; the engines stop claiming and start no
     /// push, hand back at once what no push service has received, and record the outcomes of the
     /// pushes on the wire as they arrive; the outbox sender and sweeps stop; what is still running
     /// a few seconds before the deadline is abandoned, and the deliveries this process still
     /// holds are handed back to the queue; then the listeners answer their last requests and
-    /// everything closes.
-    package func shutdownBlocking() {
+    /// everything closes. Awaited: requests in progress go on using the cooperative pool, and the
+    /// closes that join threads run on a thread of their own.
+    package func shutdown() async {
         let grace = Double(configuration.delivery.shutdownGraceSeconds)
         logger.notice("shutting down", metadata: ["deadlineSeconds": String(Int(grace))])
         let enginePool = enginePool
         let engineOwner = engineOwner
         let logger = logger
-        lifecycle.stop(grace: grace) { finished, closing in
+        await lifecycle.stop(grace: grace) { finished, closing in
             if !finished {
                 logger.warning("work in flight did not finish before the shutdown deadline; abandoning it and handing their deliveries back",
                                metadata: ["shutdownGraceSeconds": String(Int(grace))])
@@ -345,7 +338,7 @@ package final class Gateway: Sendable {
             // Whatever this process still holds goes back to the queue for another process (or
             // the next start); a late outcome of an abandoned push then changes nothing.
             let queue = DeliveryQueue(pool: enginePool)
-            let released = Lifecycle.wait(seconds: closing.seconds(atLeast: 1)) { try await queue.release(owner: engineOwner) }
+            let released = await Lifecycle.value(within: closing.seconds(atLeast: 1)) { try await queue.release(owner: engineOwner) }
             if let released, released > 0 {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }

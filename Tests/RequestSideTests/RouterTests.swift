@@ -104,3 +104,22 @@ struct RouterTests {
         }
     }
 }
+
+/// What each listener copies out of a connection: the headers its router's endpoints read.
+@Suite("Router.requestHeaders: the listener copies what the endpoints read")
+struct RequestHeadersTests {
+    @Test("the phones' listener copies the bearer token and If-Modified-Since, never the console's cookie or CSRF token")
+    func devicesSurface() throws {
+        let headers = try RouterHarness(surfaces: [.devices], console: true).router.requestHeaders
+        #expect(headers.isSuperset(of: ["authorization", "if-modified-since", "x-request-id"]))
+        #expect(headers.isDisjoint(with: ["cookie", "x-csrf-token", "soapaction"]), "\(headers)")
+    }
+
+    @Test("the bank's listener with the console copies its cookie and CSRF token and SOAP's Content-Type and Host; without the console, neither console header")
+    func bankSurface() throws {
+        let withConsole = try RouterHarness(surfaces: [.bank], console: true).router.requestHeaders
+        #expect(withConsole.isSuperset(of: ["cookie", "x-csrf-token", "content-type", "host", "authorization"]), "\(withConsole)")
+        let without = try RouterHarness(surfaces: [.bank]).router.requestHeaders
+        #expect(without.isDisjoint(with: ["cookie", "x-csrf-token", "if-modified-since"]), "\(without)")
+    }
+}

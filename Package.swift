@@ -167,7 +167,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "PigeonDomainTests", dependencies: ["PigeonDomain"]),
         .testTarget(name: "PigeonCoreTests", dependencies: ["PigeonCore"]),
-        .testTarget(name: "BankProxyTests", dependencies: ["BankProxy", "OutboundHTTP", "PigeonBankStub", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
+        .testTarget(name: "BankProxyTests", dependencies: ["BankProxy", "OutboundHTTP", "PigeonBankStub", "PigeonCore", "PigeonDeviceAPI", "PigeonDomain", "PigeonTestSupport"]),
         .testTarget(name: "PigeonConfigurationTests", dependencies: ["PigeonConfiguration", "PigeonBankService", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP"]),
         .testTarget(name: "PigeonHTTPTests", dependencies: ["PigeonHTTP", "PigeonWallet"]),
         .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore"]),

@@ -37,19 +37,6 @@ struct BankProxyClientTests {
         SubscriptionRequest(bankClientId: bank, userId: user, deviceId: "phone-1", platform: "IOS")
     }
 
-    /// The kind of ``BankProxyError`` a call failed with; nil when it succeeded or failed otherwise.
-    static func kind(_ call: () async throws -> Void) async -> BankProxyError.Kind? {
-        do {
-            try await call()
-            return nil
-        } catch let error as BankProxyError {
-            return error.kind
-        } catch {
-            Issue.record("not a BankProxyError: \(error)")
-            return nil
-        }
-    }
-
     @Test("the subscription calls: authorized without a code, a code sent and checked (a wrong one refused), an unknown bank client named as such")
     func subscriptions() async throws {
         let setting = try Setting()
@@ -60,7 +47,7 @@ struct BankProxyClientTests {
         #expect(setting.stub.smsSent == 1 && setting.stub.code(bankClientId: "bank", userId: "bob", deviceId: "phone-1") == "424242")
         #expect(try await setting.client.verifySubscriptionAuthorization(bankClientId: "bank", userId: "bob", deviceId: "phone-1", code: "000000") == false)
         #expect(try await setting.client.verifySubscriptionAuthorization(bankClientId: "bank", userId: "bob", deviceId: "phone-1", code: "424242") == true)
-        let unknown = await Self.kind { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("carol", bank: "other-bank")) }
+        let unknown = await bankProxyFailure { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("carol", bank: "other-bank")) }
         #expect(unknown == .bankClientNotExists)
     }
 
@@ -83,11 +70,11 @@ struct BankProxyClientTests {
         let setting = try Setting(timeout: .seconds(1))
         defer { setting.finish() }
         setting.stub.setMode(.down)
-        #expect(await Self.kind { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
+        #expect(await bankProxyFailure { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
         setting.stub.setMode(.garbage)
-        #expect(await Self.kind { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .invalidAnswer)
+        #expect(await bankProxyFailure { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .invalidAnswer)
         setting.stub.setMode(.slow(milliseconds: 3000))
-        #expect(await Self.kind { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
+        #expect(await bankProxyFailure { _ = try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
         setting.stub.setMode(.normal)
         #expect(try await setting.client.checkSubscriptionAuthorized(Self.request("alice")) == true, "answers again once the bank is back")
     }
@@ -99,7 +86,7 @@ struct BankProxyClientTests {
         defer { right.finish() }
         #expect(try await right.client.checkSubscriptionAuthorized(Self.request("alice")) == true)
         let wrong = BankProxyClient(url: right.stub.serviceURL, http: right.http, credentials: ("pigeon", "guess"))
-        #expect(await Self.kind { try await wrong.pushIsOpened(notificationId: "n-3", user: "alice") } == .unavailable)
+        #expect(await bankProxyFailure { try await wrong.pushIsOpened(notificationId: "n-3", user: "alice") } == .unavailable)
         #expect(right.stub.reports.isEmpty)
     }
 }

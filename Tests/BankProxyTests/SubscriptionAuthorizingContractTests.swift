@@ -47,17 +47,6 @@ struct SubscriptionAuthorizingContractTests {
         SubscriptionRequest(bankClientId: bank, userId: user, deviceId: "phone-1", platform: "IOS")
     }
 
-    static func failure(_ call: () async throws -> Bool) async -> BankProxyError.Kind? {
-        do {
-            _ = try await call()
-            return nil
-        } catch let error as BankProxyError {
-            return error.kind
-        } catch {
-            return nil
-        }
-    }
-
     @Test("an authorized user needs no code; another gets one, and only that code verifies", arguments: Kind.available)
     func codes(kind: Kind) async throws {
         let bank = try Self.make(kind)
@@ -74,10 +63,10 @@ struct SubscriptionAuthorizingContractTests {
     func failures(kind: Kind) async throws {
         let bank = try Self.make(kind)
         defer { bank.finish() }
-        #expect(await Self.failure { try await bank.seam.checkSubscriptionAuthorized(Self.request("alice", bank: "other")) } == .bankClientNotExists)
+        #expect(await bankProxyFailure { _ = try await bank.seam.checkSubscriptionAuthorized(Self.request("alice", bank: "other")) } == .bankClientNotExists)
         bank.fail()
-        #expect(await Self.failure { try await bank.seam.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
-        #expect(await Self.failure { try await bank.seam.authorizeSubscription(Self.request("bob")) } == .unavailable)
+        #expect(await bankProxyFailure { _ = try await bank.seam.checkSubscriptionAuthorized(Self.request("alice")) } == .unavailable)
+        #expect(await bankProxyFailure { _ = try await bank.seam.authorizeSubscription(Self.request("bob")) } == .unavailable)
     }
 }
 

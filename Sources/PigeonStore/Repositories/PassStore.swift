@@ -57,13 +57,12 @@ package struct PassStore: Sendable {
     /// nil for an unknown pass.
     package func status(_ pass: PassIdentity) async throws -> (version: Int64, devices: [(device: String, state: PassDeliveryState)])? {
         try await pool.withConnection(idempotent: true) { connection in
-            guard let version = try connection.query(sql: 
-                "SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2",
-                [pass.passTypeIdentifier, pass.serialNumber]).scalar.flatMap(Int64.init) else { return nil }
-            let devices = try connection.query(sql: """
+            guard let version = try connection.query(
+                "SELECT version FROM passes WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber)").scalar.flatMap(Int64.init) else { return nil }
+            let devices = try connection.query("""
                 SELECT device_library_id, state FROM pass_registrations
-                WHERE pass_type_id = $1 AND serial_number = $2 ORDER BY device_library_id
-                """, [pass.passTypeIdentifier, pass.serialNumber]).decoded { row in
+                WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) ORDER BY device_library_id
+                """).decoded { row in
                 (device: try row.decode("device_library_id", as: String.self), state: try row.decode("state", as: PassDeliveryState.self))
             }
             return (version, devices)
@@ -82,12 +81,12 @@ package struct PassStore: Sendable {
         return try await pool.transaction { connection in
             guard let version = try Self.lockPass(pass, digest: digest, connection) else { return .unauthorized }
             // One device's registrations are counted one at a time.
-            _ = try connection.query(sql: "SELECT pg_advisory_xact_lock(hashtext('pigeon.pass_device'), hashtext($1))", [device])
+            _ = try connection.query("SELECT pg_advisory_xact_lock(hashtext('pigeon.pass_device'), hashtext(\(device)))")
             let key = [pass.passTypeIdentifier, pass.serialNumber, device]
             if !(try connection.query(sql: """
                 SELECT 1 FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
                 """, key).isEmpty) {
-                _ = try connection.query(sql: "UPDATE pass_devices SET push_token = $2, updated_at = now() WHERE device_library_id = $1", [device, pushToken])
+                _ = try connection.query("UPDATE pass_devices SET push_token = \(pushToken), updated_at = now() WHERE device_library_id = \(device)")
                 return .alreadyRegistered
             }
             guard let counts = try connection.query(sql: """
@@ -105,23 +104,23 @@ package struct PassStore: Sendable {
                 // registration of the last day — established ones (a day old or more: the
                 // owner's phones) go only when every registration is established — so a copy
                 // registered twenty times evicts its own registrations, not the owner's Wallet.
-                let evicted = try connection.query(sql: """
+                let evicted = try connection.query("""
                     DELETE FROM pass_registrations WHERE (pass_type_id, serial_number, device_library_id) IN (
                         SELECT pass_type_id, serial_number, device_library_id FROM pass_registrations
-                        WHERE pass_type_id = $1 AND serial_number = $2
+                        WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber)
                         ORDER BY registered_at < now() - interval '1 day', registered_at, device_library_id
-                        LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2) - $3 + 1))
+                        LIMIT greatest(1, (SELECT count(*) FROM pass_registrations WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber)) - \(String(limits.perPass)) + 1))
                     RETURNING device_library_id
-                    """, [pass.passTypeIdentifier, pass.serialNumber, String(limits.perPass)]).decoded { try $0.decode("device_library_id", as: String.self) }
-                _ = try connection.query(sql: """
-                    DELETE FROM pass_devices d WHERE device_library_id = ANY($1::text[])
+                    """).decoded { try $0.decode("device_library_id", as: String.self) }
+                _ = try connection.query("""
+                    DELETE FROM pass_devices d WHERE device_library_id = ANY(\(PostgresArray.encode(evicted))::text[])
                       AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
-                    """, [PostgresArray.encode(evicted)])
+                    """)
             }
-            _ = try connection.query(sql: """
-                INSERT INTO pass_devices (device_library_id, push_token) VALUES ($1, $2)
+            _ = try connection.query("""
+                INSERT INTO pass_devices (device_library_id, push_token) VALUES (\(device), \(pushToken))
                 ON CONFLICT (device_library_id) DO UPDATE SET push_token = EXCLUDED.push_token, updated_at = now()
-                """, [device, pushToken])
+                """)
             _ = try connection.query(sql: """
                 INSERT INTO pass_registrations (pass_type_id, serial_number, device_library_id, version) VALUES ($1, $2, $3, $4)
                 """, key + [String(version)])
@@ -135,13 +134,13 @@ package struct PassStore: Sendable {
         let digest = PostgresBytea.encode(authenticationDigest)
         return try await pool.transaction { connection in
             guard try Self.lockPass(pass, digest: digest, connection) != nil else { return false }
-            _ = try connection.query(sql: """
-                DELETE FROM pass_registrations WHERE pass_type_id = $1 AND serial_number = $2 AND device_library_id = $3
-                """, [pass.passTypeIdentifier, pass.serialNumber, device])
-            _ = try connection.query(sql: """
-                DELETE FROM pass_devices d WHERE device_library_id = $1
+            _ = try connection.query("""
+                DELETE FROM pass_registrations WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) AND device_library_id = \(device)
+                """)
+            _ = try connection.query("""
+                DELETE FROM pass_devices d WHERE device_library_id = \(device)
                   AND NOT EXISTS (SELECT 1 FROM pass_registrations r WHERE r.device_library_id = d.device_library_id)
-                """, [device])
+                """)
             // The device may have been the last one the version waited for.
             try Self.reportIfSettled(pass, connection)
             return true
@@ -155,22 +154,22 @@ package struct PassStore: Sendable {
     /// nil when the device has no pass of that type.
     package func serialsUpdated(device: String, passType: String, since tag: Int64?) async throws -> (serials: [String], lastUpdated: Int64)? {
         try await pool.withConnection { connection in
-            let row = try connection.query(sql: """
+            let row = try connection.query("""
                 WITH mine AS (
                     SELECT r.serial_number, p.update_tag, r.state
                     FROM pass_registrations r JOIN passes p USING (pass_type_id, serial_number)
-                    WHERE r.device_library_id = $1 AND r.pass_type_id = $2
+                    WHERE r.device_library_id = \(device) AND r.pass_type_id = \(passType)
                 ), listed AS (
                     UPDATE pass_registrations r SET listed_at = clock_timestamp()
                     FROM mine
-                    WHERE r.device_library_id = $1 AND r.pass_type_id = $2 AND r.serial_number = mine.serial_number
-                      AND ($3::bigint IS NULL OR mine.update_tag > $3::bigint
+                    WHERE r.device_library_id = \(device) AND r.pass_type_id = \(passType) AND r.serial_number = mine.serial_number
+                      AND (\(tag.map(String.init))::bigint IS NULL OR mine.update_tag > \(tag.map(String.init))::bigint
                            OR mine.state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED'))
                     RETURNING r.serial_number
                 )
                 SELECT (SELECT max(update_tag) FROM mine) AS last_updated,
                        (SELECT array_agg(serial_number ORDER BY serial_number) FROM listed) AS serials
-                """, [device, passType, tag.map(String.init)]).named.first
+                """).named.first
             guard let row, let lastUpdated = try row.decodeIfPresent("last_updated", as: Int64.self) else { return nil }
             let serials = try row.decodeIfPresent("serials", as: String.self).map { PostgresArray.decode($0).compactMap { $0 } } ?? []
             return (serials, lastUpdated)
@@ -190,27 +189,27 @@ package struct PassStore: Sendable {
         let since = ifModifiedSince.map { String($0.timeIntervalSince1970) }
         return try await pool.transaction { connection in
             // The content only when it is to be sent (not for a 304).
-            guard let row = try connection.query(sql: """
+            guard let row = try connection.query("""
                 SELECT version, extract(epoch FROM modified_at)::double precision AS modified_at,
-                       CASE WHEN $4::double precision IS NULL OR modified_at > to_timestamp($4::double precision) THEN content END AS content
+                       CASE WHEN \(since)::double precision IS NULL OR modified_at > to_timestamp(\(since)::double precision) THEN content END AS content
                 FROM passes
-                WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
-                """, [pass.passTypeIdentifier, pass.serialNumber, digest, since]).named.first
+                WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) AND auth_token_digest = \(digest)::bytea FOR UPDATE
+                """).named.first
             else { return .unauthorized }
             let version: Int64 = try row.decode("version")
             let modifiedAt: Date = try row.decode("modified_at")
             // Read after the lock: a concurrent download of the same pass is attributed first.
-            let before = try connection.query(sql: """
+            let before = try connection.query("""
                 UPDATE pass_registrations r
                 SET state = 'FETCHED', next_attempt_at = NULL, lease_owner = NULL, last_error = NULL, state_changed_at = now()
                 FROM (SELECT device_library_id, state FROM pass_registrations
-                      WHERE pass_type_id = $1 AND serial_number = $2 AND version = $3
+                      WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) AND version = \(String(version))
                         AND state IN ('QUEUED', 'SENT', 'EXPIRED', 'SENDING_FAILED', 'REGISTERED')
                       ORDER BY listed_at IS NULL, state = 'REGISTERED', listed_at, state_changed_at
                       LIMIT 1) AS fetcher
-                WHERE r.pass_type_id = $1 AND r.serial_number = $2 AND r.device_library_id = fetcher.device_library_id
+                WHERE r.pass_type_id = \(pass.passTypeIdentifier) AND r.serial_number = \(pass.serialNumber) AND r.device_library_id = fetcher.device_library_id
                 RETURNING fetcher.state
-                """, [pass.passTypeIdentifier, pass.serialNumber, String(version)]).scalar
+                """).scalar
             // Only a device that was still waiting can be the last one its version waited for.
             if before == PassDeliveryState.queued.rawValue || before == PassDeliveryState.sent.rawValue {
                 try Self.reportIfSettled(pass, connection)
@@ -225,15 +224,15 @@ package struct PassStore: Sendable {
 
     /// Locks the pass's row when `digest` is its token's; returns its version, or nil.
     static func lockPass(_ pass: PassIdentity, digest: String, _ connection: PostgresConnection) throws -> Int64? {
-        try connection.query(sql: """
-            SELECT version FROM passes WHERE pass_type_id = $1 AND serial_number = $2 AND auth_token_digest = $3::bytea FOR UPDATE
-            """, [pass.passTypeIdentifier, pass.serialNumber, digest]).scalar.flatMap(Int64.init)
+        try connection.query("""
+            SELECT version FROM passes WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) AND auth_token_digest = \(digest)::bytea FOR UPDATE
+            """).scalar.flatMap(Int64.init)
     }
 
     /// Writes the bank's report for the pass's current version when no device still waits for
     /// it and some did not fetch it, once a version. The caller holds the pass's row lock.
     static func reportIfSettled(_ pass: PassIdentity, _ connection: PostgresConnection) throws {
-        _ = try connection.query(sql: """
+        _ = try connection.query("""
             WITH counts AS (
                 SELECT p.version,
                        count(*) FILTER (WHERE r.state IN ('QUEUED', 'SENT')) AS waiting,
@@ -241,18 +240,18 @@ package struct PassStore: Sendable {
                 FROM passes p
                 JOIN pass_registrations r ON r.pass_type_id = p.pass_type_id AND r.serial_number = p.serial_number
                                          AND r.version = p.version
-                WHERE p.pass_type_id = $1 AND p.serial_number = $2 AND p.reported_version < p.version
+                WHERE p.pass_type_id = \(pass.passTypeIdentifier) AND p.serial_number = \(pass.serialNumber) AND p.reported_version < p.version
                 GROUP BY p.version
             ), marked AS (
                 UPDATE passes p SET reported_version = counts.version
                 FROM counts
-                WHERE p.pass_type_id = $1 AND p.serial_number = $2 AND counts.waiting = 0 AND counts.missed > 0
+                WHERE p.pass_type_id = \(pass.passTypeIdentifier) AND p.serial_number = \(pass.serialNumber) AND counts.waiting = 0 AND counts.missed > 0
                 RETURNING counts.missed
             )
             INSERT INTO outbox (kind, payload)
             SELECT 'reportPassUpdateNotFetched',
-                   jsonb_build_object('passTypeIdentifier', $1::text, 'serialNumber', $2::text, 'deviceCount', missed)
+                   jsonb_build_object('passTypeIdentifier', \(pass.passTypeIdentifier)::text, 'serialNumber', \(pass.serialNumber)::text, 'deviceCount', missed)
             FROM marked
-            """, [pass.passTypeIdentifier, pass.serialNumber])
+            """)
     }
 }

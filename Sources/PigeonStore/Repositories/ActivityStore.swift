@@ -33,14 +33,14 @@ package struct ActivityStore: Sendable {
     package func saveStartToken(deviceRowId: Int64, activityType: String, token: String) async throws -> Bool {
         try await pool.transaction { connection in
             // The device's row serializes its token calls, so two at once cannot both pass the count.
-            try connection.query(sql: "SELECT 1 FROM devices WHERE id = $1 FOR UPDATE", [String(deviceRowId)])
-            return try connection.query(sql: """
+            try connection.query("SELECT 1 FROM devices WHERE id = \(String(deviceRowId)) FOR UPDATE")
+            return try connection.query("""
                 INSERT INTO activity_start_tokens (device_row_id, activity_type, token)
-                SELECT $1, $2, $3
-                WHERE EXISTS (SELECT 1 FROM activity_start_tokens WHERE device_row_id = $1 AND activity_type = $2)
-                   OR (SELECT count(*) FROM activity_start_tokens WHERE device_row_id = $1) < $4
+                SELECT \(String(deviceRowId)), \(activityType), \(token)
+                WHERE EXISTS (SELECT 1 FROM activity_start_tokens WHERE device_row_id = \(String(deviceRowId)) AND activity_type = \(activityType))
+                   OR (SELECT count(*) FROM activity_start_tokens WHERE device_row_id = \(String(deviceRowId))) < \(String(Self.maximumStartTokensPerDevice))
                 ON CONFLICT (device_row_id, activity_type) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
-                """, [String(deviceRowId), activityType, token, String(Self.maximumStartTokensPerDevice)]).affected > 0
+                """).affected > 0
         }
     }
 
@@ -49,17 +49,17 @@ package struct ActivityStore: Sendable {
     package func saveUpdateToken(activityId: String, deviceRowId: Int64, token: String) async throws -> TokenOutcome {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
-            let state = try connection.query(sql: """
-                SELECT state FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2
-                """, [activityId, String(deviceRowId)]).decodedFirst { try $0.decode("state", as: String.self) }
+            let state = try connection.query("""
+                SELECT state FROM activity_devices WHERE activity_id = \(activityId) AND device_row_id = \(String(deviceRowId))
+                """).decodedFirst { try $0.decode("state", as: String.self) }
             guard let state else { return .notFound }
             guard state != "ENDED" else { return .ended }
-            try connection.query(sql: """
-                UPDATE activity_devices SET update_token = $3, state = 'RUNNING' WHERE activity_id = $1 AND device_row_id = $2
-                """, [activityId, String(deviceRowId), token])
-            try connection.query(sql: """
-                UPDATE activity_pushes SET next_attempt_at = now() WHERE activity_id = $1 AND device_row_id = $2 AND lease_owner IS NULL
-                """, [activityId, String(deviceRowId)])
+            try connection.query("""
+                UPDATE activity_devices SET update_token = \(token), state = 'RUNNING' WHERE activity_id = \(activityId) AND device_row_id = \(String(deviceRowId))
+                """)
+            try connection.query("""
+                UPDATE activity_pushes SET next_attempt_at = now() WHERE activity_id = \(activityId) AND device_row_id = \(String(deviceRowId)) AND lease_owner IS NULL
+                """)
             return .saved
         }
     }
@@ -68,10 +68,10 @@ package struct ActivityStore: Sendable {
     package func endedOnDevice(activityId: String, deviceRowId: Int64) async throws -> Bool {
         try await pool.transaction { connection in
             try Self.lock(activities: [activityId], connection)
-            let changed = try connection.query(sql: """
-                UPDATE activity_devices SET state = 'ENDED', update_token = NULL WHERE activity_id = $1 AND device_row_id = $2
-                """, [activityId, String(deviceRowId)]).affected
-            try connection.query(sql: "DELETE FROM activity_pushes WHERE activity_id = $1 AND device_row_id = $2", [activityId, String(deviceRowId)])
+            let changed = try connection.query("""
+                UPDATE activity_devices SET state = 'ENDED', update_token = NULL WHERE activity_id = \(activityId) AND device_row_id = \(String(deviceRowId))
+                """).affected
+            try connection.query("DELETE FROM activity_pushes WHERE activity_id = \(activityId) AND device_row_id = \(String(deviceRowId))")
             return changed > 0
         }
     }
@@ -87,16 +87,16 @@ package struct ActivityStore: Sendable {
         let column = identifiers.userColumn
         let content = Self.contentParameters(start.content)
         return try await pool.transaction { connection in
-            guard let timestamp = try connection.query(sql: """
-                INSERT INTO activities (activity_id, activity_type, attributes, content_state, last_timestamp) VALUES ($1, $2, $3, $4, $5)
+            guard let timestamp = try connection.query("""
+                INSERT INTO activities (activity_id, activity_type, attributes, content_state, last_timestamp) VALUES (\(start.activityId), \(start.activityType), \(start.attributes), \(start.content.contentState ?? "{}"), \(String(Self.seconds(now))))
                 ON CONFLICT (activity_id) DO NOTHING RETURNING last_timestamp
-                """, [start.activityId, start.activityType, start.attributes, start.content.contentState ?? "{}", String(Self.seconds(now))])
+                """)
                 .decodedFirst({ String(try $0.decode("last_timestamp", as: Int64.self)) })
             else { return .duplicate }
-            try connection.query(sql: """
+            try connection.query("""
                 INSERT INTO activity_recipients (activity_id, position, user_id)
-                SELECT $1, r.position, r.user_id FROM unnest($2::text[]) WITH ORDINALITY AS r(user_id, position)
-                """, [start.activityId, users])
+                SELECT \(start.activityId), r.position, r.user_id FROM unnest(\(users)::text[]) WITH ORDINALITY AS r(user_id, position)
+                """)
             try connection.query(sql: """
                 INSERT INTO activity_devices (activity_id, device_row_id, user_id, state)
                 SELECT $1, d.id, min(r.user_id), 'STARTING'
@@ -118,34 +118,34 @@ package struct ActivityStore: Sendable {
     /// events a second does not push the timestamps ahead of the clock (one second per event).
     package func event(activityId: String, kind: ActivityPushKind, content: ActivityContent, now: Date) async throws -> EventOutcome {
         try await pool.transaction { connection in
-            guard let ended = try connection.query(sql: "SELECT ended FROM activities WHERE activity_id = $1 FOR UPDATE", [activityId])
+            guard let ended = try connection.query("SELECT ended FROM activities WHERE activity_id = \(activityId) FOR UPDATE")
                 .decodedFirst({ try $0.decodeIfPresent("ended", as: Bool.self) ?? false }) else {
                 return .notFound
             }
             guard !ended else { return .ended }
             // An end without a content state ends on the newest one sent.
-            let updated = try connection.query(sql: """
+            let updated = try connection.query("""
                 UPDATE activities a SET last_timestamp = CASE
                         WHEN EXISTS (SELECT 1 FROM activity_devices ad WHERE ad.activity_id = a.activity_id AND ad.last_sent_timestamp >= a.last_timestamp)
                           OR EXISTS (SELECT 1 FROM activity_pushes p WHERE p.activity_id = a.activity_id
                                      AND p.event_timestamp = a.last_timestamp AND p.lease_owner IS NOT NULL)
-                        THEN GREATEST(a.last_timestamp + 1, $2) ELSE GREATEST(a.last_timestamp, $2) END,
-                    updated_at = now(), ended = $3,
-                    content_state = COALESCE($4, content_state)
-                WHERE activity_id = $1 RETURNING last_timestamp, content_state
-                """, [activityId, String(Self.seconds(now)), kind == .end ? "true" : "false", content.contentState])
+                        THEN GREATEST(a.last_timestamp + 1, \(String(Self.seconds(now)))) ELSE GREATEST(a.last_timestamp, \(String(Self.seconds(now)))) END,
+                    updated_at = now(), ended = \(kind == .end ? "true" : "false"),
+                    content_state = COALESCE(\(content.contentState), content_state)
+                WHERE activity_id = \(activityId) RETURNING last_timestamp, content_state
+                """)
                 .decodedFirst { row in (timestamp: try row.decode("last_timestamp", as: Int64.self), contentState: try row.decodeIfPresent("content_state", as: String.self)) }
             guard let updated else { throw PostgresError(.unexpectedResult, "the locked activity was not updated") }
             var content = content
             content.contentState = updated.contentState ?? content.contentState
             if kind == .end {
                 // A start not yet pushed never needs an end: that device is done.
-                try connection.query(sql: """
+                try connection.query("""
                     WITH dropped AS (
-                        DELETE FROM activity_pushes WHERE activity_id = $1 AND kind = 'start' AND lease_owner IS NULL RETURNING device_row_id
+                        DELETE FROM activity_pushes WHERE activity_id = \(activityId) AND kind = 'start' AND lease_owner IS NULL RETURNING device_row_id
                     )
-                    UPDATE activity_devices SET state = 'ENDED' WHERE activity_id = $1 AND device_row_id IN (SELECT device_row_id FROM dropped)
-                    """, [activityId])
+                    UPDATE activity_devices SET state = 'ENDED' WHERE activity_id = \(activityId) AND device_row_id IN (SELECT device_row_id FROM dropped)
+                    """)
             }
             let queued = try Self.queue(activityId: activityId, kind: kind, timestamp: String(updated.timestamp),
                                         content: Self.contentParameters(content), connection)
@@ -156,7 +156,7 @@ package struct ActivityStore: Sendable {
     /// Each recipient's state in the order sent, or `nil` for an unknown activity.
     package func status(activityId: String) async throws -> [(user: String, state: ActivityRecipientState)]? {
         try await pool.withConnection(idempotent: true) { connection in
-            guard try connection.query(sql: "SELECT 1 FROM activities WHERE activity_id = $1", [activityId]).rows.first != nil else { return nil }
+            guard try connection.query("SELECT 1 FROM activities WHERE activity_id = \(activityId)").rows.first != nil else { return nil }
             return try Self.states(activityId: activityId, connection)
         }
     }
@@ -255,7 +255,7 @@ package struct ActivityStore: Sendable {
     @discardableResult
     package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query(sql: "UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = $1", [owner]).affected
+            try connection.query("UPDATE activity_pushes SET lease_owner = NULL, next_attempt_at = now() WHERE lease_owner = \(owner)").affected
         }
     }
 
@@ -279,17 +279,17 @@ package struct ActivityStore: Sendable {
     /// Stores a channel Apple created.
     package func saveChannel(_ channel: Channel) async throws {
         _ = try await pool.withConnection { connection in
-            try connection.query(sql: """
-                INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES ($1, $2, $3, $4)
+            try connection.query("""
+                INSERT INTO activity_channels (channel_id, app_id, activity_type, storage_policy) VALUES (\(channel.channelId), \(channel.appId), \(channel.activityType), \(String(channel.storagePolicy)))
                 ON CONFLICT (channel_id) DO NOTHING
-                """, [channel.channelId, channel.appId, channel.activityType, String(channel.storagePolicy)])
+                """)
         }
     }
 
     /// The stored channel, or `nil`.
     package func channel(id: String) async throws -> Channel? {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: "SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = $1", [id])
+            try connection.query("SELECT channel_id, app_id, activity_type, storage_policy FROM activity_channels WHERE channel_id = \(id)")
                 .decodedFirst { Channel(channelId: try $0.decode("channel_id"), appId: try $0.decode("app_id"), activityType: try $0.decode("activity_type"),
                                         storagePolicy: try $0.decode("storage_policy")) }
         }
@@ -299,16 +299,16 @@ package struct ActivityStore: Sendable {
     @discardableResult
     package func deleteChannel(id: String) async throws -> Bool {
         try await pool.withConnection { connection in
-            try connection.query(sql: "DELETE FROM activity_channels WHERE channel_id = $1", [id]).affected > 0
+            try connection.query("DELETE FROM activity_channels WHERE channel_id = \(id)").affected > 0
         }
     }
 
     /// The `aps.timestamp` of a channel's next broadcast: larger than every earlier one.
     package func nextChannelTimestamp(id: String, now: Date) async throws -> Int64? {
         try await pool.withConnection { connection in
-            try connection.query(sql: """
-                UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, $2) WHERE channel_id = $1 RETURNING last_timestamp
-                """, [id, String(Self.seconds(now))]).decodedFirst { try $0.decode("last_timestamp", as: Int64.self) }
+            try connection.query("""
+                UPDATE activity_channels SET last_timestamp = GREATEST(last_timestamp + 1, \(String(Self.seconds(now)))) WHERE channel_id = \(id) RETURNING last_timestamp
+                """).decodedFirst { try $0.decode("last_timestamp", as: Int64.self) }
         }
     }
 
@@ -321,8 +321,7 @@ package struct ActivityStore: Sendable {
     private static func lock(activities ids: [String], _ connection: PostgresConnection) throws {
         let ids = Set(ids.filter { !$0.isEmpty && !$0.hasPrefix("#") })  // widget and controls refreshes belong to no activity
         guard !ids.isEmpty else { return }
-        try connection.query(sql: "SELECT 1 FROM activities WHERE activity_id = ANY($1::text[]) ORDER BY activity_id FOR UPDATE",
-                             [PostgresArray.encode(ids.sorted())])
+        try connection.query("SELECT 1 FROM activities WHERE activity_id = ANY(\(PostgresArray.encode(ids.sorted()))::text[]) ORDER BY activity_id FOR UPDATE")
     }
 
     private static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
@@ -357,7 +356,7 @@ package struct ActivityStore: Sendable {
     }
 
     private static func states(activityId: String, _ connection: PostgresConnection) throws -> [(user: String, state: ActivityRecipientState)] {
-        try connection.query(sql: """
+        try connection.query("""
             SELECT r.user_id, CASE
                 WHEN count(ad.device_row_id) = 0 THEN 'NO_TOKEN'
                 WHEN bool_or(ad.state = 'RUNNING') THEN 'RUNNING'
@@ -365,8 +364,8 @@ package struct ActivityStore: Sendable {
                 ELSE 'ENDED' END AS state
             FROM activity_recipients r
             LEFT JOIN activity_devices ad ON ad.activity_id = r.activity_id AND ad.user_id = r.user_id
-            WHERE r.activity_id = $1 GROUP BY r.position, r.user_id ORDER BY r.position
-            """, [activityId]).decoded { row in
+            WHERE r.activity_id = \(activityId) GROUP BY r.position, r.user_id ORDER BY r.position
+            """).decoded { row in
             (user: try row.decode("user_id", as: String.self), state: try row.decode("state", as: ActivityRecipientState.self))
         }
     }
@@ -421,12 +420,12 @@ package struct ActivityStore: Sendable {
             try finish()
             guard !claim.kind.isRefresh else { return }
             let startingUntilToken = claim.kind == .start && claim.device.platform == .ios
-            try connection.query(sql: """
-                UPDATE activity_devices SET last_sent_timestamp = GREATEST(last_sent_timestamp, $3),
-                    state = CASE WHEN state = 'ENDED' OR $4 = 'end' THEN 'ENDED'
-                                 WHEN $5 AND update_token IS NULL THEN 'STARTING' ELSE 'RUNNING' END
-                WHERE activity_id = $1 AND device_row_id = $2
-                """, [claim.activityId, String(claim.device.id), String(claim.timestamp), claim.kind.rawValue, startingUntilToken ? "true" : "false"])
+            try connection.query("""
+                UPDATE activity_devices SET last_sent_timestamp = GREATEST(last_sent_timestamp, \(String(claim.timestamp))),
+                    state = CASE WHEN state = 'ENDED' OR \(claim.kind.rawValue) = 'end' THEN 'ENDED'
+                                 WHEN \(startingUntilToken ? "true" : "false") AND update_token IS NULL THEN 'STARTING' ELSE 'RUNNING' END
+                WHERE activity_id = \(claim.activityId) AND device_row_id = \(String(claim.device.id))
+                """)
         case .dropped, .failed:
             try finish()
         case .retry(let at, let error):
@@ -435,16 +434,14 @@ package struct ActivityStore: Sendable {
             switch (claim.kind, claim.device.platform) {
             case (.start, .ios):
                 // Only that push-to-start token: the device cannot start this type until the phone sends a new one.
-                try connection.query(sql: "DELETE FROM activity_start_tokens WHERE device_row_id = $1 AND token = $2",
-                                     [String(claim.device.id), claim.token])
+                try connection.query("DELETE FROM activity_start_tokens WHERE device_row_id = \(String(claim.device.id)) AND token = \(claim.token)")
                 try finish()
-                try connection.query(sql: "DELETE FROM activity_devices WHERE activity_id = $1 AND device_row_id = $2 AND update_token IS NULL",
-                                     [claim.activityId, String(claim.device.id)])
+                try connection.query("DELETE FROM activity_devices WHERE activity_id = \(claim.activityId) AND device_row_id = \(String(claim.device.id)) AND update_token IS NULL")
             case (.update, .ios), (.end, .ios):
                 // Only that update token: the push waits for the phone's next one.
-                try connection.query(sql: """
-                    UPDATE activity_devices SET update_token = NULL WHERE activity_id = $1 AND device_row_id = $2 AND update_token = $3
-                    """, [claim.activityId, String(claim.device.id), claim.token])
+                try connection.query("""
+                    UPDATE activity_devices SET update_token = NULL WHERE activity_id = \(claim.activityId) AND device_row_id = \(String(claim.device.id)) AND update_token = \(claim.token)
+                    """)
                 try handBack(error: reason)
             default:
                 try finish()

@@ -23,10 +23,10 @@ package struct ConsoleStore: Sendable {
     package func recipients(notificationId: String, offset: Int, limit: Int) async throws -> (total: Int, sentAt: Date, page: [Recipient])? {
         let limit = max(1, min(limit, 500)), offset = max(0, offset)
         return try await pool.withConnection(idempotent: true) { connection in
-            guard let notification = try connection.query(sql: """
+            guard let notification = try connection.query("""
                 SELECT key, recipient_count, extract(epoch FROM created_at)::double precision AS created_at FROM notifications
-                WHERE id = $1 ORDER BY key DESC LIMIT 1
-                """, [notificationId]).decodedFirst({ row in
+                WHERE id = \(notificationId) ORDER BY key DESC LIMIT 1
+                """).decodedFirst({ row in
                     (key: try row.decode("key", as: Int64.self), total: try row.decode("recipient_count", as: Int.self),
                      sentAt: try row.decode("created_at", as: Date.self))
                 }) else { return nil }
@@ -44,13 +44,13 @@ package struct ConsoleStore: Sendable {
             guard let first = recipients.first?.position, let last = recipients.last?.position else {
                 return (notification.total, notification.sentAt, [])
             }
-            let outcomes = try connection.query(sql: """
+            let outcomes = try connection.query("""
                 SELECT position, device_id, platform, app_id, token_masked, state, attempts, last_error, service_id,
                        extract(epoch FROM sent_at)::double precision AS sent_at, extract(epoch FROM updated_at)::double precision AS updated_at,
                        extract(epoch FROM delivered_at)::double precision AS delivered_at, extract(epoch FROM opened_at)::double precision AS opened_at
-                FROM device_pushes WHERE notification_key = $1::bigint AND position BETWEEN $2 AND $3
+                FROM device_pushes WHERE notification_key = \(String(notification.key))::bigint AND position BETWEEN \(String(first)) AND \(String(last))
                 ORDER BY position, device_row_id
-                """, [String(notification.key), String(first), String(last)]).decoded { row in
+                """).decoded { row in
                 (position: try row.decode("position", as: Int.self), outcome: DeviceOutcome(
                     deviceId: try row.decode("device_id"), platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? "",
                     maskedToken: try row.decodeIfPresent("token_masked") ?? "", state: try row.decode("state"), attempts: try row.decode("attempts"),
@@ -110,10 +110,10 @@ package struct ConsoleStore: Sendable {
     /// The user's registrations waiting for their SMS code (at most 100).
     package func pendingRegistrations(user: String) async throws -> [PendingRegistration] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 SELECT bank_client_id, device_id, platform, extract(epoch FROM created_at)::double precision AS created_at
-                FROM pending_registrations WHERE user_folded = lower($1) AND ($2::boolean OR user_id = $1) ORDER BY id LIMIT 100
-                """, [user, identifiers.caseInsensitive ? "true" : "false"]).decoded { row in
+                FROM pending_registrations WHERE user_folded = lower(\(user)) AND (\(identifiers.caseInsensitive ? "true" : "false")::boolean OR user_id = \(user)) ORDER BY id LIMIT 100
+                """).decoded { row in
                 PendingRegistration(bankClientId: try row.decode("bank_client_id"), deviceId: try row.decode("device_id"),
                                     platform: try row.decode("platform"), createdAt: try row.decode("created_at"))
             }
@@ -140,11 +140,11 @@ package struct ConsoleStore: Sendable {
     /// The user's devices removed within the retention period, newest first (at most 50).
     package func removedDevices(user: String) async throws -> [RemovedDevice] {
         try await pool.withConnection(idempotent: true) { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 SELECT device_id, platform, app_id, token_masked, reason, extract(epoch FROM removed_at)::double precision AS removed_at
-                FROM removed_devices WHERE user_folded = $1 AND ($2 OR user_id = $3)
+                FROM removed_devices WHERE user_folded = \(user.lowercased()) AND (\(identifiers.caseInsensitive ? "true" : "false") OR user_id = \(user))
                 ORDER BY removed_at DESC LIMIT 50
-                """, [user.lowercased(), identifiers.caseInsensitive ? "true" : "false", user]).decoded { row in
+                """).decoded { row in
                 RemovedDevice(deviceId: try row.decode("device_id"), platform: try row.decode("platform"), appId: try row.decodeIfPresent("app_id") ?? "",
                               maskedToken: try row.decodeIfPresent("token_masked") ?? "", reason: try row.decode("reason"),
                               removedAt: try row.decode("removed_at"))

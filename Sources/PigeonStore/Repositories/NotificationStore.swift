@@ -50,10 +50,10 @@ package struct NotificationStore: Sendable {
     /// The key of notification `id`, or `nil`. Ids are looked up in every partition (each has its
     /// index on `id`); the newest days come first, where almost every lookup ends.
     static func key(of id: String, _ connection: PostgresConnection) throws -> Int64? {
-        let recent = try connection.query(sql: 
-            "SELECT key FROM notifications WHERE id = $1 AND key >= pigeon_day_key(pigeon_day(now()) - 1) LIMIT 1", [id])
+        let recent = try connection.query(
+            "SELECT key FROM notifications WHERE id = \(id) AND key >= pigeon_day_key(pigeon_day(now()) - 1) LIMIT 1")
         if let key = try recent.decodedFirst({ try $0.decode("key", as: Int64.self) }) { return key }
-        return try connection.query(sql: "SELECT key FROM notifications WHERE id = $1 LIMIT 1", [id])
+        return try connection.query("SELECT key FROM notifications WHERE id = \(id) LIMIT 1")
             .decodedFirst { try $0.decode("key", as: Int64.self) }
     }
 
@@ -86,7 +86,7 @@ package struct NotificationStore: Sendable {
         let rows = try connection.query(sql: "SELECT \(contentColumns) FROM notifications WHERE key = $1", [String(key)])
         guard let row = rows.named.first else { return nil }
         let users = recipients
-            ? try connection.query(sql: "SELECT user_id FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)])
+            ? try connection.query("SELECT user_id FROM deliveries WHERE notification_key = \(String(key)) ORDER BY position")
                 .decoded { try $0.decode("user_id", as: String.self) }
             : []
         return try content(row, recipients: users)
@@ -126,8 +126,8 @@ package struct NotificationStore: Sendable {
 
     /// Each recipient's state of the notification stored under `key`, in the order sent.
     static func states(of key: Int64, _ connection: PostgresConnection) throws -> [RecipientState] {
-        try connection.query(sql: 
-            "SELECT user_id, state FROM deliveries WHERE notification_key = $1 ORDER BY position", [String(key)]
+        try connection.query(
+            "SELECT user_id, state FROM deliveries WHERE notification_key = \(String(key)) ORDER BY position"
         ).decoded { row in
             // A state this binary does not know is an error, never reported as QUEUED.
             RecipientState(user: try row.decode("user_id"), state: try row.decode("state"))

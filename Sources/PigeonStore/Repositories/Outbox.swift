@@ -63,12 +63,12 @@ package struct Outbox: Sendable {
                 claimed.append(ClaimedReport(id: id, report: report, attempt: try row.decode("attempts"), createdAt: try row.decode("created_at")))
             }
             if !undecodable.isEmpty {
-                try connection.query(sql: """
-                    WITH moved AS (DELETE FROM outbox WHERE id = ANY($1::bigint[]) RETURNING id, kind, payload, attempts, created_at)
+                try connection.query("""
+                    WITH moved AS (DELETE FROM outbox WHERE id = ANY(\(PostgresArray.encode(undecodable.map(\.id)))::bigint[]) RETURNING id, kind, payload, attempts, created_at)
                     INSERT INTO outbox_dead (id, kind, payload, attempts, last_error, created_at)
-                    SELECT id, kind, payload, attempts, $2, created_at FROM moved
+                    SELECT id, kind, payload, attempts, \(BankReport.undecodablePayload), created_at FROM moved
                     ON CONFLICT (id) DO NOTHING
-                    """, [PostgresArray.encode(undecodable.map(\.id)), BankReport.undecodablePayload])
+                    """)
             }
             return (claimed.sorted { $0.id < $1.id }, undecodable)
         }
@@ -145,10 +145,10 @@ package struct Outbox: Sendable {
     package func requeue(_ ids: [Int64]?) async throws -> [Int64] {
         // One statement: the move is atomic without a transaction of its own.
         try await pool.withConnection { connection in
-            try connection.query(sql: """
-                WITH moved AS (DELETE FROM outbox_dead WHERE $1::bigint[] IS NULL OR id = ANY($1::bigint[]) RETURNING id, kind, payload)
+            try connection.query("""
+                WITH moved AS (DELETE FROM outbox_dead WHERE \(ids.map { PostgresArray.encode($0.map(String.init)) })::bigint[] IS NULL OR id = ANY(\(ids.map { PostgresArray.encode($0.map(String.init)) })::bigint[]) RETURNING id, kind, payload)
                 INSERT INTO outbox (id, kind, payload) SELECT id, kind, payload FROM moved RETURNING id
-                """, [ids.map { PostgresArray.encode($0.map(String.init)) }]).decoded { try $0.decode("id", as: Int64.self) }
+                """).decoded { try $0.decode("id", as: Int64.self) }
         }
     }
 

@@ -73,8 +73,7 @@ extension PassStore {
         let locked = settling.sorted { ($0.passTypeIdentifier, $0.serialNumber) < ($1.passTypeIdentifier, $1.serialNumber) }
         return try await pool.transaction { connection in
             for pass in locked {
-                _ = try connection.query(sql: "SELECT 1 FROM passes WHERE pass_type_id = $1 AND serial_number = $2 FOR UPDATE",
-                                         [pass.passTypeIdentifier, pass.serialNumber])
+                _ = try connection.query("SELECT 1 FROM passes WHERE pass_type_id = \(pass.passTypeIdentifier) AND serial_number = \(pass.serialNumber) FOR UPDATE")
             }
             let match = """
                 r.pass_type_id = u.pass_type_id AND r.serial_number = u.serial_number AND r.device_library_id = u.device_library_id
@@ -134,10 +133,10 @@ extension PassStore {
     @discardableResult
     package func releasePassPushes(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 UPDATE pass_registrations SET lease_owner = NULL, next_attempt_at = now()
-                WHERE lease_owner = $1 AND state IN ('QUEUED', 'SENT')
-                """, [owner]).affected
+                WHERE lease_owner = \(owner) AND state IN ('QUEUED', 'SENT')
+                """).affected
         }
     }
 }

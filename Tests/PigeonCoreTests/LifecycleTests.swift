@@ -108,18 +108,18 @@ struct LifecycleTests {
 }
 
 /// The lifecycle's bounded wait: a continuation the work and a timer race to resume.
-@Suite("Lifecycle.value(within:): a bounded wait that blocks no thread")
+@Suite("BoundedWait: a bounded wait that blocks no thread")
 struct BoundedWaitTests {
     @Test("work that finishes in time gives its value (the generous bound is never waited out)")
     func finishes() async {
-        #expect(await Lifecycle.value(within: 600) { 42 } == 42)
+        #expect(await BoundedWait.value(within: .seconds(600)) { 42 } == 42)
     }
 
     @Test("work still running at the bound gives nil, and is left to finish on its own")
     func runsPastTheBound() async {
         let gate = Gate()
         let finished = Journal()
-        let value = await Lifecycle.value(within: 0.05) { () async -> Int in
+        let value = await BoundedWait.value(within: .milliseconds(50)) { () async -> Int in
             await gate.wait()
             finished.note("finished")
             return 1
@@ -131,7 +131,7 @@ struct BoundedWaitTests {
 
     @Test("work that throws gives nil at once, not at the bound")
     func throwsGivesNil() async {
-        let value = await Lifecycle.value(within: 600) { () async throws -> Int in throw OpenFailed() }
+        let value = await BoundedWait.value(within: .seconds(600)) { () async throws -> Int in throw OpenFailed() }
         #expect(value == nil)
     }
 }

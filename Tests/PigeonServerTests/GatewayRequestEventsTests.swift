@@ -20,7 +20,7 @@ struct GatewayRequestEventsTests {
 
     /// Whether `signal` was raised: its next wait ends at once (bounded far beyond need).
     static func raised(_ signal: WakeSignal) async -> Bool {
-        await Lifecycle.value(within: 600) { await signal.wait(upTo: .seconds(3600), clock: IdleClock()) } != nil
+        await BoundedWait.value(within: .seconds(600)) { await signal.wait(upTo: .seconds(3600), clock: IdleClock()) } != nil
     }
 
     @Test("a stored code wakes the urgent lane and notes its deadline for the expiry watcher")

@@ -23,7 +23,7 @@ struct PostgresQueryTests {
     @Test("data from outside never becomes SQL: a hostile string is a parameter; only literals and code-chosen fragments are written into the text")
     func hostileValues() {
         let hostile = "'; DROP TABLE devices; --"
-        let column = StaticOrCodeSQL(chosen: "user_folded")
+        let column: StaticOrCodeSQL = "user_folded"
         let query: PostgresQuery = "SELECT id FROM devices WHERE \(sql: column) = \(hostile) LIMIT \(literal: 500)"
         #expect(query.sql == "SELECT id FROM devices WHERE user_folded = $1 LIMIT 500")
         #expect(query.binds == [hostile])

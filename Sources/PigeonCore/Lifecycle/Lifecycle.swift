@@ -115,7 +115,7 @@ package final class Lifecycle: Sendable {
         let services = state.withLock { $0.services }
         if let services {
             services.cancel()
-            _ = await Self.value(within: 5) { await services.value }
+            _ = await BoundedWait.value(withinSeconds: 5) { await services.value }
         }
         await closeResources(Closing(deadline: Date().addingTimeInterval(5), abandonRunning: true))
     }
@@ -136,7 +136,7 @@ package final class Lifecycle: Sendable {
         services?.cancel()
         var finished = true
         if let services {
-            finished = await Self.value(within: max(0, deadline.timeIntervalSinceNow - reserve)) { await services.value } != nil
+            finished = await BoundedWait.value(withinSeconds: deadline.timeIntervalSinceNow - reserve) { await services.value } != nil
         }
         await handBack(finished, Closing(deadline: deadline.addingTimeInterval(-reserve / 2), abandonRunning: !finished))
         await closeResources(Closing(deadline: deadline, abandonRunning: !finished))
@@ -156,36 +156,5 @@ package final class Lifecycle: Sendable {
                 resource.close(closing)
             }
         }
-    }
-
-    /// What `work` returns if it finishes within `seconds`; nil when it throws or is still running
-    /// then (it is left to finish on its own, unwaited).
-    package static func value<T: Sendable>(within seconds: Double, _ work: @escaping @Sendable () async throws -> T) async -> T? {
-        let race = FirstAnswer<T?>()
-        return await withCheckedContinuation { continuation in
-            race.start(continuation)
-            let timer = Task {
-                try? await Task.sleep(for: .milliseconds(Int(max(0, seconds) * 1000)))
-                race.answer(nil)
-            }
-            Task {
-                let value = try? await work()
-                race.answer(value)
-                timer.cancel()
-            }
-        }
-    }
-}
-
-/// A continuation resumed by the first of several answers; the later ones are dropped.
-private final class FirstAnswer<T: Sendable>: Sendable {
-    private let waiting = Mutex<CheckedContinuation<T, Never>?>(nil)
-
-    func start(_ continuation: CheckedContinuation<T, Never>) {
-        waiting.withLock { $0 = continuation }
-    }
-
-    func answer(_ value: T) {
-        waiting.withLock { $0.take() }?.resume(returning: value)
     }
 }

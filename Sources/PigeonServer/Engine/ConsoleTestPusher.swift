@@ -26,7 +26,7 @@ struct ConsoleTestPusher: Sendable {
                     guard let sender else {
                         return (index, ConsoleTestPush(deviceId: device.deviceId, state: "NOT_SERVED", lastError: "no push service of this gateway serves \(device.route)"))
                     }
-                    return (index, Self.outcome(await PushAnswer.first(of: { await sender.send(message, to: device.pushToken) }, within: ConsoleTestPush.timeout), device))
+                    return (index, Self.outcome(await BoundedWait.value(within: ConsoleTestPush.timeout) { await sender.send(message, to: device.pushToken) }, device))
                 }
             }
             var results = [ConsoleTestPush?](repeating: nil, count: devices.count)

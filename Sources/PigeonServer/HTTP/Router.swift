@@ -55,7 +55,7 @@ struct Router: Sendable {
     /// The request headers this router's endpoints read, for its listener to copy (and no
     /// others): its own (the request id, SOAP credentials) and those of each endpoint it serves.
     var requestHeaders: Set<String> {
-        var headers: Set<String> = ["x-request-id", "authorization", "content-length"]
+        var headers: Set<String> = ["x-request-id", "authorization"]
         if surfaces.contains(.bank) {
             headers.formUnion(InboundEndpoint.requestHeaders)
             if console != nil { headers.formUnion(ConsoleEndpoint.requestHeaders) }

@@ -56,7 +56,7 @@ package enum ConnectionCheck {
             let credential = app.apns.keyId.map { "key \($0)" } ?? "certificate"
             let host = URLComponents(string: route.environment == .production ? app.apns.resolvedEndpoint : app.apns.resolvedSandboxEndpoint)?.host ?? "?"
             let target = "APNs \(credential) \(route.environment.rawValue)\(route.appId.isEmpty ? "" : " (app \(route.appId))") \(host)"
-            let outcome = await PushAnswer.first(of: { await sender.send(message, to: probeToken) }, within: .seconds(15))
+            let outcome = await BoundedWait.value(within: .seconds(15)) { await sender.send(message, to: probeToken) }
             lines.append(probeLine(target, outcome))
         }
         return lines

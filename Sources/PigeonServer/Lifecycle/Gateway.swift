@@ -338,7 +338,7 @@ package final class Gateway: Sendable {
             // Whatever this process still holds goes back to the queue for another process (or
             // the next start); a late outcome of an abandoned push then changes nothing.
             let queue = DeliveryQueue(pool: enginePool)
-            let released = await Lifecycle.value(within: closing.seconds(atLeast: 1)) { try await queue.release(owner: engineOwner) }
+            let released = await BoundedWait.value(withinSeconds: closing.seconds(atLeast: 1)) { try await queue.release(owner: engineOwner) }
             if let released, released > 0 {
                 logger.notice("deliveries handed back to the queue", metadata: ["deliveries": String(released)])
             }

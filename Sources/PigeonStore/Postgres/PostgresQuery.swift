@@ -64,18 +64,13 @@ package struct PostgresQuery: Sendable, Equatable, ExpressibleByStringInterpolat
     }
 }
 
-/// SQL text the code wrote: a string literal, or a fragment a store built from its own literals
-/// (``UserIdentifiers`` choosing a column). Data never becomes one.
+/// SQL text the code wrote as a string literal (``UserIdentifiers`` choosing between two column
+/// names). Only a literal makes one: data never can.
 package struct StaticOrCodeSQL: Sendable, ExpressibleByStringLiteral {
     package let text: String
 
     package init(stringLiteral value: StaticString) {
         text = "\(value)"
-    }
-
-    /// A fragment chosen among the code's own literals.
-    package init(chosen text: String) {
-        self.text = text
     }
 }
 

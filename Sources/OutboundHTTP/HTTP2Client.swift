@@ -124,21 +124,57 @@ package final class HTTP2Client: Sendable {
         /// False for requests that must never be sent twice: no restart, no reused connection.
         let idempotent: Bool
         let completion: Completion
+        /// A single request's caller's cancellation.
+        let cancellation: RequestCancellation?
         /// Times this transfer was started again after its connection failed under it.
         var restarts = 0
         /// When the driving thread first started it.
         var started: ContinuousClock.Instant?
+        /// Its transfer while one is on the wire (the driving thread's, for abandoning it).
+        var transfer: OpaquePointer?
 
-        init(request: Request, idempotent: Bool, completion: Completion) {
+        init(request: Request, idempotent: Bool, completion: Completion, cancellation: RequestCancellation? = nil) {
             self.request = request
             self.idempotent = idempotent
             self.completion = completion
+            self.cancellation = cancellation
         }
+
+        /// Whether its caller was cancelled.
+        var isCancelled: Bool { cancellation?.isCancelled ?? false }
 
         func complete(_ result: Result<Response, TransportError>) {
             switch completion {
+            case .single(let continuation) where isCancelled: continuation.resume(throwing: CancellationError())
             case .single(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
             case .batch(let batch, let index): batch.complete(index, result)
+            }
+        }
+    }
+
+    /// A single request's cancellation: set by its caller's cancellation handler, which then hands
+    /// the request (when already submitted) to the driving thread to end.
+    private final class RequestCancellation: Sendable {
+        // The request is an @unchecked Sendable the driving thread owns; it is only handed on here.
+        private let state = Mutex<(cancelled: Bool, pending: Pending?)>((false, nil))
+
+        var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+        /// Records the submitted request; false when the caller was cancelled already.
+        func attach(_ pending: Pending) -> Bool {
+            state.withLock { state in
+                guard !state.cancelled else { return false }
+                state.pending = pending
+                return true
+            }
+        }
+
+        /// Marks the caller cancelled; returns its request when one was submitted.
+        func cancel() -> Pending? {
+            state.withLock { state in
+                state.cancelled = true
+                defer { state.pending = nil }
+                return state.pending
             }
         }
     }
@@ -242,6 +278,10 @@ package final class HTTP2Client: Sendable {
         var abandonRunning = false
         /// The multi handle is freed (the driving thread ended): nothing may wake it any more.
         var released = false
+        /// Callers of ``close(abandonRunning:)`` waiting for the driving thread to end.
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Single requests whose callers were cancelled, for the driving thread to end.
+        var cancelledSingles: [Pending] = []
         var connectionsOpened = 0
         var restarted = 0
     }
@@ -290,14 +330,33 @@ package final class HTTP2Client: Sendable {
     /// A request that is not `idempotent` (the server acts on it: a bank sending an SMS) is sent at
     /// most once: on a connection of its own, never started again after a connection failure;
     /// the caller gets the error and decides.
+    ///
+    /// Cancelling the calling task ends the request: one not started yet is never sent, one on
+    /// the wire is abandoned (whether the server acted on it is unknown), and the caller gets
+    /// `CancellationError`.
     package func send(url: String, method: String = "POST", headers: [String: String], body: Data, wantHeaders: [String] = [],
                      idempotent: Bool = true) async throws -> Response {
         let request = Request(url: url, headerLines: headers.map { "\($0.key): \($0.value)" }, body: body, wantHeaders: wantHeaders,
                               method: method)
-        return try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(request: request, idempotent: idempotent, completion: .single(continuation))
-            if !submit({ $0.submitted.append(pending) }) {
-                continuation.resume(throwing: Self.shutDown)
+        let cancellation = RequestCancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let pending = Pending(request: request, idempotent: idempotent, completion: .single(continuation), cancellation: cancellation)
+                guard cancellation.attach(pending) else {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                if !submit({ $0.submitted.append(pending) }) {
+                    continuation.resume(throwing: Self.shutDown)
+                }
+            }
+        } onCancel: {
+            guard let pending = cancellation.cancel() else { return }
+            // Under the lock: the driving thread frees the handle under it too.
+            state.withLock { state in
+                guard !state.released else { return }
+                state.cancelledSingles.append(pending)
+                pigeon_h2_client_wakeup(client)
             }
         }
     }
@@ -359,17 +418,44 @@ package final class HTTP2Client: Sendable {
     }
 
     /// Fails transfers not yet started, lets running ones finish (up to the timeout) or, with
-    /// `abandonRunning`, fails them at once too, and stops the driving thread.
+    /// `abandonRunning`, fails them at once too, and stops the driving thread; returns once it
+    /// has ended. Awaited: no thread waits (the gateway's lifecycle closes its clients this way).
+    package func close(abandonRunning: Bool = false) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state -> Bool in
+                if state.released { return true }
+                state.closeWaiters.append(continuation)
+                return false
+            }
+            if ended {
+                continuation.resume()
+            } else {
+                requestStop(abandonRunning: abandonRunning)
+            }
+        }
+    }
+
+    /// ``close(abandonRunning:)`` for a caller that may block its thread (a command-line tool, a
+    /// test's `defer`): the thread waits until the driving thread has ended.
     package func shutdown(abandonRunning: Bool = false) {
+        guard requestStop(abandonRunning: abandonRunning) else { return }
+        stopped.wait()
+    }
+
+    /// Tells the driving thread to stop; false when it was told already.
+    @discardableResult
+    private func requestStop(abandonRunning: Bool) -> Bool {
         let first = state.withLock { state in
             let first = !state.stopping
             state.stopping = true
-            state.abandonRunning = abandonRunning
+            state.abandonRunning = state.abandonRunning || abandonRunning
             return first
         }
-        guard first else { return }
-        pigeon_h2_client_wakeup(client)
-        stopped.wait()
+        guard first else { return false }
+        state.withLock { state in
+            if !state.released { pigeon_h2_client_wakeup(client) }
+        }
+        return true
     }
 
     /// The driving loop: add submitted transfers, advance all, complete finished ones.
@@ -383,11 +469,20 @@ package final class HTTP2Client: Sendable {
         var lastExpiryScan = Date.distantPast
         let capacity = max(1, min(configuration.maxInFlight ?? Int.max, configuration.maxConnections * configuration.maxStreamsPerConnection))
         while true {
-            let (submitted, newBatches, stopping, abandon) = state.withLock { state in
-                let taken = (state.submitted, state.submittedBatches)
+            let (submitted, newBatches, cancelled, stopping, abandon) = state.withLock { state in
+                let taken = (state.submitted, state.submittedBatches, state.cancelledSingles)
                 state.submitted = []
                 state.submittedBatches = []
-                return (taken.0, taken.1, state.stopping, state.abandonRunning)
+                state.cancelledSingles = []
+                return (taken.0, taken.1, taken.2, state.stopping, state.abandonRunning)
+            }
+            // Single requests whose callers were cancelled: those on the wire are abandoned
+            // (those not started yet are answered as they would start, below).
+            for pending in cancelled {
+                guard let transfer = pending.transfer, running.contains(transfer) else { continue }
+                pigeon_h2_client_abandon(client, transfer)
+                running.remove(transfer)
+                _ = finish(transfer, restartable: false)
             }
             batches += newBatches
             // Stopping: what a batch has not started yet is answered as shut down, like a
@@ -409,6 +504,10 @@ package final class HTTP2Client: Sendable {
                 startable += batch.startable(room: room, now: now)
             }
             for pending in startable {
+                guard !pending.isCancelled else {
+                    pending.complete(.failure(Self.notStarted))
+                    continue
+                }
                 if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
             }
             if stopping && abandon {
@@ -446,11 +545,14 @@ package final class HTTP2Client: Sendable {
                 state.withLock { $0.connectionsOpened = opened }
             }
         }
-        state.withLock { state in
+        let waiters = state.withLock { state in
             state.released = true
             pigeon_h2_client_free(client)
+            defer { state.closeWaiters.removeAll() }
+            return state.closeWaiters
         }
         stopped.signal()
+        waiters.forEach { $0.resume() }
     }
 
     /// Starts a transfer; nil (with the caller answered) when it could not be started.
@@ -481,6 +583,7 @@ package final class HTTP2Client: Sendable {
             pending.complete(.failure(TransportError(code: Int(status), message: "cannot add the transfer")))
             return nil
         }
+        pending.transfer = transfer
         return transfer
     }
 
@@ -490,6 +593,8 @@ package final class HTTP2Client: Sendable {
         defer { pigeon_h2_transfer_free(transfer) }
         guard let raw = pigeon_h2_transfer_context(transfer) else { return nil }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeRetainedValue()
+        // Freed below: an address libcurl may give the next transfer.
+        pending.transfer = nil
         let code = Int(pigeon_h2_transfer_result(transfer))
         guard code == 0 else {
             if restartable && pending.idempotent && Self.connectionFailures.contains(code) && pending.restarts < Self.maximumRestarts {

@@ -13,16 +13,16 @@ package struct ConsoleHousekeeping: Sendable {
         self.logger = logger
     }
 
-    /// Runs until the task is cancelled.
-    package func run() async {
-        while !Task.isCancelled {
+    /// Runs until `stop` is requested (or the task is cancelled).
+    package func run(until stop: GracefulStop = GracefulStop()) async {
+        while !stop.shouldStop {
             do {
                 let removed = try await expireAudit()
                 if removed > 0 { logger.info("audit trail kept to auditRetentionDays", metadata: ["removed": String(removed)]) }
             } catch {
                 logger.warning("audit retention pass failed; retrying in an hour", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: interval)
+            await stop.sleep(for: interval)
         }
     }
 }

@@ -31,11 +31,11 @@ package final class PushActivity: Sendable {
         self.clock = clock
     }
 
-    /// Samples once a minute until cancelled.
-    package func run() async {
-        while !Task.isCancelled {
+    /// Samples once a minute until `stop` is requested (or the task is cancelled).
+    package func run(until stop: GracefulStop = GracefulStop()) async {
+        while !stop.shouldStop {
             sample()
-            try? await Task.sleep(for: .seconds(60))
+            await stop.sleep(for: .seconds(60))
         }
     }
 

@@ -59,15 +59,16 @@ struct LifecycleTests {
         #expect(journal.all == ["close client abandoning", "close pool abandoning"])
     }
 
-    @Test("a stop: every resource stops accepting, the services are cancelled and finish, work is handed back, then resources close latest first")
+    @Test("a stop: every resource stops accepting, the services see the graceful stop and finish with their tasks alive, work is handed back, then resources close latest first")
     func stopInPhases() async throws {
         let lifecycle = Lifecycle(logger: .silent)
         let journal = Journal()
         try opened(lifecycle, journal)
         lifecycle.start([
-            .init("engine") {
-                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-                journal.note("engine finished")
+            .init("engine") { stop in
+                await stop.wait()
+                // Its last writes run in a task that is not cancelled.
+                journal.note("engine finished\(Task.isCancelled ? " cancelled" : "")")
             },
         ])
         // The grace is far beyond what the engine needs even on a loaded machine: the stop
@@ -84,18 +85,35 @@ struct LifecycleTests {
         let journal = Journal()
         let gate = Gate()
         try opened(lifecycle, journal, ["pool"])
-        lifecycle.start([.init("stuck") { await gate.wait() }])
+        lifecycle.start([.init("stuck") { _ in await gate.wait() }])
         let finished = await lifecycle.stop(grace: 0.4) { finished, _ in journal.note("hand back \(finished)") }
         gate.open()
         #expect(!finished)
         #expect(journal.all == ["quiesce pool", "hand back false", "close pool abandoning"])
     }
 
+    @Test("a service that ignores the graceful stop is cancelled when the grace is over, and its return is waited for before the hand-back")
+    func hardHalf() async throws {
+        let lifecycle = Lifecycle(logger: .silent)
+        let journal = Journal()
+        lifecycle.start([
+            .init("deaf") { _ in
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                journal.note("cancelled")
+            },
+        ])
+        // The reserve is a quarter of the grace: the cancelled service has 0.1 s to return, and
+        // a sleep that is cancelled returns at once.
+        let finished = await lifecycle.stop(grace: 1.6) { finished, _ in journal.note("hand back \(finished)") }
+        #expect(!finished)
+        #expect(journal.all == ["cancelled", "hand back false"])
+    }
+
     @Test("a service that returns before the stop is logged as an error, naming it")
     func serviceEndingEarly() async throws {
         let records = InMemoryLogHandler()
         let lifecycle = Lifecycle(logger: Logger(label: "test", handler: records))
-        lifecycle.start([.init("sweeps") {}])
+        lifecycle.start([.init("sweeps") { _ in }])
         // A condition waited for, bounded generously: in a full run on two cores other tests can
         // hold the cooperative threads for many seconds before the service task runs.
         let deadline = ContinuousClock.now + .seconds(300)
@@ -104,6 +122,61 @@ struct LifecycleTests {
         #expect(record.level == .error)
         #expect(record.metadata["service"] == "sweeps")
         await lifecycle.stop(grace: 5)
+    }
+}
+
+/// The graceful half of a stop: a latch apart from cancellation.
+@Suite("GracefulStop: a stop that leaves tasks alive")
+struct GracefulStopTests {
+    @Test("a wait in progress ends when the stop is requested; one after it returns at once")
+    func waits() async {
+        let stop = GracefulStop()
+        let waiting = Task {
+            await stop.wait()
+            return Task.isCancelled
+        }
+        #expect(!stop.isRequested)
+        stop.request()
+        #expect(await waiting.value == false, "the waiter was ended by the request, not by cancellation")
+        await stop.wait()
+        #expect(stop.isRequested && stop.shouldStop)
+    }
+
+    @Test("a wait ends when its task is cancelled, the stop not requested")
+    func cancelledWait() async {
+        let stop = GracefulStop()
+        let waiting = Task { await stop.wait() }
+        waiting.cancel()
+        await waiting.value
+        #expect(!stop.isRequested)
+    }
+
+    @Test("interrupted work is cancelled by the request and its answer returned; the caller is not cancelled")
+    func interrupts() async {
+        let stop = GracefulStop()
+        let journal = Journal()
+        let running = Task {
+            let answer = await stop.interrupting { () async -> String in
+                journal.note("started")
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                return "cut short"
+            }
+            return (answer, Task.isCancelled)
+        }
+        // Requested only once the work runs, so that the request is what cancels it.
+        while journal.all.isEmpty { await Task.yield() }
+        stop.request()
+        let (answer, callerCancelled) = await running.value
+        #expect(answer == "cut short")
+        #expect(!callerCancelled)
+    }
+
+    @Test("work that finishes before any stop gives its answer; work begun after the request sees a cancelled task")
+    func finishesOrStartsCancelled() async {
+        let stop = GracefulStop()
+        #expect(await stop.interrupting { 7 } == 7)
+        stop.request()
+        #expect(await stop.interrupting { Task.isCancelled })
     }
 }
 

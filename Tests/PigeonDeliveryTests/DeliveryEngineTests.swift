@@ -28,7 +28,7 @@ struct DeliveryEngineTests {
     /// An engine over the fakes, running until the returned task is cancelled.
     func start(queue: FakeQueue, notifications: [Int64: PushNotification], devices: FakeDevices,
                senders: [Platform: any PushSending], metrics: MetricsRegistry = MetricsRegistry(),
-               configure: (inout DeliveryEngine.Configuration) -> Void = { _ in })
+               configure: (inout DeliveryEngine.Configuration) -> Void = { _ in }, stop: GracefulStop = GracefulStop())
         -> Task<Void, Never> {
         var configuration = DeliveryEngine.Configuration()
         configuration.lease = .seconds(60)
@@ -41,7 +41,7 @@ struct DeliveryEngineTests {
             services: .init(queue: queue, notifications: FakeNotifications(notifications: notifications), devices: devices,
                             senders: senders, clock: clock, random: CountingRandom()),
             logger: .silent, metrics: metrics)
-        return Task { await engine.run(workers: 2) }
+        return Task { await engine.run(workers: 2, until: stop) }
     }
 
     @Test("every device of every recipient is pushed through its platform's service; the deliveries are SENT")
@@ -206,9 +206,10 @@ struct DeliveryEngineTests {
             await gate.wait()
             return .accepted(id: nil)
         }
-        let engine = start(queue: queue, notifications: [1: notification("n")], devices: devices, senders: [.ios: apns])
+        let stop = GracefulStop()
+        let engine = start(queue: queue, notifications: [1: notification("n")], devices: devices, senders: [.ios: apns], stop: stop)
         #expect(await eventually { apns.tokens.withLock { $0.count } == 20 })
-        engine.cancel()
+        stop.request()
         gate.open()
         await engine.value
         #expect(queue.snapshot.allSatisfy { $0.state == .sent && $0.leaseOwner == nil })

@@ -171,6 +171,8 @@ final class FakeQueue: DeliveryQueueing {
     }
 
     func record(_ results: [DeliveryResult], owner: String) async throws -> Int {
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
         let fail = failingWrites.withLock { failing in
             defer { failing = max(0, failing - 1) }
             return failing > 0
@@ -235,6 +237,8 @@ final class FakeQueue: DeliveryQueueing {
 
 extension FakeQueue {
     func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String?) async throws -> Int {
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
         let due = clock.now().addingTimeInterval(Double(delay.components.seconds))
         handedBack.withLock { $0 += deliveries.count }
         return rowsHandedBack(deliveries, owner: owner, due: due, error: error)

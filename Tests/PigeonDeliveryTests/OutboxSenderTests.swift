@@ -37,6 +37,8 @@ final class FakeReportQueue: ReportQueue {
     }
 
     func complete(_ ids: [Int64]) async throws {
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
         rows.withLock { rows in ids.forEach { rows[$0] = nil } }
     }
 
@@ -53,6 +55,8 @@ final class FakeReportQueue: ReportQueue {
     }
 
     func handBack(_ ids: [Int64]) async throws {
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
         let now = clock.now()
         rows.withLock { rows in
             for id in ids {
@@ -101,9 +105,10 @@ struct OutboxSenderTests {
         let bank = FakeBank(gate: gate)
         let sender = OutboxSender(outbox: queue, bank: bank, clock: clock, random: CountingRandom(), lease: .seconds(120),
                                   maxAge: .seconds(3600), metrics: MetricsRegistry(), logger: .silent)
-        let task = Task { await sender.run() }
+        let stop = GracefulStop()
+        let task = Task { await sender.run(until: stop) }
         #expect(await eventually { bank.started.withLock { $0 } == 16 })
-        task.cancel()
+        stop.request()
         gate.open()
         await task.value
         #expect(bank.started.withLock { $0 } == 16)

@@ -102,14 +102,15 @@ struct PassUpdateTests {
                                                "busy-token": [.retry(reason: "ServiceUnavailable", after: .seconds(5)), .accepted(id: nil)]])
         let engine = PassUpdateEngine(queue: queue, pusher: pusher, policy: PassUpdatePolicy(), owner: "test", clock: clock,
                                       random: CountingRandom(), metrics: MetricsRegistry(), logger: .silent)
-        let running = Task { await engine.run() }
+        let stop = GracefulStop()
+        let running = Task { await engine.run(until: stop) }
         // Waits for the refusal to be recorded: its retry time is read from the clock then.
         #expect(await eventually { queue.state(of: "dead") == nil && queue.failures(of: "busy") == 1 && queue.recordedPushes(of: "busy") == 0 })
         #expect(queue.state(of: "busy") == .queued && pusher.pushes(to: "busy-token") == 1)
         clock.advance(by: 10)
         #expect(await eventually { queue.state(of: "busy") == .sent })
         #expect(pusher.pushes(to: "busy-token") == 2)
-        running.cancel()
+        stop.request()
         await running.value
         #expect(queue.released)
     }
@@ -169,7 +170,9 @@ final class FakePassQueue: PassUpdateQueueing {
     }
 
     func recordPassPushes(_ results: [PassPushResult], owner: String) async throws -> Int {
-        rows.withLock { rows in
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
+        return rows.withLock { rows in
             var changed = 0
             for result in results {
                 let device = result.claim.deviceLibraryIdentifier
@@ -205,6 +208,8 @@ final class FakePassQueue: PassUpdateQueueing {
     }
 
     func releasePassPushes(owner: String) async throws -> Int {
+        // As the pool does: a cancelled caller's write is refused.
+        try Task.checkCancellation()
         releasedFlag.withLock { $0 = true }
         let now = clock.now()
         return rows.withLock { rows in

@@ -8,13 +8,14 @@ import Testing
 
 /// How the engine stops (CONTRACT §10): no push starts after the stop, what was not pushed goes
 /// back to the queue at once, the pushes on the wire finish and their outcomes are written as
-/// they come — not held until the last one is done.
+/// they come — not held until the last one is done. The stop is the graceful one (the engine's
+/// task alive): the fake queue, like the database pool, refuses writes from a cancelled task.
 @Suite("Delivery engine stopping")
 struct StopTests {
     let clock = ManualClock()
 
     /// 20 recipients with an iPhone each; at most 4 pushes in flight, one claim takes them all.
-    func start(queue: FakeQueue, sender: any PushSending) -> Task<Void, Never> {
+    func start(queue: FakeQueue, sender: any PushSending, stop: GracefulStop) -> Task<Void, Never> {
         var configuration = DeliveryEngine.Configuration()
         configuration.batchSize = 20
         configuration.maxConcurrentPushes = 4
@@ -28,7 +29,7 @@ struct StopTests {
             services: .init(queue: queue, notifications: FakeNotifications(notifications: [1: notification]), devices: devices,
                             senders: [.ios: sender], clock: clock, random: CountingRandom()),
             logger: .silent, metrics: MetricsRegistry())
-        return Task { await engine.run(workers: 1) }
+        return Task { await engine.run(workers: 1, until: stop) }
     }
 
     var deliveries: [ClaimedDelivery] {
@@ -52,9 +53,10 @@ struct StopTests {
             await (order == 1 ? first : rest).wait()
             return .accepted(id: nil)
         }
-        let engine = start(queue: queue, sender: sender)
+        let stop = GracefulStop()
+        let engine = start(queue: queue, sender: sender, stop: stop)
         #expect(await eventually { sender.tokens.withLock { $0.count } == 4 })
-        engine.cancel()
+        stop.request()
         first.open()
         // The engine is still stopping (three pushes on the wire), yet the first outcome is
         // written and the 16 pushes that never started are back in the queue, due now.
@@ -67,6 +69,24 @@ struct StopTests {
         #expect(sender.tokens.withLock { $0.count } == 4, "a push started after the stop")
         #expect(queue.snapshot.filter { $0.state == .sent }.count == 4)
         #expect(queue.snapshot.allSatisfy { $0.leaseOwner == nil })
+    }
+
+    @Test("a hard stop (the task cancelled after the grace) ends the engine although its writes are refused: the deliveries stay leased, for the owner's hand-back")
+    func hardStop() async throws {
+        let queue = FakeQueue(clock: clock, deliveries: deliveries)
+        let gate = Gate()
+        let sender = FakeSender { _, _ in
+            await gate.wait()
+            return .accepted(id: nil)
+        }
+        let engine = start(queue: queue, sender: sender, stop: GracefulStop())
+        #expect(await eventually { sender.tokens.withLock { $0.count } == 4 })
+        engine.cancel()
+        gate.open()
+        await engine.value
+        #expect(sender.tokens.withLock { $0.count } == 4, "a push started after the stop")
+        #expect(queue.snapshot.allSatisfy { $0.leaseOwner == "test" })
+        #expect(try await queue.release(owner: "test") == 20)
     }
 
     @Test("a claim loop waiting for room in its lane stops at once when the engine stops")

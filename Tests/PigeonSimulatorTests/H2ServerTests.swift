@@ -97,6 +97,34 @@ struct H2ServerTests {
         await held.value
     }
 
+    @Test("a single request honours its caller's cancellation: one on the wire is abandoned and throws CancellationError, one cancelled before it was submitted is never sent; the client then closes awaited, with nothing left running")
+    func singleRequestCancellation() async throws {
+        let certificates = try Certificates()
+        let seen = Mutex(0)
+        // Every answer is held for ten minutes: only the cancellation can end the request.
+        let server = try H2Server(configuration: .init(certificateFile: certificates.certificate, keyFile: certificates.key)) { _ in
+            seen.withLock { $0 += 1 }
+            return H2Server.Response(status: 200, delayMilliseconds: 600_000)
+        }
+        defer { server.stop() }
+        let client = try HTTP2Client(configuration: .init(timeout: .seconds(600), caFile: certificates.certificate))
+        let url = "https://127.0.0.1:\(server.port)/3/device/held"
+        let onTheWire = Task { try await client.send(url: url, headers: [:], body: Data()) }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while seen.withLock({ $0 }) < 1 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(seen.withLock { $0 } == 1)
+        onTheWire.cancel()
+        await #expect(throws: CancellationError.self) { try await onTheWire.value }
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await client.send(url: url, headers: [:], body: Data())
+        }
+        await #expect(throws: CancellationError.self) { try await cancelledFirst.value }
+        // Closed without abandoning: it returns, so nothing of the abandoned request was left running.
+        await client.close()
+        #expect(seen.withLock { $0 } == 1, "the request cancelled before it was submitted reached the server")
+    }
+
     @Test("a batch whose requests all started in time but were answered after their start limit completes once, every answer a success")
     func answeredAfterStartLimit() async throws {
         let certificates = try Certificates()

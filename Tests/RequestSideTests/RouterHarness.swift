@@ -29,7 +29,7 @@ struct RouterHarness {
     let bank: FakeBank
     let metrics = MetricsRegistry()
     /// Set as the gateway's stop sets it: `/ready` then answers 503.
-    let stopping = StopSignal()
+    let stopping = GracefulStop()
     let router: Router
     /// The console's source when the harness serves the console (`console: true`).
     let console: InMemoryConsole?

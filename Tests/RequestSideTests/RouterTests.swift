@@ -46,7 +46,7 @@ struct RouterTests {
         #expect(down.status == 503)
         #expect(down.text.contains("database unreachable"))
         let stopping = try RouterHarness()
-        stopping.stopping.set()
+        stopping.stopping.request()
         let draining = await stopping.call("GET", "/ready")
         #expect(draining.status == 503)
         #expect(draining.text.contains("shutting down"))

@@ -3,7 +3,7 @@ import PigeonCore
 import PigeonDomain
 import PushCore
 
-/// Pushes Live Activity events and widget refreshes (CONTRACT §9) until cancelled: claims due
+/// Pushes Live Activity events and widget refreshes (CONTRACT §9) until the stop: claims due
 /// pushes under a lease, drops any that would not be newer than what the device already has,
 /// pushes the rest grouped by route and event (an event's payload is built once for all its
 /// devices), and writes what became of each. Woken at once when the bank or a phone queues
@@ -36,13 +36,13 @@ package struct ActivityEngine: Sendable {
         self.logger = logger
     }
 
-    /// Runs until the task is cancelled, then hands back what it holds.
-    package func run() async {
+    /// Runs until `stop` is requested (or the task is cancelled), then hands back what it holds.
+    package func run(until stop: GracefulStop = GracefulStop()) async {
         logger.info("activity engine started")
         let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)
         await loop.run(
-            claim: { try await queue.claim(owner: owner, limit: batchSize, lease: lease) },
-            work: { claims in await process(claims) }, write: { results in await record(results) },
+            until: stop, claim: { try await queue.claim(owner: owner, limit: batchSize, lease: lease) },
+            work: { claims, stop in await process(claims, stop: stop) }, write: { results in await record(results) },
             release: { try await queue.release(owner: owner) })
         logger.info("activity engine stopped")
     }
@@ -51,8 +51,10 @@ package struct ActivityEngine: Sendable {
         LeasedWorkLoop(what: "activity pushes", clock: clock, logger: logger, idlePoll: idlePoll, wake: wake)
     }
 
-    /// What became of each claim: stale ones dropped, the rest pushed per route and event.
-    func process(_ claims: [ClaimedActivityPush]) async -> [ActivityPushResult] {
+    /// What became of each claim: stale ones dropped, the rest pushed per route and event. Once
+    /// `stop` is requested the pushes not started are left out, held until the engine hands them
+    /// back.
+    func process(_ claims: [ClaimedActivityPush], stop: GracefulStop = GracefulStop()) async -> [ActivityPushResult] {
         var results: [ActivityPushResult] = []
         var groups: [Group: [ClaimedActivityPush]] = [:]
         for claim in claims {
@@ -66,8 +68,9 @@ package struct ActivityEngine: Sendable {
         }
         let pusher = self.pusher
         let now = clock.now()
-        let answered = await withTaskGroup(of: [(ClaimedActivityPush, PushOutcome)].self) { tasks in
-            for (group, members) in groups {
+        let routed = groups
+        let answered = await stop.interrupting { await withTaskGroup(of: [(ClaimedActivityPush, PushOutcome)].self) { tasks in
+            for (group, members) in routed {
                 tasks.addTask {
                     let tokens = members.map(\.token)
                     let first = members[0]
@@ -84,11 +87,11 @@ package struct ActivityEngine: Sendable {
             var all: [(ClaimedActivityPush, PushOutcome)] = []
             for await part in tasks { all += part }
             return all
-        }
+        } }
         var generator = RandomSourceGenerator(source: random)
         for (claim, outcome) in answered {
             // Not pushed because the engine is stopping: left held, handed back at the end.
-            if outcome == .deferred && Task.isCancelled { continue }
+            if outcome == .deferred && stop.shouldStop { continue }
             metrics.increment(Metric.activityPushesTotal, labels: ["kind": claim.kind.rawValue, "outcome": outcome.label])
             results.append(ActivityPushResult(claim: claim, change: change(after: outcome, for: claim, now: now, random: &generator)))
         }

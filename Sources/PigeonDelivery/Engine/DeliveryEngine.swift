@@ -7,10 +7,12 @@ import PushCore
 /// same row), pushes to every subscribed device of each recipient through the push service of
 /// its platform with a bounded number of pushes in flight, decides each delivery's next state as
 /// soon as its pushes are done, and hands it to an ``OutcomeRecorder`` that writes outcomes in
-/// small group commits. Runs until its task is cancelled; a cancelled engine stops as CONTRACT
-/// §10 says: it claims nothing more, starts no push (its senders answer the pushes not started
-/// ``PushOutcome/deferred``), hands those deliveries back to the queue at once, lets the pushes
-/// already on the wire finish and writes their outcomes.
+/// small group commits. Runs until its ``GracefulStop`` is requested, then stops as CONTRACT §10
+/// says, its task alive: it claims nothing more, starts no push (the push batches are cancelled,
+/// and the senders answer the pushes not started ``PushOutcome/deferred``), hands those
+/// deliveries back to the queue at once, lets the pushes already on the wire finish and writes
+/// their outcomes. Cancelling its task is the hard stop: what is not written then is left to the
+/// lease, or to the hand-back of everything this owner holds.
 ///
 /// Two lanes: urgent deliveries (priority at or above `urgentPriority`: one-time codes, payment
 /// alerts) are claimed by loops of their own, woken at once by a send (``QueueWake``), and pushed
@@ -156,41 +158,41 @@ package final class DeliveryEngine: Sendable {
     }
 
     /// Runs the lanes' claim-and-send loops (`workers` for the lane of other deliveries) and the
-    /// outcome writer until cancelled: while one batch's pushes are in flight, another is being
-    /// claimed. Once cancelled, every outcome of the pushes that were in flight is written
-    /// before this returns.
-    package func run(workers: Int) async {
+    /// outcome writer until `stop` is requested (or the task is cancelled): while one batch's
+    /// pushes are in flight, another is being claimed. After a graceful stop, every outcome of
+    /// the pushes that were in flight is written before this returns.
+    package func run(workers: Int, until stop: GracefulStop = GracefulStop()) async {
         let lanes = lanes(workers: workers)
         logger.info("delivery engine started", metadata: [
             "owner": owner, "lanes": lanes.map { "\($0.name) (\($0.band), \($0.workers) workers)" }.joined(separator: ", ")])
-        // The writer is not cancelled with the lanes: while they wind down (the pushes on the
-        // wire finishing), outcomes go on being written in groups, not held until the end —
-        // a stop whose deadline passed would hand back, and so repeat, pushes already made.
+        // While the lanes wind down (the pushes on the wire finishing), outcomes go on being
+        // written in groups, not held until the end: a stop whose deadline passed would hand
+        // back, and so repeat, pushes already made.
         let recorder = self.recorder
-        let writing = Task { await recorder.run() }
+        async let writing: Void = recorder.run()
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes {
                 for _ in 0..<lane.workers {
-                    group.addTask { await self.work(lane) }
+                    group.addTask { await self.work(lane, stop: stop) }
                 }
             }
         }
         recorder.finish()
-        await writing.value
-        await CancellationShield.run { await recorder.drain() }
+        await writing
+        await recorder.drain()
         logger.info("delivery engine stopped", metadata: ["owner": owner])
     }
 
-    /// One claim loop of `lane`, until cancelled: claims a batch, looks up its notifications and
+    /// One claim loop of `lane`, until `stop`: claims a batch, looks up its notifications and
     /// devices, hands back what a slow push service cannot take now (``RouteHolds``), and starts
     /// the rest's pushes while it claims the next batch — the lane's allowance bounds how many
     /// batches are in hand, so a batch waiting on a slow service never holds up the loop.
-    private func work(_ lane: DeliveryLane) async {
+    private func work(_ lane: DeliveryLane, stop: GracefulStop) async {
         var cache: [Int64: PushNotification] = [:]
         await withDiscardingTaskGroup { group in
-            while !Task.isCancelled {
-                let reserved = await lane.allowance.reserve()
-                guard !Task.isCancelled else {
+            while !stop.shouldStop {
+                let reserved = await stop.interrupting { await lane.allowance.reserve() }
+                guard !stop.shouldStop else {
                     lane.allowance.release(reserved)
                     break
                 }
@@ -198,34 +200,34 @@ package final class DeliveryEngine: Sendable {
                 do {
                     claims = try await lane.stores.queue.claim(owner: owner, limit: reserved, lease: lane.lease, band: lane.band)
                 } catch is CancellationError {
-                    // The engine is stopping: nothing was claimed.
+                    // The hard stop: nothing was claimed.
                     lane.allowance.release(reserved)
                     break
                 } catch {
                     lane.allowance.release(reserved)
                     logger.warning("cannot claim deliveries", metadata: ["lane": lane.name, "error": "\(error)"])
-                    try? await services.clock.sleep(for: configuration.claimRetryDelay)
+                    await stop.sleep(for: configuration.claimRetryDelay, on: services.clock)
                     continue
                 }
                 lane.allowance.release(reserved - claims.count)
-                guard !Task.isCancelled else {
+                guard !stop.shouldStop else {
                     // Claimed as the stop came: back to the queue unpushed, at once.
-                    await handBack(claims, lane: lane)
+                    await handBack(claims, lane: lane, stopping: true)
                     break
                 }
                 guard !claims.isEmpty else {
                     if let wake = lane.wake {
-                        await wake.wait(upTo: configuration.idlePoll, clock: services.clock)
+                        await stop.wait(for: wake, upTo: configuration.idlePoll, on: services.clock)
                     } else {
-                        try? await services.clock.sleep(for: configuration.idlePoll)
+                        await stop.sleep(for: configuration.idlePoll, on: services.clock)
                     }
                     continue
                 }
                 if cache.count > 1000 { cache.removeAll(keepingCapacity: true) }
                 guard let plan = await prepare(claims, lane: lane, cache: &cache) else { continue }
-                let (admitted, handedBack) = await admit(plan, lane: lane)
+                let (admitted, handedBack) = await admit(plan, lane: lane, stop: stop)
                 if let admitted {
-                    group.addTask { await self.push(admitted, lane: lane) }
+                    group.addTask { await self.push(admitted, lane: lane, stop: stop) }
                 }
                 // Claim again at once only while that can take more. Not when the whole batch
                 // was for a slow service: that would only cycle the queue through this process
@@ -238,7 +240,7 @@ package final class DeliveryEngine: Sendable {
                 let allHandedBack = handedBack == claims.count
                 let drainedWhilePolling = lane.wake == nil && claims.count < reserved
                 if allHandedBack || drainedWhilePolling {
-                    try? await services.clock.sleep(for: configuration.idlePoll)
+                    await stop.sleep(for: configuration.idlePoll, on: services.clock)
                 }
             }
         }
@@ -281,7 +283,7 @@ package final class DeliveryEngine: Sendable {
     /// Admits each delivery of `plan` on the routes of its pushes, or hands it back to the queue
     /// when one of them is a slow service already holding its share. Returns the plan of the
     /// admitted deliveries (`nil` when none was) and how many were handed back.
-    private func admit(_ plan: PushPlan, lane: DeliveryLane) async -> (PushPlan?, Int) {
+    private func admit(_ plan: PushPlan, lane: DeliveryLane, stop: GracefulStop) async -> (PushPlan?, Int) {
         let routes = plan.routesOfClaims
         let admission = lane.holds.admit(routes, now: services.clock.now())
         for route in admission.turnedSlow {
@@ -293,23 +295,20 @@ package final class DeliveryEngine: Sendable {
         }
         let refused = plan.claims.indices.filter { !admission.admitted[$0] }
         guard !refused.isEmpty else { return (plan, 0) }
-        await handBack(refused.map { plan.claims[$0] }, lane: lane)
+        await handBack(refused.map { plan.claims[$0] }, lane: lane, stopping: stop.shouldStop)
         let kept = plan.claims.indices.filter { admission.admitted[$0] }
         guard !kept.isEmpty else { return (nil, refused.count) }
         return (plan.keeping(kept), refused.count)
     }
 
     /// Gives `deliveries` back to the queue unpushed, due again after the hand-back delay (at
-    /// once when the engine is stopping: no claim of this process would take them again), and
-    /// frees their room in the lane. Written even while the engine stops.
-    private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane, error: String? = nil) async {
+    /// once when the engine is `stopping`: no claim of this process would take them again), and
+    /// frees their room in the lane.
+    private func handBack(_ deliveries: [ClaimedDelivery], lane: DeliveryLane, stopping: Bool, error: String? = nil) async {
         guard !deliveries.isEmpty else { return }
-        let stopping = Task.isCancelled
-        let (queue, owner, delay) = (lane.stores.queue, owner, stopping ? .zero : configuration.handBackDelay)
+        let delay = stopping ? .zero : configuration.handBackDelay
         do {
-            _ = try await CancellationShield.run {
-                try await queue.handBack(deliveries, owner: owner, delay: delay, error: error)
-            }
+            try await lane.stores.queue.handBack(deliveries, owner: owner, delay: delay, error: error)
             metrics.increment(Metric.deliveriesHandedBackTotal, labels: ["lane": lane.name], by: Double(deliveries.count))
             if stopping {
                 logger.notice("stopping: deliveries not yet pushed handed back to the queue", metadata: [
@@ -325,8 +324,10 @@ package final class DeliveryEngine: Sendable {
 
     /// Pushes one admitted batch; each delivery is decided and handed to the recorder when its
     /// last push is done. A delivery whose time ran out is decided without a push; one whose
-    /// every push could not start in time (a slow service) goes back to the queue.
-    private func push(_ plan: PushPlan, lane: DeliveryLane) async {
+    /// every push could not start in time (a slow service) goes back to the queue. Once `stop`
+    /// is requested the batch starts no push: those not started come back deferred and go back
+    /// to the queue at once.
+    private func push(_ plan: PushPlan, lane: DeliveryLane, stop: GracefulStop) async {
         let routes = plan.routesOfClaims
         var deferred: [ClaimedDelivery] = []
         // Deliveries whose every device is on a route this gateway does not serve (another
@@ -354,7 +355,8 @@ package final class DeliveryEngine: Sendable {
         let senders = lane.senders
         let window = lane.window
         let total = batches.reduce(0) { $0 + $1.pushes.count }
-        async let sending: Void = withTaskGroup(of: Void.self) { group in
+        // Cancelled when the stop is requested: the senders then start nothing more.
+        async let sending: Void = stop.interrupting { await withTaskGroup(of: Void.self) { group in
             for (route, batch, pushes) in batches {
                 guard let sender = senders[route] else {
                     // Not this gateway's route (a fleet whose configurations differ, for a
@@ -372,14 +374,14 @@ package final class DeliveryEngine: Sendable {
             }
             await group.waitForAll()
             results.finish()
-        }
+        } }
         while let arrived = await results.next() {
             for (index, result) in arrived { take(index, result) }
             if !deferred.isEmpty {
-                await handBack(deferred, lane: lane)
+                await handBack(deferred, lane: lane, stopping: stop.shouldStop)
                 deferred.removeAll()
             }
-            for (reason, deliveries) in unserved { await handBack(deliveries, lane: lane, error: reason) }
+            for (reason, deliveries) in unserved { await handBack(deliveries, lane: lane, stopping: stop.shouldStop, error: reason) }
             unserved.removeAll()
         }
         await sending

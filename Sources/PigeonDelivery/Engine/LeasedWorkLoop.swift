@@ -2,9 +2,10 @@ import Foundation
 import PigeonCore
 
 /// The loop of every engine over a leased queue (Wallet pass updates, Live Activities, the
-/// outbox): claim a batch; with nothing due, wait (for a wake or the idle poll); else work it,
-/// its results written even while the engine stops (what was pushed or sent is never repeated
-/// for want of a write); until cancelled; then hand back what is still held.
+/// outbox): claim a batch; with nothing due, wait (for a wake or the idle poll); else work it and
+/// write its results; until the stop; then hand back what is still held. A graceful stop leaves
+/// the loop's task alive, so what was pushed or sent is written down (never repeated for want of
+/// a write) without any shield.
 struct LeasedWorkLoop<Claim: Sendable>: Sendable {
     /// What the queue holds, for the log ("pass update pushes").
     var what: String
@@ -14,41 +15,40 @@ struct LeasedWorkLoop<Claim: Sendable>: Sendable {
     var idlePoll: Duration
     var wake: WakeSignal?
 
-    /// Runs until the task is cancelled. `work` gets each non-empty claim (a stop may cut it
-    /// short: what it did not start is handed back); `write` gets its results and is shielded
-    /// from cancellation; `release` hands back what the engine still holds at the end.
-    func run<Results: Sendable>(claim: @Sendable () async throws -> [Claim], work: @Sendable ([Claim]) async -> Results,
-                                write: @escaping @Sendable (Results) async -> Void,
+    /// Runs until `stop` is requested (or the task is cancelled). `work` gets each non-empty
+    /// claim and the stop: once it is requested, work starts nothing more (what it did not start
+    /// it leaves out of its results, to be handed back); `write` gets the results; `release`
+    /// hands back what the engine still holds at the end.
+    func run<Results: Sendable>(until stop: GracefulStop, claim: @Sendable () async throws -> [Claim],
+                                work: @Sendable ([Claim], GracefulStop) async -> Results,
+                                write: @Sendable (Results) async -> Void,
                                 release: (@Sendable () async throws -> Int)? = nil) async {
-        while !Task.isCancelled {
+        while !stop.shouldStop {
             let claims: [Claim]
             do {
                 claims = try await claim()
             } catch {
-                if Task.isCancelled { break }
+                if stop.shouldStop { break }
                 logger.warning("cannot claim \(what)", metadata: ["error": "\(error)"])
-                try? await clock.sleep(for: .seconds(1))
+                await stop.sleep(for: .seconds(1), on: clock)
                 continue
             }
             if claims.isEmpty {
                 if let wake {
-                    await wake.wait(upTo: idlePoll, clock: clock)
+                    await stop.wait(for: wake, upTo: idlePoll, on: clock)
                 } else {
-                    try? await clock.sleep(for: idlePoll)
+                    await stop.sleep(for: idlePoll, on: clock)
                 }
                 continue
             }
-            let results = await work(claims)
-            await CancellationShield.run { await write(results) }
+            await write(await work(claims, stop))
         }
         guard let release else { return }
-        await CancellationShield.run {
-            do {
-                let released = try await release()
-                if released > 0 { logger.notice("\(what) handed back", metadata: ["claims": String(released)]) }
-            } catch {
-                logger.warning("cannot hand back \(what); they come due when their lease ends", metadata: ["error": "\(error)"])
-            }
+        do {
+            let released = try await release()
+            if released > 0 { logger.notice("\(what) handed back", metadata: ["claims": String(released)]) }
+        } catch {
+            logger.warning("cannot hand back \(what); they come due when their lease ends", metadata: ["error": "\(error)"])
         }
     }
 

@@ -63,16 +63,16 @@ final class OutcomeRecorder: Sendable {
         if count == 1 || count == settings.commitSize { wake.yield() }
     }
 
-    /// Writes groups until ``finish()`` is called (then ``drain()`` writes what is left). Not
-    /// ended by its task's cancellation: the engine runs it apart from its lanes, so outcomes of
-    /// the pushes finishing during a stop are written as they come.
+    /// Writes groups until ``finish()`` is called (then ``drain()`` writes what is left): a
+    /// graceful stop leaves it running, so outcomes of the pushes finishing during the stop are
+    /// written as they come. (Cancelled, the hard stop, its writes fail and their deliveries are
+    /// left to their lease or the owner's hand-back.)
     func run() async {
         for await _ in wakes {
             if waiting.withLock({ $0.count }) < settings.commitSize {
                 try? await clock.sleep(for: settings.commitInterval)
             }
-            // A group taken is written even while the engine stops: dropped, it would be pushed again.
-            await CancellationShield.run { await self.writeWaiting() }
+            await writeWaiting()
         }
     }
 

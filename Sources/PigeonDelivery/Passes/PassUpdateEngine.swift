@@ -39,14 +39,14 @@ package struct PassUpdateEngine: Sendable {
         self.logger = logger
     }
 
-    /// Runs until the task is cancelled, then hands back what it holds.
-    package func run() async {
+    /// Runs until `stop` is requested (or the task is cancelled), then hands back what it holds.
+    package func run(until stop: GracefulStop = GracefulStop()) async {
         logger.info("pass update engine started", metadata: ["fetchTimeoutSeconds": String(policy.fetchTimeout.components.seconds),
                                                               "fetchRetries": String(policy.fetchRetries)])
         let (queue, owner, batchSize, lease) = (queue, owner, batchSize, lease)
         await loop.run(
-            claim: { try await queue.claimPassPushes(owner: owner, limit: batchSize, lease: lease) },
-            work: { claims in await process(claims) }, write: { results in await record(results) },
+            until: stop, claim: { try await queue.claimPassPushes(owner: owner, limit: batchSize, lease: lease) },
+            work: { claims, stop in await process(claims, stop: stop) }, write: { results in await record(results) },
             release: { try await queue.releasePassPushes(owner: owner) })
         logger.info("pass update engine stopped")
     }
@@ -55,8 +55,9 @@ package struct PassUpdateEngine: Sendable {
         LeasedWorkLoop(what: "pass update pushes", clock: clock, logger: logger, idlePoll: idlePoll, wake: nil)
     }
 
-    /// The results of one round of claims: expiries at once, pushes per pass type.
-    func process(_ claims: [ClaimedPassPush]) async -> [PassPushResult] {
+    /// The results of one round of claims: expiries at once, pushes per pass type. Once `stop`
+    /// is requested the pushes not started are left out, held until the engine hands them back.
+    func process(_ claims: [ClaimedPassPush], stop: GracefulStop = GracefulStop()) async -> [PassPushResult] {
         var results: [PassPushResult] = []
         var pushes: [String: [ClaimedPassPush]] = [:]
         for claim in claims {
@@ -69,7 +70,8 @@ package struct PassUpdateEngine: Sendable {
         let answered = await withTaskGroup(of: [(ClaimedPassPush, PushOutcome)].self) { group in
             for (passType, claimsOfType) in pushes {
                 group.addTask {
-                    let outcomes = await pusher.pushUpdates(passTypeIdentifier: passType, tokens: claimsOfType.map(\.pushToken))
+                    let tokens = claimsOfType.map(\.pushToken)
+                    let outcomes = await stop.interrupting { await pusher.pushUpdates(passTypeIdentifier: passType, tokens: tokens) }
                     return Array(zip(claimsOfType, outcomes))
                 }
             }
@@ -82,7 +84,7 @@ package struct PassUpdateEngine: Sendable {
         var counts: [String: Double] = [:]
         for (claim, outcome) in answered {
             // Not pushed because the engine is stopping: left held, handed back at the end.
-            if outcome == .deferred && Task.isCancelled { continue }
+            if outcome == .deferred && stop.shouldStop { continue }
             counts[outcome.label, default: 0] += 1
             results.append(PassPushResult(claim: claim, change: policy.change(after: outcome, for: claim, now: now, random: &generator)))
         }

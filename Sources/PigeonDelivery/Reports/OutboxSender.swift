@@ -2,7 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 
-/// Sends the outbox to the bank until cancelled: claims due reports under a lease, sends up to
+/// Sends the outbox to the bank until the stop: claims due reports under a lease, sends up to
 /// `concurrency` at once, deletes those the bank took and reschedules the others by
 /// ``ReportSchedule``. A report is deleted only after the bank answered, so it survives restarts
 /// and bank outages (at least once; the bank may see a report twice if its answer is lost). One
@@ -45,25 +45,27 @@ package struct OutboxSender: Sendable {
         var notSent: [ClaimedReport]
     }
 
-    /// Sends until the task is cancelled. A stop sends no report more: those on the wire finish
-    /// and are written down, the others are handed back at once (CONTRACT §10).
-    package func run() async {
+    /// Sends until `stop` is requested (or the task is cancelled). A stop sends no report more:
+    /// those on the wire finish and are written down, the others are handed back at once
+    /// (CONTRACT §10).
+    package func run(until stop: GracefulStop = GracefulStop()) async {
         logger.info("outbox sender started")
         let (outbox, batchSize, lease) = (outbox, batchSize, lease)
-        // What the bank answered is written down even while the sender stops, so no report is
-        // sent twice for it.
+        // What the bank answered is written down while the sender stops, so no report is sent
+        // twice for it.
         await LeasedWorkLoop<ClaimedReport>(what: "outbox reports", clock: clock, logger: logger, idlePoll: idlePoll, wake: wake).run(
-            claim: { try await outbox.claim(limit: batchSize, lease: lease) },
-            work: { claimed in await send(claimed) }, write: { round in await record(round) })
+            until: stop, claim: { try await outbox.claim(limit: batchSize, lease: lease) },
+            work: { claimed, stop in await send(claimed, stop: stop) }, write: { round in await record(round) })
         logger.info("outbox sender stopped")
     }
 
-    /// Sends `reports`, `concurrency` at once; once the task is cancelled, starts no more.
-    private func send(_ reports: [ClaimedReport]) async -> Round {
+    /// Sends `reports`, `concurrency` at once; once `stop` is requested, starts no more (those
+    /// on the wire are not interrupted).
+    private func send(_ reports: [ClaimedReport], stop: GracefulStop) async -> Round {
         await withTaskGroup(of: (ClaimedReport, String?).self) { group in
             var next = 0
             func addNext() {
-                guard next < reports.count, !Task.isCancelled else { return }
+                guard next < reports.count, !stop.shouldStop else { return }
                 let report = reports[next]
                 next += 1
                 group.addTask { (report, await deliver(report.report)) }

@@ -34,27 +34,27 @@ package final class ExpiryWatcher: Sendable {
         self.logger = logger
     }
 
-    /// Watches until the task is cancelled.
+    /// Watches until `stop` is requested (or the task is cancelled).
     ///
     /// The database is read at start, every `refreshInterval`, and after a step that a deadline
     /// read from it (not one this process noted) called for. A step for this process's own
     /// deadlines reads nothing more: with twenty codes a second expiring, reading the database's
     /// next deadline after each step walked the expiry index twenty times a second, and each walk
     /// grew with the day (3 → 9 ms in a 40-minute soak, a fifth of a core).
-    package func run() async {
+    package func run(until stop: GracefulStop = GracefulStop()) async {
         var fromDatabase = await readNextDeadline()
         var refreshed = clock.now()
         // Steps in a row that found nothing to do although the database's deadline had passed
         // (another process held the step, or the database's clock is behind ours): waited out
         // with a growing pause, not in a tight loop.
         var idleSteps = 0
-        while !Task.isCancelled {
+        while !stop.shouldStop {
             let now = clock.now()
             let noted = notes.earliest()
             let due = [fromDatabase, noted].compactMap { $0 }.min()
             if let deadline = due, deadline <= now {
                 guard let step = await expireStep() else {
-                    try? await clock.sleep(for: .seconds(1))
+                    await stop.sleep(for: .seconds(1), on: clock)
                     continue
                 }
                 if step.ran && step.more { continue }
@@ -74,7 +74,7 @@ package final class ExpiryWatcher: Sendable {
                 refreshed = clock.now()
                 if step.rows == 0 && step.reports == 0, let deadline = fromDatabase, deadline <= refreshed {
                     idleSteps += 1
-                    try? await clock.sleep(for: .milliseconds(min(5_000, 25 << min(idleSteps, 8))))
+                    await stop.sleep(for: .milliseconds(min(5_000, 25 << min(idleSteps, 8))), on: clock)
                 } else {
                     idleSteps = 0
                 }
@@ -82,7 +82,7 @@ package final class ExpiryWatcher: Sendable {
             }
             let refreshAt = refreshed.addingTimeInterval(refreshInterval.inSeconds)
             let wakeAt = min(due ?? refreshAt, refreshAt)
-            await notes.wake.wait(upTo: Self.duration(wakeAt.timeIntervalSince(now)), clock: clock)
+            await stop.wait(for: notes.wake, upTo: Self.duration(wakeAt.timeIntervalSince(now)), on: clock)
             if clock.now() >= refreshAt {
                 fromDatabase = await readNextDeadline()
                 refreshed = clock.now()

@@ -10,7 +10,7 @@ enum SweepPacing {
     }
 }
 
-/// Runs the expiry sweep and subscription hygiene every `interval` until cancelled, each as
+/// Runs the expiry sweep and subscription hygiene every `interval` until the stop, each as
 /// bounded steps (see ``Sweeps``); several gateways may run this, one sweeps at a time.
 package struct SweepRunner: Sendable {
     var sweeps: any SweepJobs
@@ -36,18 +36,18 @@ package struct SweepRunner: Sendable {
         self.logger = logger
     }
 
-    /// Sweeps until the task is cancelled.
-    package func run() async {
+    /// Sweeps until `stop` is requested (or the task is cancelled).
+    package func run(until stop: GracefulStop = GracefulStop()) async {
         var longest: [String: Duration] = [:]
         var retentionDue = clock.now()
-        while !Task.isCancelled {
-            await sweep("expiry", longest: &longest) { try await sweeps.expire(notifications: 100, rows: 10_000) }
-            await sweep("hygiene", longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry, limit: 1_000) }
+        while !stop.shouldStop {
+            await sweep("expiry", stop: stop, longest: &longest) { try await sweeps.expire(notifications: 100, rows: 10_000) }
+            await sweep("hygiene", stop: stop, longest: &longest) { try await sweeps.removeStaleDevices(olderThan: deviceExpiry, limit: 1_000) }
             if clock.now() >= retentionDue {
                 let wait = await keepHistory() ? retentionInterval : interval
                 retentionDue = clock.now().addingTimeInterval(Double(wait.components.seconds))
             }
-            try? await clock.sleep(for: interval)
+            await stop.sleep(for: interval, on: clock)
         }
     }
 
@@ -71,10 +71,10 @@ package struct SweepRunner: Sendable {
         }
     }
 
-    /// Runs steps of one sweep until it has nothing left (or is cancelled).
-    private func sweep(_ name: String, longest: inout [String: Duration], _ step: () async throws -> SweepStep) async {
+    /// Runs steps of one sweep until it has nothing left (or the stop).
+    private func sweep(_ name: String, stop: GracefulStop, longest: inout [String: Duration], _ step: () async throws -> SweepStep) async {
         var total = 0, reports = 0
-        while !Task.isCancelled {
+        while !stop.shouldStop {
             let result: SweepStep
             let started = ContinuousClock.now
             do {

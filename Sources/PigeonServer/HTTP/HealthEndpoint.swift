@@ -9,18 +9,18 @@ import Synchronization
 struct HealthEndpoint: Sendable {
     /// The migrations the database still lacks; throws when it does not answer.
     let pendingMigrations: @Sendable () async throws -> [Int]
-    /// Set once the gateway begins to stop: `/ready` answers 503 from then on, so a load
+    /// Requested first thing in a stop: `/ready` answers 503 from then on, so a load
     /// balancer stops routing to it (CONTRACT §10).
-    let stopping: StopSignal
+    let stopping: GracefulStop
     let logger: Logger
 
-    init(pendingMigrations: @escaping @Sendable () async throws -> [Int], stopping: StopSignal = StopSignal(), logger: Logger) {
+    init(pendingMigrations: @escaping @Sendable () async throws -> [Int], stopping: GracefulStop = GracefulStop(), logger: Logger) {
         self.pendingMigrations = pendingMigrations
         self.stopping = stopping
         self.logger = logger
     }
 
-    init(pool: PostgresPool, migrator: Migrator, stopping: StopSignal, logger: Logger) {
+    init(pool: PostgresPool, migrator: Migrator, stopping: GracefulStop, logger: Logger) {
         self.init(pendingMigrations: { try await migrator.pending(pool) }, stopping: stopping, logger: logger)
     }
 
@@ -29,7 +29,7 @@ struct HealthEndpoint: Sendable {
     }
 
     func ready() async -> HTTPResponse {
-        guard !stopping.isSet else {
+        guard !stopping.isRequested else {
             return .text(503, "{\"status\":\"DOWN\",\"reason\":\"shutting down\"}", contentType: "application/json")
         }
         do {
@@ -43,12 +43,4 @@ struct HealthEndpoint: Sendable {
             return .text(503, "{\"status\":\"DOWN\",\"reason\":\"database unreachable\"}", contentType: "application/json")
         }
     }
-}
-
-/// A one-way flag: the gateway has begun to stop.
-final class StopSignal: Sendable {
-    private let value = Atomic(false)
-    init() {}
-    func set() { value.store(true, ordering: .releasing) }
-    var isSet: Bool { value.load(ordering: .acquiring) }
 }

@@ -12,10 +12,11 @@ struct FleetCheck: Sendable {
     let logger: Logger
     var interval: Duration = .seconds(3600)
 
-    func run() async {
-        while !Task.isCancelled {
+    /// Checks until `stop` is requested (or the task is cancelled).
+    func run(until stop: GracefulStop = GracefulStop()) async {
+        while !stop.shouldStop {
             await check()
-            try? await Task.sleep(for: interval)
+            await stop.sleep(for: interval)
         }
     }
 

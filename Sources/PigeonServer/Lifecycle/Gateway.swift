@@ -109,7 +109,7 @@ package final class Gateway: Sendable {
         // the gateway's own credentials and the bank's CA.
         let bankHTTP = try configuration.bankProxyURL.map { url in
             try lifecycle.open("bank proxy client", { try Self.bankClient(configuration, url: url) },
-                               close: { client, closing in client.shutdown(abandonRunning: closing.abandonRunning) })
+                               awaitClose: { client, closing in await client.close(abandonRunning: closing.abandonRunning) })
         }
         let bankCredentials = configuration.bankChannel.username.map { ($0, configuration.bankChannel.password ?? "") }
         let bank = configuration.bankProxyURL.flatMap { url in
@@ -118,9 +118,9 @@ package final class Gateway: Sendable {
         // The push clients, before the listeners: the SOAP service manages broadcast channels
         // through APNs, and the console shows the clients' connections.
         let transports = try lifecycle.open("push clients", { try PushTransports(configuration: configuration, logger: logger.withLabel("pigeon.delivery"), metrics: metrics) },
-                                            close: { transports, closing in transports.clients.forEach { $0.client.shutdown(abandonRunning: closing.abandonRunning) } })
+                                            awaitClose: { transports, closing in await Self.close(transports.clients.map(\.client), closing) })
         let passPushers = try lifecycle.open("Wallet push clients", { try PassPushers(configuration: configuration, keyTransport: transports.defaultAppKeyTransport) },
-                                             close: { pushers, closing in pushers.clients.forEach { $0.client.shutdown(abandonRunning: closing.abandonRunning) } })
+                                             awaitClose: { pushers, closing in await Self.close(pushers.clients.map(\.client), closing) })
         let pushClients = transports.clients + passPushers.clients
 
         // A stored urgent send wakes the engine's urgent lane at once.
@@ -149,8 +149,7 @@ package final class Gateway: Sendable {
                 }))
         // `/ready` answers 503 from the first moment of a stop, before the listeners stop
         // accepting: a load balancer with kept-alive connections stops routing at once.
-        let stopping = StopSignal()
-        lifecycle.adopt("readiness", stopping, quiesce: { $0.set() }, close: { _, _ in })
+        let stopping = lifecycle.stopping
         let requestSide = try RequestSide(
             configuration: configuration,
             stores: .postgres(
@@ -279,22 +278,22 @@ package final class Gateway: Sendable {
         let fleetCheck = FleetCheck(subscriptions: SubscriptionStore(pool: enginePool, identifiers: identifiers),
                                     served: Set(transports.senders.keys), logger: logger.withLabel("pigeon.delivery"))
         var services: [Lifecycle.Service] = [
-            .init("fleet check") { await fleetCheck.run() },
-            .init("metrics sampler") { await metricsSampler.run() },
-            .init("Wallet pass engine") { await passEngine.run() },
-            .init("Live Activity engine") { await activityEngine.run() },
-            .init("sweeps") { await sweeps.run() },
-            .init("expiry watcher") { await expiryWatcher.run() },
+            .init("fleet check") { await fleetCheck.run(until: $0) },
+            .init("metrics sampler") { await metricsSampler.run(until: $0) },
+            .init("Wallet pass engine") { await passEngine.run(until: $0) },
+            .init("Live Activity engine") { await activityEngine.run(until: $0) },
+            .init("sweeps") { await sweeps.run(until: $0) },
+            .init("expiry watcher") { await expiryWatcher.run(until: $0) },
         ]
-        if let deliveryEngine { services.append(.init("delivery engine") { await deliveryEngine.run(workers: workers) }) }
+        if let deliveryEngine { services.append(.init("delivery engine") { await deliveryEngine.run(workers: workers, until: $0) }) }
         if console != nil {
-            services.append(.init("console push activity") { await pushActivity.run() })
+            services.append(.init("console push activity") { await pushActivity.run(until: $0) })
             let auditDays = configuration.console.auditRetentionDays
             let housekeeping = ConsoleHousekeeping(expireAudit: { try await auditTrail.expire(olderThanDays: auditDays) },
                                                    logger: logger.withLabel("pigeon.console"))
-            services.append(.init("console audit retention") { await housekeeping.run() })
+            services.append(.init("console audit retention") { await housekeeping.run(until: $0) })
         }
-        if let sender { services.append(.init("outbox sender") { await sender.run() }) }
+        if let sender { services.append(.init("outbox sender") { await sender.run(until: $0) }) }
         lifecycle.start(services)
 
         self.configuration = configuration
@@ -346,8 +345,15 @@ package final class Gateway: Sendable {
         logger.notice("stopped")
     }
 
-    /// The database pool of a configuration (no connection is opened until first use), of
-    /// `dbPoolSize` connections unless `size` says otherwise.
+    /// Closes HTTP clients side by side (each answers its last requests or abandons them).
+    private static func close(_ clients: [HTTP2Client], _ closing: Lifecycle.Closing) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients {
+                group.addTask { await client.close(abandonRunning: closing.abandonRunning) }
+            }
+        }
+    }
+
     /// The HTTP client of the bank proxy at `url`: HTTP/1.1 or HTTP/2, a few connections, each
     /// call bounded in time, the gateway's own client certificate and the bank's CA.
     static func bankClient(_ configuration: GatewayConfiguration, url: String) throws -> HTTP2Client {
@@ -360,6 +366,8 @@ package final class Gateway: Sendable {
             threadName: "bank-\(URLComponents(string: url)?.port ?? 0)"))
     }
 
+    /// The database pool of a configuration (no connection is opened until first use), of
+    /// `dbPoolSize` connections unless `size` says otherwise.
     package static func openPool(_ configuration: GatewayConfiguration, size: Int? = nil, label: String = "pigeon.db", logger: Logger) throws -> PostgresPool {
         guard let url = configuration.database.url else {
             throw StartError(description: "dbUrl is not set")

@@ -26,9 +26,9 @@ struct MetricsSampler: Sendable {
         }
     }
 
-    /// Samples the queue depth until cancelled.
-    func run() async {
-        while !Task.isCancelled {
+    /// Samples the queue depth until `stop` is requested (or the task is cancelled).
+    func run(until stop: GracefulStop = GracefulStop()) async {
+        while !stop.shouldStop {
             do {
                 metrics.set(Metric.deliveryQueueDepth, to: Double(try await queue.depth()))
                 metrics.set(Metric.deliveryOldestDueSeconds, to: try await queue.oldestDueAge())
@@ -41,7 +41,7 @@ struct MetricsSampler: Sendable {
                 metrics.set(Metric.databaseUp, to: 0)
                 logger.debug("cannot sample the queue depth", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: interval)
+            await stop.sleep(for: interval)
         }
     }
 }

@@ -289,14 +289,19 @@ package final class HTTPServer: Sendable {
         return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
     }
 
-    /// Waits (on this thread; never call it from a task) up to `seconds` for the handlers in
-    /// progress to answer, then answers any still running with 503, closes every connection and
-    /// releases the socket.
-    package func stop(waitingUpTo seconds: Double = 0) {
-        let deadline = Date() + seconds
-        while requestsInFlight > 0 && Date() < deadline {
-            usleep(5_000)
-        }
+    /// Waits up to `seconds` for the handlers in progress to answer (awaited: no thread waits);
+    /// true when none is left running.
+    @discardableResult
+    package func drain(upTo seconds: Double) async -> Bool {
+        let handlers = context.takeUnretainedValue().handlers
+        guard handlers.count > 0 else { return true }
+        return await BoundedWait.value(withinSeconds: seconds) { await handlers.idle() } != nil && handlers.count == 0
+    }
+
+    /// Answers the handlers still running with 503, closes every connection and releases the
+    /// socket; joins the server's threads, so it blocks its thread (never call it from a task).
+    /// A graceful stop calls ``drain(upTo:)`` first.
+    package func stop() {
         let stopped: Bool = server.withLock { server in
             guard let running = server else { return false }
             pigeon_http_stop(running)
@@ -321,6 +326,8 @@ private final class ExchangeContext: Sendable {
     let logger: Logger
     let workers: WorkerThreads
     let limit: ConcurrencyLimit
+    /// The handlers running, for a stop's drain.
+    let handlers = HandlersInFlight()
     /// The headers copied into each request.
     let requestHeaders: [String]
     /// At most one diagnostic line a second per listener; the others are counted.
@@ -395,12 +402,14 @@ private let exchangeTrampoline: pigeon_http_handler = { rawContext, exchange in
     let context = Unmanaged<ExchangeContext>.fromOpaque(rawContext).takeUnretainedValue()
     let request = readRequest(exchange, requestHeaders: context.requestHeaders)
     let handle = ExchangeHandle(pointer: exchange)
-    let (handler, limit) = (context.handler, context.limit)
+    let (handler, limit, handlers) = (context.handler, context.limit, context.handlers)
+    handlers.begin()
     Task(executorPreference: context.workers) {
         await limit.acquire()
         let response = await handler(request)
         limit.release()
         complete(handle.pointer, with: response)
+        handlers.end()
     }
 }
 

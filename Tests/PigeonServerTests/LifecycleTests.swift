@@ -17,6 +17,14 @@ struct LifecycleTests {
         }.count
     }
 
+    /// Whether the process comes to have `count` threads named `name`: a thread names itself once
+    /// running, and is gone from the list a moment after its work ends.
+    static func comesToHave(_ count: Int, threadsNamed name: String) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while threads(named: name) != count && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return threads(named: name) == count
+    }
+
     func configuration(port: UInt16, bankPort: Int) -> GatewayConfiguration {
         var configuration = GatewayConfiguration()
         configuration.http.host = "127.0.0.1"
@@ -35,7 +43,7 @@ struct LifecycleTests {
         let thread = "bank-\(bankPort)"
         // A gateway that starts has the bank client's thread, under that name ...
         let running = try await Gateway.start(configuration: configuration(port: 0, bankPort: bankPort), logger: .silent)
-        #expect(Self.threads(named: thread) == 1)
+        #expect(await Self.comesToHave(1, threadsNamed: thread))
         // ... and one whose listener cannot start fails, leaving no second one behind.
         await #expect(throws: (any Error).self) {
             var broken = configuration(port: 0, bankPort: bankPort)
@@ -43,9 +51,9 @@ struct LifecycleTests {
             broken.http.tlsKeyPath = "/nonexistent/server.key"
             _ = try await Gateway.start(configuration: broken, logger: .silent)
         }
-        #expect(Self.threads(named: thread) == 1)
+        #expect(await Self.comesToHave(1, threadsNamed: thread))
         await running.shutdown()
-        #expect(Self.threads(named: thread) == 0)
+        #expect(await Self.comesToHave(0, threadsNamed: thread))
     }
 
     @Test("a start that fails at its last step (the bank's address in use) rolls everything back: the public listener's address is free again, no bank client thread is left")
@@ -66,7 +74,7 @@ struct LifecycleTests {
         } catch {
             #expect("\(error)".contains("port \(occupied.port): the address is in use"), "\(error)")
         }
-        #expect(Self.threads(named: thread) == 0)
+        #expect(await Self.comesToHave(0, threadsNamed: thread))
         // The public listener it had opened is closed: its address binds again at once.
         let rebound = try ListenerAddressTests.start(port: publicPort)
         rebound.stop()

@@ -4,7 +4,7 @@ import PigeonDomain
 import PushCore
 
 /// Pushes pass updates and watches for the fetches that should follow (CONTRACT §7), until
-/// cancelled: claims due pushes and ended fetch waits under a lease (several gateways never hold
+/// the stop: claims due pushes and ended fetch waits under a lease (several gateways never hold
 /// the same row; a crashed one's rows come due again), pushes each pass type's tokens together,
 /// and writes what became of each claim by ``PassUpdatePolicy``. What was pushed is written down
 /// even while the engine stops, so a stop repeats no push; claims not yet pushed are handed back.

@@ -170,8 +170,10 @@ package final class Gateway: Sendable {
         /// A listener: it stops accepting in the stop's graceful phase, and its requests in
         /// progress get what time is left (up to 5 s) to be answered when it closes.
         func listen(_ name: String, _ start: () throws -> HTTPServer) throws -> HTTPServer {
-            try lifecycle.open(name, start, quiesce: { $0.quiesce() },
-                               close: { server, closing in server.stop(waitingUpTo: min(5, closing.seconds(keeping: 1))) })
+            try lifecycle.open(name, start, quiesce: { $0.quiesce() }, awaitClose: { server, closing in
+                await server.drain(upTo: min(5, closing.seconds(keeping: 1)))
+                await BlockingWork.run("pigeon-close") { server.stop() }
+            })
         }
         let tlsListeners = configuration.tlsListeners
         let publicFiles = tlsListeners.first { $0.listener == "public" }

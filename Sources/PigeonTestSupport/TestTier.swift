@@ -32,5 +32,10 @@ package enum TestTier: Int, Comparable, Sendable {
     /// Whether system suites run (crashes, failover, millions of recipients).
     package static var runsSystem: Bool { selected >= .system }
 
+    /// The time limit of each test of a unit-tier suite, in minutes (`.timeLimit(.minutes(…))`):
+    /// one in a unit-tier run, where every test takes milliseconds and one that hangs must fail
+    /// fast; ten when the whole suite shares two cores with PostgreSQL and the simulator.
+    package static var unitTestMinutes: Int { selected == .unit ? 1 : 10 }
+
     package static func < (lhs: TestTier, rhs: TestTier) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -10,7 +10,7 @@ import Testing
 /// The bank's answers about a new device (CONTRACT §3) as the device API relies on them, held to
 /// both implementations: the fake bank the router tests run on (unit tier) and the SOAP client
 /// talking to `pigeon bank-stub` over loopback (integration tier).
-@Suite("Subscription authorizing contract: the fake bank and the bank proxy's client answer alike")
+@Suite("Subscription authorizing contract: the fake bank and the bank proxy's client answer alike", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct SubscriptionAuthorizingContractTests {
     enum Kind: String, CustomStringConvertible, CaseIterable {
         case fake, proxy

@@ -4,8 +4,9 @@ import PigeonDomain
 @testable import PigeonDeviceAPI
 @testable import PigeonHTTP
 import Testing
+import PigeonTestSupport
 
-@Suite("Apps in server.conf and at registration")
+@Suite("Apps in server.conf and at registration", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct AppsConfigurationTests {
     /// A readable file to name as a key path (check-config reads the keys themselves; these
     /// tests check the configuration's rules).

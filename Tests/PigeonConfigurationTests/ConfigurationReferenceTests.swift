@@ -1,11 +1,12 @@
 import Foundation
 @testable import PigeonConfiguration
 import Testing
+import PigeonTestSupport
 
 /// docs/configuration.md is the configuration reference: every key the parser knows is in its
 /// table, every key in the table is one the parser knows, and every default written as a value
 /// is the parser's (setting a key to its documented default changes nothing).
-@Suite("Configuration reference")
+@Suite("Configuration reference", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConfigurationReferenceTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

@@ -3,8 +3,9 @@ import Foundation
 @testable import PigeonConfiguration
 import PigeonCore
 import Testing
+import PigeonTestSupport
 
-@Suite("server.conf")
+@Suite("server.conf", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConfigurationTests {
     @Test("the shipped example is valid")
     func example() throws {

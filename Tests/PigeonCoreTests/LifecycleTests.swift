@@ -1,5 +1,6 @@
 import Foundation
 @testable import PigeonCore
+import PigeonTestSupport
 import Synchronization
 import Testing
 
@@ -35,7 +36,7 @@ private final class Gate: Sendable {
 
 private struct OpenFailed: Error {}
 
-@Suite("Lifecycle: one start, rollback and stop")
+@Suite("Lifecycle: one start, rollback and stop", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LifecycleTests {
     /// Opens resources "a", "b", "c" noting their quiesce and close.
     private func opened(_ lifecycle: Lifecycle, _ journal: Journal, _ names: [String] = ["a", "b", "c"]) throws {
@@ -126,7 +127,7 @@ struct LifecycleTests {
 }
 
 /// The graceful half of a stop: a latch apart from cancellation.
-@Suite("GracefulStop: a stop that leaves tasks alive")
+@Suite("GracefulStop: a stop that leaves tasks alive", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct GracefulStopTests {
     @Test("a wait in progress ends when the stop is requested; one after it returns at once")
     func waits() async {
@@ -181,7 +182,7 @@ struct GracefulStopTests {
 }
 
 /// The lifecycle's bounded wait: a continuation the work and a timer race to resume.
-@Suite("BoundedWait: a bounded wait that blocks no thread")
+@Suite("BoundedWait: a bounded wait that blocks no thread", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BoundedWaitTests {
     @Test("work that finishes in time gives its value (the generous bound is never waited out)")
     func finishes() async {

@@ -1,8 +1,9 @@
 import Foundation
 import PigeonCore
 import Testing
+import PigeonTestSupport
 
-@Suite("Log budget")
+@Suite("Log budget", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LogBudgetTests {
     @Test("at most the budget's lines a minute; the next line written after the minute tells how many were dropped")
     func budget() {

@@ -1,8 +1,9 @@
 import Testing
 @testable import PigeonCore
+import PigeonTestSupport
 
 /// What reaches a log line from outside: nothing that breaks or reorders the line.
-@Suite("Log text")
+@Suite("Log text", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LogTextTests {
     @Test("line and paragraph separators, bidi overrides, isolates and marks, and control characters are written escaped")
     func escapesBreaksAndReordering() {

@@ -1,7 +1,8 @@
 import Testing
 @testable import PigeonCore
+import PigeonTestSupport
 
-@Suite("Logging")
+@Suite("Logging", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LoggingTests {
     @Test("records below the level are dropped; metadata is merged and sorted")
     func levelsAndMetadata() {
@@ -42,7 +43,7 @@ struct LoggingTests {
     }
 }
 
-@Suite("Log throttle")
+@Suite("Log throttle", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LogThrottleTests {
     @Test("one line per interval, with how many were held back since the last")
     func throttle() {

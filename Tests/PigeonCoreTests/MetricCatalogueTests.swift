@@ -1,10 +1,11 @@
 import Foundation
 @testable import PigeonCore
 import Testing
+import PigeonTestSupport
 
 /// The metric catalogue against itself and against what operators read: the Grafana board and
 /// the alert rules in `deploy/` may name only metrics the gateway exports.
-@Suite("Metric catalogue")
+@Suite("Metric catalogue", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct MetricCatalogueTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

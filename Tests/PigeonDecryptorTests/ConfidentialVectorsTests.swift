@@ -3,11 +3,12 @@ import PigeonCrypto
 import PigeonDecryptor
 import PushCore
 import Testing
+import PigeonTestSupport
 
 /// The vectors file is our encryptor's output: each vector is sealed again from its recorded
 /// inputs and must come out byte for byte, and the decryptor must open it to the expected
 /// content. `PIGEON_WRITE_VECTORS=1 swift test --filter ConfidentialVectors` writes a new file.
-@Suite("Confidential notification vectors")
+@Suite("Confidential notification vectors", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConfidentialVectorsTests {
     @Test("every vector is what the encryptor produces from its inputs")
     func vectorsAreReproduced() throws {

@@ -1,10 +1,11 @@
 import Foundation
 @testable import PigeonCrypto
 import Testing
+import PigeonTestSupport
 
 /// OpenSSL calls that fail must not yield a fixed value (issue 45: the untouched output buffer
 /// was all zeros, so every key derived from it, or every token's digest, would be the same).
-@Suite("Crypto failures")
+@Suite("Crypto failures", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct CryptoFailureTests {
     @Test("a failing HMAC throws instead of answering 32 zero bytes; a working one answers RFC 4231's vector")
     func hmacFailureThrows() throws {

@@ -3,10 +3,11 @@ import PigeonCrypto
 import PigeonDecryptor
 import PushCore
 import Testing
+import PigeonTestSupport
 
 /// The phone's decryptor against pushes sealed by the gateway's encryptor, and against every
 /// way a push can be wrong.
-@Suite("Confidential decryptor")
+@Suite("Confidential decryptor", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DecryptorTests {
     struct Device {
         let key: P256PrivateKey

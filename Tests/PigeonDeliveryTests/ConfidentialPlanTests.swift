@@ -3,10 +3,11 @@ import PigeonDomain
 import PushCore
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// How the engine plans a confidential notification's pushes: one sealed message per device
 /// with a key, one shared `fetch` message for the others, never the content in clear.
-@Suite("Confidential push plans")
+@Suite("Confidential push plans", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConfidentialPlanTests {
     /// Seals by recording what it was given; refuses the key id "broken".
     final class RecordingSealer: ContentSealing, @unchecked Sendable {

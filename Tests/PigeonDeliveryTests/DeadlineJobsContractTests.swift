@@ -10,7 +10,7 @@ import Testing
 /// on (`FakeDeadlines`, unit tier) and PostgreSQL's `Sweeps` as the gateway composes it
 /// (integration tier, a fresh database each case) — the next deadline, and a step that expires
 /// what is overdue once, with its report, and leaves what is still to come.
-@Suite("Deadline jobs contract: the in-memory deadlines and PostgreSQL keep the same rules")
+@Suite("Deadline jobs contract: the in-memory deadlines and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeadlineJobsContractTests {
     typealias Kind = StoreKind
 

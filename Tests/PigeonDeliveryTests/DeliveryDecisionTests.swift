@@ -5,7 +5,7 @@ import PushCore
 import Testing
 @testable import PigeonDelivery
 
-@Suite("Delivery decision")
+@Suite("Delivery decision", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeliveryDecisionTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 

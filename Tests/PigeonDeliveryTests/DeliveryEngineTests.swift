@@ -4,10 +4,11 @@ import PigeonDomain
 import PushCore
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// The engine's behaviours against in-memory fakes: no database, no network, the clock moved by
 /// the test. Each test runs an engine until a condition holds, then stops it.
-@Suite("Delivery engine with fakes")
+@Suite("Delivery engine with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeliveryEngineTests {
     let clock = ManualClock()
 

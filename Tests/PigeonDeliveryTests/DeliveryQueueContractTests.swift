@@ -10,7 +10,7 @@ import Testing
 /// tests run on (`FakeQueue`, unit tier) and PostgreSQL's `DeliveryQueue` (integration tier, a
 /// fresh database each case). A rule the fake keeps and the SQL does not (or the reverse) fails
 /// here, not in production (issue 49: nothing held the fakes to PostgreSQL).
-@Suite("Delivery queue contract: the in-memory queue and PostgreSQL keep the same rules")
+@Suite("Delivery queue contract: the in-memory queue and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeliveryQueueContractTests {
     typealias Kind = StoreKind
 
@@ -144,7 +144,7 @@ struct DeliveryQueueContractTests {
 
 /// The engine's device directory, held the same way: the in-memory one (`FakeDevices`) and
 /// PostgreSQL's `SubscriptionStore` (case-insensitive user ids, the gateway's default).
-@Suite("Device directory contract: the in-memory directory and PostgreSQL keep the same rules")
+@Suite("Device directory contract: the in-memory directory and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeviceDirectoryContractTests {
     typealias Kind = StoreKind
 

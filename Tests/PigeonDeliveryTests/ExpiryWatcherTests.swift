@@ -4,6 +4,7 @@ import PigeonDomain
 import Synchronization
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// Notifications with deadlines on the test's clock, expired as the database would: each once,
 /// its report counted.
@@ -41,7 +42,7 @@ final class FakeDeadlines: DeadlineJobs {
     func reported(_ id: String) -> Int { reports.withLock { $0[id] ?? 0 } }
 }
 
-@Suite("Expiry at the deadline with fakes")
+@Suite("Expiry at the deadline with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ExpiryWatcherTests {
     func watcher(_ jobs: FakeDeadlines, notes: DeadlineNotes = DeadlineNotes(), clock: any DeliveryClock, outboxWake: WakeSignal? = nil) -> ExpiryWatcher {
         // Refreshed from the "database" only once an hour: what is found in time is found
@@ -133,7 +134,7 @@ final class CountingDeadlines: DeadlineJobs {
     }
 }
 
-@Suite("Expiry at the deadline: this process's own deadlines")
+@Suite("Expiry at the deadline: this process's own deadlines", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ExpiryWatcherOwnDeadlineTests {
     @Test("fifty noted codes expiring one after another are each handled at its deadline without reading the database's next deadline again")
     func ownDeadlinesReadNothing() async {

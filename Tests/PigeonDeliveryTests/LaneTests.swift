@@ -5,11 +5,12 @@ import PushCore
 import Synchronization
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// The engine's lanes and bounds against in-memory fakes: urgent deliveries overtake a blast
 /// whose pushes fill every stream, the engine holds no more than it can push plus one batch, and
 /// nothing whose time ran out is pushed.
-@Suite("Delivery engine lanes with fakes")
+@Suite("Delivery engine lanes with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LaneTests {
     func delivery(_ user: String, key: Int64, position: Int, expiresAt: Date, priority: Int = 0) -> ClaimedDelivery {
         ClaimedDelivery(notificationKey: key, userId: user, userFolded: user.lowercased(), position: position,
@@ -222,7 +223,7 @@ struct LaneTests {
     }
 }
 
-@Suite("A service spread over several clients")
+@Suite("A service spread over several clients", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct SpreadPushSenderTests {
     @Test("a batch is dealt out between the senders; each push is sent once and answered under its own index")
     func dealsOutABatch() async {
@@ -247,7 +248,7 @@ struct SpreadPushSenderTests {
     }
 }
 
-@Suite("A project's quota with fakes")
+@Suite("A project's quota with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct QuotaSenderTests {
     func batch(_ count: Int, prefix: String) -> PushBatch {
         let message = PushMessage(notificationId: prefix, text: "t", urgency: .high, expiresAt: Date().addingTimeInterval(3600))

@@ -3,9 +3,10 @@ import PigeonCore
 import Synchronization
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// The loop shared by the pass, activity and outbox engines.
-@Suite("Leased work loop")
+@Suite("Leased work loop", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LeasedWorkLoopTests {
     struct WriteFailed: Error {}
 

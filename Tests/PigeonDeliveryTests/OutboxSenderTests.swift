@@ -4,6 +4,7 @@ import PigeonDomain
 import Synchronization
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// The outbox in memory: due reports oldest first, each claim leased (held to PostgreSQL's
 /// `Outbox` by `ReportQueueContractTests`).
@@ -92,7 +93,7 @@ final class FakeBank: BankReporting {
     }
 }
 
-@Suite("Outbox sender with fakes")
+@Suite("Outbox sender with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct OutboxSenderTests {
     @Test("stopped with 16 reports on the wire and 48 claimed: the 16 finish and are removed, the 48 are due again at once, their claim uncounted, and no report is sent after the stop")
     func stopHandsBackUnsent() async throws {

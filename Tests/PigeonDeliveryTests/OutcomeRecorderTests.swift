@@ -4,6 +4,7 @@ import PigeonDomain
 import PushCore
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// A clock whose waits end only when the test opens its gate.
 final class GatedClock: DeliveryClock {
@@ -12,7 +13,7 @@ final class GatedClock: DeliveryClock {
     func sleep(for duration: Duration) async throws { await gate.wait() }
 }
 
-@Suite("Outcome recorder: group commits")
+@Suite("Outcome recorder: group commits", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct OutcomeRecorderTests {
     func finished(_ position: Int, dead: [Int64] = []) -> FinishedDelivery {
         let delivery = ClaimedDelivery(notificationKey: 1, userId: "u\(position)", userFolded: "u\(position)", position: position,

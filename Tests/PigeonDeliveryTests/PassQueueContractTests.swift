@@ -8,7 +8,7 @@ import Testing
 /// The Wallet pass queue's rules, held to both implementations: the in-memory queue the pass
 /// engine's tests run on (`FakePassQueue`, unit tier) and PostgreSQL's `PassStore` (integration
 /// tier, a fresh database each case).
-@Suite("Pass queue contract: the in-memory queue and PostgreSQL keep the same rules")
+@Suite("Pass queue contract: the in-memory queue and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PassQueueContractTests {
     typealias Kind = StoreKind
 

@@ -9,7 +9,7 @@ import Testing
 
 /// The pass update rules as pure logic, and the pass engine over an in-memory queue on a clock
 /// the test moves (CONTRACT §7).
-@Suite("Pass updates with fakes")
+@Suite("Pass updates with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PassUpdateTests {
     static let pass = PassIdentity(passTypeIdentifier: "pass.com.example.card", serialNumber: "s1")
     static func claim(_ state: PassDeliveryState, pushes: Int = 0, failures: Int = 0, device: String = "d1") -> ClaimedPassPush {

@@ -10,7 +10,7 @@ import Testing
 /// tests run on (`FakeReportQueue`, unit tier) and PostgreSQL's `Outbox` (integration tier, a
 /// fresh database each case) — oldest first, leases, hand-backs that do not count as an attempt,
 /// retries at their time, and dead letters.
-@Suite("Report queue contract: the in-memory outbox and PostgreSQL keep the same rules")
+@Suite("Report queue contract: the in-memory outbox and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ReportQueueContractTests {
     typealias Kind = StoreKind
 

@@ -2,9 +2,10 @@ import Foundation
 import PigeonDomain
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// How a lane keeps a slow push service from holding its room: pure bookkeeping on a given clock.
-@Suite("Route holds")
+@Suite("Route holds", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RouteHoldsTests {
     let ios = PushRoute(platform: .ios)
     let android = PushRoute(platform: .android)

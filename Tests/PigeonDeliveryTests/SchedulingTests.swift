@@ -5,7 +5,7 @@ import Testing
 @testable import PigeonDelivery
 
 /// Outbox back-off and sweep pacing as pure logic: the clock and randomness are injected.
-@Suite("Report and sweep scheduling")
+@Suite("Report and sweep scheduling", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct SchedulingTests {
     @Test("report back-off doubles from 1 s, stays within ±20 % jitter, and is capped at 5 minutes")
     func backoff() {

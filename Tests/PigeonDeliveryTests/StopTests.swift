@@ -5,12 +5,13 @@ import PushCore
 import Synchronization
 import Testing
 @testable import PigeonDelivery
+import PigeonTestSupport
 
 /// How the engine stops (CONTRACT §10): no push starts after the stop, what was not pushed goes
 /// back to the queue at once, the pushes on the wire finish and their outcomes are written as
 /// they come — not held until the last one is done. The stop is the graceful one (the engine's
 /// task alive): the fake queue, like the database pool, refuses writes from a cancelled task.
-@Suite("Delivery engine stopping")
+@Suite("Delivery engine stopping", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct StopTests {
     let clock = ManualClock()
 

@@ -1,7 +1,8 @@
 import Testing
 @testable import PigeonDomain
+import PigeonTestSupport
 
-@Suite("Delivery state machine")
+@Suite("Delivery state machine", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeliveryStateTests {
     @Test("the happy path moves forward")
     func happyPath() {
@@ -47,7 +48,7 @@ struct DeliveryStateTests {
     }
 }
 
-@Suite("User identifiers")
+@Suite("User identifiers", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct UserIdentifiersTests {
     @Test("case-insensitive ids fold and de-duplicate, first spelling kept")
     func caseInsensitive() {

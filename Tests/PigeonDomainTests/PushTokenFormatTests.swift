@@ -1,7 +1,8 @@
 import Testing
 @testable import PigeonDomain
+import PigeonTestSupport
 
-@Suite("Push token formats")
+@Suite("Push token formats", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PushTokenFormatTests {
     @Test("APNs tokens are even-length hexadecimal of 64 to 200 digits")
     func apns() {

@@ -2,9 +2,10 @@ import Foundation
 @testable import PigeonHTTP
 @testable import PigeonWallet
 import Testing
+import PigeonTestSupport
 
 /// HTTP Basic credentials: exactly the configured bytes, nothing padded.
-@Suite("Basic authentication")
+@Suite("Basic authentication", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BasicAuthenticationTests {
     func header(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
 

@@ -1,8 +1,9 @@
 @testable import PigeonHTTP
 @testable import PigeonWallet
 import Testing
+import PigeonTestSupport
 
-@Suite("Per-address limits")
+@Suite("Per-address limits", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RateLimitTests {
     @Test("a fixed window allows the limit, answers the seconds left beyond it, and starts afresh")
     func fixedWindow() {

@@ -11,7 +11,7 @@ import Testing
 /// PostgreSQL activity store the gateway composes (integration tier, a fresh database each
 /// case) — who a start reaches, duplicate starts, update tokens, events after the end, the
 /// start-token limit, and which devices a refresh reaches.
-@Suite("Activity stores contract: the in-memory activities and PostgreSQL keep the same rules")
+@Suite("Activity stores contract: the in-memory activities and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ActivityStoresContractTests {
     typealias Kind = StoreKind
 

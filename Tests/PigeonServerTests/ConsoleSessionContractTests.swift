@@ -11,7 +11,7 @@ import Testing
 /// One set of cases for the console's sessions and audit trail, run against the in-memory stores
 /// (unit tier) and against PostgreSQL (integration tier), so the fake the router tests use keeps
 /// the rules the gateway's tables keep (CONTRACT §10).
-@Suite("Console sessions and audit trail: the in-memory stores and PostgreSQL keep the same rules")
+@Suite("Console sessions and audit trail: the in-memory stores and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConsoleSessionContractTests {
     /// A wall clock the test moves.
     final class Clock: Sendable {

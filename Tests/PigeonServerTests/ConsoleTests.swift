@@ -11,7 +11,7 @@ import Testing
 /// The operator console (issue 11) over HTTP: only on the bank-facing listener, behind its own
 /// sign-in, a CSRF token on every action, a strict Content-Security-Policy, and no secret or full
 /// push token on any page.
-@Suite("Operator console", .serialized)
+@Suite("Operator console", .serialized, .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConsoleTests {
     static let password = "console-password-0123"
 

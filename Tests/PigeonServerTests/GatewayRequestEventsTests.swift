@@ -4,9 +4,10 @@ import PigeonCore
 import PigeonDomain
 @testable import PigeonServer
 import Testing
+import PigeonTestSupport
 
 /// What a request wakes in the gateway (`GatewayRequestEvents`): no database, no socket.
-@Suite("Gateway request events: what a stored send, a queued activity push and a queued report wake")
+@Suite("Gateway request events: what a stored send, a queued activity push and a queued report wake", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct GatewayRequestEventsTests {
     /// A clock whose waits last an hour: a wait ends early only when signalled.
     struct IdleClock: DeliveryClock {

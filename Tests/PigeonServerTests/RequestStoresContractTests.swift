@@ -12,7 +12,7 @@ import Testing
 /// (integration tier, a fresh database each case) — registration tokens and pending codes,
 /// duplicate and case-folded sends, the bank's view of subscriptions, idempotent acknowledgements
 /// that never go back, rate-limit windows (issue 49: nothing held the fakes to PostgreSQL).
-@Suite("Request-side stores contract: the in-memory stores and PostgreSQL keep the same rules")
+@Suite("Request-side stores contract: the in-memory stores and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RequestStoresContractTests {
     typealias Kind = StoreKind
 

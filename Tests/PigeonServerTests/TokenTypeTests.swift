@@ -4,11 +4,12 @@ import PigeonCore
 @testable import PigeonServer
 import PushCore
 import Testing
+import PigeonTestSupport
 
 /// Registration's `tokenType` (CONTRACT §9): `fid` for Android devices addressed by their
 /// Firebase Installation ID, checked for the FID's shape and stored so FCM v1's `fid` target
 /// addresses them.
-@Suite("Registration token types")
+@Suite("Registration token types", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct TokenTypeTests {
     static func body(platform: String = "ANDROID", token: String, tokenType: String?) -> Data {
         let type = tokenType.map { #","tokenType":"\#($0)""# } ?? ""

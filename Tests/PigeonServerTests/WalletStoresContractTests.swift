@@ -11,7 +11,7 @@ import Testing
 /// gateway composes (integration tier, a fresh database each case) — versions and the token a
 /// pass keeps, registrations and their limits, the serials a Wallet is told changed, downloads
 /// and `If-Modified-Since`, and what an update queues.
-@Suite("Wallet stores contract: the in-memory wallet and PostgreSQL keep the same rules")
+@Suite("Wallet stores contract: the in-memory wallet and PostgreSQL keep the same rules", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WalletStoresContractTests {
     typealias Kind = StoreKind
 

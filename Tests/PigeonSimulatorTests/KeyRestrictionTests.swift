@@ -1,9 +1,10 @@
 import Foundation
 @testable import PigeonSimulator
 import Testing
+import PigeonTestSupport
 
 /// The simulator's APNs keys restricted as Apple's developer account allows since 2025.
-@Suite("APNs key restrictions (simulator)")
+@Suite("APNs key restrictions (simulator)", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct KeyRestrictionTests {
     typealias Restriction = APNsSimulator.KeyRestriction
 

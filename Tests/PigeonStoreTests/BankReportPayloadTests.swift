@@ -2,9 +2,10 @@ import Foundation
 import PigeonDomain
 import Testing
 @testable import PigeonStore
+import PigeonTestSupport
 
 /// The outbox's row form of a report (kind and JSON payload), without a database.
-@Suite("Bank report rows")
+@Suite("Bank report rows", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BankReportPayloadTests {
     /// One report of every kind. The switch has no default: a new kind does not compile until it
     /// has an example here, so the checks below cover it.

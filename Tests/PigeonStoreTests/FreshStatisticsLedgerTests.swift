@@ -1,8 +1,9 @@
 import Testing
 @testable import PigeonStore
+import PigeonTestSupport
 
 /// When a day's deliveries are analyzed again, decided without a database.
-@Suite("Fresh statistics: when a day is analyzed")
+@Suite("Fresh statistics: when a day is analyzed", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct FreshStatisticsLedgerTests {
     let today: Int64 = 20_000
     func key(_ day: Int64, _ serial: Int64 = 1) -> Int64 { day << 40 | serial }

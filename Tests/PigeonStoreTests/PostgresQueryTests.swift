@@ -1,9 +1,10 @@
 import Foundation
 import PigeonStore
 import Testing
+import PigeonTestSupport
 
 /// Queries written by interpolation: values become numbered parameters in order, never SQL text.
-@Suite("PostgresQuery: interpolated values are parameters")
+@Suite("PostgresQuery: interpolated values are parameters", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PostgresQueryTests {
     @Test("each value is the next $n, bound in PostgreSQL's text form: strings, numbers, booleans, bytea, arrays, NULL")
     func placeholders() {

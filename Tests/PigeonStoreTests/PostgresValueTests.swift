@@ -2,8 +2,9 @@ import Foundation
 import PigeonDomain
 import Testing
 @testable import PigeonStore
+import PigeonTestSupport
 
-@Suite("Array and URL encoding")
+@Suite("Array and URL encoding", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PostgresValueTests {
     @Test("text arrays round-trip quotes, backslashes, commas, braces, NULL-like text and Unicode")
     func arrays() {

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import PigeonStore
+import PigeonTestSupport
 
-@Suite("Stored moment")
+@Suite("Stored moment", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct StoredMomentTests {
     @Test("a stored moment's text: whole milliseconds, UTC, rounded down")
     func storedMomentText() {

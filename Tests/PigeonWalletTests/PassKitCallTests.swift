@@ -4,10 +4,11 @@ import PigeonCrypto
 import PigeonHTTP
 @testable import PigeonWallet
 import Testing
+import PigeonTestSupport
 
 /// The PassKit web service's requests read without a store or a listener: which call each
 /// is, and what is refused with which status before anything is looked up.
-@Suite("PassKit calls")
+@Suite("PassKit calls", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PassKitCallTests {
     static let token = "0123456789abcdef0123456789abcdef"
     static let pushToken = String(repeating: "a1", count: 32)

@@ -7,7 +7,7 @@ import Testing
 
 /// The Wallet pieces without a gateway: HTTP dates, the `.pkpass` archive check and writer, and
 /// the pass configuration keys.
-@Suite("Wallet pass pieces")
+@Suite("Wallet pass pieces", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PassPiecesTests {
     @Test("HTTP dates are written in IMF-fixdate and read back; other forms are not read")
     func httpDates() {

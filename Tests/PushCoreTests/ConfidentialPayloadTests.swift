@@ -1,9 +1,10 @@
 import Foundation
 import PushCore
 import Testing
+import PigeonTestSupport
 
 /// The payload shapes of a confidential push (CONTRACT §8), service by service, without I/O.
-@Suite("Confidential payload shapes")
+@Suite("Confidential payload shapes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConfidentialPayloadTests {
     static let envelope = E2EEnvelope(keyId: "k1", ephemeralPublicKey: Data([4] + [UInt8](repeating: 1, count: 64)),
                                       salt: Data(repeating: 2, count: 16), ciphertext: Data(repeating: 3, count: 272))

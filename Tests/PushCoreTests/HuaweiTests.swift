@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import PushCore
+import PigeonTestSupport
 
-@Suite("Huawei Push Kit requests and answers")
+@Suite("Huawei Push Kit requests and answers", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct HuaweiTests {
     @Test("the request: one token in Huawei's token list, the data as one JSON string, urgency from the priority, TTL from the timeout, click_action opening the app")
     func request() throws {

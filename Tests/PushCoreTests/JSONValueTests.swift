@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import PushCore
+import PigeonTestSupport
 
-@Suite("JSON payload encoding")
+@Suite("JSON payload encoding", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct JSONValueTests {
     @Test("strings with quotes, backslashes, control characters and non-ASCII text read back unchanged")
     func escaping() throws {

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 @testable import PushCore
+import PigeonTestSupport
 
 /// The newer APNs push types' requests (CONTRACT §9) and their Android data messages.
-@Suite("Live Activity, broadcast and widget requests")
+@Suite("Live Activity, broadcast and widget requests", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LiveActivityPayloadTests {
     static func aps(_ prepared: APNsPreparedMessage) throws -> [String: Any] {
         try #require((try JSONSerialization.jsonObject(with: prepared.body) as? [String: Any])?["aps"] as? [String: Any])

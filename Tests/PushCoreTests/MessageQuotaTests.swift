@@ -1,8 +1,9 @@
 import Foundation
 import PushCore
 import Testing
+import PigeonTestSupport
 
-@Suite("Message quota")
+@Suite("Message quota", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct MessageQuotaTests {
     let start = Date(timeIntervalSince1970: 1_800_000_000)
 

@@ -3,7 +3,7 @@ import PigeonTestSupport
 import Testing
 @testable import PushCore
 
-@Suite("APNs and FCM outcomes")
+@Suite("APNs and FCM outcomes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct OutcomeTests {
     func json(_ text: String) -> Data { Data(text.utf8) }
 
@@ -77,7 +77,7 @@ struct OutcomeTests {
     }
 }
 
-@Suite("Retry schedule")
+@Suite("Retry schedule", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RetryScheduleTests {
     let now = Date(timeIntervalSince1970: 1_000_000)
 
@@ -111,7 +111,7 @@ struct RetryScheduleTests {
     }
 }
 
-@Suite("Token refresh policies")
+@Suite("Token refresh policies", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct TokenPolicyTests {
     let issued = Date(timeIntervalSince1970: 1_000_000)
 
@@ -194,7 +194,7 @@ struct TokenPolicyTests {
     }
 }
 
-@Suite("Request building")
+@Suite("Request building", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RequestBuilderTests {
     let expiry = Date(timeIntervalSince1970: 1_700_000_300)
     var message: PushMessage {

@@ -4,7 +4,7 @@ import Testing
 @testable import PushCore
 
 /// `apns-id` values without `UUID()`: APNs' form, unique, and not the same in two senders.
-@Suite("Push identifiers (apns-id)")
+@Suite("Push identifiers (apns-id)", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct PushIdentifiersTests {
     @Test("each is a lowercase version-4 UUID with the RFC 4122 variant, which Foundation parses back to itself")
     func form() throws {

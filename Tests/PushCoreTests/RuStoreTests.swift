@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import PushCore
+import PigeonTestSupport
 
-@Suite("RuStore requests and answers")
+@Suite("RuStore requests and answers", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RuStoreTests {
     @Test("the request is FCM v1's shape with one token, the text as notification, every data value a string, the TTL from the timeout")
     func request() throws {

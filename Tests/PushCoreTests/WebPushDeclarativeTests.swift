@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 @testable import PushCore
+import PigeonTestSupport
 
 /// Safari's declarative Web Push payload (issue 50): what the browser shows by itself, and the
 /// service worker's members beside it.
-@Suite("Declarative Web Push payload")
+@Suite("Declarative Web Push payload", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WebPushDeclarativeTests {
     let now = Date(timeIntervalSince1970: 1_000_000)
 

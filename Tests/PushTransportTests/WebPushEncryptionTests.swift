@@ -1,10 +1,11 @@
 import Foundation
 import PigeonCrypto
 import Testing
+import PigeonTestSupport
 
 /// RFC 8291's worked example (§5, with the intermediate values of its appendix A), reproduced
 /// byte for byte, then a round trip through the subscriber's side.
-@Suite("Web Push message encryption (RFC 8291)")
+@Suite("Web Push message encryption (RFC 8291)", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WebPushEncryptionTests {
     static func bytes(_ text: String) -> Data { Base64URL.decode(text)! }
 

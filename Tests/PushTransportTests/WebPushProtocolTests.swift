@@ -6,7 +6,7 @@ import PushCore
 import PushTransport
 import Testing
 
-@Suite("Web Push subscriptions, answers and VAPID")
+@Suite("Web Push subscriptions, answers and VAPID", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WebPushProtocolTests {
     static let point = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
 

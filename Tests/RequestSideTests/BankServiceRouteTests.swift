@@ -8,7 +8,7 @@ import Testing
 
 /// The bank's SOAP service (CONTRACT §1) through the router on in-memory stores: every
 /// operation's answer to the byte, faults for hostile input, Basic sign-in.
-@Suite("Bank SOAP service through the router")
+@Suite("Bank SOAP service through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BankServiceRouteTests {
     @Test("the five subscription and notification operations answer as the JAX-WS service did")
     func fiveOperations() async throws {
@@ -162,7 +162,7 @@ struct BankServiceRouteTests {
 }
 
 /// The request shapes and notification options the bank's SOAP stacks send.
-@Suite("Bank SOAP requests and options through the router")
+@Suite("Bank SOAP requests and options through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BankRequestStyleRouteTests {
     @Test("SOAP 1.2, an unqualified wrapper and the seed-style bare request are all understood")
     func requestStyles() async throws {

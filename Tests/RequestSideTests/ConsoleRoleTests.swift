@@ -10,7 +10,7 @@ import Testing
 
 /// Operators as persons (CONTRACT §10) through the router: each role's rights on every page, form
 /// and JSON call, the JSON actions and their guards, and the audit trail of who did what.
-@Suite("Console roles, JSON actions and the audit trail")
+@Suite("Console roles, JSON actions and the audit trail", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConsoleRoleTests {
     typealias Browser = ConsoleRouteTests.Browser
 

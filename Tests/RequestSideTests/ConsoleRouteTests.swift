@@ -10,7 +10,7 @@ import Testing
 /// The operator console (CONTRACT §5) through the router on an in-memory source: sign-in and its
 /// limit, the session cookie, CSRF on every action, masking, revoking a device, re-queueing a
 /// dead report, the JSON twins and their credentials, a database that does not answer.
-@Suite("The console through the router")
+@Suite("The console through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ConsoleRouteTests {
     /// An operator's browser: the session cookie it was given and the CSRF token of the last page.
     struct Browser {

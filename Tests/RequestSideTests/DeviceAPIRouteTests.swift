@@ -8,7 +8,7 @@ import Testing
 
 /// The device API (CONTRACT §2) through the router on in-memory stores: the unit tier's view of
 /// what `DeviceAPITests` checks end to end over sockets and PostgreSQL.
-@Suite("Device API through the router")
+@Suite("Device API through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct DeviceAPIRouteTests {
     @Test("an authorized user subscribes; the bearer token proves the device on its next registration, without the bank")
     func authorizedThenKnown() async throws {

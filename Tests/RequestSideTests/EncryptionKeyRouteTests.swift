@@ -6,7 +6,7 @@ import Testing
 /// A device's key for confidential notifications at registration (CONTRACT §8) through the
 /// router: checked before anything is stored, kept, replaced or removed by a bearer-proved
 /// refresh, carried through the bank's SMS verification.
-@Suite("Device encryption keys through the router")
+@Suite("Device encryption keys through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct EncryptionKeyRouteTests {
     static func key(_ keyId: String = "k1") throws -> (member: String, point: Data) {
         let point = try P256PrivateKey().publicPoint

@@ -1,8 +1,9 @@
 import PigeonHTTP
 import Testing
+import PigeonTestSupport
 
 /// `bankAllowedClients`' networks: CIDR as operators write it, checked strictly.
-@Suite("IP networks")
+@Suite("IP networks", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct IPNetworkTests {
     @Test("IPv4 and IPv6 networks and single addresses; an IPv4 client of a dual-stack listener matches the IPv4 network")
     func contains() throws {

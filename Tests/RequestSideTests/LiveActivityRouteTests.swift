@@ -6,7 +6,7 @@ import Testing
 /// Live Activities and widget refreshes (CONTRACT §9) through the router: the bank's SOAP
 /// operations and the phone's token calls on in-memory stores. Pushes and their order are the
 /// end-to-end suite's (`LiveActivityTests`).
-@Suite("Live Activities through the router")
+@Suite("Live Activities through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct LiveActivityRouteTests {
     static let startToken = String(repeating: "5a", count: 32)
     static let updateToken = String(repeating: "6b", count: 32)

@@ -5,7 +5,7 @@ import Testing
 /// Taking over a device, guessing codes, racing registrations: what the device API refuses,
 /// through the router on in-memory stores (the races on PostgreSQL's locks stay in the
 /// integration tier's `RegistrationAttackTests`).
-@Suite("Registration attacks through the router")
+@Suite("Registration attacks through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RegistrationRouteTests {
     static let userToken = String(repeating: "ab", count: 32)
     static let attackerToken = String(repeating: "ef", count: 32)

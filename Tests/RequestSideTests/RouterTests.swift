@@ -5,7 +5,7 @@ import Testing
 
 /// The router itself (CONTRACT §5): which surface serves what, `/health` and `/ready`,
 /// `/metrics` by route template, request ids.
-@Suite("Router")
+@Suite("Router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RouterTests {
     static let bankPaths = ["/pigeon/services/SBIInboundWebService?wsdl", "/pigeon/services/SBIOutbound?wsdl", "/metrics", "/ready"]
 
@@ -106,7 +106,7 @@ struct RouterTests {
 }
 
 /// What each listener copies out of a connection: the headers its router's endpoints read.
-@Suite("Router.requestHeaders: the listener copies what the endpoints read")
+@Suite("Router.requestHeaders: the listener copies what the endpoints read", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct RequestHeadersTests {
     @Test("the phones' listener copies the bearer token and If-Modified-Since, never the console's cookie or CSRF token")
     func devicesSurface() throws {

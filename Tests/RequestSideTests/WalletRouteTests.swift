@@ -6,7 +6,7 @@ import Testing
 
 /// Apple's PassKit web service and the bank's `updatePass`/`getPassStatus` (CONTRACT §7) through
 /// the router on an in-memory Wallet store.
-@Suite("Wallet passes through the router")
+@Suite("Wallet passes through the router", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WalletRouteTests {
     static let passType = "pass.com.example.bank.card"
     static let token = "wallet-auth-token-0123456789"

@@ -2,10 +2,11 @@ import BankContract
 import Foundation
 @testable import SOAPCodec
 import Testing
+import PigeonTestSupport
 
 /// `xs:base64Binary` (updatePass's `pass`): MIME-style line breaks accepted, anything outside the
 /// alphabet refused rather than skipped, the size bound checked, and the bytes written back.
-@Suite("base64Binary")
+@Suite("base64Binary", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct Base64BinaryTests {
     let codec = SOAPCodec(service: InboundService.description)
 

@@ -2,8 +2,9 @@ import BankContract
 import Foundation
 @testable import SOAPCodec
 import Testing
+import PigeonTestSupport
 
-@Suite("Inbound SOAP codec")
+@Suite("Inbound SOAP codec", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct InboundCodecTests {
     let codec = SOAPCodec(service: InboundService.description)
 
@@ -169,7 +170,7 @@ struct InboundCodecTests {
     }
 }
 
-@Suite("Bank answers in either shape")
+@Suite("Bank answers in either shape", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BankAnswerShapeTests {
     @Test("a one-field result is read from its named child or directly from return")
     func bareReturn() throws {

@@ -2,8 +2,9 @@ import BankContract
 import Foundation
 @testable import SOAPCodec
 import Testing
+import PigeonTestSupport
 
-@Suite("WSDL")
+@Suite("WSDL", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct WSDLGeneratorTests {
     let wsdl = WSDLGenerator(service: InboundService.description).wsdl(address: "http://gw.example:8080/pigeon/services/SBIInboundWebService")
 

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import SOAPCodec
+import PigeonTestSupport
 
-@Suite("XML safety gate")
+@Suite("XML safety gate", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct XMLSafetyCheckTests {
     let parser = XMLTreeParser()
 

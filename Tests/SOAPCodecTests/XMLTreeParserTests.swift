@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import SOAPCodec
+import PigeonTestSupport
 
-@Suite("XML tree parser")
+@Suite("XML tree parser", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct XMLTreeParserTests {
     @Test("a document past libxml2's 10 MB single-push limit parses whole (a fan-out of hundreds of thousands)")
     func largeDocument() throws {

@@ -173,6 +173,8 @@ print(len(cases) - skipped, len(cases))' "$results/unit-swift-testing.xml" 2>/de
         log "unit tier: under 60% of the tests ($1 of $2)"
         status=1
     fi
+    # A hung unit test fails in a minute: every unit-tier suite carries a time limit.
+    python3 "$PIGEON_ROOT/scripts/check-time-limits.py" || status=1
     rm -rf "$trips" "$results"
     return $status
 }

@@ -148,7 +148,7 @@ let package = Package(
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
             name: "PigeonTestSupport",
-            dependencies: ["BankProxy", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore"]
+            dependencies: ["BankProxy", "PigeonBankService", "PigeonDelivery", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore"]
         ),
         // jemalloc replaces glibc's malloc in the server: dozens of connection threads allocate
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
@@ -183,7 +183,7 @@ let package = Package(
         .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy", "PigeonConsole"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore", "PigeonLDAP"]
+            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore", "PigeonLDAP", "BankProxy", "OutboundHTTP"]
         ),
     ],
     swiftLanguageModes: [.v6]

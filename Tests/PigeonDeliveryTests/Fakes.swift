@@ -247,9 +247,17 @@ extension FakeQueue {
 
 enum FakeFailure: Error { case databaseAway }
 
+/// Notifications by storage key; held to PostgreSQL's store by NotificationSourceContractTests.
 struct FakeNotifications: NotificationSource {
     var notifications: [Int64: PushNotification]
-    func notification(key: Int64) async throws -> PushNotification? { notifications[key] }
+    /// Content only, as the store answers the engine: no recipient list.
+    func notification(key: Int64) async throws -> PushNotification? {
+        notifications[key].map { notification in
+            var content = notification
+            content.recipients = []
+            return content
+        }
+    }
 }
 
 final class FakeDevices: DeviceDirectory {

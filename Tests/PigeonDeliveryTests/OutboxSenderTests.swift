@@ -68,31 +68,6 @@ final class FakeReportQueue: ReportQueue {
     }
 }
 
-struct BankRefusal: Error, CustomStringConvertible {
-    var description: String { "bank answered 500" }
-}
-
-/// A bank that refuses the reports of the notifications it is told to refuse, and answers
-/// only once `gate` (if any) opens.
-final class FakeBank: BankReporting {
-    let refused: Set<String>
-    let gate: Gate?
-    let received = Mutex<[BankReport]>([])
-    let started = Mutex(0)
-
-    init(refusing refused: Set<String> = [], gate: Gate? = nil) {
-        self.refused = refused
-        self.gate = gate
-    }
-
-    func send(_ report: BankReport) async throws {
-        started.withLock { $0 += 1 }
-        await gate?.wait()
-        if refused.contains(report.subject) { throw BankRefusal() }
-        received.withLock { $0.append(report) }
-    }
-}
-
 @Suite("Outbox sender with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct OutboxSenderTests {
     @Test("stopped with 16 reports on the wire and 48 claimed: the 16 finish and are removed, the 48 are due again at once, their claim uncounted, and no report is sent after the stop")
@@ -103,7 +78,7 @@ struct OutboxSenderTests {
         }
         let queue = FakeReportQueue(clock: clock, reports: reports)
         let gate = Gate()
-        let bank = FakeBank(gate: gate)
+        let bank = InMemoryBankReports(answering: { await gate.wait() })
         let sender = OutboxSender(outbox: queue, bank: bank, clock: clock, random: CountingRandom(), lease: .seconds(120),
                                   maxAge: .seconds(3600), metrics: MetricsRegistry(), logger: .silent)
         let stop = GracefulStop()
@@ -126,7 +101,7 @@ struct OutboxSenderTests {
         let refused = ClaimedReport(id: 2, report: .notificationExpired(notificationId: "no", users: ["a", "b"]), attempt: 0,
                                     createdAt: clock.now())
         let queue = FakeReportQueue(clock: clock, reports: [taken, refused])
-        let bank = FakeBank(refusing: ["no"])
+        let bank = InMemoryBankReports(refusing: ["no"])
         let metrics = MetricsRegistry()
         let sender = OutboxSender(outbox: queue, bank: bank, clock: clock, random: CountingRandom(), lease: .seconds(120),
                                   maxAge: .seconds(3600), metrics: metrics, logger: .silent)

@@ -148,7 +148,7 @@ let package = Package(
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
             name: "PigeonTestSupport",
-            dependencies: ["BankProxy", "PigeonBankService", "PigeonDelivery", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore"]
+            dependencies: ["BankProxy", "PigeonBankService", "PigeonConsole", "PigeonDelivery", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore"]
         ),
         // jemalloc replaces glibc's malloc in the server: dozens of connection threads allocate
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.

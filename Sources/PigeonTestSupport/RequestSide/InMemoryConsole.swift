@@ -1,21 +1,20 @@
 import Foundation
 import PigeonCore
-@testable import PigeonConsole
+import PigeonConsole
 import PigeonDomain
-@testable import PigeonStore
-import PigeonTestSupport
+import PigeonStore
 import Synchronization
 
 /// The console's source over the harness's ``InMemoryStores``: the devices the device API
 /// registered, the notifications the bank sent and their recipients' states; a revoke removes
 /// the device from the stores (its bearer token stops working), dead reports are a list the test
-/// fills. `failing` makes every read throw, as a database that does not answer.
-final class InMemoryConsole: ConsoleSource {
-    struct Unavailable: Error {}
+/// fills. Held to the gateway's console on PostgreSQL by ConsoleSourceContractTests. `failing` makes every read throw, as a database that does not answer.
+package final class InMemoryConsole: ConsoleSource {
+    package struct Unavailable: Error {}
 
     private struct State {
         var dead: [DeadReport] = []
-        var waiting: [ConsoleStore.WaitingReport] = []
+        package var waiting: [ConsoleStore.WaitingReport] = []
         var removed: [String: [ConsoleStore.RemovedDevice]] = [:]
         var failing = false
     }
@@ -23,33 +22,33 @@ final class InMemoryConsole: ConsoleSource {
     private let stores: InMemoryStores
     private let clock: @Sendable () -> Date
     private let state = Mutex(State())
-    let settings: [(key: String, value: String)]
+    package let settings: [(key: String, value: String)]
 
-    init(stores: InMemoryStores, settings: [(key: String, value: String)], clock: @escaping @Sendable () -> Date) {
+    package init(stores: InMemoryStores, settings: [(key: String, value: String)], clock: @escaping @Sendable () -> Date) {
         self.stores = stores
         self.settings = settings
         self.clock = clock
     }
 
     /// Every read and change throws from now on (or answers again).
-    func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
+    package func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
 
-    func addDead(_ report: DeadReport) { state.withLock { $0.dead.append(report) } }
+    package func addDead(_ report: DeadReport) { state.withLock { $0.dead.append(report) } }
 
-    var waiting: [ConsoleStore.WaitingReport] { state.withLock { $0.waiting } }
+    package var waiting: [ConsoleStore.WaitingReport] { state.withLock { $0.waiting } }
 
     private func available() throws {
         if state.withLock({ $0.failing }) { throw Unavailable() }
     }
 
-    func overview() async throws -> ConsoleOverview {
+    package func overview() async throws -> ConsoleOverview {
         try available()
         let dead = state.withLock { $0.dead.count }
         return ConsoleOverview(database: "reachable; schema current (in memory)", databaseUp: true, queueDepth: 0,
                                outboxDepth: Double(waiting.count), deadReports: Double(dead))
     }
 
-    func notification(_ id: String, page: Int) async throws -> ConsoleNotificationView? {
+    package func notification(_ id: String, page: Int) async throws -> ConsoleNotificationView? {
         try available()
         guard let notification = try await stores.notification(id: id, recipients: false),
               let states = try await stores.deliveryStatus(id: id) else { return nil }
@@ -60,7 +59,7 @@ final class InMemoryConsole: ConsoleSource {
         return ConsoleNotificationView(notification: notification, total: states.count, sentAt: now, recipients: Array(recipients))
     }
 
-    func user(_ user: String) async throws -> ConsoleUserView? {
+    package func user(_ user: String) async throws -> ConsoleUserView? {
         try available()
         guard !user.isEmpty else { return nil }
         let devices = stores.devices.filter { $0.identity.userId.lowercased() == user.lowercased() }.map(Self.summary)
@@ -68,10 +67,13 @@ final class InMemoryConsole: ConsoleSource {
             guard let delivery = stores.states(of: id)?.first(where: { $0.user.lowercased() == user.lowercased() }) else { return nil }
             return ConsoleStore.UserNotification(notificationId: id, state: delivery.state.rawValue, attempts: 0, sentAt: clock(), updatedAt: clock())
         }
-        return ConsoleUserView(devices: devices, recent: recent, removed: state.withLock { $0.removed[user.lowercased()] ?? [] })
+        let pending = stores.pendingRegistrations.map(\.registration.identity).filter { $0.userId.lowercased() == user.lowercased() }.map {
+            ConsoleRows.PendingRegistration(bankClientId: $0.bankClientId, deviceId: $0.deviceId, platform: $0.platform.rawValue, createdAt: clock())
+        }
+        return ConsoleUserView(devices: devices, pending: pending, recent: recent, removed: state.withLock { $0.removed[user.lowercased()] ?? [] })
     }
 
-    func outbox(page: Int) async throws -> ConsoleOutboxView {
+    package func outbox(page: Int) async throws -> ConsoleOutboxView {
         try available()
         return state.withLock { state in
             ConsoleOutboxView(page: ConsolePaging.clamped(page), total: state.waiting.count,
@@ -80,7 +82,7 @@ final class InMemoryConsole: ConsoleSource {
         }
     }
 
-    func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)? {
+    package func revoke(deviceId: Int64, reason: String) async throws -> (user: String, device: ConsoleStore.DeviceSummary)? {
         try available()
         guard let device = stores.remove(deviceId: deviceId) else { return nil }
         let summary = Self.summary(device)
@@ -91,12 +93,12 @@ final class InMemoryConsole: ConsoleSource {
     }
 
     /// Every device of the user answers SENT (the push senders are the engine's, tested with the simulator).
-    func testPush(user: String) async throws -> [ConsoleTestPush] {
+    package func testPush(user: String) async throws -> [ConsoleTestPush] {
         try available()
         return stores.devices.filter { $0.identity.userId.lowercased() == user.lowercased() }.map { ConsoleTestPush(deviceId: $0.identity.deviceId, state: "SENT") }
     }
 
-    func requeue(report: Int64) async throws -> Bool {
+    package func requeue(report: Int64) async throws -> Bool {
         try available()
         return state.withLock { state in
             guard let index = state.dead.firstIndex(where: { $0.id == report }) else { return false }

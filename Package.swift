@@ -108,9 +108,15 @@ let package = Package(
         // `pigeon simulate`: APNs, FCM and OAuth over HTTP/2 + TLS for tests and local runs, and
         // Wallet devices calling the gateway's PassKit web service (over OutboundHTTP).
         .target(name: "PigeonSimulator", dependencies: ["CH2ServerShim", "PigeonCrypto", "PigeonCore", "PigeonDomain", "OutboundHTTP", "PigeonDecryptor", "PushCore"]),
+        // The PostgreSQL driver: libpq behind a pool, typed rows and queries built by
+        // interpolation; it knows no table of ours.
+        .target(
+            name: "PostgresDriver",
+            dependencies: ["CLibPQ", "PigeonCore"]
+        ),
         .target(
             name: "PigeonStore",
-            dependencies: ["CLibPQ", "PigeonCore", "PigeonDomain"]
+            dependencies: ["PostgresDriver", "PigeonCore", "PigeonDomain"]
         ),
         .target(
             name: "PigeonHTTP",
@@ -137,7 +143,7 @@ let package = Package(
         .target(name: "PigeonBankService", dependencies: ["BankContract", "SOAPCodec", "PigeonCore", "PigeonDomain", "PushCore", "PigeonCrypto", "PigeonHTTP", "PigeonWallet"]),
         .target(
             name: "PigeonServer",
-            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonLDAP"]
+            dependencies: ["PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonHTTP", "PushCore", "PushTransport", "PigeonDelivery", "PigeonCrypto", "OutboundHTTP", "BankProxy", "PigeonLDAP", "PostgresDriver"]
         ),
         // The `pigeon` command line: serve, migrate, check-config, outbox, and the simulator and
         // bank stub for local runs (so the gateway library links neither).
@@ -148,7 +154,7 @@ let package = Package(
         // Helpers shared by the test targets (a real PostgreSQL from the environment).
         .target(
             name: "PigeonTestSupport",
-            dependencies: ["BankProxy", "PigeonBankService", "PigeonConsole", "PigeonDelivery", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore"]
+            dependencies: ["BankProxy", "PigeonBankService", "PigeonConsole", "PigeonDelivery", "PigeonDeviceAPI", "PigeonWallet", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonSimulator", "PushCore", "PostgresDriver"]
         ),
         // jemalloc replaces glibc's malloc in the server: dozens of connection threads allocate
         // per request, and glibc's arenas cost 10-15% of throughput in the ingest benchmark.
@@ -159,7 +165,7 @@ let package = Package(
         ),
 
         // Load generator for bench/ (kept out of the test run).
-        .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto"]),
+        .executableTarget(name: "pigeon-bench", dependencies: ["BankContract", "SOAPCodec", "PushCore", "PushTransport", "PigeonStore", "PigeonCore", "PigeonCrypto", "PostgresDriver"]),
 
         // libFuzzer targets for the parsers of outside bytes; built for fuzzing by fuzz/run.sh only.
         .executableTarget(name: "pigeon-fuzz", dependencies: ["BankContract", "PigeonConfiguration", "PigeonConsole", "PigeonCore", "PigeonDomain", "PigeonDeviceAPI", "PigeonHTTP", "PigeonWallet", "PushCore", "SOAPCodec", "PigeonTestSupport"]),
@@ -177,13 +183,14 @@ let package = Package(
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonDomain", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PigeonDomain", "PushCore", "PigeonStore", "PigeonTestSupport"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
+        .testTarget(name: "PostgresDriverTests", dependencies: ["PostgresDriver", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport", "PostgresDriver"]),
         .testTarget(name: "PigeonWalletTests", dependencies: ["PigeonWallet", "PigeonConfiguration", "PigeonCore", "PigeonDomain", "PigeonCrypto", "PigeonHTTP", "PigeonTestSupport"]),
         // The unit tier's request side: the router and every endpoint on in-memory stores.
         .testTarget(name: "RequestSideTests", dependencies: ["PigeonCrypto", "PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonWallet", "PigeonConfiguration", "PigeonHTTP", "PigeonCore", "PigeonDomain", "PigeonStore", "PigeonTestSupport", "BankProxy", "PigeonConsole"]),
         .testTarget(
             name: "PigeonServerTests",
-            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore", "PigeonLDAP", "BankProxy", "OutboundHTTP"]
+            dependencies: ["PigeonServer", "PigeonBankService", "PigeonDeviceAPI", "PigeonConsole", "PigeonWallet", "PigeonConfiguration", "PigeonStore", "PigeonHTTP", "SOAPCodec", "PigeonCore", "PigeonDomain", "PigeonDelivery", "PigeonTestSupport", "PigeonSimulator", "PigeonBankStub", "PigeonCrypto", "PushCore", "PigeonLDAP", "BankProxy", "OutboundHTTP", "PostgresDriver"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -33,7 +33,7 @@ for name, target in targets.items():
 # The request-side feature modules are written against their seams (protocols and PigeonDomain's
 # vocabulary): PostgreSQL, the bank proxy's SOAP client, outbound HTTP and the configuration's
 # file format are adapters the composition (PigeonServer) plugs in, never imported here.
-ADAPTERS = {"PigeonStore", "BankProxy", "OutboundHTTP", "PigeonConfiguration"}
+ADAPTERS = {"PigeonStore", "PostgresDriver", "BankProxy", "OutboundHTTP", "PigeonConfiguration"}
 SEAM_ONLY = {"PigeonBankService", "PigeonConsole", "PigeonDeviceAPI", "PigeonWallet"}
 for name in sorted(SEAM_ONLY):
     folder = os.path.join("Sources", name)

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonStore
+import PostgresDriver
 
 /// The PostgreSQL database integration tests run against, named by the environment variable
 /// `PIGEON_TEST_DATABASE_URL` (`scripts/test.sh` starts one and sets it). Tests share the

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonStore
+import PostgresDriver
 
 /// The delivery engine's claim, timed alone: `rounds` claims of `batch` due deliveries from the
 /// database at `url` (which must hold that many QUEUED rows), each handed back afterwards.

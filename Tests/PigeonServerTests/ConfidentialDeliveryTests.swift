@@ -5,6 +5,7 @@ import PigeonCrypto
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 @testable import PigeonServer
 

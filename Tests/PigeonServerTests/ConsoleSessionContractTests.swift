@@ -5,6 +5,7 @@ import PigeonCrypto
 import PigeonServer
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Synchronization
 import Testing
 

@@ -5,6 +5,7 @@ import PigeonDomain
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking

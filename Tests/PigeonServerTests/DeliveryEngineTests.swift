@@ -6,6 +6,7 @@ import PigeonDomain
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 
 /// The whole path: SOAP sendNotification → PostgreSQL → delivery engine → APNs/FCM over HTTP/2

@@ -6,6 +6,7 @@ import PigeonDelivery
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -6,6 +6,7 @@ import PigeonCore
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 
 /// A gateway with everything CONTRACT §2–§3 needs: its own database, `pigeon simulate` and
 /// `pigeon bank-stub`, plus a device-API client (curl: URLSession stalls on 401 answers).

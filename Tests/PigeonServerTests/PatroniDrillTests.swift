@@ -4,6 +4,7 @@ import PigeonDomain
 import PigeonSimulator
 import PigeonStore
 import PigeonTestSupport
+import PostgresDriver
 import Synchronization
 import Testing
 #if canImport(FoundationNetworking)

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonDomain
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 @testable import PigeonStore
 

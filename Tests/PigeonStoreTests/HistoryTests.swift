@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonDomain
 import PigeonTestSupport
+import PostgresDriver
 import Testing
 @testable import PigeonStore
 

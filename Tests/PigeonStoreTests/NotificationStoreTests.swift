@@ -1,4 +1,5 @@
 import Foundation
+import PostgresDriver
 import Synchronization
 import PigeonCore
 import PigeonDomain

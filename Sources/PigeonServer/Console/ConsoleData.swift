@@ -5,6 +5,7 @@ import PigeonCore
 import PigeonDomain
 import PigeonHTTP
 import PigeonStore
+import PostgresDriver
 import Synchronization
 
 /// What the console's pages show in the gateway, read from PostgreSQL, the metrics and the push

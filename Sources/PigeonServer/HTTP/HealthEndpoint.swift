@@ -2,6 +2,7 @@ import Foundation
 import PigeonCore
 import PigeonHTTP
 import PigeonStore
+import PostgresDriver
 import Synchronization
 
 /// `/health` (the process answers) and `/ready` (the database answers, its schema is current and

@@ -11,6 +11,7 @@ import PigeonHTTP
 import PigeonLDAP
 import PigeonStore
 import PigeonWallet
+import PostgresDriver
 import PushCore
 import PushTransport
 import Synchronization

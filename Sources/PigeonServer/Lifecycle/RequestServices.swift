@@ -5,6 +5,7 @@ import PigeonDeviceAPI
 import PigeonWallet
 import PigeonDomain
 import PigeonStore
+import PostgresDriver
 
 // The request side's seams met by PostgreSQL's stores and the bank proxy's client: the
 // endpoints are written against protocols and tested with fakes, as the engine is

@@ -1,5 +1,6 @@
 import PigeonCore
 import PigeonStore
+import PostgresDriver
 
 /// The database pools' state, read at every scrape: how many connections each pool has, how
 /// many run a query, how many queries wait for one, how many were refused for a full queue, and

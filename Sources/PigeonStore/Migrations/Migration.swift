@@ -1,4 +1,5 @@
 import Foundation
+import PostgresDriver
 
 /// One schema change: a file `NNNN_name.sql` of `migrations/`, applied once, in version order.
 package struct Migration: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import PigeonCore
+import PostgresDriver
 
 /// Applies pending migrations in order, each in its own transaction, and records them in
 /// `schema_migrations` with a checksum. A session advisory lock makes several gateway processes

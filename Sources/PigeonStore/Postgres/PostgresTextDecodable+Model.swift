@@ -1,4 +1,5 @@
 import PigeonDomain
+import PostgresDriver
 
 // The domain's stored enumerations, read from their text columns.
 extension DeliveryState: PostgresTextDecodable {}

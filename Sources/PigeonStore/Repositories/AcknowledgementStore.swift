@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 
 /// Acknowledgements from the app (`delivered`, `opened`) and the notification details it may

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 
 /// Live Activities and widget refreshes in PostgreSQL (CONTRACT §9): the phones' push-to-start
 /// and update tokens, the bank's activities and their recipients, and the queue of pushes the

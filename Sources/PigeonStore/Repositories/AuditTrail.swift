@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// The audit trail in PostgreSQL (`console_audit`: append-only, see migration 0016).
 package struct PostgresAuditTrail: Sendable {

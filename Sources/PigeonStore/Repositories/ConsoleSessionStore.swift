@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// Console sessions in PostgreSQL (`console_sessions`).
 package struct PostgresConsoleSessions: Sendable {

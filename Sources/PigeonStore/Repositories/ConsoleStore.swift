@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// What the operator console reads and changes (CONTRACT §5, issue 11): a notification's
 /// recipients, a user's devices and waiting registrations, revoking a device, the reports waiting

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 
 /// The delivery engine's work queue in PostgreSQL. Claims take QUEUED rows by priority, then
 /// due time, with `FOR UPDATE SKIP LOCKED`, so several gateway processes never take the same

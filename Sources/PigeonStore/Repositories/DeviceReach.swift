@@ -1,4 +1,5 @@
 import PigeonCore
+import PostgresDriver
 
 /// When subscriptions were last reached (`device_reach`), for subscription hygiene: a push a
 /// service accepted for the device, or an acknowledgement from it. A device reached within the

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// The device API's view of subscriptions: registration (known devices, pending SMS
 /// verification, subscribing with `overrideSubscriptions`) and bearer-token authentication.

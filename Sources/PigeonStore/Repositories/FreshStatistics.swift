@@ -1,5 +1,6 @@
 import Foundation
 import PigeonCore
+import PostgresDriver
 import Synchronization
 
 /// Keeps the planner's statistics of a day's `deliveries` partition close to its size while sends

@@ -1,4 +1,5 @@
 import PigeonDomain
+import PostgresDriver
 
 /// The stored enumerations' values this version knows, as text-array parameters. Statements that
 /// read rows for pushing filter on them (`platform = ANY($n::text[])`): a row a newer version wrote

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresDriver
 import Synchronization
 
 /// The first day whose deliveries can still be claimed, so that a claim reads the queue index of

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 
 
 /// Notifications and their deliveries. Every write is one transaction, committed before the

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 
 /// Outbox health for /metrics.
 package struct OutboxStatistics: Sendable, Equatable {

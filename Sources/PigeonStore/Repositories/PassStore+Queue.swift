@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 
 /// The pass engine's queue: registrations whose push is due or whose fetch wait ended, claimed
 /// with `FOR UPDATE SKIP LOCKED` under a lease like deliveries, their results written only by

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// Wallet passes in PostgreSQL (CONTRACT §7): the bank's versions, Apple's web service
 /// (registrations, changed serials, downloads, logs) and, in ``PassStore`` + queue, the update

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// Fixed-window counters in the database, shared by every gateway process on it: one atomic
 /// statement counts an attempt and tells whether it is within its limit, so concurrent attempts

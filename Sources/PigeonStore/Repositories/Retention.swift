@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// The history's days. Notifications and deliveries are partitioned by day (UTC) of the send;
 /// a pass creates the partitions of the coming days and drops every day that ended more than

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonDomain
+import PostgresDriver
 import Synchronization
 
 /// Group commit for sendNotification: concurrent sends are written by one statement and one

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// Users' devices (subscriptions).
 package struct SubscriptionStore: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PostgresDriver
 
 /// The periodic sweeps, each step one bounded transaction under a transaction-scoped advisory
 /// lock (several gateways: one sweeps, the others skip the step):

@@ -1,4 +1,5 @@
 import PigeonDomain
+import PostgresDriver
 
 extension UserIdentifiers {
     /// The column of `devices` and `deliveries` that user ids are compared on under this rule:

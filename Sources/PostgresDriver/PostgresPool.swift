@@ -116,7 +116,7 @@ package final class PostgresPool: Sendable {
     /// Queues `body` for a pooled connection without waiting for it; `failure` is called instead
     /// when no connection can be had (pool closed or overloaded, server unreachable) or when
     /// `body` throws.
-    func submit(_ body: @escaping @Sendable (PostgresConnection) throws -> Void, failure: @escaping @Sendable (any Error) -> Void) {
+    package func submit(_ body: @escaping @Sendable (PostgresConnection) throws -> Void, failure: @escaping @Sendable (any Error) -> Void) {
         queue.submit(Job(idempotent: false, ticket: JobTicket(), run: body, fail: failure))
     }
 

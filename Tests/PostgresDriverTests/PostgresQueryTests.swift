@@ -1,5 +1,6 @@
 import Foundation
 import PigeonStore
+@testable import PostgresDriver
 import Testing
 import PigeonTestSupport
 

@@ -235,7 +235,7 @@ extension PostgresConnection {
     /// Sets `lock_timeout` for the rest of the current transaction: a lock held elsewhere longer
     /// than `timeout` fails the statement waiting for it (SQLSTATE 55P03) instead of queueing
     /// every later query behind it.
-    func setTransactionLockTimeout(_ timeout: Duration) throws(PostgresError) {
+    package func setTransactionLockTimeout(_ timeout: Duration) throws(PostgresError) {
         let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         try query(sql: "SELECT set_config('lock_timeout', $1, true)", ["\(max(1, milliseconds))ms"])
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+@testable import PostgresDriver
 import Testing
 @testable import PigeonStore
 import PigeonTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import PigeonCore
 import PigeonTestSupport
+@testable import PostgresDriver
 import Testing
 @testable import PigeonStore
 

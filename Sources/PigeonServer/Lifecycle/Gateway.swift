@@ -124,15 +124,8 @@ package final class Gateway: Sendable {
                                              awaitClose: { pushers, closing in await Self.close(pushers.clients.map(\.client), closing) })
         let pushClients = transports.clients + passPushers.clients
 
-        // A stored urgent send wakes the engine's urgent lane at once.
-        let wake = QueueWake(urgentPriority: configuration.delivery.urgentPriority)
-        // A stored send's deadline goes to the expiry watcher, which reports it when it passes.
-        let deadlines = DeadlineNotes()
-        // A queued Live Activity event, widget refresh or update token wakes the activity engine.
-        let activityWake = WakeSignal()
-        // A report written (an expiry at its deadline, a code that reached nobody) wakes the
-        // outbox sender at once.
-        let outboxWake = WakeSignal()
+        // What the request side stores wakes the engines at once (GatewayWakes).
+        let wakes = GatewayWakes(urgentPriority: configuration.delivery.urgentPriority)
         let notificationStore = NotificationStore(pool: pool, identifiers: identifiers, logger: logger.withLabel("pigeon.db"))
         let pushActivity = PushActivity(metrics: metrics)
         // The console shows the listeners' certificates, and is itself served by a listener.
@@ -158,7 +151,7 @@ package final class Gateway: Sendable {
                 channels: ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
                                            metrics: metrics, logger: logger.withLabel("pigeon.activities")),
                 console: consoleStores),
-            events: GatewayRequestEvents(deliveries: wake, deadlines: deadlines, activities: activityWake, reports: outboxWake),
+            events: GatewayRequestEvents(deliveries: wakes.deliveries, deadlines: wakes.deadlines, activities: wakes.activities, reports: wakes.reports),
             health: HealthEndpoint(pool: pool, migrator: migrator, stopping: stopping, logger: logger.withLabel("pigeon.health")),
             metrics: metrics, logger: logger)
         let console = requestSide.console
@@ -231,73 +224,12 @@ package final class Gateway: Sendable {
                                     + (devicePool === pool ? [] : [("devices", devicePool)]), into: metrics)
 
         // The background services, started together once every resource is open.
-        let queue = DeliveryQueue(pool: enginePool)
-        let deliveryEngine: DeliveryEngine?
-        if transports.senders.isEmpty {
-            logger.warning("no push service configured (apnsKeyPath/apnsCertificatePath, fcmServiceAccountPath): deliveries stay QUEUED")
-            deliveryEngine = nil
-        } else {
-            deliveryEngine = DeliveryEngine(
-                configuration: .init(configuration.delivery), owner: Self.owner(""),
-                services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
-                                devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
-                                senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wake,
-                                confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText),
-                                urgentStores: LaneStores(queue: DeliveryQueue(pool: urgentPool),
-                                                         notifications: NotificationStore(pool: urgentPool, identifiers: identifiers),
-                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers)),
-                                reportsWritten: outboxWake),
-                logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
-        }
-        if !passPushers.isConfigured {
-            logger.notice("no APNs credentials for Wallet passes (passType.<id>.certificatePath or apnsKeyPath): pass update pushes will fail")
-        }
-        let passEngine = PassUpdateEngine(
-            queue: PassStore(pool: enginePool), pusher: passPushers,
-            policy: PassUpdatePolicy(fetchTimeout: .seconds(configuration.passes.fetchTimeoutSeconds), fetchRetries: configuration.passes.fetchRetries),
-            owner: Self.owner("-passes"), metrics: metrics, logger: logger.withLabel("pigeon.passes"))
-        let activityEngine = ActivityEngine(
-            queue: ActivityStore(pool: enginePool, identifiers: identifiers),
-            pusher: ActivityPushers(apns: transports.activityAPNs, senders: transports.urgentSenders),
-            owner: Self.owner("-activities"), wake: activityWake, metrics: metrics, logger: logger.withLabel("pigeon.activities"))
         MetricsSampler.collect(pushClients, into: metrics)
-        let metricsSampler = MetricsSampler(queue: queue, outbox: Outbox(pool: enginePool), metrics: metrics, logger: logger.withLabel("pigeon.metrics"))
-        let sweeps = SweepRunner(
-            sweeps: Sweeps(pool: enginePool), interval: .seconds(configuration.expirySweepIntervalSeconds),
-            deviceExpiry: .milliseconds(configuration.deviceExpiredPeriodMillis),
-            retention: Retention(pool: enginePool), retentionDays: configuration.retentionDays,
-            metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
-        let expiryWatcher = ExpiryWatcher(jobs: Sweeps(pool: enginePool), notes: deadlines, outboxWake: outboxWake,
-                                          metrics: metrics, logger: logger.withLabel("pigeon.sweep"))
-        let sender = bank.map {
-            OutboxSender(outbox: Outbox(pool: enginePool, logger: logger.withLabel("pigeon.outbox")), bank: $0, lease: .seconds(2 * configuration.bankProxyTimeoutSeconds + 10),
-                         maxAge: .seconds(3600 * configuration.reportMaxAgeHours), wake: outboxWake,
-                         metrics: metrics, logger: logger.withLabel("pigeon.outbox"))
-        }
-        if sender == nil {
-            logger.warning("sbiOutboundWebServiceURL is not set: reports to the bank wait in the outbox and new devices cannot register")
-        }
-        let workers = configuration.delivery.workers
-        let fleetCheck = FleetCheck(subscriptions: SubscriptionStore(pool: enginePool, identifiers: identifiers),
-                                    served: Set(transports.senders.keys), logger: logger.withLabel("pigeon.delivery"))
-        var services: [Lifecycle.Service] = [
-            .init("fleet check") { await fleetCheck.run(until: $0) },
-            .init("metrics sampler") { await metricsSampler.run(until: $0) },
-            .init("Wallet pass engine") { await passEngine.run(until: $0) },
-            .init("Live Activity engine") { await activityEngine.run(until: $0) },
-            .init("sweeps") { await sweeps.run(until: $0) },
-            .init("expiry watcher") { await expiryWatcher.run(until: $0) },
-        ]
-        if let deliveryEngine { services.append(.init("delivery engine") { await deliveryEngine.run(workers: workers, until: $0) }) }
-        if console != nil {
-            services.append(.init("console push activity") { await pushActivity.run(until: $0) })
-            let auditDays = configuration.console.auditRetentionDays
-            let housekeeping = ConsoleHousekeeping(expireAudit: { try await auditTrail.expire(olderThanDays: auditDays) },
-                                                   logger: logger.withLabel("pigeon.console"))
-            services.append(.init("console audit retention") { await housekeeping.run(until: $0) })
-        }
-        if let sender { services.append(.init("outbox sender") { await sender.run(until: $0) }) }
-        lifecycle.start(services)
+        let engines = EngineSide(
+            configuration: configuration, enginePool: enginePool, urgentPool: urgentPool, transports: transports, passPushers: passPushers,
+            bank: bank, wakes: wakes, console: console == nil ? nil : EngineSide.ConsoleWork(activity: pushActivity, auditTrail: auditTrail),
+            metrics: metrics, logger: logger)
+        lifecycle.start(engines.services)
 
         self.configuration = configuration
         self.metrics = metrics
@@ -307,13 +239,8 @@ package final class Gateway: Sendable {
         self.port = publicServer.port
         self.bankPort = servers.last?.1.port ?? publicServer.port
         self.logger = logger
-        self.engineOwner = deliveryEngine?.owner
+        self.engineOwner = engines.deliveryOwner
         self.lifecycle = lifecycle
-    }
-
-    /// A lease owner name unique to this process and start: host, process id, `role`, a random suffix.
-    private static func owner(_ role: String) -> String {
-        "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)\(role)-\(UUID().uuidString.prefix(8))"
     }
 
     /// Stops the gateway within one deadline, `shutdownGraceSeconds` (default 20, under a

@@ -34,8 +34,8 @@ package struct Migrator: Sendable {
             // Another process migrating may take long, and so may an index on a big table: no
             // statement limit here (the pooled session gets its own back afterwards).
             try connection.withoutStatementTimeout {
-                try connection.query(sql: "SELECT pg_advisory_lock($1::bigint)", [Self.advisoryLockKey])
-                defer { _ = try? connection.query(sql: "SELECT pg_advisory_unlock($1::bigint)", [Self.advisoryLockKey]) }
+                try connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey)::bigint)")
+                defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey)::bigint)") }
                 try Self.ensureTable(connection)
                 let applied = try Self.appliedChecksums(connection)
                 try Self.verify(migrations, against: applied, connection: connection)
@@ -45,9 +45,8 @@ package struct Migrator: Sendable {
                         try connection.transaction { connection in
                             try connection.setTransactionLockTimeout(lockTimeout)
                             try connection.execute(script: migration.sql)
-                            try connection.query(sql: 
-                                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, md5($3))",
-                                [String(migration.version), migration.name, migration.sql])
+                            try connection.query(
+                                "INSERT INTO schema_migrations (version, name, checksum) VALUES (\(String(migration.version)), \(migration.name), md5(\(migration.sql)))")
                         }
                     } catch let error as PostgresError {
                         throw PostgresError(
@@ -99,7 +98,7 @@ package struct Migrator: Sendable {
     private static func verify(_ migrations: [Migration], against applied: [Int: String], connection: PostgresConnection) throws {
         for migration in migrations {
             guard let recorded = applied[migration.version] else { continue }
-            let current = try connection.query(sql: "SELECT md5($1)", [migration.sql]).scalar
+            let current = try connection.query("SELECT md5(\(migration.sql))").scalar
             if current != recorded {
                 throw PostgresError(
                     .migrationFailed,

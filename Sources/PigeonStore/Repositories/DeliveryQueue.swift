@@ -247,10 +247,10 @@ package struct DeliveryQueue: Sendable {
     @discardableResult
     package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 UPDATE deliveries SET lease_owner = NULL, next_attempt_at = now(), updated_at = now()
-                WHERE next_attempt_at IS NOT NULL AND lease_owner = $1
-                """, [owner]).affected
+                WHERE next_attempt_at IS NOT NULL AND lease_owner = \(owner)
+                """).affected
         }
     }
 
@@ -262,18 +262,21 @@ package struct DeliveryQueue: Sendable {
         guard !deliveries.isEmpty else { return 0 }
         let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
+        let (lowest, highest) = (keys.min() ?? 0, keys.max() ?? 0)
+        let users = PostgresArray.encode(deliveries.map(\.userFolded))
+        let positions = PostgresArray.encode(deliveries.map { String($0.position) })
+        let lastError = error.map { String($0.prefix(500)) }
         return try await pool.withConnection { connection in
-            try connection.query(sql: """
+            try connection.query("""
                 UPDATE deliveries d
                 SET lease_owner = NULL, attempts = greatest(d.attempts - 1, 0), updated_at = now(),
-                    next_attempt_at = now() + make_interval(secs => $2::double precision), last_error = COALESCE($8, d.last_error)
-                FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS b(notification_key, user_folded, position)
+                    next_attempt_at = now() + make_interval(secs => \(delaySeconds)::double precision),
+                    last_error = COALESCE(\(lastError), d.last_error)
+                FROM unnest(\(keys)::bigint[], \(users)::text[], \(positions)::integer[]) AS b(notification_key, user_folded, position)
                 WHERE d.notification_key = b.notification_key AND d.user_folded = b.user_folded
-                  AND d.position = b.position AND d.lease_owner = $1 AND d.next_attempt_at IS NOT NULL
-                  AND d.notification_key BETWEEN $6::bigint AND $7::bigint
-                """, [owner, delaySeconds, PostgresArray.encode(keys.map(String.init)),
-                      PostgresArray.encode(deliveries.map(\.userFolded)), PostgresArray.encode(deliveries.map { String($0.position) }),
-                      String(keys.min() ?? 0), String(keys.max() ?? 0), error.map { String($0.prefix(500)) }]).affected
+                  AND d.position = b.position AND d.lease_owner = \(owner) AND d.next_attempt_at IS NOT NULL
+                  AND d.notification_key BETWEEN \(lowest)::bigint AND \(highest)::bigint
+                """).affected
         }
     }
 

@@ -8,9 +8,9 @@ import PostgresDriver
 enum DeviceReach {
     static func record(deviceIds: [Int64], _ connection: PostgresConnection) throws {
         guard !deviceIds.isEmpty else { return }
-        _ = try connection.query(sql: """
+        _ = try connection.query("""
             UPDATE device_reach SET reached_at = now(), reached = true
-            WHERE device_id = ANY($1::bigint[]) AND (reached_at < now() - interval '1 hour' OR NOT reached)
-            """, [PostgresArray.encode(deviceIds.map(String.init))])
+            WHERE device_id = ANY(\(PostgresArray.encode(deviceIds.map(String.init)))::bigint[]) AND (reached_at < now() - interval '1 hour' OR NOT reached)
+            """)
     }
 }

@@ -60,7 +60,7 @@ final class FreshStatistics: Sendable {
         for (index, (day, key)) in due.enumerated() {
             do {
                 try connection.query(sql: "SAVEPOINT pigeon_fresh_statistics")
-                try connection.query(sql: "SELECT set_config('lock_timeout', $1, true)", [String(lockTimeoutMilliseconds)])
+                try connection.query("SELECT set_config('lock_timeout', \(String(lockTimeoutMilliseconds)), true)")
                 analyzed[day] = try Self.analyzePartition(of: key, connection) ?? 0
                 try connection.query(sql: "RELEASE SAVEPOINT pigeon_fresh_statistics")
             } catch let error as PostgresError where !error.isConnectionFailure && connection.isUsable {
@@ -105,13 +105,13 @@ final class FreshStatistics: Sendable {
     /// when no delivery of `key` is there (nothing to analyze).
     private static func analyzePartition(of key: Int64, _ connection: PostgresConnection) throws -> Double? {
         // The partition's name comes from the catalog (regclass text is quoted as needed).
-        guard let partition = try connection.query(sql: 
-            "SELECT tableoid::regclass::text FROM deliveries WHERE notification_key = $1 LIMIT 1", [String(key)]).scalar else {
+        guard let partition = try connection.query(
+            "SELECT tableoid::regclass::text FROM deliveries WHERE notification_key = \(String(key)) LIMIT 1").scalar else {
             return nil
         }
         try connection.query(sql: "ANALYZE \(partition)")
-        return try connection.query(sql: 
-            "SELECT reltuples::double precision FROM pg_class WHERE oid = $1::regclass", [partition]).scalar.flatMap(Double.init)
+        return try connection.query(
+            "SELECT reltuples::double precision FROM pg_class WHERE oid = \(partition)::regclass").scalar.flatMap(Double.init)
     }
 
     private func analyze(day: Int64, key: Int64) {

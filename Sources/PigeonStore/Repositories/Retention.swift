@@ -26,9 +26,10 @@ package struct Retention: Sendable {
         let moment = NotificationStore.timestamp(now)
         return try await pool.transaction { connection in
             try connection.setTransactionLockTimeout(lockTimeout)
-            return try connection.query(sql: 
-                "SELECT pigeon_create_days(pigeon_day($1::timestamptz) - 1, pigeon_day($1::timestamptz) + $2::integer)",
-                [moment, String(max(0, daysAhead))]).scalar(as: Int.self, "the count of day partitions made")
+            let ahead = max(0, daysAhead)
+            return try connection.query("""
+                SELECT pigeon_create_days(pigeon_day(\(moment)::timestamptz) - 1, pigeon_day(\(moment)::timestamptz) + \(ahead)::integer)
+                """).scalar(as: Int.self, "the count of day partitions made")
         }
     }
 
@@ -36,23 +37,23 @@ package struct Retention: Sendable {
     package func dropDays(olderThan days: Int, now: Date) async throws -> RetentionStep {
         let cutoff = NotificationStore.timestamp(now.addingTimeInterval(-Double(max(1, days)) * 86_400))
         return try await pool.withConnection { connection in
-            guard try connection.query(sql: "SELECT pg_try_advisory_lock($1::bigint) AS locked", [Self.lock])
+            guard try connection.query("SELECT pg_try_advisory_lock(\(Self.lock)::bigint) AS locked")
                 .decodedFirst({ try $0.decode("locked", as: Bool.self) }) == true else {
                 return RetentionStep(created: 0, dropped: [], ran: false)
             }
-            defer { _ = try? connection.query(sql: "SELECT pg_advisory_unlock($1::bigint)", [Self.lock]) }
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.lock)::bigint)") }
             // Deliveries and device pushes before notifications; a table already detached by an interrupted pass
             // (no longer a partition, or detach pending) is finished here.
-            let aged = try connection.query(sql: """
+            let aged = try connection.query("""
                 SELECT c.relname AS table_name, parent.relname AS parent_name, COALESCE(i.inhdetachpending, false) AS detach_pending
                 FROM pg_class c
                 LEFT JOIN pg_inherits i ON i.inhrelid = c.oid
                 LEFT JOIN pg_class parent ON parent.oid = i.inhparent
                 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
                   AND c.relname ~ '^(deliveries|device_pushes|notifications)_p[0-9]{8}$'
-                  AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1::timestamptz AT TIME ZONE 'UTC')::date
+                  AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= (\(cutoff)::timestamptz AT TIME ZONE 'UTC')::date
                 ORDER BY c.relname LIKE 'notifications%', c.relname
-                """, [cutoff]).decoded { row in
+                """).decoded { row in
                 (table: try row.decode("table_name", as: String.self), parent: try row.decodeIfPresent("parent_name", as: String.self),
                  detachPending: try row.decode("detach_pending", as: Bool.self))
             }
@@ -66,14 +67,14 @@ package struct Retention: Sendable {
                 dropped.append(table)
             }
             // Removed devices are kept as long as the deliveries that went to them.
-            _ = try connection.query(sql: """
+            _ = try connection.query("""
                 DELETE FROM removed_devices WHERE id IN (
-                    SELECT id FROM removed_devices WHERE removed_at < $1::timestamptz ORDER BY removed_at LIMIT 100000)
-                """, [cutoff])
+                    SELECT id FROM removed_devices WHERE removed_at < \(cutoff)::timestamptz ORDER BY removed_at LIMIT 100000)
+                """)
             // Live Activities (CONTRACT §9) not changed for as long, and pushes that waited as
             // long in vain (an update whose phone never sent its token).
-            _ = try connection.query(sql: "DELETE FROM activity_pushes WHERE created_at < $1::timestamptz", [cutoff])
-            _ = try connection.query(sql: "DELETE FROM activities WHERE updated_at < $1::timestamptz", [cutoff])
+            _ = try connection.query("DELETE FROM activity_pushes WHERE created_at < \(cutoff)::timestamptz")
+            _ = try connection.query("DELETE FROM activities WHERE updated_at < \(cutoff)::timestamptz")
             return RetentionStep(created: 0, dropped: dropped, ran: true)
         }
     }

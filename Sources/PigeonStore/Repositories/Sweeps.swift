@@ -69,9 +69,8 @@ package struct Sweeps: Sendable {
                     // by the update, whose tuple ids are the old ones: a notification was marked
                     // handled with such a delivery still SENT and no report. A fresh statement
                     // sees the new version, so look again before calling the notification done.
-                    left = try connection.query(sql: 
-                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = $1 AND state = ANY($2::text[]) AND reported_early_at IS NULL) AS left",
-                        [key, expirable]).decodedFirst { try $0.decode("left", as: Bool.self) } ?? true
+                    left = try connection.query(
+                        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE notification_key = \(key) AND state = ANY(\(expirable)::text[]) AND reported_early_at IS NULL) AS left").decodedFirst { try $0.decode("left", as: Bool.self) } ?? true
                     if !left { break }
                 }
                 let users = expired.sorted { $0.position < $1.position }.map(\.user)
@@ -82,7 +81,7 @@ package struct Sweeps: Sendable {
                 changed += users.count
                 budget -= users.count
                 if !left {
-                    _ = try connection.query(sql: "UPDATE notifications SET expiry_handled = true WHERE key = $1", [key])
+                    _ = try connection.query("UPDATE notifications SET expiry_handled = true WHERE key = \(key)")
                 } else {
                     more = true
                 }
@@ -149,7 +148,7 @@ package struct Sweeps: Sendable {
     /// Takes the transaction-scoped advisory lock `key` if no one holds it; false when another
     /// transaction does.
     static func tryLock(_ key: String, _ connection: PostgresConnection) throws -> Bool {
-        try connection.query(sql: "SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [key]).decodedFirst { try $0.decode("locked", as: Bool.self) } ?? false
+        try connection.query("SELECT pg_try_advisory_xact_lock(\(key)::bigint) AS locked").decodedFirst { try $0.decode("locked", as: Bool.self) } ?? false
     }
 
     /// No sequential scans for the rest of the transaction (plans made in it keep to indexes).

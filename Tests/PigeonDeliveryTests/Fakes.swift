@@ -353,3 +353,14 @@ func eventually(within seconds: Double = 180, _ condition: () -> Bool) async -> 
     }
     return condition()
 }
+
+/// ``eventually(within:_:)`` for a condition that must be awaited.
+func eventuallyAwaiting(within seconds: Double = 180, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        if Task.isCancelled { return await condition() }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return await condition()
+}

@@ -181,7 +181,7 @@ let package = Package(
         .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonDomain", "PigeonCrypto", "PigeonTestSupport"]),
-        .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PigeonDomain", "PushCore", "PigeonStore", "PigeonTestSupport"]),
+        .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PigeonDomain", "PushCore", "PigeonStore", "PigeonTestSupport", "PostgresDriver"]),
         .testTarget(name: "PigeonSimulatorTests", dependencies: ["PigeonSimulator", "PushCore", "PushTransport", "OutboundHTTP", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PostgresDriverTests", dependencies: ["PostgresDriver", "PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport"]),
         .testTarget(name: "PigeonStoreTests", dependencies: ["PigeonStore", "PigeonCore", "PigeonDomain", "PigeonTestSupport", "PostgresDriver"]),

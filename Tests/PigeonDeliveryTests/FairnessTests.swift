@@ -1,5 +1,6 @@
 import Foundation
 import PigeonDomain
+import PigeonTestSupport
 import PushCore
 import Synchronization
 import Testing

@@ -295,27 +295,6 @@ final class FakeDevices: DeviceDirectory {
     }
 }
 
-/// A push service answering through `answer`, remembering every token it was given.
-final class FakeSender: PushSending {
-    private let answer: @Sendable (String, Int) async -> PushOutcome
-    let tokens = Mutex<[String]>([])
-
-    /// `answer(token, n)` is the outcome of the n-th push (1-based) to `token`.
-    init(_ answer: @escaping @Sendable (String, Int) async -> PushOutcome = { _, _ in .accepted(id: nil) }) {
-        self.answer = answer
-    }
-
-    func send(_ message: PushMessage, to token: String) async -> PushOutcome {
-        let count = tokens.withLock { tokens in
-            tokens.append(token)
-            return tokens.filter { $0 == token }.count
-        }
-        return await answer(token, count)
-    }
-
-    func pushes(to token: String) -> Int { tokens.withLock { $0.filter { $0 == token }.count } }
-}
-
 /// A gate a push waits at until the test opens it.
 final class Gate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))

@@ -246,6 +246,23 @@ struct SpreadPushSenderTests {
         #expect(second.tokens.withLock { $0.count } == 50)
         #expect(Set(first.tokens.withLock { $0 }).isDisjoint(with: second.tokens.withLock { $0 }))
     }
+
+    @Test("never more pushes in flight than the batch allows: one allowed over two senders is one at a time, through one sender")
+    func honoursMaxInFlight() async {
+        let inFlight = Mutex((now: 0, most: 0))
+        let answer: @Sendable (String, Int) async -> PushOutcome = { _, _ in
+            inFlight.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            await Task.yield()
+            inFlight.withLock { $0.now -= 1 }
+            return .accepted(id: nil)
+        }
+        let first = FakeSender(answer), second = FakeSender(answer)
+        let message = PushMessage(notificationId: "n", text: "t", urgency: .normal, expiresAt: Date().addingTimeInterval(86_400))
+        let batch = PushBatch(messages: [message], pushes: (0..<20).map { PushBatch.Push(message: 0, token: "t\($0)") })
+        await SpreadPushSender([first, second]).send(batch, maxInFlight: 1) { _ in }
+        #expect(inFlight.withLock { $0.most } == 1)
+        #expect(first.tokens.withLock { $0.count } == 20 && second.tokens.withLock { $0.isEmpty })
+    }
 }
 
 @Suite("A project's quota with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))

@@ -21,12 +21,13 @@ package final class SpreadPushSender: PushSending {
     }
 
     /// The batch dealt out push by push between the senders, each getting its share of
-    /// `maxInFlight`; every result comes back under the push's index in `batch`.
+    /// `maxInFlight` (never more senders than pushes allowed in flight, so the shares add up to
+    /// at most `maxInFlight`); every result comes back under the push's index in `batch`.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        guard senders.count > 1, batch.pushes.count > 1 else {
+        let parts = min(senders.count, batch.pushes.count, max(1, maxInFlight))
+        guard parts > 1 else {
             return await senders[0].send(batch, maxInFlight: maxInFlight, onResult: onResult)
         }
-        let parts = min(senders.count, batch.pushes.count)
         var indices = [[Int]](repeating: [], count: parts)
         for index in batch.pushes.indices { indices[index % parts].append(index) }
         let share = max(1, maxInFlight / parts)

@@ -181,6 +181,29 @@ struct GracefulStopTests {
     }
 }
 
+/// Waits for a condition an owner keeps.
+@Suite("WaitList: waits resumed by their owner or their cancellation", .timeLimit(.minutes(TestTier.unitTestMinutes)))
+struct WaitListTests {
+    @Test("a condition that holds returns at once; otherwise the wait ends at the owner's resume, not before; a cancelled wait ends on its own")
+    func waits() async {
+        let waits = WaitList()
+        await waits.wait { true }
+        let done = Mutex(false)
+        let waiting = Task {
+            await waits.wait { done.withLock { $0 } }
+            return done.withLock { $0 }
+        }
+        // Resumed while the condition does not hold, a wait returns anyway (its owner changed
+        // something); here the owner resumes only after setting it.
+        done.withLock { $0 = true }
+        waits.resumeAll()
+        #expect(await waiting.value)
+        let cancelled = Task { await waits.wait { false } }
+        cancelled.cancel()
+        await cancelled.value
+    }
+}
+
 /// The lifecycle's bounded wait: a continuation the work and a timer race to resume.
 @Suite("BoundedWait: a bounded wait that blocks no thread", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct BoundedWaitTests {

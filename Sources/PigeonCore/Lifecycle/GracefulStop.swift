@@ -11,13 +11,12 @@ package final class GracefulStop: Sendable {
     private struct State {
         var requested = false
         var nextId: UInt64 = 0
-        /// Waits in progress; a continuation once the waiter has suspended.
-        var waits: [UInt64: CheckedContinuation<Void, Never>?] = [:]
         /// What runs when the stop is requested (cancelling interrupted work).
         var observers: [UInt64: @Sendable () -> Void] = [:]
     }
 
     private let state = Mutex(State())
+    private let waits = WaitList()
 
     package init() {}
 
@@ -30,44 +29,18 @@ package final class GracefulStop: Sendable {
 
     /// Requests the stop: every wait ends.
     package func request() {
-        let (waiting, observers) = state.withLock { state in
+        let observers = state.withLock { state in
             state.requested = true
-            defer {
-                state.waits.removeAll()
-                state.observers.removeAll()
-            }
-            return (state.waits.values.compactMap { $0 }, Array(state.observers.values))
+            defer { state.observers.removeAll() }
+            return Array(state.observers.values)
         }
-        waiting.forEach { $0.resume() }
+        waits.resumeAll()
         observers.forEach { $0() }
     }
 
     /// Returns once the stop is requested, or when the calling task is cancelled.
     package func wait() async {
-        let registered = state.withLock { state -> UInt64? in
-            guard !state.requested else { return nil }
-            state.nextId += 1
-            state.waits[state.nextId] = .some(nil)
-            return state.nextId
-        }
-        guard let id = registered else { return }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ended = state.withLock { state -> Bool in
-                    // Requested, or cancelled, before this wait suspended.
-                    guard state.waits[id] != nil, !Task.isCancelled else {
-                        state.waits[id] = nil
-                        return true
-                    }
-                    state.waits[id] = continuation
-                    return false
-                }
-                if ended { continuation.resume() }
-            }
-        } onCancel: {
-            let continuation = state.withLock { $0.waits.removeValue(forKey: id) }
-            continuation??.resume()
-        }
+        await waits.wait { isRequested }
     }
 
     /// Waits `duration`, or until the stop is requested (or the task is cancelled): the pause

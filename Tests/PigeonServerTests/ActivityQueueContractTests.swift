@@ -15,41 +15,18 @@ import Testing
 @Suite("Activity queue contract: the in-memory activities and PostgreSQL queue the same pushes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
 struct ActivityQueueContractTests {
     typealias Kind = StoreKind
+    typealias World = ActivityStoresContractTests.World
 
-    struct World {
-        var devices: any DeviceRegistering
-        var activities: any ActivityKeeping
-        var tokens: any ActivityTokenRecording
-        var queue: any ActivityQueueing
-        var finish: @Sendable () async -> Void
-    }
+    static func make(_ kind: Kind) async throws -> World { try await ActivityStoresContractTests.make(kind) }
 
-    static func make(_ kind: Kind) async throws -> World {
-        switch kind {
-        case .memory:
-            let stores = InMemoryStores()
-            let activities = InMemoryActivities(devices: stores)
-            return World(devices: stores, activities: activities, tokens: activities, queue: activities, finish: {})
-        case .postgresql:
-            let (pool, drop) = try await TestDatabase.isolatedDatabase()
-            let identifiers = UserIdentifiers(caseInsensitive: true)
-            let store = ActivityStore(pool: pool, identifiers: identifiers)
-            return World(devices: DeviceRegistry(pool: pool, identifiers: identifiers), activities: store, tokens: store, queue: store,
-                         finish: drop)
-        }
-    }
-
-    static let startToken = String(repeating: "5a", count: 32)
-    static let updateToken = String(repeating: "6b", count: 32)
+    static let startToken = ActivityStoresContractTests.startToken
+    static let updateToken = ActivityStoresContractTests.updateToken
     static let lease: Duration = .seconds(600)
 
     /// Subscribes a device; its row id and push token.
     static func device(_ world: World, _ user: String, _ device: String, platform: Platform = .ios, byte: UInt8) async throws -> (id: Int64, token: String) {
-        let token = platform == .ios ? String(repeating: String(format: "%02x", byte), count: 32) : "fcm-\(byte)-" + String(repeating: "x", count: 140)
-        let id = try await world.devices.subscribe(DeviceIdentity(bankClientId: "bank", userId: user, deviceId: device, platform: platform),
-                                                   pushToken: token, token: StoredToken(digest: Data(repeating: byte, count: 32), expiresAt: Date() + 3600),
-                                                   override: false, encryptionKey: nil)
-        return (id, token)
+        (try await ActivityStoresContractTests.device(world, user, device, platform: platform, byte: byte),
+         ActivityStoresContractTests.pushToken(platform: platform, byte: byte))
     }
 
     /// Alice's iPhone (with a push-to-start token) and Dana's Android phone, and activity `a-1` started for both.

@@ -1,5 +1,6 @@
 import Foundation
 import PigeonBankService
+import PigeonDelivery
 import PigeonDeviceAPI
 import PigeonDomain
 import PigeonStore
@@ -20,6 +21,8 @@ struct ActivityStoresContractTests {
         var devices: any DeviceRegistering
         var activities: any ActivityKeeping
         var tokens: any ActivityTokenRecording
+        /// The activity engine's side (ActivityQueueContractTests).
+        var queue: any ActivityQueueing
         var finish: @Sendable () async -> Void
     }
 
@@ -28,24 +31,29 @@ struct ActivityStoresContractTests {
         case .memory:
             let stores = InMemoryStores()
             let activities = InMemoryActivities(devices: stores)
-            return World(devices: stores, activities: activities, tokens: activities, finish: {})
+            return World(devices: stores, activities: activities, tokens: activities, queue: activities, finish: {})
         case .postgresql:
             let (pool, drop) = try await TestDatabase.isolatedDatabase()
             let identifiers = UserIdentifiers(caseInsensitive: true)
             let store = ActivityStore(pool: pool, identifiers: identifiers)
-            return World(devices: DeviceRegistry(pool: pool, identifiers: identifiers), activities: store, tokens: store, finish: drop)
+            return World(devices: DeviceRegistry(pool: pool, identifiers: identifiers), activities: store, tokens: store, queue: store, finish: drop)
         }
     }
 
     static let startToken = String(repeating: "5a", count: 32)
     static let updateToken = String(repeating: "6b", count: 32)
 
+    /// The push token of the device ``device(_:_:_:platform:byte:)`` subscribes with `byte`.
+    static func pushToken(platform: Platform, byte: UInt8) -> String {
+        platform == .ios ? String(repeating: String(format: "%02x", byte), count: 32) : "fcm-\(byte)-" + String(repeating: "x", count: 140)
+    }
+
     /// Subscribes a device; its row id.
     static func device(_ world: World, _ user: String, _ device: String, platform: Platform = .ios, byte: UInt8) async throws -> Int64 {
-        let token = platform == .ios ? String(repeating: String(format: "%02x", byte), count: 32) : "fcm-\(byte)-" + String(repeating: "x", count: 140)
-        return try await world.devices.subscribe(DeviceIdentity(bankClientId: "bank", userId: user, deviceId: device, platform: platform),
-                                                 pushToken: token, token: StoredToken(digest: Data(repeating: byte, count: 32), expiresAt: Date() + 3600),
-                                                 override: false, encryptionKey: nil)
+        try await world.devices.subscribe(DeviceIdentity(bankClientId: "bank", userId: user, deviceId: device, platform: platform),
+                                          pushToken: pushToken(platform: platform, byte: byte),
+                                          token: StoredToken(digest: Data(repeating: byte, count: 32), expiresAt: Date() + 3600),
+                                          override: false, encryptionKey: nil)
     }
 
     static func start(_ id: String, _ recipients: [String], type: String = "TransferAttributes") -> ActivityStart {

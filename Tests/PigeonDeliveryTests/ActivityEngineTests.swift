@@ -7,42 +7,6 @@ import Synchronization
 import Testing
 @testable import PigeonDelivery
 
-/// A push service for activity pushes that answers each token as told (accepted by default),
-/// each push only once `gate` (if any) opens, and records the tokens pushed.
-final class FakeActivityPusher: ActivityPushing {
-    let outcomes: [String: PushOutcome]
-    let gate: Gate?
-    let pushed = Mutex<[String]>([])
-
-    init(outcomes: [String: PushOutcome] = [:], gate: Gate? = nil) {
-        self.outcomes = outcomes
-        self.gate = gate
-    }
-
-    func pushAPNs(_ prepared: (String) throws(PushMessageError) -> APNsPreparedMessage, route: PushRoute, tokens: [String]) async -> [PushOutcome] {
-        await answer(tokens)
-    }
-
-    func pushData(_ message: PushMessage, route: PushRoute, tokens: [String]) async -> [PushOutcome] {
-        await answer(tokens)
-    }
-
-    private func answer(_ tokens: [String]) async -> [PushOutcome] {
-        var answers: [PushOutcome] = []
-        for token in tokens {
-            // A stopping engine cancels its batch: a push not started comes back unpushed.
-            if Task.isCancelled {
-                answers.append(.deferred)
-                continue
-            }
-            pushed.withLock { $0.append(token) }
-            await gate?.wait()
-            answers.append(outcomes[token] ?? .accepted(id: nil))
-        }
-        return answers
-    }
-}
-
 /// The Live Activity engine on the in-memory activities (held to PostgreSQL by
 /// ActivityQueueContractTests): what it pushes, what it writes, how it stops.
 @Suite("Live Activity engine with fakes", .timeLimit(.minutes(TestTier.unitTestMinutes)))
@@ -97,7 +61,7 @@ struct ActivityEngineTests {
     func stopHandsBack() async throws {
         let (activities, _, _) = try await Self.world(tablet: true)
         let gate = Gate()
-        let pusher = FakeActivityPusher(gate: gate)
+        let pusher = FakeActivityPusher(answering: { await gate.wait() })
         let stop = GracefulStop()
         let running = Task { await Self.engine(activities, pusher).run(until: stop) }
         // The iPhone's start and the first Android device's are on the wire; the second Android

@@ -224,24 +224,3 @@ final class FakePassQueue: PassUpdateQueueing {
     }
 }
 
-/// APNs for passes: answers from a script per token, else accepts; counts pushes per token.
-final class FakePassPusher: PassPushing {
-    private let script: Mutex<[String: [PushOutcome]]>
-    private let pushed = Mutex<[String: Int]>([:])
-
-    init(outcomes: [String: [PushOutcome]] = [:]) { script = Mutex(outcomes) }
-
-    func pushes(to token: String) -> Int { pushed.withLock { $0[token] ?? 0 } }
-
-    func pushUpdates(passTypeIdentifier: String, tokens: [String]) async -> [PushOutcome] {
-        tokens.map { token in
-            pushed.withLock { $0[token, default: 0] += 1 }
-            return script.withLock { script in
-                guard var queue = script[token], !queue.isEmpty else { return .accepted(id: nil) }
-                let next = queue.removeFirst()
-                script[token] = queue
-                return next
-            }
-        }
-    }
-}

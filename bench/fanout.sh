@@ -35,7 +35,8 @@ CONCURRENCY=256
 
 # max_wal_size as bench/bigsend.sh: storing a million deliveries with the 1 GB default spends
 # the acceptance in forced checkpoints, which measures PostgreSQL's settings, not the gateway.
-# PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements).
+# PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements),
+# the WAL it wrote (pg_stat_wal) and its records by kind and relation (pg_walinspect).
 pg_stats=()
 [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements)
 gateway="" simulator="" answerer=""
@@ -182,6 +183,8 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
     sql "SELECT pg_stat_statements_reset()" >/dev/null
     sql "SELECT pg_stat_reset_shared('wal')" >/dev/null
+    sql "CREATE EXTENSION IF NOT EXISTS pg_walinspect" >/dev/null
+    wal_start=$(sql "SELECT pg_current_wal_lsn()")
 fi
 postgres_cpu_before=$(postgres_cpu bench)
 answerer_cpu_before=$(cpu_of "$answerer")
@@ -226,6 +229,16 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "SELECT 'WAL during the fan-out: ' || pg_size_pretty(wal_bytes) || ', ' || round(wal_bytes / $recipients) || ' bytes a delivery, '
                 || round(wal_fpi * 100.0 / greatest(wal_records, 1), 1) || '% of records full-page images, '
                 || round(wal_records::numeric / $recipients, 1) || ' records a delivery' FROM pg_stat_wal"
+    # Which relations and record kinds the WAL records were (pg_walinspect), per delivery.
+    wal_end=$(sql "SELECT pg_current_wal_lsn()")
+    sql "SELECT round(count(*)::numeric / $recipients, 2) AS per_delivery, count(*) AS records,
+                resource_manager || '/' || split_part(record_type, ' ', 1) AS kind,
+                COALESCE(regexp_replace(pg_filenode_relation(0, (regexp_match(block_ref, 'rel [0-9]+/[0-9]+/([0-9]+)'))[1]::oid)::text,
+                                        '_p[0-9]{8}', '_p*'), '-') AS relation
+         FROM pg_get_wal_records_info('$wal_start', '$wal_end')
+         GROUP BY kind, relation ORDER BY records DESC LIMIT 20" > /tmp/pigeon-fanout-wal.txt
+    log "WAL records by kind and relation (per delivery, records, kind, relation): /tmp/pigeon-fanout-wal.txt"
+    cat /tmp/pigeon-fanout-wal.txt
 fi
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$gateway/status")
 states=$(sql "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM deliveries GROUP BY state ORDER BY state) s")

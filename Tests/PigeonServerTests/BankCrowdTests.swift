@@ -11,7 +11,8 @@ import Testing
 /// connections count as the bank's only once they authenticate, a full cap of unauthenticated
 /// ones makes room by cutting the crowd's own, and `bankAllowedClients` refuses everyone else
 /// before anything is counted. Each attack comes from several loopback addresses (127.0.0.x).
-@Suite("The bank under a crowd", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+@Suite("The bank under a crowd", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"),
+       .enabled(if: TestTier.runsSystem, "system tier (crowds of hundreds of connections, run as a group of their own): PIGEON_TEST_TIER"))
 struct BankCrowdTests {
     /// Keeps PER connections open from each of ADDRESSES to 127.0.0.1:PORT for SECONDS, opening
     /// new ones as the server cuts them. MODE `silent` sends nothing (not even a TLS hello);

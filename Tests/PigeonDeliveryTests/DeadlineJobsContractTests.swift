@@ -32,20 +32,8 @@ struct DeadlineJobsContractTests {
         case .postgresql:
             let (pool, drop) = try await TestDatabase.isolatedDatabase()
             let identifiers = UserIdentifiers(caseInsensitive: false)
-            try await SubscriptionStore(pool: pool, identifiers: identifiers)
-                .subscribe(bankClientId: "bank", userId: "alice", deviceId: "d", platform: .ios, pushToken: "ab")
-            let notifications = NotificationStore(pool: pool, identifiers: identifiers)
             return Setting(jobs: PostgresDeadlines(sweeps: Sweeps(pool: pool)), now: { Date() }, store: { id, overdue in
-                _ = try await notifications.send(PushNotification(id: id, recipients: ["alice"], timeoutSeconds: 600,
-                                                                  pushContent: PushContent(text: "t", type: .universal)))
-                guard overdue else { return }
-                try await pool.withConnection { connection in
-                    _ = try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = \(id)")
-                    _ = try connection.query("""
-                        UPDATE deliveries SET expires_at = now() - interval '1 second'
-                        WHERE notification_key = (SELECT key FROM notifications WHERE id = \(id))
-                        """)
-                }
+                try await OverdueSends.store(id, users: ["alice"], overdue: overdue, pool: pool, identifiers: identifiers)
             }, finish: drop)
         }
     }

@@ -40,24 +40,11 @@ struct SweepJobsContractTests {
             let (pool, drop) = try await TestDatabase.isolatedDatabase()
             let identifiers = UserIdentifiers(caseInsensitive: false)
             let subscriptions = SubscriptionStore(pool: pool, identifiers: identifiers)
-            let notifications = NotificationStore(pool: pool, identifiers: identifiers)
             return Setting(
                 sweeps: PostgresSweepJobs(sweeps: Sweeps(pool: pool)), history: PostgresHistory(retention: Retention(pool: pool)),
                 store: { id, recipients, overdue in
-                    let users = (0..<recipients).map { "\(id)-u\($0)" }
-                    for user in users {
-                        try await subscriptions.subscribe(bankClientId: "bank", userId: user, deviceId: "d", platform: .ios, pushToken: "ab")
-                    }
-                    _ = try await notifications.send(PushNotification(id: id, recipients: users, timeoutSeconds: 600,
-                                                                      pushContent: PushContent(text: "t", type: .universal)))
-                    guard overdue else { return }
-                    try await pool.withConnection { connection in
-                        _ = try connection.query("UPDATE notifications SET expires_at = now() - interval '1 second' WHERE id = \(id)")
-                        _ = try connection.query("""
-                            UPDATE deliveries SET expires_at = now() - interval '1 second'
-                            WHERE notification_key = (SELECT key FROM notifications WHERE id = \(id))
-                            """)
-                    }
+                    try await OverdueSends.store(id, users: (0..<recipients).map { "\(id)-u\($0)" }, overdue: overdue, pool: pool,
+                                                 identifiers: identifiers)
                 },
                 device: { id, ago in
                     try await subscriptions.subscribe(bankClientId: "bank", userId: "owner-\(id)", deviceId: id, platform: .ios, pushToken: "ab")

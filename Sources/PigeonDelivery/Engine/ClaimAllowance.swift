@@ -33,14 +33,7 @@ final class ClaimAllowance: Sendable {
     /// caller stops waiting and gets 0 (the engine is stopping: it claims nothing more).
     func reserve() async -> Int {
         while true {
-            let reserved = state.withLock { state -> Int? in
-                let room = limit - state.held
-                guard room >= min(threshold, limit) else { return nil }
-                let taken = min(batchSize, room)
-                state.held += taken
-                return taken
-            }
-            if let reserved { return reserved }
+            if let reserved = reserveIfRoom() { return reserved }
             if Task.isCancelled { return 0 }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -59,6 +52,17 @@ final class ClaimAllowance: Sendable {
                 }
                 waking.forEach { $0.resume() }
             }
+        }
+    }
+
+    /// ``reserve()`` without waiting: up to a batch when at least the threshold fits now, else nil.
+    func reserveIfRoom() -> Int? {
+        state.withLock { state -> Int? in
+            let room = limit - state.held
+            guard room >= min(threshold, limit) else { return nil }
+            let taken = min(batchSize, room)
+            state.held += taken
+            return taken
         }
     }
 

@@ -191,7 +191,9 @@ package final class DeliveryEngine: Sendable {
         var cache: [Int64: PushNotification] = [:]
         await withDiscardingTaskGroup { group in
             while !stop.shouldStop {
-                let reserved = await stop.interrupting { await lane.allowance.reserve() }
+                // Room is usually free at once: only a wait for it needs to be interruptible.
+                var reserved = lane.allowance.reserveIfRoom() ?? 0
+                if reserved == 0 { reserved = await stop.interrupting { await lane.allowance.reserve() } }
                 guard !stop.shouldStop else {
                     lane.allowance.release(reserved)
                     break

@@ -1,0 +1,178 @@
+import Foundation
+import PigeonDomain
+import PigeonTestSupport
+import PostgresDriver
+import Testing
+@testable import PigeonStore
+
+/// What a fan-out writes to PostgreSQL's WAL, read back with `pg_walinspect` (issue 48): every
+/// record a delivery's claim, outcome, device push and reach write is WAL the bank's next
+/// one-time code waits behind at its commit. Each test runs in a database of its own, and counts
+/// only the records of that database's relations.
+@Suite("A fan-out's WAL (PostgreSQL)", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
+struct FanOutWALTests {
+    /// The WAL records between two positions that touch this database's relations, as (relation,
+    /// resource manager, record type) with their count.
+    struct Records {
+        var counts: [String: Int]
+
+        func count(_ relation: String, _ kind: String) -> Int {
+            // A record that also starts a new page is the same kind ("Heap/INSERT+INIT").
+            counts.filter { $0.key.hasPrefix(relation) && ($0.key.hasSuffix(" " + kind) || $0.key.hasSuffix(" " + kind + "+INIT")) }
+                .map(\.value).reduce(0, +)
+        }
+
+        var total: Int { counts.values.reduce(0, +) }
+    }
+
+    func position(_ pool: PostgresPool) async throws -> String {
+        try await pool.withConnection { try $0.query(sql: "SELECT pg_current_wal_insert_lsn()::text").scalar ?? "0/0" }
+    }
+
+    /// This database's records from `start` to now, keyed "relation resource_manager/record_type"
+    /// (a partition's name without its day: `deliveries_p`, `device_pushes_p`; an index by name).
+    func records(_ pool: PostgresPool, since start: String) async throws -> Records {
+        let rows = try await pool.withConnection { connection in
+            // Records are read up to what is flushed: first a commit that writes a record and
+            // waits for its flush (the test cluster runs with synchronous_commit off).
+            _ = try connection.transaction { connection in
+                try connection.query(sql: "SELECT set_config('synchronous_commit', 'on', true), pg_logical_emit_message(true, 'pigeon-test', 'flush')")
+            }
+            return try connection.query(sql: """
+                WITH mine AS (
+                    SELECT r.resource_manager, r.record_type,
+                           substring(r.block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)')::oid AS node
+                    FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()) r
+                    WHERE r.block_ref ~ ('rel [0-9]+/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/')
+                )
+                SELECT regexp_replace(COALESCE(c.relname, 'other'), '[0-9]{8}', '') || ' ' || m.resource_manager || '/' || m.record_type AS kind,
+                       count(*)::integer AS n
+                FROM mine m LEFT JOIN pg_class c ON c.relfilenode = m.node
+                GROUP BY 1
+                """, [start]).decoded { row in (try row.decode("kind", as: String.self), try row.decode("n", as: Int.self)) }
+        }
+        return Records(counts: Dictionary(uniqueKeysWithValues: rows))
+    }
+
+    /// `count` users with one iPhone each, a notification to all of them, and the devices' ids.
+    func fanOut(_ pool: PostgresPool, count: Int) async throws -> [String: Int64] {
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        let subscriptions = SubscriptionStore(pool: pool, identifiers: identifiers)
+        var devices: [String: Int64] = [:]
+        for index in 0..<count {
+            let user = "user-\(index)"
+            devices[user] = try await subscriptions.subscribe(bankClientId: "bank", userId: user, deviceId: "d", platform: .ios, pushToken: "ab\(index)")
+        }
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers).send(PushNotification(
+            id: "blast", recipients: devices.keys.sorted(), timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal)))
+        return devices
+    }
+
+    func pushed(_ delivery: ClaimedDelivery, device: Int64) -> DeliveryResult {
+        DeliveryResult(delivery: delivery, state: .sent, devices: [DevicePush(
+            deviceRowId: device, deviceId: "d", platform: .ios, appId: "app", maskedToken: "ab…", state: .sent, serviceId: "apns-\(delivery.position)")])
+    }
+
+    @Test("a fan-out's claim locks no row apart from its update, a first push's device row is one plain insert, a device's reach within its day is a HOT update")
+    func fanOutRecords() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        _ = try await pool.withConnection { try $0.query(sql: "CREATE EXTENSION IF NOT EXISTS pg_walinspect") }
+        let devices = try await fanOut(pool, count: 200)
+        let queue = DeliveryQueue(pool: pool)
+        let subscriptions = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
+        let day = { try await pool.withConnection { try $0.query(sql: "SELECT pigeon_day(now())::text").scalar } }
+        let firstDay = try await day()
+
+        let beforeClaim = try await position(pool)
+        let claimed = try await queue.claim(owner: "w", limit: 500, lease: .seconds(60))
+        #expect(claimed.count == 200)
+        let claim = try await records(pool, since: beforeClaim)
+        // Every claimed row is updated once (the lease). A `FOR UPDATE` would add a lock record
+        // for each on top; what locks are left come from updates whose new version moved to
+        // another page, fewer than the rows.
+        let leases = claim.count("deliveries_p", "Heap/UPDATE") + claim.count("deliveries_p", "Heap/HOT_UPDATE")
+        #expect(leases == 200, "\(claim.counts)")
+        #expect(claim.count("deliveries_p", "Heap/LOCK") < leases, "\(claim.counts)")
+
+        let beforeOutcome = try await position(pool)
+        #expect(try await queue.record(claimed.map { pushed($0, device: devices[$0.userId] ?? 0) }, owner: "w") == 200)
+        try await subscriptions.markDelivered(deviceIds: Array(devices.values))
+        let outcome = try await records(pool, since: beforeOutcome)
+        // A first attempt's device rows: one heap record each (no speculative insert and its
+        // confirmation) and one key entry.
+        #expect(outcome.count("device_pushes_p", "Heap/INSERT") == 200, "\(outcome.counts)")
+        #expect(outcome.count("device_pushes_p", "Heap/HEAP_CONFIRM") == 0, "\(outcome.counts)")
+        // The reach: each device's first, within the day it registered: HOT, no index entry.
+        if try await day() == firstDay {
+            #expect(outcome.count("device_reach", "Heap/HOT_UPDATE") == 200, "\(outcome.counts)")
+            #expect(outcome.count("device_reach", "Heap/UPDATE") == 0, "\(outcome.counts)")
+            #expect(outcome.count("device_reach_", "Btree/INSERT_LEAF") == 0, "\(outcome.counts)")
+        }
+        let perDelivery = Double(claim.total + outcome.total) / 200
+        // A ratchet on the whole: 15.3 records a delivery before issue 48's first steps.
+        #expect(perDelivery <= 12, "\(perDelivery) records a delivery: \(claim.counts) \(outcome.counts)")
+        await drop()
+    }
+
+    @Test("a first attempt's device row that exists after all (never written by the engine) is upserted, not an error")
+    func firstAttemptRowAlreadyThere() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let devices = try await fanOut(pool, count: 3)
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).sorted { $0.position < $1.position }
+        #expect(claimed.map(\.attempt) == [1, 1, 1])
+        let first = claimed[0]
+        let device = devices[first.userId] ?? 0
+        _ = try await pool.withConnection { connection in
+            try connection.query(sql: """
+                INSERT INTO device_pushes (notification_key, position, device_row_id, device_id, platform, app_id, token_masked, state, updated_at)
+                VALUES ($1, $2, $3, 'd', 'ios', 'app', 'ab…', 'RETRYING', now())
+                """, [String(first.notificationKey), String(first.position), String(device)])
+        }
+        #expect(try await queue.record(claimed.map { pushed($0, device: devices[$0.userId] ?? 0) }, owner: "w") == 3)
+        let rows = try await pool.withConnection { connection in
+            try connection.query(sql: "SELECT position, state, attempts FROM device_pushes ORDER BY position").decoded { row in
+                "\(try row.decode("position", as: Int.self)) \(try row.decode("state", as: String.self)) \(try row.decode("attempts", as: Int.self))"
+            }
+        }
+        #expect(rows == ["\(claimed[0].position) SENT 2", "\(claimed[1].position) SENT 1", "\(claimed[2].position) SENT 1"])
+        await drop()
+    }
+
+    @Test("a row leased by another transaction while a claim read it as due is not leased twice: the claim re-reads it once that transaction ends")
+    func leaseRechecksAConcurrentLease() async throws {
+        let (pool, url, drop) = try await TestDatabase.isolatedDatabaseWithURL()
+        _ = try await fanOut(pool, count: 30)
+        let holder = try PostgresConnection(settings: PostgresConnectionSettings(url: url))
+        // Another process's lease of the first ten rows (positions count from 1), not committed yet.
+        _ = try holder.query(sql: "BEGIN")
+        let held = try holder.query(sql: """
+            UPDATE deliveries SET lease_owner = 'other', attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+            WHERE position <= 10 RETURNING position
+            """).affected
+        #expect(held == 10)
+        let claim = Task { try await DeliveryQueue(pool: pool).claim(owner: "w", limit: 100, lease: .seconds(60)) }
+        // The claim read those rows as due (the lease is not committed) and waits for their lock.
+        var waiting = false
+        for _ in 0..<600 where !waiting {
+            waiting = try await pool.withConnection { connection in
+                try connection.query(sql: """
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    """).scalar(as: Int.self, "waiting backends") > 0
+            }
+            if !waiting { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(waiting)
+        _ = try holder.query(sql: "COMMIT")
+        let claimed = try await claim.value
+        #expect(claimed.count == 20)
+        #expect(claimed.allSatisfy { $0.position > 10 })
+        let owners = try await pool.withConnection { connection in
+            try connection.query(sql: "SELECT lease_owner, count(*)::integer AS n FROM deliveries GROUP BY 1 ORDER BY 1").decoded { row in
+                "\(try row.decode("lease_owner", as: String.self)) \(try row.decode("n", as: Int.self))"
+            }
+        }
+        #expect(owners == ["other 10", "w 20"])
+        await drop()
+    }
+}

@@ -105,7 +105,7 @@ measure() {
              SELECT (SELECT key FROM notifications WHERE id = 'claim-probe-$label'), n, 'probe-' || n, 'probe-' || n, 'QUEUED',
                     now() + interval '1 hour', now() - interval '1 second' FROM generate_series(1, 10000) AS n;"
     read -r claim_median claim_p99 _ < <(.build/release/pigeon-bench claim --db "$URL" --batch 500 --rounds 20)
-    sql "UPDATE deliveries SET state = 'INVALID_SUBSCRIPTION', next_attempt_at = NULL, lease_owner = NULL
+    sql "UPDATE deliveries SET state = 'INVALID_SUBSCRIPTION', next_attempt_at = NULL
          WHERE notification_key = (SELECT key FROM notifications WHERE id = 'claim-probe-$label')"
     start_gateway
 
@@ -124,7 +124,7 @@ measure() {
     after_sent=$(today_bytes_per_row)
     # Acknowledgements: each changes only the state, as AcknowledgementStore writes it.
     for first in $(seq 1 1000 "$FANOUT"); do
-        sql "UPDATE deliveries SET state = 'DELIVERED', updated_at = now(), lease_owner = NULL, next_attempt_at = NULL
+        sql "UPDATE deliveries SET state = 'DELIVERED', updated_at = now(), next_attempt_at = NULL
              WHERE notification_key = $key AND position BETWEEN $first AND $((first + 999)) AND state = 'SENT'" >/dev/null
     done
     after_delivered=$(today_bytes_per_row)

@@ -18,10 +18,14 @@ package struct ClaimedDelivery: Sendable, Equatable {
     package var alreadySent: Bool
     /// The notification's priority (higher first; at or above the urgent priority: the urgent lane).
     package var priority: Int
+    /// The lease the claim took it under (the store's id; 0 where a store keeps no lease rows):
+    /// its outcome or hand-back is written through it.
+    package var lease: Int64
 
     package init(notificationKey: Int64, userId: String, userFolded: String, position: Int, attempt: Int, expiresAt: Date,
-                pendingDevices: [Int64]? = nil, alreadySent: Bool = false, priority: Int = 0) {
+                pendingDevices: [Int64]? = nil, alreadySent: Bool = false, priority: Int = 0, lease: Int64 = 0) {
         self.priority = priority
+        self.lease = lease
         self.notificationKey = notificationKey
         self.userId = userId
         self.userFolded = userFolded

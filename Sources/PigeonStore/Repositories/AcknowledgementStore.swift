@@ -39,7 +39,7 @@ package struct AcknowledgementStore: Sendable {
                            opened_at = CASE WHEN \(target == .read)::boolean THEN COALESCE(opened_at, now()) ELSE opened_at END
                     WHERE notification_key = \(notificationKey) AND device_row_id = \(device) AND position = ANY(\(rows.map(\.position))::integer[])
                 )
-                UPDATE deliveries SET state = \(target.rawValue), updated_at = now(), lease_owner = NULL, next_attempt_at = NULL
+                UPDATE deliveries SET state = \(target.rawValue), updated_at = now(), next_attempt_at = NULL
                 WHERE notification_key = \(notificationKey) AND user_folded = \(user.lowercased()) AND \(sql: column) = \(key)
                   AND state = ANY(\(sources)::text[])
                 RETURNING user_id

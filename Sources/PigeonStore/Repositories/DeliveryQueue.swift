@@ -3,20 +3,21 @@ import PigeonCore
 import PigeonDomain
 import PostgresDriver
 
-/// The delivery engine's work queue in PostgreSQL. Claims take QUEUED rows by priority, then
-/// due time, in turns across every gateway process, and lease only rows still due when their
-/// update runs, so several processes never take the same row; a claim moves `next_attempt_at` to the end of the lease, so rows held by a process that
-/// died become due again by themselves. Outcomes are written in one statement per batch, only
-/// by the lease holder, and only onto rows still QUEUED: a state never moves backwards.
+/// The delivery engine's work queue in PostgreSQL: the deliveries whose `next_attempt_at` is
+/// set, by priority, then due time. A claim takes due rows that no live lease holds and leases
+/// them in one row of `delivery_leases` (see ``DeliveryLeases``), without writing the rows
+/// themselves; claims take turns per priority across every gateway process, so two never lease
+/// one row. Outcomes are written in one statement per batch, only through a lease still held,
+/// and only onto rows still in the queue: a state never moves backwards. A process that dies
+/// leaves its leases to run out; the next claim ends them and claims their rows again.
 package struct DeliveryQueue: Sendable {
     private let pool: PostgresPool
     private let liveDays = LiveDays()
-    /// One claim at a time from this process per band of priorities. Claims run side by side
-    /// walk over each other's locked rows (`SKIP LOCKED` skips them one by one): with four
-    /// workers each claim stepped over the 1,500 rows the others held. Taken in turns, a claim
-    /// starts where the last one ended; claims from other processes still skip each other. The
-    /// urgent lane's claims take turns of their own: they never wait behind a blast's claim.
-    /// The turn is taken before a pooled connection, so no connection waits for a turn.
+    /// One claim at a time from this process per band of priorities: taken in turns, a claim
+    /// starts where the last one ended, and never waits on the database for another of this
+    /// process's claims. The urgent lane's claims take turns of their own: they never wait behind
+    /// a blast's claim. The turn is taken before a pooled connection, so no connection waits for
+    /// a turn.
     private let claimTurns = Turns()
     private let urgentClaimTurns = Turns()
 
@@ -29,9 +30,11 @@ package struct DeliveryQueue: Sendable {
     /// one-time code must not reach a phone after its time; the expiry sweep makes it EXPIRED and
     /// reports it to the bank.
     ///
-    /// The claim skips from one priority present in the queue to the next (an index descent
-    /// each) and reads only due rows of each, so rows waiting for a retry — a million of them
-    /// during an outage — cost nothing, whatever their priority. Only the days that can still
+    /// The claim first ends the leases whose time ran out (``DeliveryLeases/endExpired(_:)``),
+    /// then takes the turn of every priority present in its band (``lockedPriorities(firstKey:band:)``),
+    /// then reads the due rows of each, leaving out leased ones, and leases them
+    /// (``claimStatement(limit:firstKey:band:)``). Rows waiting for a retry — a million of them
+    /// during an outage — are never walked, whatever their priority. Only the days that can still
     /// hold a claimable delivery are read (see ``LiveDays``), not every day kept.
     ///
     /// `band` narrows the claim to some priorities: the urgent lane claims `.atLeast(urgent)`,
@@ -45,20 +48,14 @@ package struct DeliveryQueue: Sendable {
         if case .atLeast = band { turns = urgentClaimTurns } else { turns = claimTurns }
         return try await turns.take { try await pool.withConnection { connection in
             try connection.transaction { connection in
-                // Two statements: the due rows, locked, then their update by key. One statement
-                // joining the due rows back to the partitioned table let the planner scan every
-                // day's partition (3 s a claim over 50 million rows); the key range given as
-                // parameters leaves only the partitions the claimed rows are in.
                 let firstKey = try liveDays.firstKey(connection)
-                try Self.readInQueueOrder(connection, claimTurn: Self.claimLock(band))
-                let due = try connection.query(sql: Self.dueStatement(limit: limit, firstKey: firstKey, band: band)).decoded { row in
-                    (key: try row.decode("notification_key", as: Int64.self), folded: try row.decode("user_folded", as: String.self),
-                     position: try row.decode("position", as: Int.self))
-                }
-                guard let lowest = due.map(\.key).min(), let highest = due.map(\.key).max() else { return [] }
-                return try connection.query(sql: Self.leaseStatement, [owner, leaseSeconds, PostgresArray.encode(due.map { String($0.key) }),
-                          PostgresArray.encode(due.map(\.folded)), PostgresArray.encode(due.map { String($0.position) }),
-                          String(lowest), String(highest)]).named
+                try Self.readInQueueOrder(connection)
+                try DeliveryLeases.endExpired(connection)
+                let priorities = try connection.query(sql: Self.lockedPriorities(firstKey: firstKey, band: band))
+                    .decoded { try $0.decode("priority", as: Int.self) }
+                guard !priorities.isEmpty else { return [] }
+                return try connection.query(sql: Self.claimStatement(limit: limit, firstKey: firstKey, band: band),
+                                            [owner, leaseSeconds, PostgresArray.encode(priorities.map(String.init))]).named
                     .map { row throws(PostgresError) in
                         // A row that does not decode fails the claim, whose transaction then rolls
                         // back: it is never left leased to an owner that cannot push it.
@@ -68,9 +65,9 @@ package struct DeliveryQueue: Sendable {
                             return ClaimedDelivery(
                                 notificationKey: try row.decode("notification_key"), userId: try row.decode("user_id"),
                                 userFolded: try row.decode("user_folded"), position: try row.decode("position"),
-                                attempt: try row.decode("attempts"), expiresAt: try row.decode("expires_at"),
+                                attempt: try row.decode("attempt"), expiresAt: try row.decode("expires_at"),
                                 pendingDevices: pending, alreadySent: try row.decode("state", as: DeliveryState.self) == .sent,
-                                priority: try row.decode("priority"))
+                                priority: try row.decode("priority"), lease: try row.decode("lease"))
                         } catch {
                             let key = (try? row.decodeIfPresent("notification_key", as: Int64.self)).flatMap { $0 }.map(String.init) ?? "NULL"
                             let position = (try? row.decodeIfPresent("position", as: Int.self)).flatMap { $0 }.map(String.init) ?? "NULL"
@@ -82,29 +79,56 @@ package struct DeliveryQueue: Sendable {
         } }
     }
 
-    /// Leases the due rows a claim found (owner, lease seconds, the rows' keys, folded users and
-    /// positions, the lowest and highest key) and answers them as claimed.
-    ///
-    /// The due rows were read without locking them (a `FOR UPDATE` writes a WAL record of its
-    /// own for every row, on top of the lease's update: about one record in fifteen of a
-    /// fan-out's). What keeps two claims from leasing one row is this statement's own condition:
-    /// a row another transaction changed meanwhile (another process's claim, an outcome, an
-    /// acknowledgement, the expiry sweep) is re-read once that transaction ends, and leased only
-    /// if it is still due — a row another claim leased is due only after that lease. Claims take
-    /// turns (``claimLock(_:)``), so they seldom meet at all.
-    static let leaseStatement = """
-        UPDATE deliveries d
-        SET lease_owner = $1, attempts = d.attempts + 1, updated_at = now(),
-            next_attempt_at = now() + make_interval(secs => $2::double precision)
-        FROM unnest($3::bigint[], $4::text[], $5::integer[]) AS due(notification_key, user_folded, position)
-        WHERE d.notification_key = due.notification_key AND d.user_folded = due.user_folded
-          AND d.position = due.position
-          AND d.notification_key BETWEEN $6::bigint AND $7::bigint
-          AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now() AND d.expires_at > now()
-        RETURNING d.notification_key, d.user_id, d.user_folded, d.position, d.attempts,
-                  extract(epoch FROM d.expires_at)::double precision AS expires_at, d.priority,
-                  d.pending_devices, d.state
+    /// Each priority present among the queue rows of `band`, highest first, each one's turn taken
+    /// (a transaction-level advisory lock per priority, in that order, so claims never deadlock):
+    /// claims of one priority take turns across every gateway process, so a claim never reads
+    /// rows another is leasing at that moment. An advisory lock writes no WAL, where a row lock
+    /// (`FOR UPDATE`) writes a record for every row. The urgent lane's priorities are not the
+    /// bulk lane's, so a code's claim never waits for a blast's; two gateways configured with
+    /// different urgent thresholds still share the turns of the priorities both claim.
+    static func lockedPriorities(firstKey: Int64, band: PriorityBand) -> String {
+        priorities(dayRange(from: firstKey, band: band)) + """
+
+        SELECT p.priority, pg_advisory_xact_lock(\(priorityTurnSpace), p.priority)::text AS turn
+        FROM priorities p WHERE p.priority IS NOT NULL
         """
+    }
+
+    /// The first key of the priorities' advisory locks (the second is the priority).
+    static let priorityTurnSpace = 741_401_321
+
+    /// The claim's due rows, leased: `$1` the owner, `$2` the lease in seconds, `$3` the
+    /// priorities whose turns the claim holds, highest first. Per priority, the due rows in due
+    /// order that no live lease lists (``DeliveryLeases/held``, probed as one hash built once a
+    /// claim: the index is still walked in order, no sort), up to `limit` in all; then one lease
+    /// row listing them. Answers each row with its attempt (this one included) and the lease's id.
+    static func claimStatement(limit: Int, firstKey: Int64, band: PriorityBand = .all) -> String {
+        let days = dayRange(from: firstKey, band: band)
+        return """
+        WITH \(DeliveryLeases.held), due AS MATERIALIZED (
+            SELECT c.* FROM unnest($3::integer[]) AS p(priority)
+            CROSS JOIN LATERAL (
+                SELECT d.notification_key, d.user_id, d.user_folded, d.position, d.attempts + 1 AS attempt,
+                       extract(epoch FROM d.expires_at)::double precision AS expires_at, d.priority, d.pending_devices, d.state
+                FROM deliveries d
+                WHERE d.next_attempt_at IS NOT NULL AND d.priority = p.priority AND \(days)
+                  AND d.next_attempt_at <= now() AND d.expires_at > now()
+                  AND (d.notification_key, d.position, d.user_folded) NOT IN (SELECT * FROM held)
+                ORDER BY d.next_attempt_at
+                LIMIT \(limit)
+            ) c
+            LIMIT \(limit)
+        ), lease AS (
+            INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key,
+                                         notification_keys, users, positions)
+            SELECT $1, now(), now() + make_interval(secs => $2::double precision), count(*), min(notification_key),
+                   max(notification_key), array_agg(notification_key), array_agg(user_folded), array_agg(position)
+            FROM due HAVING count(*) > 0
+            RETURNING id
+        )
+        SELECT due.*, (SELECT id FROM lease) AS lease FROM due
+        """
+    }
 
     /// Makes the rest of the transaction read the queue in its index's order. A send's day
     /// partition gets its rows moments before the engine claims them, long before autovacuum
@@ -113,20 +137,8 @@ package struct DeliveryQueue: Sendable {
     /// 190 ms a claim of 500 in a 100,000-recipient fan-out, the claims growing with the
     /// backlog. Walking the queue index in order stops after the rows the claim takes, whatever
     /// the statistics say.
-    ///
-    /// With `claimTurn`, also waits for the turn of that transaction-level advisory lock: the
-    /// claims of every gateway process sharing the database take turns per lane, so a claim
-    /// never reads rows another is leasing at that moment (an advisory lock writes no WAL).
-    static func readInQueueOrder(_ connection: PostgresConnection, claimTurn: Int64? = nil) throws {
-        let turn = claimTurn.map { ", pg_advisory_xact_lock(\($0))" } ?? ""
-        _ = try connection.query(sql: "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)" + turn)
-    }
-
-    /// The advisory lock whose turns the claims of `band` take, across processes: the urgent
-    /// lane's claims one of their own, so they never wait behind a blast's claim.
-    static func claimLock(_ band: PriorityBand) -> Int64 {
-        if case .atLeast = band { return 7_414_013_205 }
-        return 7_414_013_204
+    static func readInQueueOrder(_ connection: PostgresConnection) throws {
+        _ = try connection.query(sql: "SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)")
     }
 
     /// The queue rows a claim can find, as a condition on `notification_key`: from `firstKey` (a
@@ -158,30 +170,13 @@ package struct DeliveryQueue: Sendable {
         """
     }
 
-    /// The due rows of a claim, not locked (``leaseStatement`` re-checks each): (key,
-    /// user_folded, position).
-    static func dueStatement(limit: Int, firstKey: Int64, band: PriorityBand = .all) -> String {
-        let days = dayRange(from: firstKey, band: band)
-        return priorities(days) + """
-
-        SELECT c.notification_key, c.user_folded, c.position
-        FROM priorities p
-        CROSS JOIN LATERAL (
-            SELECT notification_key, user_folded, position FROM deliveries
-            WHERE next_attempt_at IS NOT NULL AND priority = p.priority AND \(days)
-              AND next_attempt_at <= now() AND expires_at > now()
-            ORDER BY next_attempt_at
-            LIMIT \(limit)
-        ) c
-        WHERE p.priority IS NOT NULL
-        LIMIT \(limit)
-        """
-    }
-
-    /// Writes the outcomes of deliveries `owner` holds. A result with a next attempt keeps its
-    /// delivery in the queue for the devices it names (a SENT delivery too: its other devices
-    /// are retried). Rows whose lease passed to another process, or that left the queue
-    /// meanwhile (acknowledged, expired), are left alone; a SENT delivery never goes back.
+    /// Writes the outcomes of deliveries `owner` holds, each through the lease it was claimed
+    /// under, and counts an attempt for each. A result with a next attempt keeps its delivery in
+    /// the queue for the devices it names (a SENT delivery too: its other devices are retried).
+    /// Rows whose lease ended (it ran out and the next claim took them), that were written since
+    /// their claim, or that left the queue meanwhile (acknowledged, expired) are left alone, so
+    /// writing the same outcomes twice changes nothing the second time; a SENT delivery never
+    /// goes back.
     /// Deliveries that became final without reaching a device within their notification's
     /// timeout are reported to the bank in the same statement (``ReachedNobody``).
     /// Returns how many rows changed.
@@ -216,27 +211,33 @@ package struct DeliveryQueue: Sendable {
             String(results.map(\.delivery.notificationKey).max() ?? 0),
             PostgresArray.encode(results.map { "{" + $0.pendingDevices.map(String.init).joined(separator: ",") + "}" }),
         ] + Self.devicePushColumns(results, firstPushesPlain: firstPushesPlain)
+            + [PostgresArray.encode(results.map { String($0.delivery.lease) })]
         return try await pool.withConnection { connection in
             // The deliveries' outcomes, and each pushed device's, in one statement: a device's
             // row is written only for a delivery this owner still held.
             try connection.query(sql: """
                 WITH updated AS (
                 UPDATE deliveries d
-                SET state = v.state, updated_at = now(), last_error = COALESCE(v.error, d.last_error), lease_owner = NULL,
+                SET state = v.state, attempts = d.attempts + 1, updated_at = now(), last_error = COALESCE(v.error, d.last_error),
                     next_attempt_at = CASE WHEN v.state = 'QUEUED' THEN COALESCE(to_timestamp(v.next_at), d.next_attempt_at)
                                            WHEN v.state = 'SENT' THEN to_timestamp(v.next_at) END,
                     pending_devices = CASE WHEN v.next_at IS NOT NULL THEN v.pending::bigint[]
                                            WHEN v.state = 'QUEUED' THEN d.pending_devices END,
                     reported_early_at = CASE WHEN \(ReachedNobody.condition(state: "v.state", expiresAt: "d.expires_at")) THEN now()
                                              ELSE d.reported_early_at END
-                FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::double precision[], $7::text[], $10::text[])
-                     AS v(notification_key, user_folded, position, state, next_at, error, pending)
+                FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::text[], $6::double precision[], $7::text[], $10::text[], $22::bigint[])
+                     AS v(notification_key, user_folded, position, state, next_at, error, pending, lease)
+                JOIN delivery_leases l ON l.id = v.lease AND l.owner = $1
                 WHERE d.notification_key = v.notification_key AND d.user_folded = v.user_folded
-                  AND d.position = v.position AND d.lease_owner = $1 AND d.next_attempt_at IS NOT NULL
+                  AND d.position = v.position AND d.next_attempt_at IS NOT NULL
+                  -- Held by that lease: not written since its claim (by an outcome, a hand-back, or
+                  -- the end of an earlier lease that ran out).
+                  AND d.updated_at <= l.claimed_at
                   -- A SENT delivery in the queue for its other devices stays SENT.
                   AND (d.state = 'QUEUED' OR v.state = 'SENT')
                   AND d.notification_key BETWEEN $8::bigint AND $9::bigint
-                RETURNING d.notification_key, d.position, d.user_id, d.reported_early_at = now() AS reached_nobody
+                RETURNING d.notification_key, d.position, d.user_id, d.user_folded, d.reported_early_at = now() AS reached_nobody,
+                          v.lease, d.next_attempt_at IS NOT NULL AS requeued
                 ), \(ReachedNobody.reports(from: "updated"))
                 , pushes AS (
                 SELECT v.* FROM unnest($11::bigint[], $12::integer[], $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[],
@@ -261,7 +262,7 @@ package struct DeliveryQueue: Sendable {
                     service_id = COALESCE(EXCLUDED.service_id, p.service_id), sent_at = COALESCE(p.sent_at, EXCLUDED.sent_at),
                     token_masked = EXCLUDED.token_masked, updated_at = now()
                 RETURNING 1
-                )
+                ), \(DeliveryLeases.written(from: "updated"))
                 SELECT count(*) FROM updated
                 """, parameters).scalar(as: Int.self, "the count of deliveries recorded")
         }
@@ -288,15 +289,13 @@ package struct DeliveryQueue: Sendable {
     }
 
     /// Hands back every delivery `owner` still holds, due at once, for another process (a
-    /// gateway stopping before its in-flight sends finished). A late `record` by `owner` then
-    /// changes nothing. Returns how many were released.
+    /// gateway stopping before its in-flight sends finished): its leases end, each delivery they
+    /// still held counted as an attempt (its push may have been on the wire). A late `record` by
+    /// `owner` then changes nothing. Returns how many deliveries were released.
     @discardableResult
     package func release(owner: String) async throws -> Int {
         try await pool.withConnection { connection in
-            try connection.query("""
-                UPDATE deliveries SET lease_owner = NULL, next_attempt_at = now(), updated_at = now()
-                WHERE next_attempt_at IS NOT NULL AND lease_owner = \(owner)
-                """).affected
+            try connection.transaction { connection in try DeliveryLeases.end(ownedBy: owner, connection) }
         }
     }
 
@@ -306,29 +305,39 @@ package struct DeliveryQueue: Sendable {
     @discardableResult
     package func handBack(_ deliveries: [ClaimedDelivery], owner: String, delay: Duration, error: String? = nil) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
-        let delaySeconds = String(delay.inSeconds)
         let keys = deliveries.map(\.notificationKey)
-        let (lowest, highest) = (keys.min() ?? 0, keys.max() ?? 0)
-        let users = PostgresArray.encode(deliveries.map(\.userFolded))
-        let positions = PostgresArray.encode(deliveries.map { String($0.position) })
-        let lastError = error.map { String($0.prefix(500)) }
+        let parameters: [String?] = [
+            owner, String(delay.inSeconds), error.map { String($0.prefix(500)) },
+            PostgresArray.encode(keys.map(String.init)), PostgresArray.encode(deliveries.map(\.userFolded)),
+            PostgresArray.encode(deliveries.map { String($0.position) }), PostgresArray.encode(deliveries.map { String($0.lease) }),
+            String(keys.min() ?? 0), String(keys.max() ?? 0),
+        ]
         return try await pool.withConnection { connection in
-            try connection.query("""
-                UPDATE deliveries d
-                SET lease_owner = NULL, attempts = greatest(d.attempts - 1, 0), updated_at = now(),
-                    next_attempt_at = now() + make_interval(secs => \(delaySeconds)::double precision),
-                    last_error = COALESCE(\(lastError), d.last_error)
-                FROM unnest(\(keys)::bigint[], \(users)::text[], \(positions)::integer[]) AS b(notification_key, user_folded, position)
-                WHERE d.notification_key = b.notification_key AND d.user_folded = b.user_folded
-                  AND d.position = b.position AND d.lease_owner = \(owner) AND d.next_attempt_at IS NOT NULL
-                  AND d.notification_key BETWEEN \(lowest)::bigint AND \(highest)::bigint
-                """).affected
+            try connection.query(sql: Self.handBackStatement, parameters).scalar(as: Int.self, "the count of deliveries handed back")
         }
     }
 
-    /// How long the longest-waiting due delivery has been due, in seconds (0 when none is due):
-    /// the engine falling behind shows here first. Read through the queue index, one descent per
-    /// priority present (never a walk of the backlog).
+    /// Hands back deliveries through their leases: `$1` the owner, `$2` the delay in seconds,
+    /// `$3` the error to keep (or NULL), `$4`…`$7` the deliveries' keys, folded users, positions
+    /// and leases, `$8`/`$9` the lowest and highest key. Answers the count handed back.
+    static let handBackStatement = """
+        WITH handed AS (
+        UPDATE deliveries d
+        SET updated_at = now(), next_attempt_at = now() + make_interval(secs => $2::double precision),
+            last_error = COALESCE($3, d.last_error)
+        FROM unnest($4::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS b(notification_key, user_folded, position, lease)
+        JOIN delivery_leases l ON l.id = b.lease AND l.owner = $1
+        WHERE d.notification_key = b.notification_key AND d.user_folded = b.user_folded AND d.position = b.position
+          AND d.next_attempt_at IS NOT NULL AND d.updated_at <= l.claimed_at
+          AND d.notification_key BETWEEN $8::bigint AND $9::bigint
+        RETURNING b.lease, d.notification_key, d.position, d.user_folded, true AS requeued
+        ), \(DeliveryLeases.written(from: "handed"))
+        SELECT count(*) FROM handed
+        """
+
+    /// How long the longest-waiting due delivery no lease holds has been due, in seconds (0 when
+    /// none is due): the engine falling behind shows here first. Read through the queue index,
+    /// one descent per priority present (never a walk of the backlog), past the rows leases hold.
     package func oldestDueAge() async throws -> Double {
         try await pool.withConnection(idempotent: true) { connection in
             try connection.transaction { connection in
@@ -337,11 +346,13 @@ package struct DeliveryQueue: Sendable {
                 try Self.readInQueueOrder(connection)
                 return try connection.query(sql: Self.priorities(days) + """
 
+                    , \(DeliveryLeases.held)
                     SELECT COALESCE(extract(epoch FROM now() - min(o.due)), 0)::double precision
                     FROM priorities p CROSS JOIN LATERAL (
-                        SELECT next_attempt_at AS due FROM deliveries
-                        WHERE next_attempt_at IS NOT NULL AND priority = p.priority AND \(days) AND expires_at > now()
-                        ORDER BY next_attempt_at LIMIT 1) o
+                        SELECT d.next_attempt_at AS due FROM deliveries d
+                        WHERE d.next_attempt_at IS NOT NULL AND d.priority = p.priority AND \(days) AND d.expires_at > now()
+                          AND (d.notification_key, d.position, d.user_folded) NOT IN (SELECT * FROM held)
+                        ORDER BY d.next_attempt_at LIMIT 1) o
                     WHERE p.priority IS NOT NULL AND o.due <= now()
                     """).scalar(as: Double.self, "the oldest due delivery's wait")
             }

@@ -104,8 +104,7 @@ package struct Sweeps: Sendable {
         -> [(user: String, position: Int)] {
         guard limit > 0 else { return [] }
         return try connection.query(sql: """
-            UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), lease_owner = NULL,
-                next_attempt_at = NULL
+            UPDATE deliveries d SET state = 'EXPIRED', updated_at = now(), next_attempt_at = NULL
             WHERE notification_key = $1 AND ctid = ANY(ARRAY(
                 SELECT ctid FROM deliveries
                 WHERE notification_key = $1 AND state = ANY($2::text[]) AND reported_early_at IS NULL

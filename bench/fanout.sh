@@ -103,7 +103,15 @@ ceiling_ok=$(echo "$ceiling" | awk '/^status codes:/ {gsub(",", "", $3); print $
 # over as many connections as the gateway's defaults. The gateway's rate is bounded by it.
 log "ceiling: libcurl alone (bench/answerer/curl-pusher.c)"
 answerer_cpu_before=$(cpu_of "$answerer")
-curl_ceiling=$(/tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
+# PIGEON_BENCH_SYSCALLS=1: system calls and context switches a request of libcurl alone and a
+# push of the gateway (perf stat on the process during the run), side by side.
+syscall_events="context-switches,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_futex,syscalls:sys_enter_poll,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_write,syscalls:sys_enter_read"
+if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
+    curl_ceiling=$(perf stat -x, -e "$syscall_events" -o /tmp/pigeon-fanout-curl-syscalls.txt \
+        /tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
+else
+    curl_ceiling=$(/tmp/curl-pusher "$answerer_url" "$STATE/ca.pem" "$ceiling_requests" "$CONCURRENCY" 2 "$token" "$topic")
+fi
 curl_rate=$(echo "$curl_ceiling" | awk '{print $4}')
 # CPU a request (µs) of libcurl alone and of the answerer answering it, and how busy the cores
 # were: the budget the fan-out's own CPU a push is weighed against.
@@ -121,8 +129,9 @@ serve() {
 }
 thread_counts="${PIGEON_BENCH_THREADS:-default}"
 serve "${thread_counts%% *}"
-# Devices registered two days ago, as a bank's are: each one's first push of the hour records
-# that it was reached (a device registered within the hour counts as reached already).
+# Devices registered two days ago and last reached two hours ago, as a bank's are: each one's
+# first push of the hour records that it was reached, a HOT update within the week (a device's
+# first reach of a new week also moves its entry in the reach's week index: two records more).
 if [ "$services" = all ]; then
     # A fifth on each service, a half of each in app "business". One browser key for every Web
     # Push subscription (RFC 8291's example key): each message is still encrypted on its own.
@@ -148,6 +157,7 @@ confidential="${PIGEON_BENCH_CONFIDENTIAL:-0}"
 [ "$confidential" = 1 ] && sql "$(bench_device_keys_sql true)"
 # A bank's device table has its statistics; a million rows inserted a moment ago would not yet
 # (autovacuum analyses within a minute) and the planner would take it for a small table.
+sql "UPDATE device_reach SET reached_at = now() - interval '2 hours', reached = true"
 sql "ANALYZE devices; ANALYZE device_reach"
 # request ID [confidential]: the fan-out's sendNotification.
 request() {
@@ -190,6 +200,11 @@ postgres_cpu_before=$(postgres_cpu bench)
 answerer_cpu_before=$(cpu_of "$answerer")
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
 profiler=""
+counter=""
+if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
+    perf stat -x, -e "$syscall_events" -o /tmp/pigeon-fanout-gateway-syscalls.txt -p "$gateway" > /dev/null 2>&1 &
+    counter=$!
+fi
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
     perf record -e cpu-clock -F 99 -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
     profiler=$!
@@ -210,6 +225,14 @@ finished=$(sql "SELECT extract(epoch FROM max(d.updated_at)) FROM deliveries d J
 gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 postgres_cpu_used=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 answerer_cpu=$(awk -v a="$(cpu_of "$answerer")" -v b="$answerer_cpu_before" 'BEGIN {printf "%.2f", a - b}')
+if [ -n "$counter" ]; then
+    kill -INT "$counter"; wait "$counter" 2>/dev/null || true
+    log "system calls a request of libcurl alone / a push of the gateway:"
+    awk -F, -v requests="$ceiling_requests" -v pushes="$recipients" '
+        FNR == NR && $3 != "" { curl[$3] = $1; next }
+        $3 != "" { printf "  %-34s %8.2f %8.2f\n", $3, curl[$3] / requests, $1 / pushes }' \
+        /tmp/pigeon-fanout-curl-syscalls.txt /tmp/pigeon-fanout-gateway-syscalls.txt
+fi
 if [ -n "$profiler" ]; then
     kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
     perf report -i /tmp/pigeon-fanout.perf --no-children --sort dso,symbol --stdio 2>/dev/null \

@@ -38,17 +38,19 @@ package struct ConsoleActions: Sendable {
     package func signIn(username: String, password: String, address: String, channel: String, recordSuccess: Bool = true) async -> ConsoleSignIn {
         let result = await accounts.signIn(username: username, password: password)
         let name = LogText.escaped(username, limit: 64)
+        // A refused name may be a password typed into the wrong field: kept shortened.
+        let refusedName = Redaction.refusedName(username)
         switch result {
         case .accepted(let person):
             guard recordSuccess else { break }
             logger.notice("console: signed in", metadata: ["operator": name, "role": person.role.rawValue, "peer": address, "channel": channel])
             await record(AuditEntry(operatorName: person.name, role: person.role.rawValue, address: address, action: .signIn, target: channel, outcome: "signed in"))
         case .refused:
-            logger.warning("console: sign-in refused", metadata: ["peer": address, "username": name, "channel": channel])
-            await record(AuditEntry(operatorName: username, role: "", address: address, action: .signInFailed, target: channel, outcome: "wrong username or password"))
+            logger.warning("console: sign-in refused", metadata: ["peer": address, "username": LogText.escaped(refusedName, limit: 64), "channel": channel])
+            await record(AuditEntry(operatorName: refusedName, role: "", address: address, action: .signInFailed, target: channel, outcome: "wrong username or password"))
         case .unavailable(let reason):
-            logger.error("console: sign-in could not be checked", metadata: ["peer": address, "username": name, "reason": reason])
-            await record(AuditEntry(operatorName: username, role: "", address: address, action: .signInFailed, target: channel, outcome: "not checked: \(reason)"))
+            logger.error("console: sign-in could not be checked", metadata: ["peer": address, "username": LogText.escaped(refusedName, limit: 64), "reason": reason])
+            await record(AuditEntry(operatorName: refusedName, role: "", address: address, action: .signInFailed, target: channel, outcome: "not checked: \(reason)"))
         }
         return result
     }

@@ -64,8 +64,14 @@ struct RuStoreDeliveryTests {
                 .contains("pigeon_push_credentials_refused_total{app=\"default\",service=\"rustore\"} 1")
         }
         #expect(refused)
-        let row = try await database.pool.withConnection {
-            try $0.query(sql: "SELECT state, next_attempt_at > now() + interval '30 seconds' FROM deliveries WHERE user_id = 'ru-user'").rows.first
+        // The refusal is counted as the push returns; its outcome is written a moment later.
+        var row: [String?]?
+        for _ in 0..<300 {
+            row = try await database.pool.withConnection {
+                try $0.query(sql: "SELECT state, next_attempt_at > now() + interval '30 seconds' FROM deliveries WHERE user_id = 'ru-user' AND attempts >= 1").rows.first
+            }
+            if row != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
         }
         #expect(row?[0] == "QUEUED")
         #expect(row?[1] == "t", "retried a minute later, not at once")

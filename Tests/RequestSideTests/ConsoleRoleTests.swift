@@ -118,6 +118,18 @@ struct ConsoleRoleTests {
         #expect(revoked.status == 200 && revoked.json["state"] == "REVOKED" && harness.stores.devices.isEmpty, "\(revoked.text)")
     }
 
+    @Test("a refused sign-in's name is kept shortened in the audit trail: a password typed into the name field is not in it")
+    func refusedNameShortened() async throws {
+        let harness = try ConsoleRouteTests.harness()
+        var stranger = Browser(harness: harness)
+        stranger.peer = "203.0.113.8"
+        #expect(await stranger.signIn("ada:correct-horse-battery", password: "").status == 401)
+        #expect(await stranger.signIn("ada", password: "guess").status == 401)
+        let trail = harness.audit.all
+        #expect(trail.map(\.operatorName) == ["ada…(25)", "ada"], "\(trail.map(\.operatorName))")
+        #expect(!trail.contains { "\($0)".contains("horse") })
+    }
+
     @Test("the audit trail: sign-ins that worked and failed, reveals, revokes and re-queues with who, role, address, target, reason and outcome, newest first, never the revealed content; GET /console/api/v1/audit with since and the Audit page")
     func auditTrail() async throws {
         let harness = try ConsoleRouteTests.harness()

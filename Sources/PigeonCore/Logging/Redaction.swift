@@ -9,6 +9,15 @@ package enum Redaction {
         return "\(value.prefix(4))…\(value.suffix(4))"
     }
 
+    /// A name typed into a sign-in that was refused, as a log line or the audit trail keeps it:
+    /// an operator who typed the password into the name field must not find it there. Up to
+    /// three characters stay whole; a longer name keeps its first three and its length
+    /// (`ope…(21)`), enough to tell which account was tried.
+    package static func refusedName(_ name: String) -> String {
+        guard name.count > 3 else { return name }
+        return "\(name.prefix(3))…(\(name.count))"
+    }
+
     /// A log line's stand-in for a password or key.
     package static let secret = "<redacted>"
 

@@ -5,8 +5,8 @@ import PostgresDriver
 /// service accepted for the device, or an acknowledgement from it. A device reached within the
 /// last hour is left alone: hygiene counts in days, and a write per push would be work for
 /// nothing — except its first reach ever, which marks it `reached` (the console's "never reached").
-/// Only the day of the time is indexed (`reached_day`, computed by PostgreSQL), so an update
-/// within a day is HOT: one WAL record, no index entry.
+/// Only the week of the time is indexed (`reached_week`, computed by PostgreSQL), so an update
+/// within a week is HOT: one WAL record, no index entry.
 enum DeviceReach {
     static func record(deviceIds: [Int64], _ connection: PostgresConnection) throws {
         guard !deviceIds.isEmpty else { return }

@@ -169,8 +169,8 @@ package struct Sweeps: Sendable {
     /// Deletes up to `limit` subscriptions with no successful delivery (or, never reached, no
     /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
     /// day, up to `limit` rate-limit windows that ended, and up to `limit` Wallet log messages
-    /// older than a week. Stale subscriptions are found through the day of their last reach
-    /// (`device_reach_by_day`), the oldest days first.
+    /// older than a week. Stale subscriptions are found through the week of their last reach
+    /// (`device_reach_by_week`), the oldest weeks first, then by the time itself.
     package func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))
@@ -183,8 +183,8 @@ package struct Sweeps: Sendable {
                 DELETE FROM devices WHERE id IN (
                     SELECT d.id FROM device_reach r JOIN devices d ON d.id = r.device_id
                     WHERE d.state = 'SUBSCRIBED' AND r.reached_at < now() - make_interval(secs => $1::double precision)
-                      AND r.reached_day <= pigeon_day(now() - make_interval(secs => $1::double precision))
-                    ORDER BY r.reached_day
+                      AND r.reached_week <= pigeon_day(now() - make_interval(secs => $1::double precision)) / 7
+                    ORDER BY r.reached_week
                     LIMIT \(limit) FOR UPDATE OF d SKIP LOCKED)
                 RETURNING *
                 ), \(RemovedDevices.noted(reason: "$2"))

@@ -1,9 +1,10 @@
 -- Issue 48: a device's reach is written with the outcome of its pushes (the first push of each
 -- hour), and with its time indexed every such update was a new row version plus two index
 -- entries (its key and the time): 3.3 WAL records a delivery of a fan-out to devices reached for
--- the first time. Subscription hygiene needs only the day: indexed by a day computed from the
--- time and stored, an update within the same day changes no indexed value and stays HOT (one
--- record, no index entry); the first reach of a new day moves the index entry. The table is
+-- the first time. Subscription hygiene counts in days (30 by default) and needs only a coarse
+-- bound: indexed by the week of the time (days since 1970-01-01 over 7), computed and stored, an
+-- update within the same week changes no indexed value and stays HOT (one record, no index
+-- entry); a device's first reach of a new week moves its index entry. The table is
 -- rewritten once, at this migration (about a second per million devices), half full: a batch's
 -- outcome updates the reach of up to every device on a page in one transaction, whose earlier
 -- versions cannot be pruned before it ends, so each page keeps room for a new version of every
@@ -11,6 +12,6 @@
 -- other pages: a quarter of them non-HOT in a test of 200).
 ALTER TABLE device_reach
     SET (fillfactor = 50),
-    ADD COLUMN reached_day bigint GENERATED ALWAYS AS (pigeon_day(reached_at)) STORED;
+    ADD COLUMN reached_week bigint GENERATED ALWAYS AS (pigeon_day(reached_at) / 7) STORED;
 DROP INDEX device_reach_by_time;
-CREATE INDEX device_reach_by_day ON device_reach (reached_day);
+CREATE INDEX device_reach_by_week ON device_reach (reached_week);

@@ -17,6 +17,9 @@ CREATE TABLE delivery_leases (
     -- The key range of its deliveries: ending it updates only the partitions they are in.
     lowest_key          bigint      NOT NULL,
     highest_key         bigint      NOT NULL,
+    -- Their priorities: a claim of the urgent lane skips the leases of a blast it cannot meet.
+    lowest_priority     integer     NOT NULL,
+    highest_priority    integer     NOT NULL,
     notification_keys   bigint[]    NOT NULL,
     users               text[]      NOT NULL,
     positions           integer[]   NOT NULL

@@ -78,8 +78,9 @@ struct SendStatementPlanTests {
         try engine.query(sql: "PREPARE lease_probe AS " + DeliveryQueue.handBackStatement)
         // The probe's lease: every row it hands back is held through it (claimed after any write).
         let probeLease = try engine.query(sql: """
-            INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key, notification_keys, users, positions)
-            VALUES ('probe', now() + interval '1 hour', now() + interval '2 hours', 1000000, 0, 0, '{}', '{}', '{}') RETURNING id
+            INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key, lowest_priority, highest_priority,
+                                         notification_keys, users, positions)
+            VALUES ('probe', now() + interval '1 hour', now() + interval '2 hours', 1000000, 0, 0, 0, 0, '{}', '{}', '{}') RETURNING id
             """).scalar ?? "0"
         func lease(_ id: String, explain: Bool) throws -> String {
             let due = try engine.query(sql: """

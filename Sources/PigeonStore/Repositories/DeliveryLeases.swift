@@ -17,13 +17,19 @@ enum DeliveryLeases {
     /// `held`: every delivery a live lease lists, as (notification_key, position, user_folded) —
     /// a few thousand rows at most (what the gateways have in flight), read once per statement.
     /// Probed as `(…) NOT IN (SELECT * FROM held)`: one hash, not a comparison per held row.
-    static let held = """
-        held AS MATERIALIZED (
-            SELECT r.notification_key, r.position, r.user_folded
-            FROM delivery_leases l
-            CROSS JOIN LATERAL unnest(l.notification_keys, l.users, l.positions) AS r(notification_key, user_folded, position)
-            WHERE l.leased_until > now())
-        """
+    /// With `priorities` (an SQL array expression), only the leases holding one of them: a code's
+    /// claim does not hash the blast's deliveries in flight.
+    static func held(priorities: String? = nil) -> String {
+        let overlapping = priorities.map { " AND l.highest_priority >= (SELECT min(p) FROM unnest(\($0)) AS p)"
+            + " AND l.lowest_priority <= (SELECT max(p) FROM unnest(\($0)) AS p)" } ?? ""
+        return """
+            held AS MATERIALIZED (
+                SELECT r.notification_key, r.position, r.user_folded
+                FROM delivery_leases l
+                CROSS JOIN LATERAL unnest(l.notification_keys, l.users, l.positions) AS r(notification_key, user_folded, position)
+                WHERE l.leased_until > now()\(overlapping))
+            """
+    }
 
     /// Common table expressions counting the deliveries `cte` wrote back against their leases
     /// (one row per delivery, with `lease`, `notification_key`, `position`, `user_folded`, and

@@ -105,7 +105,7 @@ package struct DeliveryQueue: Sendable {
     static func claimStatement(limit: Int, firstKey: Int64, band: PriorityBand = .all) -> String {
         let days = dayRange(from: firstKey, band: band)
         return """
-        WITH \(DeliveryLeases.held), due AS MATERIALIZED (
+        WITH \(DeliveryLeases.held(priorities: "$3::integer[]")), due AS MATERIALIZED (
             SELECT c.* FROM unnest($3::integer[]) AS p(priority)
             CROSS JOIN LATERAL (
                 SELECT d.notification_key, d.user_id, d.user_folded, d.position, d.attempts + 1 AS attempt,
@@ -120,9 +120,10 @@ package struct DeliveryQueue: Sendable {
             LIMIT \(limit)
         ), lease AS (
             INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key,
-                                         notification_keys, users, positions)
+                                         lowest_priority, highest_priority, notification_keys, users, positions)
             SELECT $1, now(), now() + make_interval(secs => $2::double precision), count(*), min(notification_key),
-                   max(notification_key), array_agg(notification_key), array_agg(user_folded), array_agg(position)
+                   max(notification_key), min(priority), max(priority), array_agg(notification_key), array_agg(user_folded),
+                   array_agg(position)
             FROM due HAVING count(*) > 0
             RETURNING id
         )
@@ -346,7 +347,7 @@ package struct DeliveryQueue: Sendable {
                 try Self.readInQueueOrder(connection)
                 return try connection.query(sql: Self.priorities(days) + """
 
-                    , \(DeliveryLeases.held)
+                    , \(DeliveryLeases.held())
                     SELECT COALESCE(extract(epoch FROM now() - min(o.due)), 0)::double precision
                     FROM priorities p CROSS JOIN LATERAL (
                         SELECT d.next_attempt_at AS due FROM deliveries d

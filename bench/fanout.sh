@@ -198,7 +198,7 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
 fi
 postgres_cpu_before=$(postgres_cpu bench)
 answerer_cpu_before=$(cpu_of "$answerer")
-# PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz), top symbols printed.
+# PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz or PIGEON_BENCH_PERF_HZ), top symbols printed.
 profiler=""
 counter=""
 if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
@@ -206,7 +206,7 @@ if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
     counter=$!
 fi
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
-    perf record -e cpu-clock -F 99 -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
+    perf record -e cpu-clock -F "${PIGEON_BENCH_PERF_HZ:-99}" -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
     profiler=$!
 fi
 while :; do

@@ -113,6 +113,29 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("a stop ends the owner's leases: what was still held is due at once with its attempt counted; what was written or handed back is left as it was")
+    func releaseEndsLeases() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "stop", count: 3)
+        let queue = DeliveryQueue(pool: pool)
+        let claimed = try await queue.claim(owner: "w", limit: 10, lease: .seconds(600)).sorted { $0.position < $1.position }
+        #expect(claimed.count == 3)
+        #expect(try await queue.record([DeliveryResult(delivery: claimed[0], state: .sent)], owner: "w") == 1)
+        #expect(try await queue.handBack([claimed[1]], owner: "w", delay: .seconds(3600)) == 1)
+        // The third was on the wire when the stop came: its lease ends, the push counted.
+        #expect(try await queue.release(owner: "someone else") == 0)
+        #expect(try await queue.release(owner: "w") == 1)
+        let leases = try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM delivery_leases").scalar }
+        #expect(leases == "0")
+        let again = try await queue.claim(owner: "next", limit: 10, lease: .seconds(600))
+        #expect(again.map(\.position) == [claimed[2].position])
+        #expect(again.map(\.attempt) == [2])
+        // The late outcome of the stopped owner changes nothing.
+        #expect(try await queue.record([DeliveryResult(delivery: claimed[2], state: .sent)], owner: "w") == 0)
+        #expect(try await queue.record(again.map { DeliveryResult(delivery: $0, state: .sent) }, owner: "next") == 1)
+        await drop()
+    }
+
     @Test("deliveries handed back unpushed wait for their delay, keep their attempt count, and only their holder can hand them back")
     func handBack() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

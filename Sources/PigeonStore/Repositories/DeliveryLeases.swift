@@ -10,7 +10,9 @@ import PostgresDriver
 /// reaches 0), when its gateway stops (``end(ownedBy:_:)``), or after its time ran out, by the
 /// next claim (``endExpired(_:)``). Until then it keeps its deliveries from other claims, also
 /// one written back to the queue early (a retry, a hand-back): such a delivery waits for the
-/// rest of its batch, seconds as a rule, at most the lease. Ending a lease that still held
+/// rest of its batch, seconds as a rule, at most the lease. (Two writes through one lease at the
+/// same moment — an outcome and a hand-back — may leave it counted short: it then lingers until
+/// it runs out, like a lease whose delivery was acknowledged in flight.) Ending a lease that still held
 /// deliveries counts an attempt for each (its push may have been on the wire) and marks them
 /// written, so a late outcome through that lease changes nothing.
 enum DeliveryLeases {

@@ -73,9 +73,37 @@ struct FanOutWALTests {
             deviceRowId: device, deviceId: "d", platform: .ios, appId: "app", maskedToken: "ab…", state: .sent, serviceId: "apns-\(delivery.position)")])
     }
 
+    /// Runs `body` with the WAL from now on kept until it returns (a physical replication slot
+    /// reserving it): the other tests running at once write WAL too, and a checkpoint would
+    /// otherwise remove the segments `body` reads back (seen in a loaded CI run).
+    func keepingWAL(_ pool: PostgresPool, _ body: () async throws -> Void) async throws {
+        let slot = "pigeon_wal_test_" + UUID().uuidString.prefix(8).lowercased()
+        _ = try await pool.withConnection { connection in
+            // One left by a run that died half way would keep the cluster's WAL for ever (only
+            // this test makes such slots, one at a time).
+            try connection.query(sql: """
+                SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+                WHERE slot_name LIKE 'pigeon\\_wal\\_test\\_%' AND NOT active
+                """)
+            try connection.query(sql: "SELECT pg_create_physical_replication_slot($1, true)", [slot])
+        }
+        do {
+            try await body()
+        } catch {
+            _ = try? await pool.withConnection { try $0.query(sql: "SELECT pg_drop_replication_slot($1)", [slot]) }
+            throw error
+        }
+        _ = try await pool.withConnection { try $0.query(sql: "SELECT pg_drop_replication_slot($1)", [slot]) }
+    }
+
     @Test("a fan-out's claim writes one lease row and nothing to its deliveries, a first push's device row is one plain insert, a device's reach within its week is a HOT update")
     func fanOutRecords() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await keepingWAL(pool) { try await fanOutRecords(pool) }
+        await drop()
+    }
+
+    func fanOutRecords(_ pool: PostgresPool) async throws {
         _ = try await pool.withConnection { try $0.query(sql: "CREATE EXTENSION IF NOT EXISTS pg_walinspect") }
         let devices = try await fanOut(pool, count: 200)
         let queue = DeliveryQueue(pool: pool)
@@ -111,7 +139,6 @@ struct FanOutWALTests {
         // lease in a row of its own and the day's partition half full: the outcome's update and
         // its two index entries, the device's row and its key, the reach.
         #expect(perDelivery <= 7, "\(perDelivery) records a delivery: \(claim.counts) \(outcome.counts)")
-        await drop()
     }
 
     @Test("a first attempt's device row that exists after all (never written by the engine) is upserted, not an error")

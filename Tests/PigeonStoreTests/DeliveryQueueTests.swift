@@ -113,6 +113,24 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("a lease that ran out is ended by the next claim of its priorities: a code's claim leaves a dead gateway's blast to the blast's lane")
+    func expiredLeasesEndedByTheirBand() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        try await enqueue(pool, id: "blast", count: 3)
+        let queue = DeliveryQueue(pool: pool)
+        #expect(try await queue.claim(owner: "dies", limit: 10, lease: .seconds(60), band: .below(10)).count == 3)
+        _ = try await pool.withConnection { try $0.query(sql: "UPDATE delivery_leases SET leased_until = now() - interval '1 second'") }
+        func leases() async throws -> String? {
+            try await pool.withConnection { try $0.query(sql: "SELECT count(*) FROM delivery_leases").scalar }
+        }
+        #expect(try await queue.claim(owner: "codes", limit: 10, lease: .seconds(60), band: .atLeast(10)).isEmpty)
+        #expect(try await leases() == "1", "the urgent lane's claim ended the blast's lease")
+        let again = try await queue.claim(owner: "blast", limit: 10, lease: .seconds(60), band: .below(10))
+        #expect(again.count == 3 && again.allSatisfy { $0.attempt == 2 })
+        #expect(try await leases() == "1", "the dead lease ended, the new one taken")
+        await drop()
+    }
+
     @Test("a stop ends the owner's leases: what was still held is due at once with its attempt counted; what was written or handed back is left as it was")
     func releaseEndsLeases() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

@@ -1,3 +1,4 @@
+import PigeonDomain
 import PostgresDriver
 
 /// The delivery queue's leases (`delivery_leases`, migration 0020): one row per claim, listing
@@ -8,7 +9,7 @@ import PostgresDriver
 ///
 /// A lease row ends when every delivery it listed was written back through it (`remaining`
 /// reaches 0), when its gateway stops (``end(ownedBy:_:)``), or after its time ran out, by the
-/// next claim (``endExpired(_:)``). Until then it keeps its deliveries from other claims, also
+/// next claim of its priorities (``endExpired(_:band:)``). Until then it keeps its deliveries from other claims, also
 /// one written back to the queue early (a retry, a hand-back): such a delivery waits for the
 /// rest of its batch, seconds as a rule, at most the lease. (Two writes through one lease at the
 /// same moment — an outcome and a hand-back — may leave it counted short: it then lingers until
@@ -69,12 +70,18 @@ enum DeliveryLeases {
         """
     }
 
-    /// Ends every lease whose time ran out (a gateway that died holding it, or one that took
-    /// longer than its lease). Runs at the start of every claim, in its transaction: one probe of
-    /// the leases' end index when none did. Returns how many deliveries they still held.
+    /// Ends every lease of `band`'s priorities whose time ran out (a gateway that died holding
+    /// it, or one that took longer than its lease). Runs at the start of every claim, in its
+    /// transaction: one probe of the leases' end index when none did. A claim ends only the
+    /// leases it could meet: a one-time code's claim never does the work of a dead gateway's
+    /// blast. Returns how many deliveries they still held.
     @discardableResult
-    static func endExpired(_ connection: PostgresConnection) throws -> Int {
-        try end(where: "leased_until <= now()", [], connection)
+    static func endExpired(_ connection: PostgresConnection, band: PriorityBand = .all) throws -> Int {
+        switch band {
+        case .all: try end(where: "leased_until <= now()", [], connection)
+        case .atLeast(let lowest): try end(where: "leased_until <= now() AND highest_priority >= $1::integer", [String(lowest)], connection)
+        case .below(let bound): try end(where: "leased_until <= now() AND lowest_priority < $1::integer", [String(bound)], connection)
+        }
     }
 
     /// Ends every lease `owner` holds (a stopping gateway's). Returns how many deliveries they

@@ -30,7 +30,7 @@ package struct DeliveryQueue: Sendable {
     /// one-time code must not reach a phone after its time; the expiry sweep makes it EXPIRED and
     /// reports it to the bank.
     ///
-    /// The claim first ends the leases whose time ran out (``DeliveryLeases/endExpired(_:)``),
+    /// The claim first ends the leases of its band whose time ran out (``DeliveryLeases/endExpired(_:band:)``),
     /// then takes the turn of every priority present in its band (``lockedPriorities(firstKey:band:)``),
     /// then reads the due rows of each, leaving out leased ones, and leases them
     /// (``claimStatement(limit:firstKey:band:)``). Rows waiting for a retry — a million of them
@@ -50,7 +50,7 @@ package struct DeliveryQueue: Sendable {
             try connection.transaction { connection in
                 let firstKey = try liveDays.firstKey(connection)
                 try Self.readInQueueOrder(connection)
-                try DeliveryLeases.endExpired(connection)
+                try DeliveryLeases.endExpired(connection, band: band)
                 let priorities = try connection.query(sql: Self.lockedPriorities(firstKey: firstKey, band: band))
                     .decoded { try $0.decode("priority", as: Int.self) }
                 guard !priorities.isEmpty else { return [] }
@@ -89,7 +89,7 @@ package struct DeliveryQueue: Sendable {
     static func lockedPriorities(firstKey: Int64, band: PriorityBand) -> String {
         priorities(dayRange(from: firstKey, band: band)) + """
 
-        SELECT p.priority, pg_advisory_xact_lock(\(priorityTurnSpace), p.priority)::text AS turn
+        SELECT p.priority, pg_advisory_xact_lock(\(priorityTurnSpace), p.priority) AS turn
         FROM priorities p WHERE p.priority IS NOT NULL
         """
     }

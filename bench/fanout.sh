@@ -35,10 +35,10 @@ CONCURRENCY=256
 
 # max_wal_size as bench/bigsend.sh: storing a million deliveries with the 1 GB default spends
 # the acceptance in forced checkpoints, which measures PostgreSQL's settings, not the gateway.
-# PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement during the fan-out (pg_stat_statements),
+# PIGEON_BENCH_PGSTATS=1: PostgreSQL's time per statement, planning and execution, during the fan-out (pg_stat_statements),
 # the WAL it wrote (pg_stat_wal) and its records by kind and relation (pg_walinspect).
 pg_stats=()
-[ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements)
+[ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ] && pg_stats=(shared_preload_libraries=pg_stat_statements pg_stat_statements.track_planning=on)
 gateway="" simulator="" answerer=""
 BENCH_PROCESSES=(gateway simulator answerer)
 bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
@@ -242,11 +242,12 @@ if [ -n "$profiler" ]; then
 fi
 curl -sS "http://127.0.0.1:$HTTP_PORT/metrics" > /tmp/pigeon-fanout-metrics.txt
 if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
-    sql "SELECT round(total_exec_time::numeric, 0) AS ms, calls, rows,
+    sql "SELECT round(total_exec_time::numeric, 0) AS ms, round(total_plan_time::numeric, 0) AS plan_ms, calls, rows,
                 round((1000 * total_exec_time / GREATEST(rows, 1))::numeric, 1) AS us_per_row,
+                round((1000 * total_plan_time / GREATEST(rows, 1))::numeric, 1) AS plan_us_per_row,
                 regexp_replace(left(query, 90), '\s+', ' ', 'g')
          FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" > /tmp/pigeon-fanout-pgstats.txt
-    log "PostgreSQL statements (ms, calls, rows, µs per row, query): /tmp/pigeon-fanout-pgstats.txt"
+    log "PostgreSQL statements (ms, planning ms, calls, rows, µs per row, planning µs per row, query): /tmp/pigeon-fanout-pgstats.txt"
     cat /tmp/pigeon-fanout-pgstats.txt
     # The WAL the fan-out wrote (every commit of the day waits for its share to be flushed).
     sql "SELECT 'WAL during the fan-out: ' || pg_size_pretty(wal_bytes) || ', ' || round(wal_bytes / $recipients) || ' bytes a delivery, '

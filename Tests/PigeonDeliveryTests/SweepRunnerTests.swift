@@ -71,4 +71,19 @@ struct SweepRunnerTests {
         stop.request()
         await running.value
     }
+
+    @Test("hygiene waits the period and the reach's precision (a day's period: 48 minutes more): a device kept as reached a day and 40 minutes ago stays, one a day and 50 minutes ago goes")
+    func hygieneWaitsThePrecision() async {
+        let clock = VirtualClock()
+        let start = clock.now()
+        let sweeps = FakeSweeps(clock: clock)
+        sweeps.device("within", reachedAt: start.addingTimeInterval(-(86_400 + 40 * 60)))
+        sweeps.device("past", reachedAt: start.addingTimeInterval(-(86_400 + 50 * 60)))
+        let stop = GracefulStop()
+        let running = Task { await Self.runner(sweeps, FakeHistory(), clock: clock).run(until: stop) }
+        #expect(await eventually { clock.nextWake == start.addingTimeInterval(60) })
+        #expect(sweeps.devices == ["within"])
+        stop.request()
+        await running.value
+    }
 }

@@ -40,4 +40,30 @@ struct DeviceReachTests {
         #expect(try await reachedAgo(pool, old) == -1)
         await drop()
     }
+
+    @Test("at the default hygiene period's precision, a day: a push to a device kept as reached two hours ago writes nothing (no new row version); one two days ago, or never reached, is marked now")
+    func dayPrecision() async throws {
+        let (pool, drop) = try await TestDatabase.isolatedDatabase()
+        let precision = ReachPrecision.forExpiry(.seconds(30 * 86_400))
+        let store = SubscriptionStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false), reachPrecision: precision)
+        let today = try await store.subscribe(bankClientId: "bank", userId: "today", deviceId: "d", platform: .ios, pushToken: "ab")
+        let days = try await store.subscribe(bankClientId: "bank", userId: "days", deviceId: "d", platform: .ios, pushToken: "cd")
+        let never = try await store.subscribe(bankClientId: "bank", userId: "never", deviceId: "d", platform: .ios, pushToken: "ef")
+        _ = try await pool.withConnection { connection in
+            try connection.query(sql: "UPDATE device_reach SET reached_at = now() - interval '2 hours', reached = true WHERE device_id = $1", [String(today)])
+            try connection.query(sql: "UPDATE device_reach SET reached_at = now() - interval '2 days', reached = true WHERE device_id = $1", [String(days)])
+        }
+        func version(_ device: Int64) async throws -> String? {
+            try await pool.withConnection { try $0.query(sql: "SELECT ctid::text FROM device_reach WHERE device_id = $1", [String(device)]).scalar }
+        }
+        let before = try await version(today)
+        try await store.markDelivered(deviceIds: [today, days, never])
+        #expect(try await version(today) == before, "a device reached within the day is not written")
+        let todayAge = try await reachedAgo(pool, today)
+        #expect(todayAge >= 7_200 && todayAge < 7_300, "\(todayAge)")
+        #expect(try await reachedAgo(pool, days) < 60)
+        let neverReached = try await pool.withConnection { try $0.query(sql: "SELECT reached FROM device_reach WHERE device_id = $1", [String(never)]).scalar }
+        #expect(neverReached == "t", "a first reach is marked however recent the registration")
+        await drop()
+    }
 }

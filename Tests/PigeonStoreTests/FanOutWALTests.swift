@@ -96,7 +96,7 @@ struct FanOutWALTests {
         _ = try await pool.withConnection { try $0.query(sql: "SELECT pg_drop_replication_slot($1)", [slot]) }
     }
 
-    @Test("a fan-out's claim writes one lease row and nothing to its deliveries, a first push's device row is one plain insert, a device's reach within its week is a HOT update")
+    @Test("a fan-out's claim writes one lease row and nothing to its deliveries, a first push's device row is one plain insert, a device's reach within its week is a HOT update; a second notification to the devices reached within the day writes no reach record: ≤ 6 records a delivery")
     func fanOutRecords() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         try await keepingWAL(pool) { try await fanOutRecords(pool) }
@@ -139,6 +139,25 @@ struct FanOutWALTests {
         // lease in a row of its own and the day's partition half full: the outcome's update and
         // its two index entries, the device's row and its key, the reach.
         #expect(perDelivery <= 7, "\(perDelivery) records a delivery: \(claim.counts) \(outcome.counts)")
+
+        // A second notification to the same devices, reached moments ago, with the default
+        // hygiene period's precision (a day): the reach writes nothing, and a delivery's fan-out
+        // is the outcome's update with its two index entries, the device's row and its key.
+        let identifiers = UserIdentifiers(caseInsensitive: false)
+        _ = try await NotificationStore(pool: pool, identifiers: identifiers).send(PushNotification(
+            id: "again", recipients: devices.keys.sorted(), timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal)))
+        let daily = SubscriptionStore(pool: pool, identifiers: identifiers, reachPrecision: ReachPrecision.forExpiry(.seconds(30 * 86_400)))
+        let beforeAgain = try await position(pool)
+        let again = try await queue.claim(owner: "w", limit: 500, lease: .seconds(60))
+        #expect(again.count == 200)
+        #expect(try await queue.record(again.map { pushed($0, device: devices[$0.userId] ?? 0) }, owner: "w") == 200)
+        try await daily.markDelivered(deviceIds: Array(devices.values))
+        let second = try await records(pool, since: beforeAgain)
+        // (Reading the reach's pages may prune the first notification's old versions: a record a
+        // page, not a delivery.)
+        #expect(second.count("device_reach", "Heap/HOT_UPDATE") + second.count("device_reach", "Heap/UPDATE") == 0, "\(second.counts)")
+        let perDeliveryAgain = Double(second.total) / 200
+        #expect(perDeliveryAgain <= 6, "\(perDeliveryAgain) records a delivery: \(second.counts)")
     }
 
     @Test("a first attempt's device row that exists after all (never written by the engine) is upserted, not an error")

@@ -56,12 +56,12 @@ struct EngineSide {
             deliveryEngine = DeliveryEngine(
                 configuration: .init(configuration.delivery), owner: Self.owner(""),
                 services: .init(queue: queue, notifications: NotificationStore(pool: enginePool, identifiers: identifiers),
-                                devices: SubscriptionStore(pool: enginePool, identifiers: identifiers),
+                                devices: SubscriptionStore(pool: enginePool, identifiers: identifiers, reachPrecision: configuration.reachPrecision),
                                 senders: transports.senders, urgentSenders: transports.urgentSenders, wake: wakes.deliveries,
                                 confidential: ConfidentialPushing(sealer: OpenSSLContentSealer(), alertText: configuration.confidential.alertText),
                                 urgentStores: LaneStores(queue: DeliveryQueue(pool: urgentPool),
                                                          notifications: NotificationStore(pool: urgentPool, identifiers: identifiers),
-                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers)),
+                                                         devices: SubscriptionStore(pool: urgentPool, identifiers: identifiers, reachPrecision: configuration.reachPrecision)),
                                 reportsWritten: wakes.reports),
                 logger: logger.withLabel("pigeon.delivery"), metrics: metrics)
         }

@@ -5,7 +5,7 @@ import PigeonStore
 import PigeonWallet
 
 /// The request side's seams, one value for each: PostgreSQL's stores and the bank proxy's client
-/// in the gateway (``RequestStores/postgres(main:devices:identifiers:notifications:bank:channels:console:)``),
+/// in the gateway (``RequestStores/postgres(main:devices:identifiers:reachPrecision:notifications:bank:channels:console:)``),
 /// in-memory fakes in the request-side tests. ``RequestSide`` builds the endpoints from them.
 struct RequestStores: Sendable {
     /// The bank's SOAP service: sends, subscriptions, passes, Live Activities and channels.

@@ -147,7 +147,8 @@ package final class Gateway: Sendable {
         let requestSide = try RequestSide(
             configuration: configuration,
             stores: .postgres(
-                main: pool, devices: devicePool, identifiers: identifiers, notifications: notificationStore, bank: bank,
+                main: pool, devices: devicePool, identifiers: identifiers, reachPrecision: configuration.reachPrecision,
+                notifications: notificationStore, bank: bank,
                 channels: ActivityChannels(apps: transports.channelAPNs, store: ActivityStore(pool: pool, identifiers: identifiers),
                                            metrics: metrics, logger: logger.withLabel("pigeon.activities")),
                 console: consoleStores),

@@ -28,8 +28,10 @@ extension RequestStores {
     /// The gateway's seams: the bank's calls on `main`, the phones' on `devices` (a pool of their
     /// own when the bank has its own listener, so a flood of acknowledgements never stands in
     /// front of a sendNotification).
-    /// `notifications` is the send batcher's store, shared with the console.
-    static func postgres(main: PostgresPool, devices: PostgresPool, identifiers: UserIdentifiers, notifications: NotificationStore,
+    /// `notifications` is the send batcher's store, shared with the console; `reachPrecision`
+    /// how closely an acknowledging device's last reach is kept (``ReachPrecision``).
+    static func postgres(main: PostgresPool, devices: PostgresPool, identifiers: UserIdentifiers, reachPrecision: Duration,
+                         notifications: NotificationStore,
                          bank: BankProxyClient?, channels: (any BroadcastChannels)?, console: ConsoleStores?) -> RequestStores {
         RequestStores(
             notifications: notifications,
@@ -38,7 +40,7 @@ extension RequestStores {
             activities: ActivityStore(pool: main, identifiers: identifiers),
             channels: channels,
             registry: DeviceRegistry(pool: devices, identifiers: identifiers),
-            acknowledgements: AcknowledgementStore(pool: devices, identifiers: identifiers),
+            acknowledgements: AcknowledgementStore(pool: devices, identifiers: identifiers, reachPrecision: reachPrecision),
             rateLimits: RateLimitStore(pool: devices),
             activityTokens: ActivityStore(pool: devices, identifiers: identifiers),
             bank: bank,

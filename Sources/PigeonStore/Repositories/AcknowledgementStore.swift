@@ -9,10 +9,15 @@ import PostgresDriver
 package struct AcknowledgementStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
+    /// How closely a device's last reach is kept (``ReachPrecision``).
+    private let reachPrecision: Duration
 
-    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    /// `reachPrecision`: ``ReachPrecision/forExpiry(_:)`` of the hygiene period the gateway runs
+    /// with (an hour when not given).
+    package init(pool: PostgresPool, identifiers: UserIdentifiers, reachPrecision: Duration = DeviceReach.defaultPrecision) {
         self.pool = pool
         self.identifiers = identifiers
+        self.reachPrecision = reachPrecision
     }
 
     /// Moves `user`'s delivery of `notificationId` to `target` (`.delivered` or `.read`) if the
@@ -45,7 +50,7 @@ package struct AcknowledgementStore: Sendable {
                 RETURNING user_id
                 """)
                 .decoded { try $0.decode("user_id", as: String.self) }
-            try DeviceReach.record(deviceIds: [device], connection)
+            try DeviceReach.record(deviceIds: [device], precision: reachPrecision, connection)
             if target == .read, let reported = changed.first {
                 try Outbox.enqueue(.pushIsOpened(notificationId: notificationId, user: reported), connection)
             }

@@ -6,10 +6,15 @@ import PostgresDriver
 package struct SubscriptionStore: Sendable {
     private let pool: PostgresPool
     private let identifiers: UserIdentifiers
+    /// How closely a device's last reach is kept (``ReachPrecision``).
+    private let reachPrecision: Duration
 
-    package init(pool: PostgresPool, identifiers: UserIdentifiers) {
+    /// `reachPrecision`: ``ReachPrecision/forExpiry(_:)`` of the hygiene period the gateway runs
+    /// with (an hour when not given).
+    package init(pool: PostgresPool, identifiers: UserIdentifiers, reachPrecision: Duration = DeviceReach.defaultPrecision) {
         self.pool = pool
         self.identifiers = identifiers
+        self.reachPrecision = reachPrecision
     }
 
 
@@ -116,7 +121,7 @@ package struct SubscriptionStore: Sendable {
     package func markDelivered(deviceIds: [Int64]) async throws {
         guard !deviceIds.isEmpty else { return }
         try await pool.withConnection { connection in
-            try DeviceReach.record(deviceIds: deviceIds, connection)
+            try DeviceReach.record(deviceIds: deviceIds, precision: reachPrecision, connection)
         }
     }
 

@@ -263,7 +263,7 @@ struct DeliveryQueueTests {
             try connection.transaction { connection in
                 let firstKey = try LiveDays().firstKey(connection)
                 try DeliveryQueue.readInQueueOrder(connection)
-                return try connection.query(sql: "EXPLAIN " + DeliveryQueue.claimStatement(limit: 500, firstKey: firstKey), ["w", "60", "{0}"]).rows
+                return try connection.query(sql: "EXPLAIN " + DeliveryQueue.claimStatement(firstKey: firstKey), ["w", "60", "{0}", "500"]).rows
                     .compactMap { $0[0] }.joined(separator: "\n")
             }
         }

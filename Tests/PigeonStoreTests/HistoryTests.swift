@@ -151,8 +151,8 @@ struct HistoryTests {
         // Drained: from now on claims start at yesterday, whatever is kept before it.
         let firstKey = try await pool.withConnection { try LiveDays.lookUp($0) }
         #expect(firstKey == dayKey(1))
-        let bounded = try await deliveryPartitions(pool, DeliveryQueue.claimStatement(limit: 500, firstKey: firstKey), ["w", "60", "{0}"])
-        let unbounded = try await deliveryPartitions(pool, DeliveryQueue.claimStatement(limit: 500, firstKey: 0), ["w", "60", "{0}"])
+        let bounded = try await deliveryPartitions(pool, DeliveryQueue.claimStatement(firstKey: firstKey), ["w", "60", "{0}", "500"])
+        let unbounded = try await deliveryPartitions(pool, DeliveryQueue.claimStatement(firstKey: 0), ["w", "60", "{0}", "500"])
         #expect(bounded.count <= 3, "the claim reads \(bounded.sorted())")
         #expect(unbounded.count >= 30)
         await drop()
@@ -180,8 +180,8 @@ struct HistoryTests {
             try connection.query(sql: "BEGIN")
             defer { _ = try? connection.query(sql: "ROLLBACK") }
             // The priorities a claim's turns found: the backlog's and the due rows'.
-            let plan = try connection.query(sql: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.claimStatement(limit: 500, firstKey: 0),
-                                            ["w", "60", "{10,1}"])
+            let plan = try connection.query(sql: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + DeliveryQueue.claimStatement(firstKey: 0),
+                                            ["w", "60", "{10,1}", "500"])
             let json = try JSONSerialization.jsonObject(with: Data((plan.scalar ?? "[]").utf8)) as? [[String: Any]]
             let top = json?.first?["Plan"] as? [String: Any]
             return ((top?["Shared Hit Blocks"] as? Int) ?? 0) + ((top?["Shared Read Blocks"] as? Int) ?? 0)

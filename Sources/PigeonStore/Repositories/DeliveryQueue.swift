@@ -33,7 +33,7 @@ package struct DeliveryQueue: Sendable {
     /// The claim first ends the leases of its band whose time ran out (``DeliveryLeases/endExpired(_:band:)``),
     /// then takes the turn of every priority present in its band (``lockedPriorities(firstKey:band:)``),
     /// then reads the due rows of each, leaving out leased ones, and leases them
-    /// (``claimStatement(limit:firstKey:band:)``). Rows waiting for a retry — a million of them
+    /// (``claimStatement(firstKey:band:)``). Rows waiting for a retry — a million of them
     /// during an outage — are never walked, whatever their priority. Only the days that can still
     /// hold a claimable delivery are read (see ``LiveDays``), not every day kept.
     ///
@@ -41,8 +41,11 @@ package struct DeliveryQueue: Sendable {
     /// the others `.below(urgent)`.
     package func claim(owner: String, limit: Int, lease: Duration, band: PriorityBand = .all) async throws -> [ClaimedDelivery] {
         let leaseSeconds = String(lease.inSeconds)
-        // The limit is written into the statement, not passed: prepared statements run with
-        // generic plans, and a generic plan that does not know the limit sorts every QUEUED row.
+        // The limit is a parameter, so one prepared statement serves every claim of the day
+        // whatever room the lane had (written into the text, each new limit was a statement of
+        // its own, planned anew: a sixth of PostgreSQL's time in a fan-out went to planning the
+        // claim and its turns). The transaction's settings keep its generic plan walking the
+        // queue index in order (``readInQueueOrder(_:)``), limit unknown or not.
         let limit = max(1, min(limit, 100_000))
         let turns: Turns
         if case .atLeast = band { turns = urgentClaimTurns } else { turns = claimTurns }
@@ -51,11 +54,11 @@ package struct DeliveryQueue: Sendable {
                 let firstKey = try liveDays.firstKey(connection)
                 try Self.readInQueueOrder(connection)
                 try DeliveryLeases.endExpired(connection, band: band)
-                let priorities = try connection.query(sql: Self.lockedPriorities(firstKey: firstKey, band: band))
+                let priorities = try connection.query(sql: Self.lockedPriorities(firstKey: firstKey, band: band), [String(Self.priorityTurnSpace)])
                     .decoded { try $0.decode("priority", as: Int.self) }
                 guard !priorities.isEmpty else { return [] }
-                return try connection.query(sql: Self.claimStatement(limit: limit, firstKey: firstKey, band: band),
-                                            [owner, leaseSeconds, PostgresArray.encode(priorities.map(String.init))]).named
+                return try connection.query(sql: Self.claimStatement(firstKey: firstKey, band: band),
+                                            [owner, leaseSeconds, PostgresArray.encode(priorities.map(String.init)), String(limit)]).named
                     .map { row throws(PostgresError) in
                         // A row that does not decode fails the claim, whose transaction then rolls
                         // back: it is never left leased to an owner that cannot push it.
@@ -86,10 +89,12 @@ package struct DeliveryQueue: Sendable {
     /// (`FOR UPDATE`) writes a record for every row. The urgent lane's priorities are not the
     /// bulk lane's, so a code's claim never waits for a blast's; two gateways configured with
     /// different urgent thresholds still share the turns of the priorities both claim.
+    /// `$1`: ``priorityTurnSpace`` (a parameter, so the statement is prepared and planned once a
+    /// connection and day, not at every claim).
     static func lockedPriorities(firstKey: Int64, band: PriorityBand) -> String {
         priorities(dayRange(from: firstKey, band: band)) + """
 
-        SELECT p.priority, pg_advisory_xact_lock(\(priorityTurnSpace), p.priority) AS turn
+        SELECT p.priority, pg_advisory_xact_lock($1::integer, p.priority) AS turn
         FROM priorities p WHERE p.priority IS NOT NULL
         """
     }
@@ -98,11 +103,12 @@ package struct DeliveryQueue: Sendable {
     static let priorityTurnSpace = 741_401_321
 
     /// The claim's due rows, leased: `$1` the owner, `$2` the lease in seconds, `$3` the
-    /// priorities whose turns the claim holds, highest first. Per priority, the due rows in due
-    /// order that no live lease lists (``DeliveryLeases/held``, probed as one hash built once a
-    /// claim: the index is still walked in order, no sort), up to `limit` in all; then one lease
-    /// row listing them. Answers each row with its attempt (this one included) and the lease's id.
-    static func claimStatement(limit: Int, firstKey: Int64, band: PriorityBand = .all) -> String {
+    /// priorities whose turns the claim holds, highest first, `$4` the most rows to claim. Per
+    /// priority, the due rows in due order that no live lease lists (``DeliveryLeases/held``,
+    /// probed as one hash built once a claim: the index is still walked in order, no sort), up to
+    /// `$4` in all; then one lease row listing them. Answers each row with its attempt (this one
+    /// included) and the lease's id.
+    static func claimStatement(firstKey: Int64, band: PriorityBand = .all) -> String {
         let days = dayRange(from: firstKey, band: band)
         return """
         WITH \(DeliveryLeases.held(priorities: "$3::integer[]")), due AS MATERIALIZED (
@@ -115,9 +121,9 @@ package struct DeliveryQueue: Sendable {
                   AND d.next_attempt_at <= now() AND d.expires_at > now()
                   AND (d.notification_key, d.position, d.user_folded) NOT IN (SELECT * FROM held)
                 ORDER BY d.next_attempt_at
-                LIMIT \(limit)
+                LIMIT $4::bigint
             ) c
-            LIMIT \(limit)
+            LIMIT $4::bigint
         ), lease AS (
             INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key,
                                          lowest_priority, highest_priority, notification_keys, users, positions)

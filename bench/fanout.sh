@@ -254,7 +254,8 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
                 || round(wal_fpi * 100.0 / greatest(wal_records, 1), 1) || '% of records full-page images, '
                 || round(wal_records::numeric / $recipients, 1) || ' records a delivery' FROM pg_stat_wal"
     # Which relations and record kinds the WAL records were (pg_walinspect), per delivery.
-    wal_end=$(sql "SELECT pg_current_wal_lsn()")
+    # Up to what is flushed: pg_walinspect refuses an end past it ("cannot accept future end LSN").
+    wal_end=$(sql "SELECT pg_current_wal_flush_lsn()")
     sql "SELECT round(count(*)::numeric / $recipients, 2) AS per_delivery, count(*) AS records,
                 resource_manager || '/' || split_part(record_type, ' ', 1) AS kind,
                 COALESCE(regexp_replace(pg_filenode_relation(0, (regexp_match(block_ref, 'rel [0-9]+/[0-9]+/([0-9]+)'))[1]::oid)::text,

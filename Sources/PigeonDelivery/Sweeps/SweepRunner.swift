@@ -42,9 +42,11 @@ package struct SweepRunner: Sendable {
         var retentionDue = clock.now()
         while !stop.shouldStop {
             await sweep("expiry", stop: stop, longest: &longest) { try await sweeps.expire(notifications: 100, rows: 10_000) }
-            await sweep("hygiene", stop: stop, longest: &longest) { // The reach is kept to within ``ReachPrecision``: waiting that much longer than the
-                // period, hygiene never removes a device reached within it.
-                try await sweeps.removeStaleDevices(olderThan: ReachPrecision.hygieneAge(forExpiry: deviceExpiry), limit: 1_000) }
+            // The reach is kept to within ``ReachPrecision``: waiting that much longer than the
+            // period, hygiene never removes a device reached within it.
+            await sweep("hygiene", stop: stop, longest: &longest) {
+                try await sweeps.removeStaleDevices(olderThan: ReachPrecision.hygieneAge(forExpiry: deviceExpiry), limit: 1_000)
+            }
             if clock.now() >= retentionDue {
                 let wait = await keepHistory() ? retentionInterval : interval
                 retentionDue = clock.now().addingTimeInterval(Double(wait.components.seconds))

@@ -10,8 +10,8 @@ import PostgresDriver
 /// Only the week of the time is indexed (`reached_week`, computed by PostgreSQL), so an update
 /// within a week is HOT: one WAL record, no index entry.
 package enum DeviceReach {
-    /// Today's precision when none is configured (an hour): the stores built without the hygiene
-    /// period's (``ReachPrecision/forExpiry(_:)``).
+    /// The precision of a store given none (an hour, as before the hygiene period set it): the
+    /// gateway gives its stores ``ReachPrecision/forExpiry(_:)`` of its period.
     package static let defaultPrecision: Duration = .seconds(3_600)
 
     /// Marks `deviceIds` reached now where the time kept is older than `precision`.

@@ -73,7 +73,7 @@ package final class HTTP2Client: Sendable {
         package var description: String { "transport error \(code): \(message)" }
     }
 
-    /// One request of a batch (``send(_:maxInFlight:onResponse:onRound:)``).
+    /// One request of a batch (``send(_:maxInFlight:onResponse:)``).
     package struct Request: Sendable {
         package var url: String
         /// Header lines, `name: value`.
@@ -186,9 +186,6 @@ package final class HTTP2Client: Sendable {
         let requests: [Request]
         let maxInFlight: Int
         let onResponse: @Sendable (Int, Result<Response, TransportError>) -> Void
-        /// Called once the driving thread has answered what a round of libcurl finished (see
-        /// ``HTTP2Client/send(_:maxInFlight:onResponse:onRound:)``).
-        let onRound: (@Sendable () -> Void)?
         let continuation: CheckedContinuation<Void, Never>
         /// Set from any thread when the submitting task is cancelled; the driving thread then
         /// starts none of the requests still waiting.
@@ -196,16 +193,13 @@ package final class HTTP2Client: Sendable {
         var next = 0
         var inFlight = 0
         var finished = 0
-        /// Some request was answered since the last ``endRound()``.
-        private var answeredThisRound = false
         /// Requests answered ``HTTP2Client/expired`` while they waited, before their turn came.
         private var answeredEarly: Set<Int> = []
         /// The earliest ``Request/notAfter`` among the requests not started yet (a lower bound).
         private var earliestNotAfter: Date?
 
         init(requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void,
-             onRound: (@Sendable () -> Void)?, continuation: CheckedContinuation<Void, Never>, cancelled: CancellationFlag) {
-            self.onRound = onRound
+             continuation: CheckedContinuation<Void, Never>, cancelled: CancellationFlag) {
             self.cancelled = cancelled
             self.requests = requests
             self.maxInFlight = max(1, maxInFlight)
@@ -227,7 +221,6 @@ package final class HTTP2Client: Sendable {
                     answeredEarly.insert(index)
                     finished += 1
                     answered = true
-                    answeredThisRound = true
                     onResponse(index, .failure(HTTP2Client.expired))
                 } else {
                     nextEarliest = min(nextEarliest ?? notAfter, notAfter)
@@ -260,7 +253,6 @@ package final class HTTP2Client: Sendable {
         func complete(_ index: Int, _ result: Result<Response, TransportError>) {
             inFlight -= 1
             finished += 1
-            answeredThisRound = true
             onResponse(index, result)
             if finished == requests.count { continuation.resume() }
         }
@@ -277,13 +269,6 @@ package final class HTTP2Client: Sendable {
         }
 
         var isDone: Bool { finished == requests.count }
-
-        /// Tells the caller a round's answers are all given, if there were any.
-        func endRound() {
-            guard answeredThisRound else { return }
-            answeredThisRound = false
-            onRound?()
-        }
     }
 
     private struct State {
@@ -391,26 +376,20 @@ package final class HTTP2Client: Sendable {
     /// Sends a batch of idempotent requests as one submission: at most `maxInFlight` of them
     /// are in flight at once, `onResponse` gets each one's index and result on the driving
     /// thread as it finishes (it must be quick), and this returns when all are answered. No
-    /// task or continuation per request. `onRound`, when given, is called on the driving thread
-    /// after each of its rounds (one wait on the sockets) in which some requests were answered,
-    /// once their `onResponse` calls are made: a caller that collects answers quietly wakes its
-    /// consumer there, once for the round's answers instead of once an answer (answers that
-    /// come before this returns may be told only by its return).
+    /// task or continuation per request.
     ///
     /// Cancelling the calling task stops the batch at once: the requests already on the wire
     /// finish and are answered as usual, the ones not started are answered ``notStartedCode``
     /// and never sent (a stopping gateway hands them back; CONTRACT §10).
-    package func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void,
-                      onRound: (@Sendable () -> Void)? = nil) async {
+    package func send(_ requests: [Request], maxInFlight: Int, onResponse: @escaping @Sendable (Int, Result<Response, TransportError>) -> Void) async {
         guard !requests.isEmpty else { return }
         let cancelled = CancellationFlag()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, onRound: onRound,
-                                  continuation: continuation, cancelled: cancelled)
+                let batch = Batch(requests: requests, maxInFlight: maxInFlight, onResponse: onResponse, continuation: continuation,
+                                  cancelled: cancelled)
                 if !submit({ $0.submittedBatches.append(batch) }) {
                     batch.failUnstarted(Self.shutDown)
-                    batch.endRound()
                 }
             }
         } onCancel: {
@@ -538,8 +517,6 @@ package final class HTTP2Client: Sendable {
                 }
                 running.removeAll()
             }
-            // What was answered above (expired, not started, shut down) is told before the wait.
-            batches.forEach { $0.endRound() }
             batches.removeAll { $0.isDone }
             if stopping && running.isEmpty && batches.isEmpty { break }
             // libcurl 7.88 can leave a complete HTTP/2 response (HEADERS with END_STREAM, the
@@ -562,9 +539,6 @@ package final class HTTP2Client: Sendable {
                     if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
                 }
             }
-            // The round's answers told at once, one call a batch: its caller wakes once for
-            // them, not once an answer.
-            batches.forEach { $0.endRound() }
             let opened = Int(pigeon_h2_client_connections_opened(client))
             if opened != connections {
                 connections = opened

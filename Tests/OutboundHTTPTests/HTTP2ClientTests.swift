@@ -177,30 +177,6 @@ struct HTTP2ClientTests {
     }
 
     /// Results collected from the client's thread.
-    @Test("onRound follows each round's answers: every answer is followed by a round's end, and rounds group answers (fewer rounds than answers)")
-    func rounds() async throws {
-        let server = try ReferenceServer()
-        let client = try HTTP2Client(configuration: .init(maxConnections: 2, maxStreamsPerConnection: 100, caFile: server.caFile))
-        let requests = (0..<300).map { index in
-            HTTP2Client.Request(url: server.base + "/answer", headerLines: ["x-index: \(index)"], body: Data("{}".utf8))
-        }
-        // "a" for an answer, "r" for a round's end, in the order the driving thread gave them.
-        let events = Mutex<[Character]>([])
-        await client.send(requests, maxInFlight: 100, onResponse: { _, _ in events.withLock { $0.append("a") } },
-                          onRound: { events.withLock { $0.append("r") } })
-        // The round that finished the batch is told as the driving thread ends it, which may be
-        // just after this call returned.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while events.withLock({ $0.last }) != "r" && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        let seen = events.withLock { $0 }
-        #expect(seen.filter { $0 == "a" }.count == 300)
-        #expect(seen.last == "r", "the last answers were never followed by a round's end")
-        let rounds = seen.filter { $0 == "r" }.count
-        #expect(rounds >= 1 && rounds < 300, "\(rounds) rounds for 300 answers")
-        #expect(!seen.contains { $0 == "r" } || seen.first == "a", "a round's end without an answer before it")
-        client.shutdown()
-    }
-
     final class Answers: Sendable {
         private let entries = Mutex<[(index: Int, result: Result<HTTP2Client.Response, HTTP2Client.TransportError>)]>([])
         func add(_ index: Int, _ result: Result<HTTP2Client.Response, HTTP2Client.TransportError>) { entries.withLock { $0.append((index, result)) } }

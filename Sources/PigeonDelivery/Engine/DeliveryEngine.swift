@@ -371,10 +371,7 @@ package final class DeliveryEngine: Sendable {
                 // The pushes in flight are shared out between the routes by their numbers.
                 let share = max(1, window * pushes.count / max(1, total))
                 group.addTask {
-                    // Taken in the sender's groups (an HTTP/2 client's round): the consumer wakes
-                    // once a round, not once a push.
-                    await sender.send(batch, maxInFlight: share, onResult: { result in results.yieldQuietly((pushes[result.index], result)) },
-                                      onRound: { results.flush() })
+                    await sender.send(batch, maxInFlight: share) { result in results.yield((pushes[result.index], result)) }
                 }
             }
             await group.waitForAll()

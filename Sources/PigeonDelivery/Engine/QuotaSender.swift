@@ -36,13 +36,6 @@ package final class QuotaSender: PushSending {
     }
 
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        await send(batch, maxInFlight: maxInFlight, onResult: onResult, onRound: {})
-    }
-
-    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-                      onRound: @escaping @Sendable () -> Void) async {
-        // The results given here (a paused project, a stop) are told when this returns.
-        defer { onRound() }
         var next = 0
         while next < batch.pushes.count {
             let granted = await admit(batch.pushes.count - next)
@@ -55,10 +48,10 @@ package final class QuotaSender: PushSending {
             let part = next..<(next + granted)
             let slice = batch.with(pushes: Array(batch.pushes[part]))
             let offset = next
-            await sender.send(slice, maxInFlight: maxInFlight, onResult: { result in
+            await sender.send(slice, maxInFlight: maxInFlight) { result in
                 self.noteQuotaAnswer(result.outcome)
                 onResult(PushBatchResult(index: offset + result.index, outcome: result.outcome, duration: result.duration))
-            }, onRound: onRound)
+            }
             next += granted
         }
     }

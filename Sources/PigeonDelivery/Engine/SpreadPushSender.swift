@@ -24,15 +24,9 @@ package final class SpreadPushSender: PushSending {
     /// `maxInFlight` (never more senders than pushes allowed in flight, so the shares add up to
     /// at most `maxInFlight`); every result comes back under the push's index in `batch`.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        await send(batch, maxInFlight: maxInFlight, onResult: onResult, onRound: {})
-    }
-
-    /// ``send(_:maxInFlight:onResult:)``, each sender's groups of results passed on as they are.
-    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-                      onRound: @escaping @Sendable () -> Void) async {
         let parts = min(senders.count, batch.pushes.count, max(1, maxInFlight))
         guard parts > 1 else {
-            return await senders[0].send(batch, maxInFlight: maxInFlight, onResult: onResult, onRound: onRound)
+            return await senders[0].send(batch, maxInFlight: maxInFlight, onResult: onResult)
         }
         var indices = [[Int]](repeating: [], count: parts)
         for index in batch.pushes.indices { indices[index % parts].append(index) }
@@ -42,9 +36,9 @@ package final class SpreadPushSender: PushSending {
                 let sender = senders[part]
                 let slice = batch.with(pushes: positions.map { batch.pushes[$0] })
                 group.addTask {
-                    await sender.send(slice, maxInFlight: share, onResult: { result in
+                    await sender.send(slice, maxInFlight: share) { result in
                         onResult(PushBatchResult(index: positions[result.index], outcome: result.outcome, duration: result.duration))
-                    }, onRound: onRound)
+                    }
                 }
             }
         }

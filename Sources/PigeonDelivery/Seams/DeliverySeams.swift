@@ -69,24 +69,9 @@ package protocol PushSending: Sendable {
     /// A batch, at most `maxInFlight` pushes at once; `onResult` gets each push's result as it
     /// arrives, from any thread, and must be quick. Returns when every push has its result.
     func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async
-    /// The same, and `onRound` after each group of results given together (an HTTP/2 client's
-    /// round), from the thread that gave them: a caller that collects results quietly wakes its
-    /// consumer there, once a group instead of once a result. Every result is followed by an
-    /// `onRound` call, or by this returning.
-    func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-              onRound: @escaping @Sendable () -> Void) async
 }
 
 extension PushSending {
-    /// Without groups of its own: each result is a group.
-    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-                      onRound: @escaping @Sendable () -> Void) async {
-        await send(batch, maxInFlight: maxInFlight) { result in
-            onResult(result)
-            onRound()
-        }
-    }
-
     /// A batch as single pushes, at most `maxInFlight` at once: for senders without a batch
     /// path of their own (test fakes). Like the HTTP/2 client's batches, a cancelled caller
     /// starts no more pushes: those not started come back ``PushOutcome/deferred``.

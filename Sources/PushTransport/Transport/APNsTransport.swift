@@ -114,16 +114,8 @@ package final class APNsTransport: Sendable {
     /// with the token signed in its place (``BatchRounds``), so one refused token does not fail
     /// a whole batch.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        await send(batch, maxInFlight: maxInFlight, onResult: onResult, onRound: {})
-    }
-
-    /// ``send(_:maxInFlight:onResult:)``, with `onRound` called after each round of the client's
-    /// answers (and after results given without a request).
-    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-                      onRound: @escaping @Sendable () -> Void) async {
         let prepared = batch.messages.map { message in PushMessage.prepared(message) { message throws(PushMessageError) in try builder.prepare(message) } }
-        await send(prepared, expiries: batch.messages.map { message in batch.startBy.map { min($0, message.expiresAt) } ?? message.expiresAt }, pushes: batch.pushes, maxInFlight: maxInFlight,
-                   onResult: onResult, onRound: onRound)
+        await send(prepared, expiries: batch.messages.map { message in batch.startBy.map { min($0, message.expiresAt) } ?? message.expiresAt }, pushes: batch.pushes, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// Wallet pass update pushes (`{}` on the pass type's topic) to `tokens`, at most
@@ -165,7 +157,7 @@ package final class APNsTransport: Sendable {
     }
 
     private func send(_ prepared: [Result<APNsPreparedMessage, PushMessageError>], expiries: [Date?], pushes: [PushBatch.Push], maxInFlight: Int,
-                      onResult: @escaping @Sendable (PushBatchResult) -> Void, onRound: @escaping @Sendable () -> Void = {}) async {
+                      onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         let rounds = BatchRounds<String?>(
             credential: { [self] in
                 bearer().mapError { CredentialUnavailable(outcome: .failed(reason: $0.description)) }
@@ -190,7 +182,7 @@ package final class APNsTransport: Sendable {
                 return next != refused
             },
             deadline: { push in expiries[push.message] })
-        await rounds.send(pushes, client: client, maxInFlight: maxInFlight, onResult: onResult, onRound: onRound)
+        await rounds.send(pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 
     /// The provider token to send with the next request, `nil` with certificate

@@ -20,13 +20,7 @@ struct BatchRounds<Credential: Equatable & Sendable> {
     /// The time after which a push must not be sent (its message's expiry), if any.
     var deadline: (PushBatch.Push) -> Date? = { _ in nil }
 
-    /// Sends `pushes`; `onResult` gets each one's result, and `onRound` is called after each
-    /// group of them (a round of the client's, or the results given here without a request):
-    /// a caller that collects results quietly wakes its consumer there.
-    func send(_ pushes: [PushBatch.Push], client: HTTP2Client, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-              onRound: @escaping @Sendable () -> Void = {}) async {
-        // Whatever was answered here, not on the client's thread, is told when this returns.
-        defer { onRound() }
+    func send(_ pushes: [PushBatch.Push], client: HTTP2Client, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
         var indices = Array(pushes.indices)
         for round in 0..<2 {
             let current: Credential
@@ -50,7 +44,6 @@ struct BatchRounds<Credential: Equatable & Sendable> {
                     onResult(PushBatchResult(index: index, outcome: refused.outcome, duration: nil))
                 }
             }
-            if sent.count < indices.count { onRound() }
             let lastRound = round == 1
             let positions = sent
             let outcome = self.outcome
@@ -74,8 +67,6 @@ struct BatchRounds<Credential: Equatable & Sendable> {
                     if !lastRound { return }
                 }
                 onResult(result)
-            } onRound: {
-                onRound()
             }
             let withheld = refused.withLock { $0 }
             guard !withheld.isEmpty else { return }

@@ -64,13 +64,6 @@ package final class ServiceTransport<Service: PushService>: Sendable {
     /// `onResult` gets each push's result as it arrives (on the client's thread: it must be
     /// quick). Each message's shared parts are built once.
     package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void) async {
-        await send(batch, maxInFlight: maxInFlight, onResult: onResult, onRound: {})
-    }
-
-    /// ``send(_:maxInFlight:onResult:)``, with `onRound` called after each round of the client's
-    /// answers (and after results given without a request).
-    package func send(_ batch: PushBatch, maxInFlight: Int, onResult: @escaping @Sendable (PushBatchResult) -> Void,
-                      onRound: @escaping @Sendable () -> Void) async {
         let now = clock()
         let prepared = batch.messages.map { message in PushMessage.prepared(message) { message throws(PushMessageError) in try service.prepare(message, now: now) } }
         let rounds = BatchRounds<Service.Credential>(
@@ -86,7 +79,7 @@ package final class ServiceTransport<Service: PushService>: Sendable {
             },
             replace: { [service] refused in await service.replace(refused) },
             deadline: { push in batch.deadline(of: push) })
-        await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult, onRound: onRound)
+        await rounds.send(batch.pushes, client: client, maxInFlight: maxInFlight, onResult: onResult)
     }
 }
 

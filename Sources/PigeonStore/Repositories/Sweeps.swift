@@ -170,7 +170,7 @@ package struct Sweeps: Sendable {
     /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
     /// day, up to `limit` rate-limit windows that ended, and up to `limit` Wallet log messages
     /// older than a week. Stale subscriptions are found through the week of their last reach
-    /// (`device_reach_by_week`), the oldest weeks first, then by the time itself.
+    /// (`device_reach_by_week`), the oldest weeks first (in no order within a week), then filtered by the time itself.
     package func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
         let seconds = String(Double(period.components.seconds))
         let limit = max(1, min(limit, 100_000))

@@ -15,7 +15,7 @@ import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 # While the next page loads, the last one's elements go stale.
@@ -43,14 +43,26 @@ def browser():
     driver.quit()
 
 
+def text_of(driver, selector):
+    """The text of the element `selector` finds. Read while the next page replaces the last one,
+    chromedriver may answer "Node with given id does not belong to the document" where it usually
+    says the element is stale: raised as stale, for the waits to try again."""
+    try:
+        return driver.find_element(By.CSS_SELECTOR, selector).text
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error):
+            raise StaleElementReferenceException(str(error)) from error
+        raise
+
+
 def heading(browser, text):
     """Waits for the page whose heading starts with `text` (a click returns before the next page loads)."""
-    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: driver.find_element(By.TAG_NAME, "h1").text.startswith(text))
+    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, "h1").startswith(text))
 
 
 def notice(browser):
-    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: driver.find_element(By.CSS_SELECTOR, "p.notice").text)
-    return browser.find_element(By.CSS_SELECTOR, "p.notice").text
+    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, "p.notice"))
+    return text_of(browser, "p.notice")
 
 
 def shot(browser, name):

@@ -106,6 +106,11 @@ struct SweepJobsContractTests {
         let second = try await setting.sweeps.removeStaleDevices(olderThan: .seconds(86_400), limit: 10)
         #expect(second.rows == 1 && !second.more, "\(second)")
         #expect(try await setting.devices() == ["recent"])
+        // The longest period the configuration takes (Int64.max milliseconds) removes nothing and
+        // is no error.
+        let never = try await setting.sweeps.removeStaleDevices(olderThan: .milliseconds(Int64.max), limit: 10)
+        #expect(never.rows == 0 && never.ran, "\(never)")
+        #expect(try await setting.devices() == ["recent"])
         await setting.finish()
     }
 

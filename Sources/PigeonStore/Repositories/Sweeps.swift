@@ -166,13 +166,18 @@ package struct Sweeps: Sendable {
         }
     }
 
+    /// The longest period hygiene reckons with: a century (no device was reached before).
+    static let longestStalePeriod: Duration = .seconds(100 * 366 * 86_400)
+
     /// Deletes up to `limit` subscriptions with no successful delivery (or, never reached, no
     /// registration) within `period`, up to `limit` registrations waiting for a code longer than a
     /// day, up to `limit` rate-limit windows that ended, and up to `limit` Wallet log messages
     /// older than a week. Stale subscriptions are found through the week of their last reach
     /// (`device_reach_by_week`), the oldest weeks first (in no order within a week), then filtered by the time itself.
     package func removeStaleDevices(olderThan period: Duration, limit: Int = 1_000) async throws -> SweepStep {
-        let seconds = String(Double(period.components.seconds))
+        // A period past a century (`deviceExpiredPeriodMillis` set huge to keep every device)
+        // reaches no device, and `now()` minus thousands of years is out of PostgreSQL's range.
+        let seconds = String(Double(min(period, Self.longestStalePeriod).components.seconds))
         let limit = max(1, min(limit, 100_000))
         return try await pool.transaction { connection in
             guard try Self.tryLock(Self.hygieneLock, connection) else {

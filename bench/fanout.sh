@@ -18,6 +18,8 @@
 # for a browser. Also prints the cost of one Web Push message's encryption on its own.
 # PIGEON_BENCH_CONFIDENTIAL=1: every device has a key, and after each fan-out in clear the same
 # fan-out again as a confidential notification (CONTRACT §8: sealed to each device's key).
+# PIGEON_BENCH_BINARIES=DIR: run the `pigeon` and `pigeon-bench` in DIR instead of building
+# this tree's (to alternate two builds in one sitting: copy each build's two binaries aside).
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 cd "$PIGEON_ROOT"
@@ -43,7 +45,12 @@ gateway="" simulator="" answerer=""
 BENCH_PROCESSES=(gateway simulator answerer)
 bench_begin bench "$PORT" "$DB" max_connections=200 shared_buffers=512MB max_wal_size=8GB "${pg_stats[@]}"
 
-bench_build pigeon pigeon-bench
+if [ -n "${PIGEON_BENCH_BINARIES:-}" ]; then
+    release="$PIGEON_BENCH_BINARIES"
+else
+    release=.build/release
+    bench_build pigeon pigeon-bench
+fi
 
 cc -O2 -o /tmp/curl-pusher bench/answerer/curl-pusher.c -lcurl
 
@@ -89,7 +96,7 @@ key_id=$(awk '$1 == "apnsKeyId" {print $3}' /tmp/pigeon-fanout.conf)
 team_id=$(awk '$1 == "apnsTeamId" {print $3}' /tmp/pigeon-fanout.conf)
 topic=$(awk '$1 == "apnsTopic" {print $3}' /tmp/pigeon-fanout.conf)
 key_path=$(awk '$1 == "apnsKeyPath" {print $3}' /tmp/pigeon-fanout.conf)
-token=$(.build/release/pigeon-bench apns-token "$key_path" "$key_id" "$team_id")
+token=$("$release"/pigeon-bench apns-token "$key_path" "$key_id" "$team_id")
 printf '%s' '{"aps":{"alert":{"body":"Hello"},"badge":1},"notificationId":"fanout","type":"UNIVERSAL"}' > /tmp/pigeon-fanout-payload.json
 ceiling_requests=$(( recipients < 200000 ? recipients : 200000 ))
 ceiling=$(h2load -n "$ceiling_requests" -c 2 -m $((CONCURRENCY / 2)) -t 1 \
@@ -123,7 +130,7 @@ serve() {
     stop_processes "$gateway"
     cp /tmp/pigeon-fanout.conf /tmp/pigeon-fanout-run.conf
     [ "$1" = default ] || echo "pushThreads = $1" >> /tmp/pigeon-fanout-run.conf
-    .build/release/pigeon serve --config /tmp/pigeon-fanout-run.conf &
+    "$release"/pigeon serve --config /tmp/pigeon-fanout-run.conf &
     gateway=$!
     wait_for_http "http://127.0.0.1:$HTTP_PORT/ready" 60
 }
@@ -178,7 +185,9 @@ rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$gateway/status"; }
 fan_out() {
 local threads="$1" mode="${2:-clear}"
 serve "$threads"
-request "fanout-$threads-$mode" "$mode"
+fan_outs=$((fan_outs + 1))
+local id="fanout-$fan_outs-$threads-$mode"
+request "$id" "$mode"
 local answered_before; answered_before=$(answered)
 log "fan-out of $recipients recipients, pushThreads $threads"
 started=$(date +%s.%N)
@@ -189,6 +198,7 @@ grep -q '<status>OK</status>' /tmp/pigeon-fanout-reply.xml || { log "send failed
 rss_after_ingest=$(rss)
 rss_min=999999 rss_max=0
 gateway_cpu_before=$(cpu_of "$gateway")
+push_threads_cpu_before=$(push_threads_cpu "$gateway")
 if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
     sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
     sql "SELECT pg_stat_statements_reset()" >/dev/null
@@ -198,7 +208,8 @@ if [ "${PIGEON_BENCH_PGSTATS:-0}" = 1 ]; then
 fi
 postgres_cpu_before=$(postgres_cpu bench)
 answerer_cpu_before=$(cpu_of "$answerer")
-# PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz or PIGEON_BENCH_PERF_HZ), top symbols printed.
+# PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz or PIGEON_BENCH_PERF_HZ), top symbols printed;
+# PIGEON_BENCH_PERF_CALLGRAPH=dwarf: call stacks through libraries built without frame pointers (libcurl, libc).
 profiler=""
 counter=""
 if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
@@ -206,7 +217,7 @@ if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
     counter=$!
 fi
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
-    perf record -e cpu-clock -F "${PIGEON_BENCH_PERF_HZ:-99}" -g -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
+    perf record -e cpu-clock -F "${PIGEON_BENCH_PERF_HZ:-99}" --call-graph "${PIGEON_BENCH_PERF_CALLGRAPH:-fp}" -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
     profiler=$!
 fi
 while :; do
@@ -221,8 +232,9 @@ done
 # The fan-out ended when its last outcome was written (the polling above notices up to half a
 # second later).
 finished=$(sql "SELECT extract(epoch FROM max(d.updated_at)) FROM deliveries d JOIN notifications n ON n.key = d.notification_key
-                WHERE n.id = 'fanout-$threads-$mode'")
-gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.1f", a - b}')
+                WHERE n.id = '$id'")
+gateway_cpu=$(awk -v a="$(cpu_of "$gateway")" -v b="$gateway_cpu_before" 'BEGIN {printf "%.2f", a - b}')
+push_threads_cpu_used=$(awk -v a="$(push_threads_cpu "$gateway")" -v b="$push_threads_cpu_before" 'BEGIN {printf "%.2f", a - b}')
 postgres_cpu_used=$(awk -v a="$(postgres_cpu bench)" -v b="$postgres_cpu_before" 'BEGIN {printf "%.1f", a - b}')
 answerer_cpu=$(awk -v a="$(cpu_of "$answerer")" -v b="$answerer_cpu_before" 'BEGIN {printf "%.2f", a - b}')
 if [ -n "$counter" ]; then
@@ -288,8 +300,13 @@ awk -v p="$pushes" -v gc="$gateway_cpu" -v pc="$postgres_cpu_used" -v ac="$answe
     printf "With PostgreSQL'"'"'s share on the same cores, every core busy and the gateway'"'"'s push as cheap as libcurl alone, at most %.0f%% of libcurl alone; ", 100 * cores * 1e6 / (cu + ca + q) / lc
     printf "more push threads can add at most ×%.2f (the cores'"'"' idle share).\n", 1 / busy
 }'
+awk -v p="$pushes" -v gc="$gateway_cpu" -v tc="$push_threads_cpu_used" -v cu="$curl_us" 'BEGIN {
+    if (p <= 0) exit
+    printf "The gateway'"'"'s CPU a push by thread: push threads (libcurl driven, answers handed over) %.1f µs, against libcurl alone'"'"'s %.1f µs a request; the rest (claims, rows, planning, outcomes) %.1f µs.\n", 1e6 * tc / p, cu, 1e6 * (gc - tc) / p
+}'
 }
 : > /tmp/pigeon-fanout-rows.txt
+fan_outs=0   # each fan-out's notification gets its own id, so a pushThreads value may repeat
 for threads in $thread_counts; do
     fan_out "$threads" >> /tmp/pigeon-fanout-rows.txt
     [ "$confidential" = 1 ] && fan_out "$threads" confidential >> /tmp/pigeon-fanout-rows.txt
@@ -308,6 +325,6 @@ if [ "$services" = all ]; then
     curl -sS --http2 --cacert "$STATE/ca.pem" "$answerer_url/count"; echo
     # One Web Push message's encryption on its own (a fresh key and salt, ECDH, HKDF, AES-GCM),
     # against a P-256 key generation plus ECDH alone, the floor of any RFC 8291 implementation.
-    read -r per_message key_agreement < <(.build/release/pigeon-bench webpush-cost 20000)
+    read -r per_message key_agreement < <("$release"/pigeon-bench webpush-cost 20000)
     awk -v m="$per_message" -v k="$key_agreement" 'BEGIN { printf "Web Push encryption: %.1f µs per message; P-256 keygen + ECDH alone %.1f µs (%.0f%% of the message).\n", m, k, 100 * k / m }'
 fi

@@ -10,10 +10,20 @@
 
 #define MAX_RESPONSE_BYTES (1 << 20)
 #define MAX_HEADERS 32
+/* Finished transfers a client keeps for its next requests: reusing an easy handle costs far
+ * less than making a new one and cleaning it up (its buffers stay), and a fan-out starts one
+ * transfer a push. At most this many a client. Each holds about 90 KB (libcurl 7.88 keeps a
+ * handle's 16 KB receive and 64 KB upload buffers): a client keeps no more than it had in
+ * flight at its peak, buffers those requests held anyway, and frees them once quiet. */
+#define MAX_IDLE_TRANSFERS 256
+/* A kept transfer's response buffer above this size is freed rather than kept. */
+#define MAX_KEPT_BODY_CAPACITY (16 * 1024)
 
 struct pigeon_h2_client {
     CURLM *multi;
     long connections_opened;
+    pigeon_h2_transfer *idle;
+    int idle_count;
 };
 
 struct pigeon_h2_transfer {
@@ -28,6 +38,18 @@ struct pigeon_h2_transfer {
     int result;
     void *context;
     pigeon_h2_client *client;
+    /* The next transfer in its client's list of idle ones. */
+    pigeon_h2_transfer *next_idle;
+    /* What its easy handle was last set up for: a reused transfer whose next request has the
+     * same method, connection rule, timeout and TLS keeps those options and sets only its URL,
+     * body and headers (libcurl keeps an easy handle's options from one transfer to the next). */
+    int configured;
+    /* Whether its easy handle was ever set up (a new one has libcurl's defaults). */
+    int used;
+    char configured_method[16];
+    int configured_fresh;
+    long configured_timeout_ms;
+    pigeon_h2_tls configured_tls;
 };
 
 static size_t on_body(char *data, size_t size, size_t count, void *user) {
@@ -88,8 +110,86 @@ pigeon_h2_client *pigeon_h2_client_new(long max_connections, long max_streams) {
 }
 
 void pigeon_h2_client_free(pigeon_h2_client *client) {
+    pigeon_h2_client_trim(client);
     curl_multi_cleanup(client->multi);
     free(client);
+}
+
+/* Forgets what one request left in a transfer: its headers, its answer, its result. */
+static void clear_request(pigeon_h2_transfer *transfer) {
+    curl_slist_free_all(transfer->headers);
+    transfer->headers = NULL;
+    for (int index = 0; index < transfer->response_header_count; index++) {
+        free(transfer->response_headers[index]);
+    }
+    transfer->response_header_count = 0;
+    if (transfer->body_capacity > MAX_KEPT_BODY_CAPACITY) {
+        free(transfer->body);
+        transfer->body = NULL;
+        transfer->body_capacity = 0;
+    }
+    transfer->body_length = 0;
+    transfer->error[0] = '\0';
+    transfer->result = 0;
+    transfer->context = NULL;
+    transfer->client = NULL;
+}
+
+void pigeon_h2_client_recycle(pigeon_h2_client *client, pigeon_h2_transfer *transfer) {
+    if (transfer == NULL) return;
+    if (client == NULL || client->idle_count >= MAX_IDLE_TRANSFERS) {
+        pigeon_h2_transfer_free(transfer);
+        return;
+    }
+    clear_request(transfer);
+    transfer->next_idle = client->idle;
+    client->idle = transfer;
+    client->idle_count++;
+}
+
+int pigeon_h2_client_idle_transfers(const pigeon_h2_client *client) { return client->idle_count; }
+
+void pigeon_h2_client_trim(pigeon_h2_client *client) {
+    while (client->idle != NULL) {
+        pigeon_h2_transfer *transfer = client->idle;
+        client->idle = transfer->next_idle;
+        pigeon_h2_transfer_free(transfer);
+    }
+    client->idle_count = 0;
+}
+
+/* Whether a request's TLS settings are the ones a handle was set up with: the same strings (the
+ * driving thread lends its client's settings from the same buffers at every request). */
+static int same_tls(const pigeon_h2_tls *kept, const pigeon_h2_tls *tls) {
+    pigeon_h2_tls none = {0};
+    if (tls == NULL) tls = &none;
+    return kept->ca_file == tls->ca_file && kept->client_cert == tls->client_cert
+        && kept->client_cert_type == tls->client_cert_type && kept->client_key == tls->client_key
+        && kept->client_key_password == tls->client_key_password;
+}
+
+/* An idle transfer of the client's (its easy handle as the last request left it), or a new one;
+ * NULL when out of memory or libcurl cannot make a handle (error says which). */
+static pigeon_h2_transfer *take_transfer(pigeon_h2_client *client, char *error, size_t error_capacity) {
+    if (client != NULL && client->idle != NULL) {
+        pigeon_h2_transfer *transfer = client->idle;
+        client->idle = transfer->next_idle;
+        client->idle_count--;
+        transfer->next_idle = NULL;
+        return transfer;
+    }
+    pigeon_h2_transfer *transfer = calloc(1, sizeof *transfer);
+    if (transfer == NULL) {
+        snprintf(error, error_capacity, "out of memory");
+        return NULL;
+    }
+    transfer->easy = curl_easy_init();
+    if (transfer->easy == NULL) {
+        free(transfer);
+        snprintf(error, error_capacity, "curl_easy_init failed");
+        return NULL;
+    }
+    return transfer;
 }
 
 int pigeon_h2_client_add(pigeon_h2_client *client, pigeon_h2_transfer *transfer) {
@@ -134,23 +234,19 @@ long pigeon_h2_client_connections_opened(pigeon_h2_client *client) {
     return client->connections_opened;
 }
 
-pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, const char *const *headers,
-                                           size_t header_count, const uint8_t *body,
+pigeon_h2_transfer *pigeon_h2_transfer_new(pigeon_h2_client *client, const char *method, const char *url,
+                                           const char *const *headers, size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
                                            long timeout_ms, int fresh_connection, void *context, char *error,
                                            size_t error_capacity) {
-    pigeon_h2_transfer *transfer = calloc(1, sizeof *transfer);
-    if (transfer == NULL) {
-        snprintf(error, error_capacity, "out of memory");
-        return NULL;
-    }
-    transfer->easy = curl_easy_init();
-    if (transfer->easy == NULL) {
-        free(transfer);
-        snprintf(error, error_capacity, "curl_easy_init failed");
-        return NULL;
-    }
+    pigeon_h2_transfer *transfer = take_transfer(client, error, error_capacity);
+    if (transfer == NULL) return NULL;
     transfer->context = context;
+    const char *name = method != NULL ? method : "POST";
+    int is_get = strcmp(name, "GET") == 0;
+    int same_shape = transfer->configured && strlen(name) < sizeof transfer->configured_method
+        && strcmp(transfer->configured_method, name) == 0 && transfer->configured_fresh == (fresh_connection != 0)
+        && transfer->configured_timeout_ms == timeout_ms && same_tls(&transfer->configured_tls, tls);
     for (size_t index = 0; index < header_count; index++) {
         struct curl_slist *grown = curl_slist_append(transfer->headers, headers[index]);
         if (grown == NULL) {
@@ -166,18 +262,36 @@ pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, 
     CURL *easy = transfer->easy;
     CURLcode code = CURLE_OK;
 #define SET(option, value) if (code == CURLE_OK) code = curl_easy_setopt(easy, option, value)
+    if (same_shape) {
+        SET(CURLOPT_URL, url);
+        if (!is_get) {
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+            SET(CURLOPT_COPYPOSTFIELDS, (const char *)body);
+        }
+        SET(CURLOPT_HTTPHEADER, transfer->headers);
+        if (code != CURLE_OK) {
+            snprintf(error, error_capacity, "curl option refused: %s", curl_easy_strerror(code));
+            pigeon_h2_transfer_free(transfer);
+            return NULL;
+        }
+        return transfer;
+    }
+    /* Another shape (or a handle set up for none yet): libcurl's defaults, then every option. */
+    if (transfer->used) curl_easy_reset(easy);
+    transfer->used = 1;
+    transfer->configured = 0;
     SET(CURLOPT_URL, url);
     SET(CURLOPT_PRIVATE, transfer);
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_PIPEWAIT, 1L);
-    if (method != NULL && strcmp(method, "GET") == 0) {
+    if (is_get) {
         SET(CURLOPT_HTTPGET, 1L);
     } else {
         SET(CURLOPT_POST, 1L);
         SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
         SET(CURLOPT_COPYPOSTFIELDS, (const char *)body);
         /* DELETE, PUT: a body sent like a POST's under another method. */
-        if (method != NULL && strcmp(method, "POST") != 0) SET(CURLOPT_CUSTOMREQUEST, method);
+        if (strcmp(name, "POST") != 0) SET(CURLOPT_CUSTOMREQUEST, name);
     }
     SET(CURLOPT_HTTPHEADER, transfer->headers);
     SET(CURLOPT_WRITEFUNCTION, on_body);
@@ -211,16 +325,20 @@ pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, 
         pigeon_h2_transfer_free(transfer);
         return NULL;
     }
+    if (strlen(name) < sizeof transfer->configured_method) {
+        strcpy(transfer->configured_method, name);
+        transfer->configured_fresh = fresh_connection != 0;
+        transfer->configured_timeout_ms = timeout_ms;
+        transfer->configured_tls = tls != NULL ? *tls : (pigeon_h2_tls){0};
+        transfer->configured = 1;
+    }
     return transfer;
 }
 
 void pigeon_h2_transfer_free(pigeon_h2_transfer *transfer) {
     if (transfer == NULL) return;
     if (transfer->easy) curl_easy_cleanup(transfer->easy);
-    curl_slist_free_all(transfer->headers);
-    for (int index = 0; index < transfer->response_header_count; index++) {
-        free(transfer->response_headers[index]);
-    }
+    clear_request(transfer);
     free(transfer->body);
     free(transfer);
 }

@@ -23,6 +23,9 @@ package final class HTTP2Client: Sendable {
         /// Requests in flight at most, across the connections; `nil`: every stream of every
         /// connection. Batches wait for room (their requests' expiry checked as they start).
         package var maxInFlight: Int?
+        /// How long the client keeps its finished transfers for reuse once nothing is in flight:
+        /// after a blast they are freed, not held until the next one.
+        package var idleTransfersKeptFor: Duration = .seconds(30)
 
         package init(maxConnections: Int = 2, maxStreamsPerConnection: Int = 500, timeout: Duration = .seconds(30), caFile: String? = nil,
                     clientCertificate: ClientCertificate? = nil, threadName: String = "pigeon-http2", maxInFlight: Int? = nil) {
@@ -284,6 +287,7 @@ package final class HTTP2Client: Sendable {
         var cancelledSingles: [Pending] = []
         var connectionsOpened = 0
         var restarted = 0
+        var idleTransfers = 0
     }
 
     /// libcurl results that mean the connection failed under the stream (GOAWAY, RST_STREAM, a
@@ -319,6 +323,11 @@ package final class HTTP2Client: Sendable {
 
     /// Connections opened so far (new ones replace connections closed by GOAWAY or errors).
     package var connectionsOpened: Int { state.withLock { $0.connectionsOpened } }
+
+    /// Finished transfers kept for reuse, as of the client's last quiet moment (nothing in
+    /// flight): each request takes one before a new one is made, at most 256 are kept, and none
+    /// once the client has had nothing in flight for ``Configuration/idleTransfersKeptFor``.
+    package var idleTransfers: Int { state.withLock { $0.idleTransfers } }
 
     /// Transfers started again because their connection failed under them (a GOAWAY, a reset
     /// stream). APNs and FCM treat a repeated request as the same push (same apns-id and
@@ -462,6 +471,8 @@ package final class HTTP2Client: Sendable {
     private func drive() {
         var running: Set<OpaquePointer> = []
         var connections = 0
+        var idleTransfers = 0
+        var quietSince: ContinuousClock.Instant?
         var timeoutMilliseconds = Int(configuration.timeout.components.seconds * 1000)
         if timeoutMilliseconds <= 0 { timeoutMilliseconds = 30_000 }
         var tls = TLSStrings(configuration)
@@ -524,7 +535,9 @@ package final class HTTP2Client: Sendable {
             // while transfers are in flight, poll briefly so such a response waits 2 ms, not 100.
             _ = pigeon_h2_client_run(client, running.isEmpty ? 100 : 2)
             var restarts: [Pending] = []
+            var finishedAny = !cancelled.isEmpty || (stopping && abandon)
             while let done = pigeon_h2_client_next_done(client) {
+                finishedAny = true
                 running.remove(done)
                 if let again = finish(done, restartable: !stopping) { restarts.append(again) }
             }
@@ -539,10 +552,28 @@ package final class HTTP2Client: Sendable {
                     if let transfer = start(pending, tls: &tls, timeoutMilliseconds: timeoutMilliseconds) { running.insert(transfer) }
                 }
             }
+            // The kept transfers are looked after only while the client is quiet: nothing on
+            // the busy path but the emptiness check.
+            var idle = idleTransfers
+            if running.isEmpty && batches.isEmpty {
+                // Quiet since the last transfer finished: a request started and finished within
+                // one pass leaves nothing running at either end, and must restart the count too.
+                let now = ContinuousClock.now
+                let since = finishedAny ? now : (quietSince ?? now)
+                quietSince = since
+                if now - since >= configuration.idleTransfersKeptFor { pigeon_h2_client_trim(client) }
+                idle = Int(pigeon_h2_client_idle_transfers(client))
+            } else {
+                quietSince = nil
+            }
             let opened = Int(pigeon_h2_client_connections_opened(client))
-            if opened != connections {
+            if opened != connections || idle != idleTransfers {
                 connections = opened
-                state.withLock { $0.connectionsOpened = opened }
+                idleTransfers = idle
+                state.withLock { state in
+                    state.connectionsOpened = opened
+                    state.idleTransfers = idle
+                }
             }
         }
         let waiters = state.withLock { state in
@@ -557,23 +588,28 @@ package final class HTTP2Client: Sendable {
 
     /// Starts a transfer; nil (with the caller answered) when it could not be started.
     private func start(_ pending: Pending, tls: inout TLSStrings, timeoutMilliseconds: Int) -> OpaquePointer? {
-        var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passRetained(pending)
         let request = pending.request
         if pending.started == nil { pending.started = ContinuousClock.now }
-        let transfer: OpaquePointer? = tls.withC { tlsPointer in
-            CStrings.with(request.headerLines) { headerPointers in
-                request.body.withUnsafeBytes { body in
-                    pigeon_h2_transfer_new(
-                        request.method, request.url, headerPointers, request.headerLines.count,
-                        body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
-                        timeoutMilliseconds, pending.idempotent ? 0 : 1, context.toOpaque(), &error, error.count)
+        // An idle transfer of the client's is taken when there is one (its handle's options kept
+        // for a request of the same shape, reset for another), not a handle made anew.
+        let (made, failure) = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { error -> (OpaquePointer?, String?) in
+            error.initialize(repeating: 0)
+            let transfer: OpaquePointer? = tls.withC { tlsPointer in
+                CStrings.with(request.headerLines) { headerPointers in
+                    request.body.withUnsafeBytes { body in
+                        pigeon_h2_transfer_new(
+                            client, request.method, request.url, headerPointers, request.headerLines.count,
+                            body.bindMemory(to: UInt8.self).baseAddress, body.count, tlsPointer,
+                            timeoutMilliseconds, pending.idempotent ? 0 : 1, context.toOpaque(), error.baseAddress, error.count)
+                    }
                 }
             }
+            return (transfer, transfer == nil ? String(cString: error.baseAddress!) : nil)
         }
-        guard let transfer else {
+        guard let transfer = made else {
             context.release()
-            pending.complete(.failure(TransportError(code: -1, message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))))
+            pending.complete(.failure(TransportError(code: -1, message: failure ?? "cannot make the transfer")))
             return nil
         }
         let status = pigeon_h2_client_add(client, transfer)
@@ -590,10 +626,11 @@ package final class HTTP2Client: Sendable {
     /// Completes a finished transfer; returns it instead when its connection failed under it
     /// and it should be started again.
     private func finish(_ transfer: OpaquePointer, restartable: Bool) -> Pending? {
-        defer { pigeon_h2_transfer_free(transfer) }
+        // Kept for the next request (or freed): an address libcurl may give the next transfer.
+        defer { pigeon_h2_client_recycle(client, transfer) }
         guard let raw = pigeon_h2_transfer_context(transfer) else { return nil }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeRetainedValue()
-        // Freed below: an address libcurl may give the next transfer.
+        // Recycled below: the address of the next transfer this client starts.
         pending.transfer = nil
         let code = Int(pigeon_h2_transfer_result(transfer))
         guard code == 0 else {

@@ -27,4 +27,11 @@ package struct PushRoute: Hashable, Sendable, CustomStringConvertible {
     package var appLabel: String { appId.isEmpty ? "default" : appId }
 
     package var description: String { "\(platform.rawValue) \(appLabel) \(environment.rawValue)" }
+
+    /// Hashes the app's name only: a gateway has a handful of routes, told apart by `==`, and
+    /// the engine hashes a push's route several times (its holds, its tally, its latencies),
+    /// where the default would hash the two `String`-backed enums' raw text too.
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(appId)
+    }
 }

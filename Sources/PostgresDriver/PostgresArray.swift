@@ -26,6 +26,11 @@ package enum PostgresArray {
             }
             bytes.append(UInt8(ascii: "\""))
             value.withUTF8 { utf8 in
+                // Most values need no escape: copied whole (a record's thousands of elements).
+                guard utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                    bytes.append(contentsOf: utf8)
+                    return
+                }
                 for byte in utf8 {
                     if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
                     bytes.append(byte)

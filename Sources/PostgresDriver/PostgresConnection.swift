@@ -210,7 +210,9 @@ package final class PostgresConnection: @unchecked Sendable {
                     if PQgetisnull(result, row, column) == 1 {
                         values.append(nil)
                     } else {
-                        values.append(String(cString: PQgetvalue(result, row, column)))
+                        // libpq knows each value's length: no strlen over it.
+                        let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+                        values.append(String(decoding: bytes, as: UTF8.self))
                     }
                 }
                 rows.append(values)

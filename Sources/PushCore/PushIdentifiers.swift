@@ -34,9 +34,33 @@ package final class PushIdentifiers: Sendable {
         return Self.format(high: high, low: low)
     }
 
-    /// `high` and `low` as a UUID's 8-4-4-4-12 lowercase hexadecimal digits.
+    /// `high` and `low` as a UUID's 8-4-4-4-12 lowercase hexadecimal digits, written digit by
+    /// digit into the string's own storage (Foundation's `uuidString` formats through
+    /// `vfprintf` and is then lowercased: about 5% of the engine's own CPU a push).
     static func format(high: UInt64, low: UInt64) -> String {
-        let bytes = withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { $0.loadUnaligned(as: uuid_t.self) }
-        return UUID(uuid: bytes).uuidString.lowercased()
+        String(unsafeUninitializedCapacity: 36) { text in
+            let digits: StaticString = "0123456789abcdef"
+            var position = 0
+            func write(_ value: UInt64, nibbles: Int) {
+                for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
+                    text[position] = digits.utf8Start[Int((value >> UInt64(shift)) & 0xF)]
+                    position += 1
+                }
+            }
+            func dash() {
+                text[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            write(high >> 32, nibbles: 8)
+            dash()
+            write(high >> 16, nibbles: 4)
+            dash()
+            write(high, nibbles: 4)
+            dash()
+            write(low >> 48, nibbles: 4)
+            dash()
+            write(low, nibbles: 12)
+            return position
+        }
     }
 }

@@ -78,6 +78,72 @@ struct HTTP2ClientTests {
         #expect(client.connectionsOpened >= 1 && client.connectionsOpened <= 2)
     }
 
+    @Test("a finished transfer is reused for the next request and carries nothing of the one before: not its answer, headers or connection rule")
+    func reusedTransfers() async throws {
+        let server = try ReferenceServer()
+        // Kept far longer than the test: on a loaded machine its task may wait long for a thread
+        // between requests, and the count must not depend on that (it once read 0 in CI).
+        var configuration = HTTP2Client.Configuration(maxConnections: 2, maxStreamsPerConnection: 100, timeout: .seconds(10), caFile: server.caFile)
+        configuration.idleTransfersKeptFor = .seconds(3600)
+        let client = try HTTP2Client(configuration: configuration)
+        defer { client.shutdown() }
+        let answer = Data(#"{"ok":true}"#.utf8)
+        // One at a time: a single transfer serves them all when it is reused.
+        for index in 0..<10 {
+            let found = index % 2 == 0
+            let response = try await client.send(url: server.base + (found ? "/answer" : "/missing"), method: found ? "POST" : "GET",
+                                                 headers: ["x-index": String(index)], body: Data(#"{"n":\#(index)}"#.utf8),
+                                                 wantHeaders: ["content-length"])
+            #expect(response.status == (found ? 200 : 404))
+            if found {
+                #expect(response.body == answer)
+                #expect(response.headers["content-length"] == "11")
+            } else {
+                // The 404 page's own length, not the answer's left from the request before.
+                #expect(response.headers["content-length"] == String(response.body.count))
+                #expect(response.body != answer && !response.body.isEmpty)
+            }
+        }
+        // Kept once finished, taken again by the next: one transfer, not one a request (and not none).
+        let idle = await Self.settled({ client.idleTransfers }, at: 1)
+        #expect(idle == 1, "ten requests one after another left \(idle) idle transfers")
+        // A request that must not be repeated gets a connection of its own, never reused; the
+        // transfer it leaves behind, reused next, does not keep that rule.
+        let before = client.connectionsOpened
+        _ = try await client.send(url: server.base + "/answer", headers: [:], body: Data(), idempotent: false)
+        // The driving thread publishes its count once the answer is handed over.
+        #expect(await Self.settled({ client.connectionsOpened }, at: before + 1) == before + 1)
+        for _ in 0..<3 {
+            #expect(try await client.send(url: server.base + "/answer", headers: [:], body: Data()).status == 200)
+        }
+        #expect(client.connectionsOpened == before + 1, "requests after a non-repeatable one opened connections of their own")
+    }
+
+    @Test("once nothing has been in flight for a while, the client frees the transfers it kept")
+    func idleTransfersFreed() async throws {
+        let server = try ReferenceServer()
+        var configuration = HTTP2Client.Configuration(timeout: .seconds(10), caFile: server.caFile)
+        configuration.idleTransfersKeptFor = .milliseconds(200)
+        let client = try HTTP2Client(configuration: configuration)
+        defer { client.shutdown() }
+        let answers = Answers()
+        let requests = (0..<20).map { index in
+            HTTP2Client.Request(url: server.base + "/answer", headerLines: ["x-index: \(index)"], body: Data())
+        }
+        await client.send(requests, maxInFlight: 20) { index, result in answers.add(index, result) }
+        #expect(answers.all.count == 20)
+        #expect(await Self.settled({ client.idleTransfers }, at: 0) == 0, "the kept transfers outlived the client's quiet")
+        // And the client goes on: the next request makes a transfer anew.
+        #expect(try await client.send(url: server.base + "/answer", headers: [:], body: Data()).status == 200)
+    }
+
+    /// `read()` once it equals `expected`, or its value after 10 seconds.
+    static func settled(_ read: () -> Int, at expected: Int) async -> Int {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while read() != expected && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return read()
+    }
+
     @Test("statuses come back as they are; a refused connection is a transport error")
     func errors() async throws {
         let server = try ReferenceServer()

@@ -40,6 +40,16 @@ struct LoggingTests {
         let token = "0123456789abcdef0123456789abcdef"
         #expect(Redaction.token(token) == "0123…cdef")
         #expect(Redaction.token("short") == "*****")
+        // Twelve characters are starred whole; from thirteen, four and four are kept. Counted
+        // in characters, not bytes.
+        #expect(Redaction.token("123456789012") == "************")
+        #expect(Redaction.token("1234567890123") == "1234…0123")
+        #expect(Redaction.token("ééééééééééé") == "***********")
+        #expect(Redaction.token("éééééééééééé€") == "éééé…ééé€")
+        // CR LF is one character: such a value takes the general path.
+        #expect(Redaction.token("ab\r\ncdefghijk") == "************")
+        #expect(Redaction.token("ab\r\ncdefghijkl") == "ab\r\nc…ijkl")
+        #expect(Redaction.token("a\"b\\c d{e}f,g_h") == "a\"b\\…,g_h")
     }
 }
 

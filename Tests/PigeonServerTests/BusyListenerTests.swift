@@ -36,7 +36,13 @@ struct BusyListenerTests {
 
     /// A listener with one I/O thread whose `/block` requests hold it at their admission until
     /// the gate is released; every request is answered 204.
+    /// The request deadline and idle timeout are far beyond any hold: the test's own task may
+    /// wait long for a thread on a loaded machine, and the hold must end by the gate, never by a
+    /// deadline that would cut A and B alike (as it did once in CI, both answered 0).
     static func heldServer(_ configuration: HTTPServer.Configuration) throws -> (server: HTTPServer, gate: Gate) {
+        var configuration = configuration
+        configuration.requestDeadlineSeconds = 900
+        configuration.idleTimeoutSeconds = 900
         let gate = Gate()
         let server = try HTTPServer(configuration: configuration, logger: .silent,
             admit: { request in
@@ -58,8 +64,8 @@ struct BusyListenerTests {
     /// accept, and A must hold the thread before it ends, however loaded the machine.
     static let twoConnections = Self.statusOf + #"""
         port = int(sys.argv[1])
-        b = socket.create_connection(("127.0.0.1", port), timeout=60)
-        a = socket.create_connection(("127.0.0.1", port), timeout=60)
+        b = socket.create_connection(("127.0.0.1", port), timeout=900)
+        a = socket.create_connection(("127.0.0.1", port), timeout=900)
         a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         time.sleep(0.05)
         b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -75,13 +81,14 @@ struct BusyListenerTests {
             guard let outcome = try await Self.attempt() else { continue }
             proven += 1
             #expect(outcome.closuresWhileHeld == 0, "B was cut as silent while its head waited unread")
-            #expect(outcome.output.contains(#""a": 204"#) && outcome.output.contains(#""b": 204"#), "\(outcome.output)")
+            #expect(outcome.output.contains(#""a": 204"#) && outcome.output.contains(#""b": 204"#),
+                    "\(outcome.output), cut at the request deadline: \(outcome.deadlineClosures)")
         }
         #expect(proven == 1, "in no attempt was B still open when the I/O thread was held")
     }
 
     /// One run: nil when B was cut, or its head read, before the thread was held.
-    static func attempt() async throws -> (closuresWhileHeld: Int, output: String)? {
+    static func attempt() async throws -> (closuresWhileHeld: Int, deadlineClosures: Int, output: String)? {
         let (server, gate) = try Self.heldServer(.init(host: "127.0.0.1", port: 0, ioThreads: 1, handlerThreads: 1,
                                  unauthenticatedLimit: 16, unauthenticatedPerAddressLimit: 16, unauthenticatedDeadlineSeconds: 2))
         defer { server.stop() }
@@ -98,7 +105,7 @@ struct BusyListenerTests {
         gate.release.signal()
         let output = String(decoding: try await client.value, as: UTF8.self)
         guard accepted, closuresAtHold == 0 else { return nil }
-        return (closuresWhileHeld, output)
+        return (closuresWhileHeld, server.deadlineClosures, output)
     }
 
     /// Opens 4 silent connections and at once a fifth, A, sending its head (no wait between: the
@@ -107,11 +114,11 @@ struct BusyListenerTests {
     /// touches B_SENT), and prints A's and B's statuses as JSON (0: no answer).
     static let cutButNotClosed = Self.statusOf + #"""
         port, go, b_sent = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-        silent = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(4)]
-        a = socket.create_connection(("127.0.0.1", port), timeout=60)
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=900) for _ in range(4)]
+        a = socket.create_connection(("127.0.0.1", port), timeout=900)
         a.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         while not os.path.exists(go): time.sleep(0.01)
-        b = socket.create_connection(("127.0.0.1", port), timeout=60)
+        b = socket.create_connection(("127.0.0.1", port), timeout=900)
         b.sendall(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         open(b_sent, "w").close()
         print(json.dumps({"a": status(a), "b": status(b)}), flush=True)

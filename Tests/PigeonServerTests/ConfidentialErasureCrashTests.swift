@@ -16,15 +16,13 @@ struct ConfidentialErasureCrashTests {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         // Confidential notifications that are over (their timeout passed, no recipient left):
         // enough of them that erasing takes many steps.
-        _ = try await database.pool.withConnection { connection in
-            try connection.query(sql: """
-                INSERT INTO notifications (key, id, recipient_count, timeout_seconds, confidential, push_text, push_type,
-                    push_detail_keys, push_detail_values, detail_keys, detail_values, created_at, expires_at)
-                SELECT pigeon_notification_key(now()), 'crash-' || g, 0, 60, true, 'Code 482913', 'PIN_CODE',
-                    '{target}', '{482913}', '{name}', '{ACME}', now() - interval '2 minutes', now() - interval '1 minute'
-                FROM generate_series(1, \(Self.total)) g
-                """)
-        }
+        try await TestDatabase.load(database.pool, script: """
+            INSERT INTO notifications (key, id, recipient_count, timeout_seconds, confidential, push_text, push_type,
+                push_detail_keys, push_detail_values, detail_keys, detail_values, created_at, expires_at)
+            SELECT pigeon_notification_key(now()), 'crash-' || g, 0, 60, true, 'Code 482913', 'PIN_CODE',
+                '{target}', '{482913}', '{name}', '{ACME}', now() - interval '2 minutes', now() - interval '1 minute'
+            FROM generate_series(1, \(Self.total)) g
+            """)
         func count(_ condition: String) async throws -> Int {
             try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM notifications WHERE \(condition)").scalar.flatMap(Int.init) ?? -1 }
         }

@@ -39,12 +39,20 @@ struct DeliveryResilienceTests {
         let first = try GatewayProcess(configuration: configuration)
         let reply = try await Self.post(first.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "kill-9", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))
-        // Kill it mid-batch: a batch goes out in two waves of 100, the second 40 ms after the first.
-        #expect(try await Self.waitUntil(seconds: 60, every: .milliseconds(5)) { Self.pushCount(simulator) >= 1200 })
+        // Kill it mid-batch, while a lease still lists at least 100 deliveries not written back
+        // (100 pushes in flight take 40 ms to be answered, far longer than the step to the kill).
+        // Between two batches, both workers claiming, the gateway holds no lease at all, and a kill
+        // there would leave nothing for the second process to take over (seen once in CI).
+        #expect(try await Self.waitUntil(seconds: 60, every: .milliseconds(5)) {
+            guard Self.pushCount(simulator) >= 1200 else { return false }
+            return try await Self.heldDeliveries(database.pool) >= 100
+        })
         first.signal(SIGKILL)
         #expect(await first.waitForExit() == SIGKILL)
         let atKill = Self.pushCount(simulator)
         #expect(atKill < 5000, "the fan-out finished before the kill; the test proves nothing")
+        let heldAtKill = try await Self.heldDeliveries(database.pool)
+        #expect(heldAtKill >= 1, "the killed gateway held no lease; the test proves nothing")
 
         let second = try GatewayProcess(configuration: configuration)
         let finished = try await Self.waitUntil(seconds: 90) { try await Self.count(database.pool, "state = 'SENT'") == 5000 }
@@ -55,7 +63,7 @@ struct DeliveryResilienceTests {
         // within the engine's allowance (its pushes in flight plus a batch), not every claimed row.
         let duplicates = tokens.count - 5000
         #expect(duplicates <= concurrency + 500, "\(duplicates) duplicates")
-        #expect(try await Self.count(database.pool, "attempts >= 2") >= 1, "no lease expired and was claimed again; pushes at the kill \(atKill); log of the first gateway: \(first.log.suffix(3000))")
+        #expect(try await Self.count(database.pool, "attempts >= 2") >= 1, "no lease expired and was claimed again; pushes at the kill \(atKill), deliveries held \(heldAtKill); log of the first gateway: \(first.log.suffix(3000))")
         second.signal(SIGTERM)
         #expect(await second.waitForExit() == 0)
         await database.drop()
@@ -280,6 +288,13 @@ struct DeliveryResilienceTests {
     static func count(_ pool: PostgresPool, _ condition: String) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query(sql: "SELECT count(*) FROM deliveries WHERE \(condition)").scalar.flatMap(Int.init) ?? 0
+        }
+    }
+
+    /// The deliveries the leases in `delivery_leases` list that were not written back yet.
+    static func heldDeliveries(_ pool: PostgresPool) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query(sql: "SELECT COALESCE(sum(remaining), 0) FROM delivery_leases").scalar.flatMap(Int.init) ?? -1
         }
     }
 

@@ -82,7 +82,9 @@ struct DeviceTruthTests {
         #expect(byId["iphone-new"]?["sentAt"] is String)
         #expect(byId["pixel-old"]?["state"] as? String == "INVALID_TOKEN")
         #expect((byId["pixel-old"]?["lastError"] as? String)?.isEmpty == false)
-        #expect(["RETRYING", "FAILED"].contains(byId["ipad"]?["state"] as? String ?? ""))
+        // Failing until its time ran out; a retry claimed just before the expiry and pushed after
+        // it is answered EXPIRED instead (seen once in a full CI run on a loaded machine), its error given.
+        #expect(["RETRYING", "FAILED", "EXPIRED"].contains(byId["ipad"]?["state"] as? String ?? ""), "\(byId["ipad"] ?? [:])")
         #expect((byId["ipad"]?["lastError"] as? String)?.isEmpty == false)
         #expect((byId["ipad"]?["attempts"] as? Int ?? 0) >= 1)
         for device in devices {

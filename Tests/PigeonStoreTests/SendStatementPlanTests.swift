@@ -252,14 +252,15 @@ struct SendStatementPlanTests {
     }
 
     /// A notification store on `pool` whose users blast-1…blast-`users` each have an iPhone.
+    /// The devices are a fixture, loaded without the pool's statement timeout: in CI's full run,
+    /// with the other suites loading the two cores, 30,000 of them (a row trigger each) took
+    /// 26 s locally and outlasted the 30 s twice in CI, failing tests about plans, not loads.
     func subscribedStore(_ pool: PostgresPool, users: Int) async throws -> NotificationStore {
-        try await pool.withConnection { connection in
-            try connection.query(sql: """
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
-                FROM generate_series(1, \(users)) AS n
-                """)
-        }
+        try await TestDatabase.load(pool, script: """
+            INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+            SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) || md5((-n)::text)
+            FROM generate_series(1, \(users)) AS n
+            """)
         return NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false))
     }
 

@@ -14,6 +14,7 @@ struct PostgresValueTests {
         #expect(decoded == values.map(Optional.some))
         #expect(PostgresArray.decode("{a,NULL,\"b c\"}") == ["a", nil, "b c"])
         #expect(PostgresArray.decode("{}") == [])
+        #expect(PostgresArray.encode(["a\"b", "c\\", "plain", nil]) == #"{"a\"b","c\\","plain",NULL}"#)
     }
 
     @Test("bytea in text form round-trips every byte; anything else is refused")

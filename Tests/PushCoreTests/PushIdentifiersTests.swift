@@ -39,4 +39,14 @@ struct PushIdentifiersTests {
         #expect((0..<1_000).allSatisfy { _ in !fromA.contains(b.next()) })
         #expect(PushIdentifiers.format(high: 0x0123_4567_89AB_4DEF, low: 0x8FED_CBA9_8765_4321) == "01234567-89ab-4def-8fed-cba987654321")
     }
+
+    @Test("the digits are Foundation's UUID text, lowercased, for any bits (zeros and all ones included)")
+    func sameTextAsFoundation() {
+        var random = SeededRandom(seed: 7)
+        let samples = [(UInt64(0), UInt64(0)), (UInt64.max, UInt64.max)] + (0..<1_000).map { _ in (random.next() as UInt64, random.next() as UInt64) }
+        for (high, low) in samples {
+            let bytes = withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { $0.loadUnaligned(as: uuid_t.self) }
+            #expect(PushIdentifiers.format(high: high, low: low) == UUID(uuid: bytes).uuidString.lowercased())
+        }
+    }
 }

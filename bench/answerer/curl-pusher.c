@@ -2,11 +2,13 @@
  * curl-pusher: libcurl's own ceiling for the fan-out benchmark.
  *
  * Sends N APNs-shaped POSTs over HTTP/2 + TLS with libcurl's multi interface, the same easy-handle
- * options as the gateway's HTTP/2 shim (Sources/CCurlShim/pigeon_h2.c: one easy handle and header
- * list per request, PIPEWAIT, COPYPOSTFIELDS, CAINFO, a header and a body callback), with at most
- * IN_FLIGHT requests at once over CONNECTIONS connections, from one thread, and no database, no
- * payload building, no Swift. What it reaches is the most a libcurl-based client can do here; the
- * gateway's rate is bounded by it.
+ * options as the gateway's HTTP/2 shim (Sources/CCurlShim/pigeon_h2.c: an easy handle per request,
+ * reused once a request finishes as the shim keeps up to 256 idle ones, with its options kept and
+ * only URL, body and headers set anew, a header list per request, PIPEWAIT, COPYPOSTFIELDS,
+ * CAINFO, a header and a body callback), with at most IN_FLIGHT requests at once over
+ * CONNECTIONS connections, from one thread, and no database, no payload building, no Swift.
+ * What it reaches is the most a libcurl-based client can do here; the gateway's rate is bounded
+ * by it.
  *
  * usage: curl-pusher URL CA.pem N IN_FLIGHT CONNECTIONS AUTHORIZATION TOPIC
  *   prints "<requests> <ok> <seconds> <requests/s> <CPU seconds>" (its own user + system time:
@@ -25,7 +27,15 @@ static const char payload[] = "{\"aps\":{\"alert\":{\"body\":\"Hello\"},\"badge\
 struct request {
     CURL *easy;
     struct curl_slist *headers;
+    struct request *next_idle;
 };
+
+/* Finished requests whose easy handles the next ones reuse, as the gateway's shim does: every
+ * request here has the same shape, so a reused handle keeps its options and gets only its URL,
+ * body and headers anew. */
+#define MAX_IDLE 256
+static struct request *idle = NULL;
+static int idle_count = 0;
 
 static size_t ignore(char *data, size_t size, size_t count, void *user) {
     (void)data; (void)user;
@@ -39,7 +49,16 @@ static double now(void) {
 }
 
 static CURL *start(CURLM *multi, const char *url, const char *ca, const char *authorization, const char *topic, long n) {
-    struct request *request = calloc(1, sizeof *request);
+    struct request *request = idle;
+    CURL *easy;
+    if (request != NULL) {
+        idle = request->next_idle;
+        idle_count--;
+        easy = request->easy;
+    } else {
+        request = calloc(1, sizeof *request);
+        easy = curl_easy_init();
+    }
     char line[1024], address[1024];
     snprintf(address, sizeof address, "%s/3/device/%032lx", url, n);
     snprintf(line, sizeof line, "authorization: bearer %s", authorization);
@@ -50,7 +69,14 @@ static CURL *start(CURLM *multi, const char *url, const char *ca, const char *au
     request->headers = curl_slist_append(request->headers, "apns-priority: 10");
     request->headers = curl_slist_append(request->headers, "content-type: application/json");
     request->headers = curl_slist_append(request->headers, "Expect:");
-    CURL *easy = curl_easy_init();
+    if (request->easy == easy) {
+        curl_easy_setopt(easy, CURLOPT_URL, address);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(sizeof payload - 1));
+        curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, payload);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, request->headers);
+        curl_multi_add_handle(multi, easy);
+        return easy;
+    }
     request->easy = easy;
     curl_easy_setopt(easy, CURLOPT_URL, address);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, request);
@@ -100,9 +126,16 @@ int main(int argc, char **argv) {
             curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
             if (message->data.result == CURLE_OK && status == 200) ok++;
             curl_multi_remove_handle(multi, request->easy);
-            curl_easy_cleanup(request->easy);
             curl_slist_free_all(request->headers);
-            free(request);
+            request->headers = NULL;
+            if (idle_count < MAX_IDLE) {
+                request->next_idle = idle;
+                idle = request;
+                idle_count++;
+            } else {
+                curl_easy_cleanup(request->easy);
+                free(request);
+            }
             finished++;
         }
     }

@@ -263,6 +263,17 @@ start_answerer() {
 # CPU seconds (user + system) of a process, and of a private cluster's PostgreSQL processes:
 # where a benchmark's time goes.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# push_threads_cpu PID: CPU seconds of the gateway's push threads (named after their service:
+# apns-…, fcm1-…, webpush-urgent), which drive libcurl.
+push_threads_cpu() {
+    local stat
+    for stat in /proc/"$1"/task/*/stat; do cat "$stat" 2>/dev/null || true; done |
+        awk -v hz="$(getconf CLK_TCK)" '{
+            name = $0; sub(/^[^(]*\(/, "", name); sub(/\).*$/, "", name)
+            rest = $0; sub(/^.*\) /, "", rest); split(rest, f, " ")
+            if (name ~ /^(apns|fcm|rustore|huawei|webpush)[0-9]*-/) s += f[12] + f[13]
+        } END {print s / hz}'
+}
 # postgres_cpu NAME
 postgres_cpu() {
     local master; master=$(head -1 "/tmp/pigeon-pg/$1/data/postmaster.pid")

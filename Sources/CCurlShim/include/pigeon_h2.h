@@ -4,7 +4,7 @@
 /*
  * A thin shim over libcurl's multi interface for HTTP/2 over TLS. curl_easy_setopt and
  * curl_multi_setopt are variadic, so every option is set here; Swift sees two opaque types and
- * plain C values. One thread drives a client; transfers are created anywhere and added by it.
+ * plain C values. One thread drives a client and creates, adds and recycles its transfers.
  */
 
 #include <stddef.h>
@@ -37,13 +37,23 @@ void pigeon_h2_client_wakeup(pigeon_h2_client *client);
 void pigeon_h2_client_abandon(pigeon_h2_client *client, pigeon_h2_transfer *transfer);
 /* Connections opened so far (a counter the shim keeps through CURLOPT_OPENSOCKETFUNCTION). */
 long pigeon_h2_client_connections_opened(pigeon_h2_client *client);
+/* Hands a finished transfer (no longer on the client) back for reuse by the client's next
+ * pigeon_h2_transfer_new, or frees it when the client keeps enough already. Driving thread only. */
+void pigeon_h2_client_recycle(pigeon_h2_client *client, pigeon_h2_transfer *transfer);
+/* Finished transfers the client keeps for reuse. */
+int pigeon_h2_client_idle_transfers(const pigeon_h2_client *client);
+/* Frees every finished transfer the client keeps (a client gone quiet). Driving thread only. */
+void pigeon_h2_client_trim(pigeon_h2_client *client);
 
 /* A POST of body to url with "Name: value" headers; context is returned untouched. With
  * fresh_connection the request gets a connection of its own, never reused, so that libcurl never
- * re-sends it (for requests that must not be repeated). Returns NULL and writes a reason into
- * error on failure. */
-pigeon_h2_transfer *pigeon_h2_transfer_new(const char *method, const char *url, const char *const *headers,
-                                           size_t header_count, const uint8_t *body,
+ * re-sends it (for requests that must not be repeated). Takes one of client's idle transfers when
+ * it has one (client may be NULL; driving thread only): one last set up for the same method,
+ * connection rule, timeout and TLS strings (the same pointers) gets only its URL, body and headers
+ * set; any other is reset to libcurl's defaults and set up whole. Returns NULL and writes a
+ * reason into error on failure. */
+pigeon_h2_transfer *pigeon_h2_transfer_new(pigeon_h2_client *client, const char *method, const char *url,
+                                           const char *const *headers, size_t header_count, const uint8_t *body,
                                            size_t body_length, const pigeon_h2_tls *tls,
                                            long timeout_ms, int fresh_connection, void *context, char *error,
                                            size_t error_capacity);

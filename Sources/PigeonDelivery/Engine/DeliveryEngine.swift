@@ -335,14 +335,15 @@ package final class DeliveryEngine: Sendable {
         // Deliveries whose every device is on a route this gateway does not serve (another
         // gateway of the fleet may): handed back with the reason, by route.
         var unserved: [String: [ClaimedDelivery]] = [:]
-        for index in plan.claimsWithoutPushes {
-            finish(plan, index, lane: lane, routes: routes[index], outcomes: [], deferred: &deferred, unserved: &unserved)
-        }
-        var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: plan.claims.count)
-        // Counted for the batch and handed to the registry once, not per push.
+        // Counted for the batch and handed to the registry once, not per push or delivery.
         var tally: [PushTally: Double] = [:]
         var durations: [PushRoute: [Double]] = [:]
-        defer { report(tally, durations: durations) }
+        var decided: [DeliveryState: Double] = [:]
+        defer { report(tally, durations: durations, decided: decided) }
+        for index in plan.claimsWithoutPushes {
+            finish(plan, index, lane: lane, routes: routes[index], outcomes: [], deferred: &deferred, unserved: &unserved, decided: &decided)
+        }
+        var outcomes = [[(device: Device, outcome: PushOutcome)]](repeating: [], count: plan.claims.count)
         // What waited in memory past its time is never handed to a sender.
         let now = services.clock.now()
         for (index, push) in plan.pushes.enumerated() where plan.claims[push.claim].expiresAt <= now {
@@ -402,16 +403,17 @@ package final class DeliveryEngine: Sendable {
             outcomes[push.claim].append((push.device, outcome))
             if outcomes[push.claim].count == plan.pushCounts[push.claim] {
                 finish(plan, push.claim, lane: lane, routes: routes[push.claim], outcomes: outcomes[push.claim], deferred: &deferred,
-                       unserved: &unserved)
+                       unserved: &unserved, decided: &decided)
             }
         }
     }
 
     /// Decides the state of claim `index` of `plan` from its push outcomes and hands it over;
     /// one none of whose pushes could start in time joins `deferred`, to go back to the queue.
+    /// The state decided is counted in `decided` (first attempts only), for the batch's metrics.
     private func finish(_ plan: PushPlan, _ index: Int, lane: DeliveryLane, routes: Set<PushRoute>,
                         outcomes: [(device: Device, outcome: PushOutcome)], deferred: inout [ClaimedDelivery],
-                        unserved: inout [String: [ClaimedDelivery]]) {
+                        unserved: inout [String: [ClaimedDelivery]], decided: inout [DeliveryState: Double]) {
         lane.holds.release(routes)
         let claim = plan.claims[index]
         func unservedReason(_ device: Device) -> String? {
@@ -434,7 +436,7 @@ package final class DeliveryEngine: Sendable {
         }
         guard let notification = plan.notifications[claim.notificationKey] else {
             let result = DeliveryResult(delivery: claim, state: .sendingFailed, error: "notification not found")
-            metrics.increment(Metric.deliveriesTotal, labels: ["state": result.state.rawValue])
+            decided[result.state, default: 0] += 1
             recorder.add(FinishedDelivery(result: result, deadDevices: [], reachedDevices: [], allowance: lane.allowance))
             return
         }
@@ -449,7 +451,7 @@ package final class DeliveryEngine: Sendable {
             return nil
         }
         if !claim.alreadySent {
-            metrics.increment(Metric.deliveriesTotal, labels: ["state": decision.state.rawValue])
+            decided[decision.state, default: 0] += 1
         }
         let devicePushes = Self.devicePushes(outcomes, willRetry: decision.nextAttemptAt != nil)
         logPushes(devicePushes, notification: notification.id, user: claim.userId)
@@ -506,8 +508,11 @@ package final class DeliveryEngine: Sendable {
         var retryCause: RetryCause?
     }
 
-    /// Adds a batch's push outcome and retry counts and latencies to the registry.
-    private func report(_ tally: [PushTally: Double], durations: [PushRoute: [Double]]) {
+    /// Adds a batch's push outcome and retry counts, latencies and decided deliveries to the registry.
+    private func report(_ tally: [PushTally: Double], durations: [PushRoute: [Double]], decided: [DeliveryState: Double]) {
+        for (state, count) in decided {
+            metrics.increment(Metric.deliveriesTotal, labels: ["state": state.rawValue], by: count)
+        }
         for (route, values) in durations {
             metrics.observe(Metric.pushDurationSeconds, labels: ["platform": route.platform.rawValue, "app": route.appLabel], values: values)
         }

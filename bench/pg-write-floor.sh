@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# What PostgreSQL's writes of a push cost at the least (issue 48): a fan-out's per-push writes
+# alone, on tables made like a day's partitions from the gateway's own schema (deliveries at
+# fillfactor 50 with their primary key, by-user and queue indexes; device_pushes at fillfactor
+# 90), in batches of BATCH rows a statement and a transaction, as the engine writes them. Per row: the backend's CPU (its /proc stat) and
+# the WAL (pg_stat_wal, read from another session once its counters are flushed).
+#   outcome      the delivery's update as the engine makes it: state, attempts, updated_at, and
+#                next_attempt_at cleared — it leaves the queue index, so it is never HOT;
+#   outcome HOT  the same update on a table without the queue index, next_attempt_at untouched —
+#                what a queue kept apart from the history would leave on the delivery row;
+#   device row   the device's push row inserted.
+# Nothing of the gateway runs: this is the floor the engine's statements add their joins, leases
+# and round trips to. Prints a Markdown table. Stops the cluster it starts.
+# usage: bench/pg-write-floor.sh [ROWS] [BATCH] [ROUNDS]   (default 100000 100 2)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+cd "$PIGEON_ROOT"
+rows="${1:-100000}"
+batch="${2:-100}"
+rounds="${3:-2}"
+work=/tmp/pigeon-pg-write-floor
+rm -rf "$work" && mkdir -p "$work"
+
+bench_begin floor 55437 pigeon_write_floor
+psql_floor() { psql -X -q -t -A -h 127.0.0.1 -p "$BENCH_PORT" -U postgres "$BENCH_DB" "$@"; }
+
+# The tables are made from the gateway's own schema (its migrations applied), so the floor follows
+# it: a day's partitions of deliveries and device_pushes, with their fillfactors
+# (pigeon_create_days), indexes and checks.
+bench_build pigeon
+printf 'dbUrl = jdbc:postgresql://127.0.0.1:%s/%s\ndbUsername = postgres\n' "$BENCH_PORT" "$BENCH_DB" > "$work/pigeon.conf"
+.build/release/pigeon migrate --config "$work/pigeon.conf" > "$work/migrate.log" 2>&1 || { cat "$work/migrate.log"; exit 1; }
+
+cat > "$work/setup.sql" <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS queued, apart, pushes;
+CREATE TABLE queued (LIKE deliveries INCLUDING ALL) WITH (fillfactor = 50);
+-- The same without the queue index: what a queue kept apart from the history would leave.
+CREATE TABLE apart (LIKE deliveries INCLUDING ALL) WITH (fillfactor = 50);
+DO \$\$
+DECLARE queue_index text;
+BEGIN
+    FOR queue_index IN SELECT indexname FROM pg_indexes WHERE tablename = 'apart' AND indexdef LIKE '%next_attempt_at%' LOOP
+        EXECUTE format('DROP INDEX %I', queue_index);
+    END LOOP;
+END
+\$\$;
+CREATE TABLE pushes (LIKE device_pushes INCLUDING ALL) WITH (fillfactor = 90);
+INSERT INTO queued (notification_key, position, user_id, user_folded, state, expires_at, next_attempt_at)
+SELECT 1000, g, 'user-' || g, 'user-' || g, 'QUEUED', now() + interval '1 day', now() FROM generate_series(1, $rows) g;
+INSERT INTO apart SELECT * FROM queued;
+VACUUM ANALYZE queued; VACUUM ANALYZE apart;
+CHECKPOINT;
+SQL
+
+# write_script NAME: the statements of NAME, between two reads of the backend's CPU.
+write_script() {
+    local name="$1" start end
+    {
+        echo "SELECT pg_backend_pid() AS pid \\gset"
+        echo "\\setenv PID :pid"
+        echo "\\! cat /proc/\$PID/stat > $work/$name.before"
+        for ((start = 1; start <= rows; start += batch)); do
+            end=$((start + batch - 1 < rows ? start + batch - 1 : rows))
+            case "$name" in
+            outcome|hot)
+                local table=queued clear=", next_attempt_at = NULL"
+                [ "$name" = hot ] && table=apart clear=""
+                echo "UPDATE $table d SET state = 'SENT', attempts = d.attempts + 1, updated_at = now()$clear" \
+                     "FROM generate_series($start, $end) AS v(position)" \
+                     "WHERE d.notification_key = 1000 AND d.user_folded = 'user-' || v.position AND d.position = v.position;" ;;
+            device)
+                echo "INSERT INTO pushes (notification_key, position, device_row_id, device_id, platform, app_id, token_masked," \
+                     "state, service_id, sent_at, updated_at) SELECT 1000, g, g, 'device-' || g, 'ios', 'default'," \
+                     "'a1b2c3d4e5f6…9f8e7d6c', 'SENT', md5(g::text), now(), now() FROM generate_series($start, $end) g;" ;;
+            esac
+        done
+        echo "\\! cat /proc/\$PID/stat > $work/$name.after"
+    } > "$work/$name.sql"
+}
+for name in outcome hot device; do write_script "$name"; done
+
+wal() { sleep 1.5; psql_floor -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal"; }
+echo
+echo "| round | write | backend CPU µs a row | WAL records a row | WAL bytes a row | HOT updates |"
+echo "|---:|---|---:|---:|---:|---:|"
+for ((round = 1; round <= rounds; round++)); do
+    psql_floor -f "$work/setup.sql" > /dev/null
+    for name in outcome hot device; do
+        before=$(wal)
+        psql_floor -f "$work/$name.sql" > /dev/null
+        after=$(wal)
+        table=$(case "$name" in outcome) echo queued ;; hot) echo apart ;; device) echo pushes ;; esac)
+        hot=$(psql_floor -c "SELECT n_tup_hot_upd || ' of ' || n_tup_upd FROM pg_stat_user_tables WHERE relname = '$table'")
+        python3 - "$work/$name.before" "$work/$name.after" "$before" "$after" "$rows" "$round" "$name" "$hot" <<'PY'
+import os, sys
+before, after = (open(path).read().rsplit(")", 1)[1].split() for path in sys.argv[1:3])
+ticks = os.sysconf("SC_CLK_TCK")
+# utime and stime: fields 14 and 15 of /proc/PID/stat, 12 and 13 after the command's ")".
+cpu = (int(after[11]) + int(after[12]) - int(before[11]) - int(before[12])) / ticks
+w0, w1 = (list(map(int, value.split())) for value in sys.argv[3:5])
+rows = int(sys.argv[5])
+label = {"outcome": "outcome (leaves the queue index)", "hot": "outcome HOT (queue apart)", "device": "device row"}[sys.argv[7]]
+hot = sys.argv[8] if sys.argv[7] != "device" else "—"
+print(f"| {sys.argv[6]} | {label} | {cpu * 1e6 / rows:.1f} | {(w1[0] - w0[0]) / rows:.2f} | {(w1[1] - w0[1]) / rows:.0f} | {hot} |")
+PY
+    done
+done

@@ -61,8 +61,9 @@ struct PushSendingContractTests {
             let sender = try #require(transports.senders[PushRoute(platform: .ios)])
             let apns = fixture.simulator.apns
             return Service(sender: sender, sent: { apns.deliveries.map(\.deviceToken) },
-                           // Held a few seconds at the service: long enough for the test's cancel.
-                           hold: { token in apns.setFaults(FaultRules([token: .init(.delay(milliseconds: 3_000))])) },
+                           // Held 10 s at the service (within the client's 30 s timeout): long
+                           // enough for the test's cancel though a loaded machine holds up its task.
+                           hold: { token in apns.setFaults(FaultRules([token: .init(.delay(milliseconds: 10_000))])) },
                            release: {},
                            finish: {
                                transports.clients.forEach { $0.client.shutdown(abandonRunning: true) }

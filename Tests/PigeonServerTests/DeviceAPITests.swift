@@ -134,7 +134,7 @@ struct DeviceAPITests {
     func bankFailures() async throws {
         let flow = try await DeviceFlowHarness()
         let body = DeviceFlowHarness.registration(user: "frank")
-        for (mode, status, code) in [(BankStub.Mode.down, 503, "BANK_PROXY_UNAVAILABLE"), (.slow(milliseconds: 4000), 503, "BANK_PROXY_UNAVAILABLE"), (.garbage, 502, "BANK_PROXY_INVALID_ANSWER")] {
+        for (mode, status, code) in [(BankStub.Mode.down, 503, "BANK_PROXY_UNAVAILABLE"), (.slow(milliseconds: 20_000), 503, "BANK_PROXY_UNAVAILABLE"), (.garbage, 502, "BANK_PROXY_INVALID_ANSWER")] {
             flow.stub.setMode(mode)
             let answer = try await flow.call("POST", "/api/v1/devices/register", body: body)
             #expect(answer.status == status, "\(mode): \(answer.body)")

@@ -107,7 +107,10 @@ struct ReportsTests {
 
     @Test("the bank down, answering garbage, then too slow while reports wait: retried with back-off, every report arrives after")
     func bankDown() async throws {
-        let flow = try await DeviceFlowHarness(stub: Self.stub) { $0.expirySweepIntervalSeconds = 1 }
+        let flow = try await DeviceFlowHarness(stub: Self.stub) {
+            $0.expirySweepIntervalSeconds = 1
+            $0.bankProxyTimeoutSeconds = 2
+        }
         let alice = try await flow.register(user: "alice")
         flow.stub.setMode(.down)
         for index in 0..<5 {

@@ -296,7 +296,8 @@ struct EdgeTests {
         // The bank is served on its own listener while all 256 tricklers are held. With one pool
         // of connections for both, no call here would be answered before a trickler was cut at
         // the deadline; the check after the calls proves none had been, without timing a call
-        // (the CI run on 65c0331 cut one of these calls at a 5 s budget on a loaded machine).
+        // (the project's CI run on the twelfth session's commits cut one of these calls at a 5 s
+        // budget on a loaded machine).
         // How fast the bank is served then is bench/edge.sh's p99.
         let soap = GatewayHarness.envelope("<inb:getDeliveryStatus><id>nothing</id></inb:getDeliveryStatus>")
         for _ in 0..<10 {

@@ -4,17 +4,18 @@
 # fillfactor 50 with their primary key, by-user and queue indexes; device_pushes at fillfactor
 # 90), in batches of BATCH rows a statement and a transaction, as the engine writes them. Per row: the backend's CPU (its /proc stat) and
 # the WAL (pg_stat_wal, read from another session once its counters are flushed).
-#   outcome      the delivery's update as the engine makes it: state, attempts, updated_at, and
-#                next_attempt_at cleared — it leaves the queue index, so it is never HOT;
-#   outcome HOT  the same update on a table without the queue index, next_attempt_at untouched —
-#                what a queue kept apart from the history would leave on the delivery row;
-#   device row   the device's push row inserted.
-#   carrying     the outcome's update with the device's outcome on the delivery row (its device,
-#                masked token, service id, sent_at) and no device row: what a delivery to a
-#                user's one device would cost if its device outcome lived on the delivery;
-#   carrying HOT the same without the queue index: both storage changes together. The
-#                carrying tables are made at fillfactor 35: at 50 the wider new version found
-#                no room on its page for 40% of the rows, so they were not HOT.
+# Each write is named after its table:
+#   queued          the delivery's update as the engine makes it: state, attempts, updated_at,
+#                   and next_attempt_at cleared — it leaves the queue index, so it is never HOT;
+#   apart           the same update on a table without the queue index, next_attempt_at
+#                   untouched — what a queue kept apart from the history would leave;
+#   pushes          the device's push row inserted;
+#   carrying        the outcome's update with the device's outcome on the delivery row (its
+#                   device, masked token, service id, sent_at) and no device row: what a delivery
+#                   to a user's one device would cost if its device outcome lived on the delivery;
+#   carrying_apart  the same without the queue index: both storage changes together. The
+#                   carrying tables are made at fillfactor 35: at 50 the wider new version found
+#                   no room on its page for 40% of the rows, so they were not HOT.
 # Nothing of the gateway runs: this is the floor the engine's statements add their joins, leases
 # and round trips to. Prints a Markdown table. Stops the cluster it starts.
 # usage: bench/pg-write-floor.sh [ROWS] [BATCH] [ROUNDS]   (default 100000 100 2)
@@ -37,28 +38,29 @@ bench_build pigeon
 printf 'dbUrl = jdbc:postgresql://127.0.0.1:%s/%s\ndbUsername = postgres\n' "$BENCH_PORT" "$BENCH_DB" > "$work/pigeon.conf"
 .build/release/pigeon migrate --config "$work/pigeon.conf" > "$work/migrate.log" 2>&1 || { cat "$work/migrate.log"; exit 1; }
 
+# Each write is named after the table it writes.
+writes=(queued apart pushes carrying carrying_apart)
 cat > "$work/setup.sql" <<SQL
 SET client_min_messages = warning;
-DROP TABLE IF EXISTS queued, apart, pushes, carrying, carrying_apart;
+DROP TABLE IF EXISTS $(IFS=,; echo "${writes[*]}");
 CREATE TABLE queued (LIKE deliveries INCLUDING ALL) WITH (fillfactor = 50);
--- The same without the queue index: what a queue kept apart from the history would leave.
-CREATE TABLE apart (LIKE deliveries INCLUDING ALL) WITH (fillfactor = 50);
+CREATE TABLE pushes (LIKE device_pushes INCLUDING ALL) WITH (fillfactor = 90);
+-- The delivery rows with room for one device's outcome.
+CREATE TABLE carrying (LIKE queued INCLUDING ALL) WITH (fillfactor = 35);
+ALTER TABLE carrying ADD COLUMN device_row_id bigint, ADD COLUMN device_id text, ADD COLUMN platform text,
+    ADD COLUMN app_id text, ADD COLUMN token_masked text, ADD COLUMN service_id text, ADD COLUMN sent_at timestamptz;
+-- Both without the queue index: what a queue kept apart from the history would leave.
+CREATE TABLE apart (LIKE queued INCLUDING ALL) WITH (fillfactor = 50);
+CREATE TABLE carrying_apart (LIKE carrying INCLUDING ALL) WITH (fillfactor = 35);
 DO \$\$
 DECLARE queue_index text;
 BEGIN
-    FOR queue_index IN SELECT indexname FROM pg_indexes WHERE tablename = 'apart' AND indexdef LIKE '%next_attempt_at%' LOOP
+    FOR queue_index IN SELECT indexname FROM pg_indexes
+                       WHERE tablename IN ('apart', 'carrying_apart') AND indexdef LIKE '%next_attempt_at%' LOOP
         EXECUTE format('DROP INDEX %I', queue_index);
     END LOOP;
 END
 \$\$;
-CREATE TABLE pushes (LIKE device_pushes INCLUDING ALL) WITH (fillfactor = 90);
--- The delivery rows with room for one device's outcome, with and without the queue index.
-CREATE TABLE carrying (LIKE queued INCLUDING ALL) WITH (fillfactor = 35);
-CREATE TABLE carrying_apart (LIKE apart INCLUDING ALL) WITH (fillfactor = 35);
-ALTER TABLE carrying ADD COLUMN device_row_id bigint, ADD COLUMN device_id text, ADD COLUMN platform text,
-    ADD COLUMN app_id text, ADD COLUMN token_masked text, ADD COLUMN service_id text, ADD COLUMN sent_at timestamptz;
-ALTER TABLE carrying_apart ADD COLUMN device_row_id bigint, ADD COLUMN device_id text, ADD COLUMN platform text,
-    ADD COLUMN app_id text, ADD COLUMN token_masked text, ADD COLUMN service_id text, ADD COLUMN sent_at timestamptz;
 INSERT INTO queued (notification_key, position, user_id, user_folded, state, expires_at, next_attempt_at)
 SELECT 1000, g, 'user-' || g, 'user-' || g, 'QUEUED', now() + interval '1 day', now() FROM generate_series(1, $rows) g;
 INSERT INTO apart SELECT * FROM queued;
@@ -68,40 +70,35 @@ VACUUM ANALYZE queued; VACUUM ANALYZE apart; VACUUM ANALYZE carrying; VACUUM ANA
 CHECKPOINT;
 SQL
 
-# write_script NAME: the statements of NAME, between two reads of the backend's CPU.
+# write_script TABLE: the statements of TABLE's write, between two reads of the backend's CPU.
 write_script() {
-    local name="$1" start end
+    local table="$1" start end set
     {
         echo "SELECT pg_backend_pid() AS pid \\gset"
         echo "\\setenv PID :pid"
-        echo "\\! cat /proc/\$PID/stat > $work/$name.before"
+        echo "\\! cat /proc/\$PID/stat > $work/$table.before"
         for ((start = 1; start <= rows; start += batch)); do
             end=$((start + batch - 1 < rows ? start + batch - 1 : rows))
-            case "$name" in
-            outcome|hot)
-                local table=queued clear=", next_attempt_at = NULL"
-                [ "$name" = hot ] && table=apart clear=""
-                echo "UPDATE $table d SET state = 'SENT', attempts = d.attempts + 1, updated_at = now()$clear" \
-                     "FROM generate_series($start, $end) AS v(position)" \
-                     "WHERE d.notification_key = 1000 AND d.user_folded = 'user-' || v.position AND d.position = v.position;" ;;
-            carrying|carrying_hot)
-                local table=carrying clear=", next_attempt_at = NULL"
-                [ "$name" = carrying_hot ] && table=carrying_apart clear=""
-                echo "UPDATE $table d SET state = 'SENT', attempts = d.attempts + 1, updated_at = now()$clear," \
-                     "device_row_id = v.position, device_id = 'device-' || v.position, platform = 'ios', app_id = 'default'," \
-                     "token_masked = 'a1b2c3d4e5f6…9f8e7d6c', service_id = md5(v.position::text), sent_at = now()" \
-                     "FROM generate_series($start, $end) AS v(position)" \
-                     "WHERE d.notification_key = 1000 AND d.user_folded = 'user-' || v.position AND d.position = v.position;" ;;
-            device)
+            if [ "$table" = pushes ]; then
                 echo "INSERT INTO pushes (notification_key, position, device_row_id, device_id, platform, app_id, token_masked," \
                      "state, service_id, sent_at, updated_at) SELECT 1000, g, g, 'device-' || g, 'ios', 'default'," \
-                     "'a1b2c3d4e5f6…9f8e7d6c', 'SENT', md5(g::text), now(), now() FROM generate_series($start, $end) g;" ;;
+                     "'a1b2c3d4e5f6…9f8e7d6c', 'SENT', md5(g::text), now(), now() FROM generate_series($start, $end) g;"
+                continue
+            fi
+            # The outcome as the engine writes it; where the queue index is kept, it leaves it.
+            set="state = 'SENT', attempts = d.attempts + 1, updated_at = now()"
+            case "$table" in queued|carrying) set="$set, next_attempt_at = NULL" ;; esac
+            case "$table" in carrying*)
+                set="$set, device_row_id = v.position, device_id = 'device-' || v.position, platform = 'ios', app_id = 'default'"
+                set="$set, token_masked = 'a1b2c3d4e5f6…9f8e7d6c', service_id = md5(v.position::text), sent_at = now()" ;;
             esac
+            echo "UPDATE $table d SET $set FROM generate_series($start, $end) AS v(position)" \
+                 "WHERE d.notification_key = 1000 AND d.user_folded = 'user-' || v.position AND d.position = v.position;"
         done
-        echo "\\! cat /proc/\$PID/stat > $work/$name.after"
-    } > "$work/$name.sql"
+        echo "\\! cat /proc/\$PID/stat > $work/$table.after"
+    } > "$work/$table.sql"
 }
-for name in outcome hot device carrying carrying_hot; do write_script "$name"; done
+for table in "${writes[@]}"; do write_script "$table"; done
 
 wal() { sleep 1.5; psql_floor -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal"; }
 echo
@@ -109,13 +106,12 @@ echo "| round | write | backend CPU µs a row | WAL records a row | WAL bytes a 
 echo "|---:|---|---:|---:|---:|---:|"
 for ((round = 1; round <= rounds; round++)); do
     psql_floor -f "$work/setup.sql" > /dev/null
-    for name in outcome hot device carrying carrying_hot; do
+    for table in "${writes[@]}"; do
         before=$(wal)
-        psql_floor -f "$work/$name.sql" > /dev/null
+        psql_floor -f "$work/$table.sql" > /dev/null
         after=$(wal)
-        table=$(case "$name" in outcome) echo queued ;; hot) echo apart ;; device) echo pushes ;; carrying) echo carrying ;; carrying_hot) echo carrying_apart ;; esac)
         hot=$(psql_floor -c "SELECT n_tup_hot_upd || ' of ' || n_tup_upd FROM pg_stat_user_tables WHERE relname = '$table'")
-        python3 - "$work/$name.before" "$work/$name.after" "$before" "$after" "$rows" "$round" "$name" "$hot" <<'PY'
+        python3 - "$work/$table.before" "$work/$table.after" "$before" "$after" "$rows" "$round" "$table" "$hot" <<'PY'
 import os, sys
 before, after = (open(path).read().rsplit(")", 1)[1].split() for path in sys.argv[1:3])
 ticks = os.sysconf("SC_CLK_TCK")
@@ -123,9 +119,9 @@ ticks = os.sysconf("SC_CLK_TCK")
 cpu = (int(after[11]) + int(after[12]) - int(before[11]) - int(before[12])) / ticks
 w0, w1 = (list(map(int, value.split())) for value in sys.argv[3:5])
 rows = int(sys.argv[5])
-label = {"outcome": "outcome (leaves the queue index)", "hot": "outcome HOT (queue apart)", "device": "device row",
-         "carrying": "outcome carrying the device's, no device row", "carrying_hot": "the same, HOT (both changes)"}[sys.argv[7]]
-hot = sys.argv[8] if sys.argv[7] != "device" else "—"
+label = {"queued": "outcome (leaves the queue index)", "apart": "outcome HOT (queue apart)", "pushes": "device row",
+         "carrying": "outcome carrying the device's, no device row", "carrying_apart": "the same, HOT (both changes)"}[sys.argv[7]]
+hot = sys.argv[8] if sys.argv[7] != "pushes" else "—"
 print(f"| {sys.argv[6]} | {label} | {cpu * 1e6 / rows:.1f} | {(w1[0] - w0[0]) / rows:.2f} | {(w1[1] - w0[1]) / rows:.0f} | {hot} |")
 PY
     done

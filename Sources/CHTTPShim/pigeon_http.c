@@ -301,64 +301,105 @@ static int eviction_rank(connection_record *record) {
     return atomic_load(&record->head_passed) ? 1 : 0;
 }
 
-/* Makes room among the unauthenticated connections: cuts one of them, of `only` when given (the
- * address at its own cap, and then, with `spare_young`, never one still within FIRST_HEAD_GRACE_MS
- * of opening without a head) or else of the address holding the most; the highest eviction_rank first, then the
- * oldest. So a crowd or a guesser loses its own connections, and the bank's new connection, which
- * authenticates with its first head, survives. Returns 0 when there is none to cut. The caller
- * holds connections_lock. */
-static int evict_one(struct pigeon_http_server *server, const address_key *only, int spare_young, uint64_t now) {
-    connection_record *chosen = NULL;
-    unsigned int chosen_count = 0;
-    int chosen_rank = 0;
-    for (connection_record *record = server->records; record; record = record->next) {
-        if (!atomic_load(&record->counted) || record->fd < 0) continue;
-        int rank = eviction_rank(record);
-        /* A request being handled (an operator's console call checked against the directory, a
-         * page) is never cut; a guess with wrong credentials is, even while it waits. */
-        if (rank < 2 && atomic_load(&record->in_request)) continue;
-        if (only) {
-            if (!address_key_equal(record->address, *only)) continue;
-            if (spare_young && rank == 0 &&
-                (now < record->started_ms + FIRST_HEAD_GRACE_MS || has_unread_bytes(record->fd))) continue;
-        }
-        unsigned int count = (only == NULL && server->unauthenticated_by_address)
-            ? address_counts_get(server->unauthenticated_by_address, record->address) : 1;
-        int better = chosen == NULL || count > chosen_count ||
-            (count == chosen_count && (rank > chosen_rank ||
-                                       (rank == chosen_rank && record->started_ms < chosen->started_ms)));
-        if (better) {
-            chosen = record;
-            chosen_count = count;
-            chosen_rank = rank;
-        }
-    }
+/* The unauthenticated connections `key`'s address holds (1 for every address when they are not
+ * counted by address). The caller holds connections_lock. */
+static unsigned int held_by(struct pigeon_http_server *server, address_key key) {
+    return server->unauthenticated_by_address ? address_counts_get(server->unauthenticated_by_address, key) : 1;
+}
+
+/* Whether `record` is a better connection to cut than `chosen` (NULL: none yet): of the address
+ * holding the most, then the highest eviction_rank, then the oldest. */
+static int better_to_cut(connection_record *record, unsigned int count, int rank,
+                         connection_record *chosen, unsigned int chosen_count, int chosen_rank) {
+    return chosen == NULL || count > chosen_count ||
+        (count == chosen_count && (rank > chosen_rank || (rank == chosen_rank && record->started_ms < chosen->started_ms)));
+}
+
+/* Cuts the chosen connection (see better_to_cut), or returns 0 when `chosen` is NULL. */
+static int cut_chosen(struct pigeon_http_server *server, connection_record *chosen) {
     if (chosen == NULL) return 0;
     cut_connection(server, chosen);
     atomic_fetch_add(&server->unauthenticated_evictions, 1);
     return 1;
 }
 
+/* Makes room among `address`'s own unauthenticated connections (at its cap): cuts one of them,
+ * with `spare_young` never one still within FIRST_HEAD_GRACE_MS of opening without a head; the
+ * highest eviction_rank first, then the oldest. A request being handled (an operator's console
+ * call checked against the directory, a page) is never cut; a guess with wrong credentials is,
+ * even while it waits. Returns 0 when there is none to cut. The caller holds connections_lock. */
+static int evict_own(struct pigeon_http_server *server, address_key address, int spare_young, uint64_t now) {
+    connection_record *chosen = NULL;
+    int chosen_rank = 0;
+    for (connection_record *record = server->records; record; record = record->next) {
+        if (!atomic_load(&record->counted) || record->fd < 0 || !address_key_equal(record->address, address)) continue;
+        int rank = eviction_rank(record);
+        if (rank < 2 && atomic_load(&record->in_request)) continue;
+        if (spare_young && rank == 0 &&
+            (now < record->started_ms + FIRST_HEAD_GRACE_MS || has_unread_bytes(record->fd))) continue;
+        if (better_to_cut(record, 1, rank, chosen, 1, chosen_rank)) {
+            chosen = record;
+            chosen_rank = rank;
+        }
+    }
+    return cut_chosen(server, chosen);
+}
+
+/* Makes room on the listener for a new connection from `newcomer`: cuts an unauthenticated
+ * connection of the newcomer's own address or of an address holding more than it, of the
+ * address holding the most first (see better_to_cut). So a crowd loses its own connections, the
+ * bank's new connection gets in, and a crowd's newcomer never displaces a connection of an
+ * address holding fewer (the bank's, which authenticates with its first head). A request being
+ * handled is cut only when no other connection qualifies, and then only one of an address holding
+ * more than the newcomer's: when a crowd's heads wait for handlers on a loaded machine, the bank
+ * still gets in, and a crowd's newcomer is refused rather than cut one of its own requests.
+ * (Without counts by address, any connection qualifies.) Returns 0 when there is none to cut.
+ * The caller holds connections_lock. */
+static int evict_for(struct pigeon_http_server *server, address_key newcomer) {
+    unsigned int newcomer_holds = held_by(server, newcomer);
+    for (int handled = 0; handled <= 1; handled++) {
+        connection_record *chosen = NULL;
+        unsigned int chosen_count = 0;
+        int chosen_rank = 0;
+        for (connection_record *record = server->records; record; record = record->next) {
+            if (!atomic_load(&record->counted) || record->fd < 0) continue;
+            int rank = eviction_rank(record);
+            int in_request = rank < 2 && atomic_load(&record->in_request);
+            if (in_request != handled) continue;
+            unsigned int count = held_by(server, record->address);
+            int own = address_key_equal(record->address, newcomer);
+            if (server->unauthenticated_by_address && !(count > newcomer_holds || (own && !handled))) continue;
+            if (better_to_cut(record, count, rank, chosen, chosen_count, chosen_rank)) {
+                chosen = record;
+                chosen_count = count;
+                chosen_rank = rank;
+            }
+        }
+        if (chosen != NULL) return cut_chosen(server, chosen);
+    }
+    return 0;
+}
+
 /* After a head of `record` passed without authenticating it (it has spoken, so it counts against
  * its address's cap), and when a request of it was answered: while the address holds more than its cap, e.g. after a burst admitted
- * within the grace, one of its connections is cut (see evict_one; possibly this one). */
+ * within the grace, one of its connections is cut (see evict_own; possibly this one). */
 static void trim_address(struct pigeon_http_server *server, connection_record *record) {
     if (server->unauthenticated_by_address == NULL || !atomic_load(&record->counted)) return;
     uint64_t now = now_ms();
     pthread_mutex_lock(&server->connections_lock);
     while (address_counts_get(server->unauthenticated_by_address, record->address) >
                server->unauthenticated_per_address_limit &&
-           evict_one(server, &record->address, 1, now)) {
+           evict_own(server, record->address, 1, now)) {
     }
     pthread_mutex_unlock(&server->connections_lock);
 }
 
 /* Admits a new connection: refused when its address is not allowed. When its address holds its
  * cap of unauthenticated connections, one of that address's is cut to make room (while all of
- * them are still within their grace to speak, none is); when all addresses together hold theirs, one of the address
- * holding the most (see evict_one), and the newcomer is refused only when there is nothing to
- * cut. The connections that authenticated (the bank's keep-alive ones) always keep the rest of
- * the limit. */
+ * them are still within their grace to speak, none is: see evict_own); when all addresses
+ * together hold theirs, one of its own or of an address holding more (see evict_for), and the
+ * newcomer is refused only when there is none to cut. The connections that authenticated (the
+ * bank's keep-alive ones) always keep the rest of the limit. */
 static enum MHD_Result admit_connection(void *cls, const struct sockaddr *address, socklen_t length) {
     (void)length;
     struct pigeon_http_server *server = cls;
@@ -375,18 +416,18 @@ static enum MHD_Result admit_connection(void *cls, const struct sockaddr *addres
     /* The listener's and the address's connection limits, counting only connections not cut:
      * at a limit an unauthenticated connection makes room (the address's own at its limit, its
      * newcomers within their grace spared), else the newcomer is refused. */
-    if (server->live_limit > 0 && server->live_count >= server->live_limit) refuse = !evict_one(server, NULL, 0, now);
+    if (server->live_limit > 0 && server->live_count >= server->live_limit) refuse = !evict_for(server, key);
     if (!refuse && server->live_by_address &&
         address_counts_get(server->live_by_address, key) >= server->live_per_address_limit) {
-        refuse = !evict_one(server, &key, 1, now);
+        refuse = !evict_own(server, key, 1, now);
     }
     if (!refuse && server->unauthenticated_by_address) {
         unsigned int held = address_counts_get(server->unauthenticated_by_address, key);
-        if (held >= server->unauthenticated_per_address_limit) (void)evict_one(server, &key, 1, now);
+        if (held >= server->unauthenticated_per_address_limit) (void)evict_own(server, key, 1, now);
     }
     if (!refuse && server->unauthenticated_limit > 0 &&
         atomic_load(&server->unauthenticated_count) >= server->unauthenticated_limit) {
-        refuse = !evict_one(server, NULL, 0, now);
+        refuse = !evict_for(server, key);
     }
     pthread_mutex_unlock(&server->connections_lock);
     if (refuse) {

@@ -164,4 +164,76 @@ struct BusyListenerTests {
         guard accepted, cutBeforeHold == 0, cut else { return nil }
         return output
     }
+
+    /// The steps of `handledCrowd`, each after the test touches the file named GO (in FOLDER, given
+    /// with PORT), each answer's status as JSON (0: none; the newcomers' within 60 s):
+    /// `held3` B (the bank's, silent) and three of the crowd's `/hold` from 127.0.0.2 open;
+    /// `late` a crowd newcomer at the cap, then B's head (B read to its end);
+    /// `held4` a fourth `/hold` of the crowd; `done` a bank newcomer D at the cap.
+    static let handledCrowd = Self.statusOf + #"""
+        port, folder = int(sys.argv[1]), sys.argv[2]
+        def go(step):
+            while not os.path.exists(os.path.join(folder, step)): time.sleep(0.01)
+        def connect(address, timeout=900):
+            s = socket.socket(); s.settimeout(timeout); s.bind((address, 0)); s.connect(("127.0.0.1", port)); return s
+        hold = b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"
+        now = b"GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        report = {}
+        bank = connect("127.0.0.1")
+        crowd = [connect("127.0.0.2") for _ in range(3)]
+        for c in crowd: c.sendall(hold)
+        go("held3")
+        late = connect("127.0.0.2", timeout=60)
+        try:
+            late.sendall(hold)
+        except OSError:
+            pass
+        report["late"] = status(late)
+        bank.sendall(now)
+        report["bank"] = status(bank)
+        bank.makefile("rb").read()
+        crowd.append(connect("127.0.0.2"))
+        crowd[-1].sendall(hold)
+        go("held4")
+        newcomer = connect("127.0.0.1", timeout=60)
+        newcomer.sendall(now)
+        report["newcomer"] = status(newcomer)
+        print(json.dumps(report), flush=True)
+        """#
+
+    @Test("a crowd whose requests are all being handled fills the cap of unauthenticated connections: its newcomer is refused rather than cut the bank's connection that has not spoken yet, and the bank's newcomer gets in by cutting one of the crowd's requests (before, the bank's was cut, then refused: seen in CI under load)")
+    func handledCrowdDoesNotLockTheBankOut() async throws {
+        let holding = Atomic<Int>(0), released = Atomic<Bool>(false)
+        let server = try HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: 0, requestDeadlineSeconds: 900, ioThreads: 1, handlerThreads: 2,
+                                 unauthenticatedLimit: 4, unauthenticatedPerAddressLimit: 16),
+            logger: .silent, admit: { _ in .accept(maxBytes: 0) },
+            handler: { request in
+                if request.path == "/hold" {
+                    holding.add(1, ordering: .sequentiallyConsistent)
+                    while !released.load(ordering: .sequentiallyConsistent) { try? await Task.sleep(for: .milliseconds(10)) }
+                }
+                return HTTPResponse(status: 204)
+            })
+        defer { server.stop() }
+        defer { released.store(true, ordering: .sequentiallyConsistent) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-handled-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func go(_ step: String) { _ = FileManager.default.createFile(atPath: folder.appendingPathComponent(step).path, contents: Data()) }
+        let client = Task { try await ChildProcess.run("/usr/bin/python3", ["-c", Self.handledCrowd, String(server.port), folder.path]) }
+
+        #expect(try await EdgeTests.waitUntil(seconds: 60) { holding.load(ordering: .sequentiallyConsistent) == 3 }, "the crowd's three requests held")
+        #expect(server.unauthenticatedConnections == 4, "the bank's silent connection and the crowd's three fill the cap")
+        go("held3")
+        #expect(try await EdgeTests.waitUntil(seconds: 60) { holding.load(ordering: .sequentiallyConsistent) == 4 }, "the crowd's fourth request held")
+        #expect(server.unauthenticatedRefusals == 1 && server.unauthenticatedEvictions == 0,
+                "the crowd's newcomer refused, nothing cut: refusals \(server.unauthenticatedRefusals), evictions \(server.unauthenticatedEvictions)")
+        go("held4")
+        let report = String(decoding: try await client.value, as: UTF8.self)
+        #expect(report.contains(#""late": 0"#), "the crowd's newcomer refused: \(report)")
+        #expect(report.contains(#""bank": 204"#), "the bank's connection that had not spoken was kept and answered: \(report)")
+        #expect(report.contains(#""newcomer": 204"#), "the bank's newcomer got in: \(report)")
+        #expect(server.unauthenticatedEvictions == 1, "one of the crowd's requests was cut to let the bank's newcomer in")
+    }
 }

@@ -7,8 +7,9 @@ import time
 
 import requests
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-from test_console import CONSOLE, LOADING, browser, heading, notice, register, shot  # noqa: F401 (fixture)
+from test_console import CONSOLE, LOADING, browser, heading, notice, register, shot, text_of  # noqa: F401 (fixture)
 from test_zeep_client import as_dict
 
 VIEWER = ("vera", "viewer-password-2026")        # consoleUsersFile
@@ -24,6 +25,11 @@ def sign_in_as(browser, account, expect="Overview"):
     browser.find_element(By.ID, "password").send_keys(account[1])
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
     heading(browser, expect)
+
+
+def wait_for(browser, selector):
+    """The text of the element `selector` finds, once there is one with text (the next page loaded)."""
+    return WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, selector))
 
 
 def buttons(browser):
@@ -58,17 +64,18 @@ def test_each_role_sees_and_does_what_it_may_and_the_trail_says_who(browser, cli
     heading(browser, "Not allowed")
     assert "needs admin" in browser.page_source
 
-    # A locked directory account is a wrong password, nothing more.
+    # A locked directory account is a wrong password, nothing more. The page before the click has
+    # the same heading, so the answer's alert is what is waited for (CI once read the page before).
     sign_in_as(browser, LOCKED, expect="Sign in")
-    assert "Wrong username or password." in browser.page_source
+    assert wait_for(browser, "p.error") == "Wrong username or password."
 
     # Support reveals and sends a test push, and may not revoke.
     sign_in_as(browser, SUPPORT)
     browser.get(f"{CONSOLE}/console/notification?id={nid}")
     heading(browser, f"Notification {nid}")
     browser.find_element(By.XPATH, "//button[starts-with(text(), 'Reveal')]").click()
-    heading(browser, f"Notification {nid}")
-    assert "Balance 1234567 RUB" in browser.page_source
+    # The same heading before and after the click: the revealed text is what is waited for.
+    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: "Balance 1234567 RUB" in driver.page_source)
     browser.get(f"{CONSOLE}/console/user?user={user}")
     heading(browser, f"User {user}")
     assert "Revoke" not in buttons(browser)

@@ -15,7 +15,10 @@
 #                   to a user's one device would cost if its device outcome lived on the delivery;
 #   carrying_apart  the same without the queue index: both storage changes together. The
 #                   carrying tables are made at fillfactor 35: at 50 the wider new version found
-#                   no room on its page for 40% of the rows, so they were not HOT.
+#                   no room on its page for 40% of the rows, so they were not HOT;
+#   batched         one row a batch inserted, the batch's outcomes in arrays (positions, states,
+#                   device rows, service ids), and nothing written to the deliveries: what fewer
+#                   rows a delivery would cost at the least (a batch of BATCH).
 # Nothing of the gateway runs: this is the floor the engine's statements add their joins, leases
 # and round trips to. Prints a Markdown table. Stops the cluster it starts.
 # usage: bench/pg-write-floor.sh [ROWS] [BATCH] [ROUNDS]   (default 100000 100 2)
@@ -39,7 +42,7 @@ printf 'dbUrl = jdbc:postgresql://127.0.0.1:%s/%s\ndbUsername = postgres\n' "$BE
 .build/release/pigeon migrate --config "$work/pigeon.conf" > "$work/migrate.log" 2>&1 || { cat "$work/migrate.log"; exit 1; }
 
 # Each write is named after the table it writes.
-writes=(queued apart pushes carrying carrying_apart)
+writes=(queued apart pushes carrying carrying_apart batched)
 cat > "$work/setup.sql" <<SQL
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS $(IFS=,; echo "${writes[*]}");
@@ -49,6 +52,10 @@ CREATE TABLE pushes (LIKE device_pushes INCLUDING ALL) WITH (fillfactor = 90);
 CREATE TABLE carrying (LIKE queued INCLUDING ALL) WITH (fillfactor = 35);
 ALTER TABLE carrying ADD COLUMN device_row_id bigint, ADD COLUMN device_id text, ADD COLUMN platform text,
     ADD COLUMN app_id text, ADD COLUMN token_masked text, ADD COLUMN service_id text, ADD COLUMN sent_at timestamptz;
+-- A batch's outcomes in one row, keyed like a claim's lease (the notification, the first position).
+CREATE TABLE batched (notification_key bigint NOT NULL, first_position integer NOT NULL, positions integer[] NOT NULL,
+    states smallint[] NOT NULL, device_row_ids bigint[] NOT NULL, service_ids text[] NOT NULL, sent_at timestamptz NOT NULL,
+    PRIMARY KEY (notification_key, first_position));
 -- Both without the queue index: what a queue kept apart from the history would leave.
 CREATE TABLE apart (LIKE queued INCLUDING ALL) WITH (fillfactor = 50);
 CREATE TABLE carrying_apart (LIKE carrying INCLUDING ALL) WITH (fillfactor = 35);
@@ -83,6 +90,11 @@ write_script() {
                 echo "INSERT INTO pushes (notification_key, position, device_row_id, device_id, platform, app_id, token_masked," \
                      "state, service_id, sent_at, updated_at) SELECT 1000, g, g, 'device-' || g, 'ios', 'default'," \
                      "'a1b2c3d4e5f6…9f8e7d6c', 'SENT', md5(g::text), now(), now() FROM generate_series($start, $end) g;"
+                continue
+            fi
+            if [ "$table" = batched ]; then
+                echo "INSERT INTO batched SELECT 1000, $start, array_agg(g ORDER BY g), array_agg(1::smallint ORDER BY g)," \
+                     "array_agg(g::bigint ORDER BY g), array_agg(md5(g::text) ORDER BY g), now() FROM generate_series($start, $end) g;"
                 continue
             fi
             # The outcome as the engine writes it; where the queue index is kept, it leaves it.
@@ -120,8 +132,9 @@ cpu = (int(after[11]) + int(after[12]) - int(before[11]) - int(before[12])) / ti
 w0, w1 = (list(map(int, value.split())) for value in sys.argv[3:5])
 rows = int(sys.argv[5])
 label = {"queued": "outcome (leaves the queue index)", "apart": "outcome HOT (queue apart)", "pushes": "device row",
-         "carrying": "outcome carrying the device's, no device row", "carrying_apart": "the same, HOT (both changes)"}[sys.argv[7]]
-hot = sys.argv[8] if sys.argv[7] != "pushes" else "—"
+         "carrying": "outcome carrying the device's, no device row", "carrying_apart": "the same, HOT (both changes)",
+         "batched": "a batch's outcomes in one row"}[sys.argv[7]]
+hot = sys.argv[8] if sys.argv[7] not in ("pushes", "batched") else "—"
 print(f"| {sys.argv[6]} | {label} | {cpu * 1e6 / rows:.1f} | {(w1[0] - w0[0]) / rows:.2f} | {(w1[1] - w0[1]) / rows:.0f} | {hot} |")
 PY
     done

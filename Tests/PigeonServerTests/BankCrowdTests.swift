@@ -199,16 +199,12 @@ struct BankCrowdTests {
             let right = try #require(report["right"] as? [Int])
             if !(right.count == 40 && right.allSatisfy { $0 == 200 }) {
                 // Which of the listener's cuts took the bank's call: say so in the failure.
-                let counters = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "--max-time", "20", "--cacert", credentials.caFile,
-                                                                                            harness.bankBaseURL + "/metrics"]), as: UTF8.self)
-                    .split(separator: "\n").filter { $0.hasPrefix("pigeon_http_") && !$0.contains("_bucket") }.joined(separator: "; ")
-                Issue.record("round \(round): the bank's calls: \(output); \(counters)")
+                Issue.record("round \(round): the bank's calls: \(output); \(listenerCounters((try? await metricsText(harness, credentials: credentials)) ?? ""))")
             }
             let wrong = try #require(report["wrong"] as? [String: Int])
             #expect(wrong["200"] == nil, "round \(round): no wrong password passed: \(output)")
         }
-        let metrics = String(decoding: try await ChildProcess.run("/usr/bin/curl", ["-s", "--max-time", "20", "--cacert", credentials.caFile,
-                                                                                  harness.bankBaseURL + "/metrics"]), as: UTF8.self)
+        let metrics = try await metricsText(harness, credentials: credentials)
         let limited = metrics.split(separator: "\n").first { $0.hasPrefix("pigeon_soap_sign_in_failures_total{reason=\"limited\"}") }
         #expect(limited.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 > 0 } == true,
                 "the guesses past the limit were answered 429: \(limited ?? "no line")")
@@ -284,6 +280,8 @@ struct BankCrowdTests {
         #expect(full, "the crowd never filled the cap")
     }
 
+    /// The bank listener's `/metrics`, over HTTPS when it serves TLS (with the client certificate
+    /// where one is required).
     private func metricsText(_ harness: GatewayHarness, credentials: SimulatorCredentials) async throws -> String {
         String(decoding: try await ChildProcess.run("/usr/bin/curl", [
             "-s", "--max-time", "20", "--cacert", credentials.caFile, "--cert", credentials.clientCertificate, "--key", credentials.clientKey,

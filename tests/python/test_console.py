@@ -60,9 +60,13 @@ def heading(browser, text):
     WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, "h1").startswith(text))
 
 
+def wait_for(browser, selector):
+    """The text of the element `selector` finds, once there is one with text (the next page loaded)."""
+    return WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, selector))
+
+
 def notice(browser):
-    WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, "p.notice"))
-    return text_of(browser, "p.notice")
+    return wait_for(browser, "p.notice")
 
 
 def shot(browser, name):

@@ -9,7 +9,7 @@ import requests
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from test_console import CONSOLE, LOADING, browser, heading, notice, register, shot, text_of  # noqa: F401 (fixture)
+from test_console import CONSOLE, LOADING, browser, heading, notice, register, shot, wait_for  # noqa: F401 (fixture)
 from test_zeep_client import as_dict
 
 VIEWER = ("vera", "viewer-password-2026")        # consoleUsersFile
@@ -25,11 +25,6 @@ def sign_in_as(browser, account, expect="Overview"):
     browser.find_element(By.ID, "password").send_keys(account[1])
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
     heading(browser, expect)
-
-
-def wait_for(browser, selector):
-    """The text of the element `selector` finds, once there is one with text (the next page loaded)."""
-    return WebDriverWait(browser, 30, ignored_exceptions=LOADING).until(lambda driver: text_of(driver, selector))
 
 
 def buttons(browser):

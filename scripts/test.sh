@@ -11,8 +11,9 @@ cd "$PIGEON_ROOT"
 PORT="${PIGEON_TEST_PG_PORT:-55433}"
 install_packages
 install_packages "${TEST_APT_PACKAGES[@]}"
-# The Swift suites run in parallel, each with its own gateways and pools: up to ~700 connections at once.
-pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=1000
+# The Swift suites run in parallel, each with its own gateways and pools: up to ~700 connections at
+# once, and past 1,000 when a loaded machine keeps more of them alive together.
+pg_start test "$PORT" fsync=off synchronous_commit=off full_page_writes=off max_connections=2000
 gateway="" simulator="" stub="" console="" directory=""
 cleanup() {
     stop_processes "$console" "$gateway" "$stub" "$simulator" "$directory"

@@ -32,6 +32,11 @@ package final class DirectoryFixture: @unchecked Sendable {
         package var description: String
     }
 
+    /// ``init()`` off the cooperative pool: it runs `slapadd` and `openssl` and waits for `slapd`.
+    package static func start() async throws -> DirectoryFixture {
+        try await BlockingWork.run("directory fixture") { try DirectoryFixture() }
+    }
+
     package init() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/slapd") else {
             throw Failure(description: "slapd is not installed (apt-get install slapd ldap-utils; scripts/test.sh installs it)")

@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 
 /// `pigeon serve` as a separate process (the debug build next to the package), for tests that
 /// kill a gateway with SIGKILL or SIGTERM. Its output goes to a log file kept for diagnosis.
@@ -22,8 +23,14 @@ package final class GatewayProcess: @unchecked Sendable {
         package var description: String
     }
 
+    /// ``init(configuration:port:)`` off the cooperative pool: the wait for the gateway to listen
+    /// blocks its thread, for seconds on a loaded machine.
+    package static func start(configuration: String, port: Int? = nil) async throws -> GatewayProcess {
+        try await BlockingWork.run("gateway process") { try GatewayProcess(configuration: configuration, port: port) }
+    }
+
     /// Starts `pigeon serve` with `configuration` (server.conf text without `listen`) on `port`
-    /// (a free one when nil) and waits until it accepts connections.
+    /// (a free one when nil) and waits (blocking the calling thread) until it accepts connections.
     package init(configuration: String, port fixedPort: Int? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
             throw StartFailure(description: "\(Self.executable.path) is missing: run swift build --build-tests first")

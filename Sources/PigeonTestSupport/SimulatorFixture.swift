@@ -1,4 +1,5 @@
 import Foundation
+import PigeonCore
 import PigeonSimulator
 
 /// A `pigeon simulate` for one test: fresh credentials in a temporary folder, a free port found
@@ -8,6 +9,14 @@ package final class SimulatorFixture: Sendable {
     package let simulator: Simulator
     private let folder: URL
 
+    /// Makes one off the cooperative pool: its credentials come from several `openssl` runs, which
+    /// on a loaded machine take seconds, and a parallel run's tests make dozens of these at once
+    /// (run on the pool's two threads, they held every other test's task for over a minute).
+    package static func start(enforceRapidResetLimit: Bool = false, clock: @escaping @Sendable () -> Date = Date.init) async throws -> SimulatorFixture {
+        try await BlockingWork.run("simulator fixture") { try SimulatorFixture(enforceRapidResetLimit: enforceRapidResetLimit, clock: clock) }
+    }
+
+    /// Blocks the calling thread while `openssl` makes the credentials: from async code, use ``start(enforceRapidResetLimit:clock:)``.
     package init(enforceRapidResetLimit: Bool = false, clock: @escaping @Sendable () -> Date = Date.init) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulator-\(UUID().uuidString)")
         var lastError: (any Error)?

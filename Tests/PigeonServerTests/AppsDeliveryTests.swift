@@ -13,8 +13,13 @@ import Testing
 /// credentials to its environment's host.
 @Suite("Several apps in one gateway", .enabled(if: TestDatabase.isAvailable, "needs PIGEON_TEST_DATABASE_URL"))
 struct AppsDeliveryTests {
-    /// A simulator on a free port, with the credentials in `folder` (made there or reused).
-    static func simulator(folder: URL) throws -> Simulator {
+    /// A simulator on a free port, with the credentials in `folder` (made there or reused); made
+    /// off the cooperative pool, as ``SimulatorFixture/start(enforceRapidResetLimit:clock:)`` is.
+    static func simulator(folder: URL) async throws -> Simulator {
+        try await BlockingWork.run("simulator") { try simulatorBlocking(folder: folder) }
+    }
+
+    private static func simulatorBlocking(folder: URL) throws -> Simulator {
         var lastError: (any Error)?
         for _ in 0..<10 {
             do {
@@ -31,9 +36,9 @@ struct AppsDeliveryTests {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("apps-\(UUID().uuidString)")
         let retailFolder = base.appendingPathComponent("retail"), businessFolder = base.appendingPathComponent("business")
         // Production and sandbox hosts of the default app share its credentials (one folder).
-        let production = try Self.simulator(folder: retailFolder)
-        let sandbox = try Self.simulator(folder: retailFolder)
-        let business = try Self.simulator(folder: businessFolder)
+        let production = try await Self.simulator(folder: retailFolder)
+        let sandbox = try await Self.simulator(folder: retailFolder)
+        let business = try await Self.simulator(folder: businessFolder)
         defer {
             [production, sandbox, business].forEach { $0.stop() }
             try? FileManager.default.removeItem(at: base)

@@ -85,7 +85,7 @@ struct BankCrowdTests {
 
     @Test("client certificates required: silent connections from 8 addresses fill the cap of unauthenticated connections; the bank's new connections still get in (the crowd's oldest are cut to make room)")
     func silentCrowdWithClientCertificates() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let harness = try await EdgeTests.splitGateway {
@@ -179,7 +179,7 @@ struct BankCrowdTests {
     @Test("a wrong password from the bank's own address (a stale instance, a neighbour behind its NAT): 200 wrong calls and 40 right ones at once over 64 connections, plain and over TLS; every right one is answered, the guessers' connections are the ones cut",
           arguments: [false, true])
     func wrongPasswordsFromTheBanksAddress(tls: Bool) async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let harness = try await EdgeTests.splitGateway {

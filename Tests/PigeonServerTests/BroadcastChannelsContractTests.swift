@@ -39,7 +39,7 @@ struct BroadcastChannelsContractTests {
             return Channels(seam: channels, appleDrops: { channels.drop(channelId: $0) }, appleRemovesCapability: { channels.refuse(appId: "") },
                             timestamps: { channels.channels[$0]?.broadcasts.map(\.timestamp) ?? [] }, finish: {})
         case .apns:
-            let fixture = try SimulatorFixture()
+            let fixture = try await SimulatorFixture.start()
             let (pool, drop) = try await TestDatabase.isolatedDatabase()
             let configuration = try GatewayConfiguration.parse(text: fixture.simulator.configurationSnippet, name: "contract")
             let metrics = MetricsRegistry()

@@ -33,7 +33,7 @@ struct ConfidentialErasureCrashTests {
             expirySweepIntervalSeconds = 1
             logLevel = info
             """
-        let first = try GatewayProcess(configuration: configuration)
+        let first = try await GatewayProcess.start(configuration: configuration)
         var erasedAtKill = 0
         for _ in 0..<3000 where erasedAtKill == 0 {
             erasedAtKill = try await count("content_erased_at IS NOT NULL")
@@ -48,7 +48,7 @@ struct ConfidentialErasureCrashTests {
         let none = "content_erased_at IS NOT NULL AND push_text = '' AND push_detail_keys = '{}' AND push_detail_values = '{}' AND detail_keys IS NULL AND detail_values IS NULL"
         #expect(try await count("NOT ((\(whole)) OR (\(none)))") == 0, "a notification was left half erased")
 
-        let second = try GatewayProcess(configuration: configuration)
+        let second = try await GatewayProcess.start(configuration: configuration)
         var left = Self.total
         for _ in 0..<1200 where left > 0 {
             left = try await count("content_erased_at IS NULL")

@@ -20,7 +20,7 @@ struct ConnectionCheckTests {
     @Test("everything reachable: the database (schema current), the bank's WSDL, every push host; exit 0")
     func reachable() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let stub = try BankStub(configuration: .init(bankClients: ["bank"]), port: 0, logger: .silent)
         defer { stub.stop() }
@@ -43,7 +43,7 @@ struct ConnectionCheckTests {
     @Test("each app's APNs key tried against each environment: a key restricted to production is OK there and FAILED for sandbox, named (BadEnvironmentKeyIdInToken); exit 1")
     func restrictedKeyNamed() async throws {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         fixture.simulator.apns.restrictKey(SimulatorCredentials.keyId, to: .init(environment: .production))
         let (status, output) = try Self.check("""
@@ -101,9 +101,9 @@ struct ConnectionCheckTests {
     }
 
     @Test("a stopped PostgreSQL, an unreachable bank, an unresolvable push host: each FAILED with its reason; exit 1")
-    func unreachable() throws {
+    func unreachable() async throws {
         let closed = try #require(LoopbackPort.free()), bank = try #require(LoopbackPort.free())
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         // An empty label: the resolver refuses the name without asking any server.
         let snippet = fixture.simulator.configurationSnippet.replacingOccurrences(of: "apnsEndpoint = https://127.0.0.1", with: "apnsEndpoint = https://push-host..invalid")

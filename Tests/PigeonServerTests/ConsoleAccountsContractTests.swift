@@ -24,7 +24,7 @@ struct ConsoleAccountsContractTests {
         var finish: @Sendable () -> Void
     }
 
-    static func make(_ kind: Kind) throws -> Accounts {
+    static func make(_ kind: Kind) async throws -> Accounts {
         switch kind {
         case .file:
             let password = "ada:file pw"
@@ -37,7 +37,7 @@ struct ConsoleAccountsContractTests {
             let password = "ada:single pw"
             return Accounts(source: ConsoleSingleAccount(username: "ada", password: password), password: password, finish: {})
         case .directory:
-            let directory = try DirectoryFixture()
+            let directory = try await DirectoryFixture.start()
             let accounts = ConsoleDirectoryAccounts(
                 directory: LDAPDirectory(url: directory.ldapsURL, caFile: directory.caFile, startTLS: false, timeoutMilliseconds: 5_000),
                 userDNTemplate: DirectoryFixture.userDNTemplate,
@@ -50,7 +50,7 @@ struct ConsoleAccountsContractTests {
     @Test("the right password signs ada in as the admin she is; a wrong, a longer or an empty one is refused, as is an unknown name",
           arguments: Kind.available)
     func passwords(kind: Kind) async throws {
-        let accounts = try Self.make(kind)
+        let accounts = try await Self.make(kind)
         defer { accounts.finish() }
         #expect(await accounts.source.signIn(username: "ada", password: accounts.password) == .accepted(ConsoleOperator(name: "ada", role: .admin)))
         #expect(await accounts.source.signIn(username: "ada", password: accounts.password + "x") == .refused)
@@ -62,7 +62,7 @@ struct ConsoleAccountsContractTests {
     @Test("a name is ada's only as she spells it: the name with part of her password moved into it, with syntax or spaces around it, or with a NUL, is refused",
           arguments: Kind.available)
     func names(kind: Kind) async throws {
-        let accounts = try Self.make(kind)
+        let accounts = try await Self.make(kind)
         defer { accounts.finish() }
         // "ada:x" with the rest of the password: the same bytes as "ada" + ":" + the password.
         let (head, rest) = (accounts.password.prefix(3), accounts.password.dropFirst(3))

@@ -24,7 +24,7 @@ struct ConsoleDirectoryTests {
 
     @Test("over ldaps:// and over ldap:// with StartTLS: each person gets their group's role; a wrong password, a locked account, a person in no console group, an unknown name, an empty password and a name with filter or DN syntax are refused")
     func rolesAndRefusals() async throws {
-        let directory = try DirectoryFixture()
+        let directory = try await DirectoryFixture.start()
         defer { directory.stop() }
         for accounts in [Self.accounts(directory), Self.accounts(directory, url: directory.ldapURL, startTLS: true)] {
             let url = accounts.directory.url
@@ -44,9 +44,9 @@ struct ConsoleDirectoryTests {
 
     @Test("a directory whose certificate another CA signed, one that is not listening, and plain ldap:// where StartTLS is required are unavailable — never a wrong password")
     func unavailable() async throws {
-        let directory = try DirectoryFixture()
+        let directory = try await DirectoryFixture.start()
         defer { directory.stop() }
-        let otherCA = try SimulatorFixture()
+        let otherCA = try await SimulatorFixture.start()
         defer { otherCA.stop() }
         let wrongCA = Self.accounts(directory, caFile: otherCA.simulator.credentials.caFile)
         guard case .unavailable(let reason) = await wrongCA.signIn(username: "ada", password: DirectoryFixture.password("ada")) else {
@@ -69,7 +69,7 @@ struct ConsoleDirectoryTests {
 
     @Test("through a gateway: a directory person signs in to the pages and the JSON API with their role; with the directory down a file account still signs in and a directory person is told the directory does not answer (503), and the trail says so")
     func throughTheGateway() async throws {
-        let directory = try DirectoryFixture()
+        let directory = try await DirectoryFixture.start()
         defer { directory.stop() }
         let usersFile = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-operators-\(UUID().uuidString)").path
         FileManager.default.createFile(atPath: usersFile, contents: Data("local:$2b$05$Dbighfmrx2QO3I4feU.38.dbYV3yOk9LfApIcU66RtqLq1/0EMhPG:admin\n".utf8))

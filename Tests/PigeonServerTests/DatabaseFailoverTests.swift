@@ -45,9 +45,9 @@ struct DatabaseFailoverTests {
         }
         let pair = Pair(name: TestDatabase.unique("pair"), primaryPort: primaryPort, standbyPort: standbyPort)
         _ = try await ChildProcess.run(Self.script, ["start", pair.name, String(primaryPort), String(standbyPort)])
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         let simulator = fixture.simulator
-        let gateway = try GatewayProcess(configuration: """
+        let gateway = try await GatewayProcess.start(configuration: """
             dbUrl = \(pair.url)
             dbPoolSize = 6
             migrationsPath = \(TestDatabase.migrationsDirectory.path)

@@ -135,7 +135,7 @@ struct EndToEnd {
     }
 
     static func start(_ adjust: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> EndToEnd {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let simulator = fixture.simulator
         let harness = try await GatewayHarness {
@@ -153,7 +153,7 @@ struct EndToEnd {
 struct CertificateAuthenticationTests {
     @Test("apnsCertificatePath/apnsPassword: pushes go out on a client-certificate connection, without provider tokens")
     func certificateAuthentication() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
@@ -186,7 +186,7 @@ struct CertificateAuthenticationTests {
 struct TwoGatewaysTests {
     @Test("2,000 recipients fanned out by two gateways: every one pushed exactly once")
     func noDoubleSends() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()

@@ -18,7 +18,7 @@ import FoundationNetworking
 struct DeliveryResilienceTests {
     @Test("kill -9 in the middle of a 5,000-recipient fan-out: a second process finishes it, duplicates bounded by the pushes in flight and one commit group, not by claimed batches")
     func killMidFanOut() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         // Provider latency keeps the fan-out going long enough to be killed in the middle.
@@ -36,7 +36,7 @@ struct DeliveryResilienceTests {
             deliveryWorkers = 2
             """)
 
-        let first = try GatewayProcess(configuration: configuration)
+        let first = try await GatewayProcess.start(configuration: configuration)
         let reply = try await Self.post(first.baseURL + GatewayHarness.soapPath, GatewayHarness.envelope(GatewayHarness.sendNotification(id: "kill-9", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))
         // Kill it mid-batch, while a lease still lists at least 100 deliveries not written back
@@ -54,7 +54,7 @@ struct DeliveryResilienceTests {
         let heldAtKill = try await Self.heldDeliveries(database.pool)
         #expect(heldAtKill >= 1, "the killed gateway held no lease; the test proves nothing")
 
-        let second = try GatewayProcess(configuration: configuration)
+        let second = try await GatewayProcess.start(configuration: configuration)
         let finished = try await Self.waitUntil(seconds: 90) { try await Self.count(database.pool, "state = 'SENT'") == 5000 }
         #expect(finished, "log of the second gateway: \(second.log.suffix(2000))")
         let tokens = simulator.apns.deliveries.map(\.deviceToken) + simulator.fcm.deliveries.map(\.registrationToken)
@@ -71,7 +71,7 @@ struct DeliveryResilienceTests {
 
     @Test("SIGTERM with sends in flight: exit 0 within the grace period, the held deliveries handed straight back")
     func sigtermHandsBack() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         // Answers held 30 s: a stop that waited for them would take far longer than the bound
@@ -81,7 +81,7 @@ struct DeliveryResilienceTests {
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let users = try await Self.subscribe(count: 100, prefix: "term", in: database.pool)
         // A lease far longer than the test: only the hand-back can make the rows claimable again.
-        let gateway = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: """
+        let gateway = try await GatewayProcess.start(configuration: Self.configuration(simulator: simulator, database: database.url, extra: """
             deliveryLeaseSeconds = 600
             shutdownGraceSeconds = 1
             deliveryWorkers = 1
@@ -99,7 +99,7 @@ struct DeliveryResilienceTests {
 
         simulator.apns.setFaults(FaultRules())
         simulator.fcm.setFaults(FaultRules())
-        let successor = try GatewayProcess(configuration: Self.configuration(simulator: simulator, database: database.url, extra: ""))
+        let successor = try await GatewayProcess.start(configuration: Self.configuration(simulator: simulator, database: database.url, extra: ""))
         #expect(try await Self.waitUntil(seconds: 120) { try await Self.count(database.pool, "state = 'SENT'") == 100 })
         successor.signal(SIGTERM)
         #expect(await successor.waitForExit() == 0)
@@ -108,14 +108,14 @@ struct DeliveryResilienceTests {
 
     @Test("SIGTERM mid fan-out against a push service answering at a bounded rate: the pushes on the wire finish, the rest go back at once, exit 0 in seconds; after the restart every device pushed, at most 5 twice")
     func sigtermMidFanOut() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let recipients = 3000
         let users = try await Self.subscribe(count: recipients, prefix: "stop", in: database.pool)
         let configuration = Self.boundedRate(simulator, database: database.url)
-        let gateway = try GatewayProcess(configuration: configuration)
+        let gateway = try await GatewayProcess.start(configuration: configuration)
         let reply = try await Self.post(gateway.baseURL + GatewayHarness.soapPath,
                                         GatewayHarness.envelope(GatewayHarness.sendNotification(id: "stop", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))
@@ -135,7 +135,7 @@ struct DeliveryResilienceTests {
         // Nothing this process held is left leased to it.
         #expect(try await Self.leases(database.pool) == 0, "the stopped gateway left leases behind")
 
-        let successor = try GatewayProcess(configuration: configuration)
+        let successor = try await GatewayProcess.start(configuration: configuration)
         #expect(try await Self.waitUntil(seconds: 180) { try await Self.count(database.pool, "state = 'SENT'") == recipients },
                 "log of the successor: \(successor.log.suffix(2000))")
         successor.signal(SIGTERM)
@@ -149,14 +149,14 @@ struct DeliveryResilienceTests {
 
     @Test("a rolling restart of two gateways on one database mid fan-out: every device pushed, at most 5 twice")
     func rollingRestart() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let recipients = 3000
         let users = try await Self.subscribe(count: recipients, prefix: "roll", in: database.pool)
         let configuration = Self.boundedRate(simulator, database: database.url)
-        var gateways = [try GatewayProcess(configuration: configuration), try GatewayProcess(configuration: configuration)]
+        var gateways = [try await GatewayProcess.start(configuration: configuration), try await GatewayProcess.start(configuration: configuration)]
         let reply = try await Self.post(gateways[0].baseURL + GatewayHarness.soapPath,
                                         GatewayHarness.envelope(GatewayHarness.sendNotification(id: "roll", recipients: users)))
         #expect(reply.contains("<status>OK</status>"))
@@ -170,7 +170,7 @@ struct DeliveryResilienceTests {
             #expect(await gateways[index].waitForExit(timeout: .seconds(60)) == 0)
             print("rolling restart: gateway \(index) exited \(ContinuousClock.now - stopped) after SIGTERM, \(atSignal) of \(recipients) pushed at SIGTERM, \(Self.pushCount(simulator)) at its exit")
             #expect(!gateways[index].log.contains("did not finish before the shutdown deadline"))
-            gateways[index] = try GatewayProcess(configuration: configuration)
+            gateways[index] = try await GatewayProcess.start(configuration: configuration)
         }
         #expect(try await Self.waitUntil(seconds: 180) { try await Self.count(database.pool, "state = 'SENT'") == recipients })
         for gateway in gateways {
@@ -186,7 +186,7 @@ struct DeliveryResilienceTests {
 
     @Test("a provider enforcing the rapid-reset limit: GOAWAYs ridden through, every push sent once, reconnections in /metrics")
     func rapidResetLimit() async throws {
-        let fixture = try SimulatorFixture(enforceRapidResetLimit: true)
+        let fixture = try await SimulatorFixture.start(enforceRapidResetLimit: true)
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()

@@ -18,7 +18,7 @@ final class DeviceFlowHarness: Sendable {
 
     init(stub configuration: BankStub.Configuration = .init(bankClients: ["bank"], authorizedUsers: ["alice", "bob"]),
          _ adjust: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in }) async throws {
-        simulator = try SimulatorFixture()
+        simulator = try await SimulatorFixture.start()
         stub = try BankStub(configuration: configuration, port: 0, logger: .silent)
         database = try await TestDatabase.isolatedDatabaseWithURL()
         let (simulatorInstance, databaseURL, stubURL) = (simulator.simulator, database.url, stub.serviceURL)

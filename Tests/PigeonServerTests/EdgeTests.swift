@@ -57,7 +57,7 @@ struct EdgeTests {
 
     @Test("bankClientCaFile: no client certificate, or one from another CA, fails in the TLS handshake; the bank's certificate is served")
     func mutualTLS() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(TestDatabase.unique("mtls"))
@@ -86,7 +86,7 @@ struct EdgeTests {
 
     @Test("HTTPS offers TLS 1.2 and 1.3 only, TLS 1.2 with ECDHE and AEAD suites only: TLS 1.0 and 1.1, CBC and static-RSA handshakes fail")
     func oldTLSRefused() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let harness = try await GatewayHarness {
@@ -147,7 +147,7 @@ struct EdgeTests {
 
     @Test("bankListen with client certificates: 250 silent connections from one address leave the bank's calls (each a new connection) flowing; they are capped per address (the oldest cut to make room) and cut after 5 s")
     func silentConnectionsCapped() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let harness = try await Self.splitGateway {
@@ -270,9 +270,9 @@ struct EdgeTests {
 
     /// A gateway whose `listen` takes `perAddressConnectionLimit` connections from one address,
     /// with `bankListen` on another port and the given request deadline.
-    static func tricklerGateway(limit: Int, deadlineSeconds: Int) throws -> (gateway: GatewayProcess, bankBase: String) {
+    static func tricklerGateway(limit: Int, deadlineSeconds: Int) async throws -> (gateway: GatewayProcess, bankBase: String) {
         let bankPort = try #require(LoopbackPort.free())
-        let gateway = try GatewayProcess(configuration: """
+        let gateway = try await GatewayProcess.start(configuration: """
             bankListen = 127.0.0.1:\(bankPort)
             dbUrl = \(TestDatabase.url ?? "")
             migrationsPath = \(TestDatabase.migrationsDirectory.path)
@@ -288,7 +288,7 @@ struct EdgeTests {
         // The request deadline is an hour, so no trickler is cut while the test runs however
         // loaded the machine is (the project's CI once took over a minute for the calls below);
         // the tricklers stop when the test creates `stop`. The deadline itself is the next test's.
-        let (gateway, bankBase) = try Self.tricklerGateway(limit: 256, deadlineSeconds: 3600)
+        let (gateway, bankBase) = try await Self.tricklerGateway(limit: 256, deadlineSeconds: 3600)
         let stop = FileManager.default.temporaryDirectory.appendingPathComponent("pigeon-tricklers-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: stop) }
         async let attack = ChildProcess.run("/usr/bin/python3", ["-c", Self.slowloris, String(gateway.port), "256", stop.path, "600"])
@@ -323,7 +323,7 @@ struct EdgeTests {
 
     @Test("trickling connections are cut at the request deadline though each keeps sending a byte every half second")
     func tricklersCutAtDeadline() async throws {
-        let (gateway, bankBase) = try Self.tricklerGateway(limit: 16, deadlineSeconds: 3)
+        let (gateway, bankBase) = try await Self.tricklerGateway(limit: 16, deadlineSeconds: 3)
         // The script ends when the server has closed all 16 (at most 300 s: a server that never
         // cuts them fails the test, a slow machine only makes it longer).
         let output = try await ChildProcess.run("/usr/bin/python3", ["-c", Self.slowloris, String(gateway.port), "16", "", "300"])
@@ -411,8 +411,8 @@ struct EdgeTests {
     }
 
     @Test("the simulator's private key files are readable by their owner only")
-    func simulatorKeysPrivate() throws {
-        let simulator = try SimulatorFixture()
+    func simulatorKeysPrivate() async throws {
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let folder = simulator.simulator.credentials.folder
         for name in SimulatorCredentials.secretFiles {

@@ -13,7 +13,7 @@ import Testing
 struct FleetTests {
     @Test("a gateway without app business leaves business devices to the one that has it; with none serving, EXPIRED at the timeout with 'no gateway serves'")
     func differentAppSets() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let database = try await TestDatabase.isolatedDatabaseWithURL()

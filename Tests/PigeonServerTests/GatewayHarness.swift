@@ -16,14 +16,19 @@ final class GatewayHarness: Sendable {
     let bankBaseURL: String
     let logs = InMemoryLogHandler()
 
-    init(_ adjust: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+    convenience init(_ adjust: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+        try await self.init(clock: nil, adjust)
+    }
+
+    /// A gateway whose console sessions and sign-in limits read `clock` (nil: the system's time).
+    init(clock: (@Sendable () -> Date)?, _ adjust: (inout GatewayConfiguration) -> Void) async throws {
         var configuration = GatewayConfiguration()
         configuration.http.port = 0
         configuration.database.url = TestDatabase.url
         configuration.database.poolSize = 2
         configuration.database.migrationsPath = TestDatabase.migrationsDirectory.path
         adjust(&configuration)
-        gateway = try await Gateway.start(configuration: configuration, logger: Logger(label: "test", level: .debug, handler: logs))
+        gateway = try await Gateway.start(configuration: configuration, logger: Logger(label: "test", level: .debug, handler: logs), clock: clock)
         let scheme = configuration.http.tlsCertificatePath == nil ? "http" : "https"
         baseURL = "\(scheme)://127.0.0.1:\(gateway.port)"
         if let bank = configuration.http.bank {

@@ -89,7 +89,7 @@ struct LifecycleTests {
         let certificate = folder.appendingPathComponent("server.crt").path, key = folder.appendingPathComponent("server.key").path
         _ = try await ChildProcess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
                                                       "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
-        let gateway = try GatewayProcess(configuration: """
+        let gateway = try await GatewayProcess.start(configuration: """
             dbUrl = \(database.url)
             dbPoolSize = 2
             migrationsPath = \(TestDatabase.migrationsDirectory.path)

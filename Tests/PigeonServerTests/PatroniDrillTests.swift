@@ -59,9 +59,9 @@ struct PatroniDrillTests {
     func drill(_ title: String, disrupt: @Sendable (String) async throws -> Void) async throws {
         let name = TestDatabase.unique("ha")
         let url = try await Self.start(name)
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         let simulator = fixture.simulator
-        let gateway = try GatewayProcess(configuration: """
+        let gateway = try await GatewayProcess.start(configuration: """
             dbUrl = \(url)
             dbPoolSize = 6
             migrationsPath = \(TestDatabase.migrationsDirectory.path)

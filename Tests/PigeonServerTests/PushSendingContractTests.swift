@@ -44,7 +44,7 @@ struct PushSendingContractTests {
         }
     }
 
-    static func make(_ kind: Kind) throws -> Service {
+    static func make(_ kind: Kind) async throws -> Service {
         switch kind {
         case .fake:
             let hold = Hold()
@@ -55,7 +55,7 @@ struct PushSendingContractTests {
             return Service(sender: sender, sent: { sender.tokens.withLock { $0 } }, hold: { token in hold.held.withLock { _ = $0.insert(token) } },
                            release: { hold.released.withLock { $0 = true } }, finish: {})
         case .apns:
-            let fixture = try SimulatorFixture()
+            let fixture = try await SimulatorFixture.start()
             let configuration = try GatewayConfiguration.parse(text: fixture.simulator.configurationSnippet, name: "contract")
             let transports = try PushTransports(configuration: configuration, logger: .silent, metrics: MetricsRegistry())
             let sender = try #require(transports.senders[PushRoute(platform: .ios)])
@@ -88,7 +88,7 @@ struct PushSendingContractTests {
 
     @Test("every push of a batch is answered exactly once, under its own index, and sent once", arguments: Kind.available)
     func everyPushOnce(kind: Kind) async throws {
-        let service = try Self.make(kind)
+        let service = try await Self.make(kind)
         defer { service.finish() }
         let results = await Self.send(service.sender, Self.batch(20), maxInFlight: 4)
         #expect(results.count == 20 && results.values.allSatisfy { $0.count == 1 })
@@ -98,7 +98,7 @@ struct PushSendingContractTests {
 
     @Test("a push whose message's time has run out is answered expired and never sent", arguments: Kind.available)
     func pastDeadline(kind: Kind) async throws {
-        let service = try Self.make(kind)
+        let service = try await Self.make(kind)
         defer { service.finish() }
         let results = await Self.send(service.sender, Self.batch(3, expiresAt: Date().addingTimeInterval(-1)), maxInFlight: 4)
         #expect(results.count == 3 && results.values.allSatisfy { $0 == [.expired] }, "\(results)")
@@ -108,7 +108,7 @@ struct PushSendingContractTests {
     @Test("a batch whose caller is cancelled while its first push is on the wire: that push finishes and is answered; the others are answered deferred and never sent",
           arguments: Kind.available)
     func cancelledStartsNothingMore(kind: Kind) async throws {
-        let service = try Self.make(kind)
+        let service = try await Self.make(kind)
         defer { service.finish() }
         service.hold(Self.token(0))
         let results = Mutex<[Int: [PushOutcome]]>([:])

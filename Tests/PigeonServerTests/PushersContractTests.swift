@@ -34,7 +34,7 @@ struct PushersContractTests {
         var finish: @Sendable () -> Void
     }
 
-    static func make(_ kind: Kind) throws -> Pushers {
+    static func make(_ kind: Kind) async throws -> Pushers {
         switch kind {
         case .fake:
             let passes = FakePassPusher(outcomes: [dead: [.tokenDead(reason: "Unregistered", since: nil)]])
@@ -44,7 +44,7 @@ struct PushersContractTests {
                            sentAPNs: { Array(passes.tokens) + activities.pushed.withLock { $0 }.filter { !$0.hasPrefix("fcm") } },
                            sentFCM: { activities.pushed.withLock { $0 }.filter { $0.hasPrefix("fcm") } }, finish: {})
         case .simulator:
-            let fixture = try SimulatorFixture()
+            let fixture = try await SimulatorFixture.start()
             fixture.simulator.apns.setFaults(FaultRules([dead: .init(.unregistered)]))
             fixture.simulator.fcm.setFaults(FaultRules([deadFCM: .init(.unregistered)]))
             let configuration = try GatewayConfiguration.parse(text: fixture.simulator.configurationSnippet, name: "contract")
@@ -66,7 +66,7 @@ struct PushersContractTests {
 
     @Test("one outcome per token, in order: the live ones accepted, the dead one declared dead; each live push delivered once", arguments: Kind.available)
     func outcomesInOrder(kind: Kind) async throws {
-        let pushers = try Self.make(kind)
+        let pushers = try await Self.make(kind)
         defer { pushers.finish() }
         let pass = await pushers.passes.pushUpdates(passTypeIdentifier: SimulatorCredentials.topic, tokens: [Self.live, Self.dead, Self.other])
         #expect(pass.map(\.label) == ["accepted", "token_dead", "accepted"], "\(pass)")
@@ -82,7 +82,7 @@ struct PushersContractTests {
 
     @Test("a caller stopped before the call (its task cancelled) gets every push back deferred, and none is sent", arguments: Kind.available)
     func stoppedCaller(kind: Kind) async throws {
-        let pushers = try Self.make(kind)
+        let pushers = try await Self.make(kind)
         defer { pushers.finish() }
         let answers = await Task {
             withUnsafeCurrentTask { $0?.cancel() }

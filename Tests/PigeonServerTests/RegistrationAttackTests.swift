@@ -174,7 +174,7 @@ struct RegistrationAttackTests {
 
     @Test("the bank channel over HTTPS with the bank's own CA, a client certificate and Basic credentials; answers in either shape")
     func bankChannel() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         defer { simulator.stop() }
         let credentials = simulator.simulator.credentials
         let tls = HTTPServer.TLS(

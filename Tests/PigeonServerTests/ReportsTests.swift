@@ -218,7 +218,7 @@ struct ReportsTests {
             bankProxyTimeoutSeconds = 2
             logLevel = info
             """
-        let first = try GatewayProcess(configuration: configuration)
+        let first = try await GatewayProcess.start(configuration: configuration)
         let registered = try await DeviceFlowHarness.call(first.baseURL, "POST", "/api/v1/devices/register", body: DeviceFlowHarness.registration(user: "alice"))
         let alice = try #require(registered.json["authenticationToken"], "\(registered.body)")
         stub.setMode(.down)
@@ -234,7 +234,7 @@ struct ReportsTests {
         #expect(try await database.pool.withConnection { try $0.query(sql: "SELECT count(*) FROM outbox").scalar } == "1")
         stub.setMode(.normal)
 
-        let successor = try GatewayProcess(configuration: configuration)
+        let successor = try await GatewayProcess.start(configuration: configuration)
         let arrived = ContinuousClock.now + .seconds(40)
         while stub.reports.isEmpty && ContinuousClock.now < arrived { try await Task.sleep(for: .milliseconds(100)) }
         #expect(stub.reports.count == 1, "\(successor.log.suffix(1500))")

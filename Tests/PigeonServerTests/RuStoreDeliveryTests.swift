@@ -47,7 +47,7 @@ struct RuStoreDeliveryTests {
 
     @Test("a wrong service token: the push waits and is retried, the device is kept, the refusal is counted")
     func refusedServiceToken() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         let harness = try await GatewayHarness {

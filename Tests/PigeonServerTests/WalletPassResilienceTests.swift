@@ -12,7 +12,7 @@ import Testing
 struct WalletPassResilienceTests {
     @Test("kill -9 between the push and the fetch: the next process keeps waiting, re-pushes, serves the fetch (FETCHED) and expires the silent Wallet with one report")
     func killBetweenPushAndFetch() async throws {
-        let simulator = try SimulatorFixture()
+        let simulator = try await SimulatorFixture.start()
         let stub = try BankStub(configuration: .init(bankClients: ["bank"], authorizedUsers: []), port: 0, logger: .silent)
         let database = try await TestDatabase.isolatedDatabaseWithURL()
         // The first process waits an hour for each fetch, so nothing is pushed again before it
@@ -48,7 +48,7 @@ struct WalletPassResilienceTests {
             }
         }
 
-        let first = try GatewayProcess(configuration: configuration(fetchTimeout: 3_600))
+        let first = try await GatewayProcess.start(configuration: configuration(fetchTimeout: 3_600))
         #expect(try await update(first.baseURL, "v1").contains("<status>OK</status>"))
         #expect(await wallet.addDevice(id: "silent", pushToken: silent, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
         #expect(await wallet.addDevice(id: "late", pushToken: late, webServiceURL: first.baseURL + "/passkit", cards: [card], behaviour: .never) == [201])
@@ -65,7 +65,7 @@ struct WalletPassResilienceTests {
         // registration call finds nobody there yet; the registration is in the database).
         let port = try #require(LoopbackPort.free())
         await wallet.addDevice(id: "late", pushToken: late, webServiceURL: "http://127.0.0.1:\(port)/passkit", cards: [card])
-        let successor = try GatewayProcess(configuration: configuration(fetchTimeout: 5), port: port)
+        let successor = try await GatewayProcess.start(configuration: configuration(fetchTimeout: 5), port: port)
         #expect(try await DeviceFlowHarness.waitUntil(seconds: 60) { try await states() == ["silent": "EXPIRED", "late": "FETCHED"] }, "\(successor.log.suffix(2000))")
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == silent }.count == 2)
         #expect(simulator.simulator.apns.deliveries.filter { $0.deviceToken == late }.count == 2)

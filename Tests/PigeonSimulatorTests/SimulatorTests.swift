@@ -12,7 +12,7 @@ import Testing
 struct SimulatorTests {
     @Test("generated credentials work end to end for both services, and faults can be set over HTTP")
     func endToEnd() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         #expect(simulator.configurationSnippet.contains("apnsKeyId = \(SimulatorCredentials.keyId)"))

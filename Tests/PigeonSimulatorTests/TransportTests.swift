@@ -12,7 +12,7 @@ import Testing
 struct TransportTests {
     @Test("APNs with token auth: one provider token reused across many pushes, replaced after 50 minutes")
     func apnsTokenReuse() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
@@ -44,7 +44,7 @@ struct TransportTests {
     @Test("ExpiredProviderToken on a young token: a new token at once, pushes accepted, no TooManyProviderTokenUpdates")
     func youngTokenRefused() async throws {
         let clock = ManualClock(Date())
-        let fixture = try SimulatorFixture(clock: { clock.read() })
+        let fixture = try await SimulatorFixture.start(clock: { clock.read() })
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
@@ -83,7 +83,7 @@ struct TransportTests {
     @Test("TooManyProviderTokenUpdates: the transport goes back to its previous token and signs nothing for a while")
     func tooManyTokenUpdates() async throws {
         let clock = ManualClock(Date())
-        let fixture = try SimulatorFixture(clock: { clock.read() })
+        let fixture = try await SimulatorFixture.start(clock: { clock.read() })
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
@@ -113,7 +113,7 @@ struct TransportTests {
 
     @Test("a delay fault on every token holds each answer back without serialising the streams")
     func delayedAnswers() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
@@ -157,7 +157,7 @@ struct TransportTests {
     @Test("a batch sent after APNs refused the young token: the refused pushes go again with one new token, all accepted")
     func batchAfterRefusedToken() async throws {
         let clock = ManualClock(Date())
-        let fixture = try SimulatorFixture(clock: { clock.read() })
+        let fixture = try await SimulatorFixture.start(clock: { clock.read() })
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(maxConnections: 1, caFile: simulator.credentials.caFile))
@@ -183,7 +183,7 @@ struct TransportTests {
 
     @Test("FCM batch: one body per message around each token, a dead token among accepted ones")
     func fcmBatch() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))
@@ -205,7 +205,7 @@ struct TransportTests {
 
     @Test("FCM transport: accepted, dead token, and a new access token after a 401")
     func fcm() async throws {
-        let fixture = try SimulatorFixture()
+        let fixture = try await SimulatorFixture.start()
         defer { fixture.stop() }
         let simulator = fixture.simulator
         let client = try HTTP2Client(configuration: .init(caFile: simulator.credentials.caFile))

@@ -24,6 +24,9 @@ struct RequestSide: Sendable {
     let outboundWSDL: OutboundWSDL
     let health: HealthEndpoint
     let soapAuthentication: BasicAuthentication?
+    /// Failed SOAP sign-ins per client address and user name, and minute: one count for every
+    /// listener's router.
+    let soapFailures: AddressRateLimit
     let maxRequestBytes: Int
     let metrics: MetricsRegistry
     let logger: Logger
@@ -33,8 +36,8 @@ struct RequestSide: Sendable {
         var description: String
     }
 
-    /// `clock`, when given, is the console's time (sessions, sign-in limits); the endpoints
-    /// otherwise read the system's.
+    /// `clock`, when given, is the time of the console's sessions and of every sign-in limit (the
+    /// console's and the SOAP service's); the endpoints otherwise read the system's.
     init(configuration: GatewayConfiguration, stores: RequestStores, events: any RequestEvents, health: HealthEndpoint,
          metrics: MetricsRegistry, logger: Logger, clock: (@Sendable () -> Date)? = nil) throws {
         let http = configuration.http
@@ -81,6 +84,7 @@ struct RequestSide: Sendable {
         outboundWSDL = OutboundWSDL(bankProxyURL: configuration.bankProxyURL)
         self.health = health
         soapAuthentication = http.soapUsername.map { BasicAuthentication(username: $0, password: http.soapPassword ?? "") }
+        soapFailures = clock.map { clock in AddressRateLimit(perMinute: 10, clock: { clock().timeIntervalSince1970 }) } ?? AddressRateLimit(perMinute: 10)
         maxRequestBytes = http.maxRequestBytes
         self.metrics = metrics
         self.logger = logger
@@ -91,7 +95,7 @@ struct RequestSide: Sendable {
         Router(
             surfaces: surfaces, inbound: inbound, devices: devices, passKit: passKit,
             console: surfaces.contains(.bank) ? console : nil, outboundWSDL: outboundWSDL, health: health, metrics: metrics,
-            soapAuthentication: soapAuthentication, scheme: tls ? "https" : "http", maxRequestBytes: maxRequestBytes,
+            soapAuthentication: soapAuthentication, soapFailures: soapFailures, scheme: tls ? "https" : "http", maxRequestBytes: maxRequestBytes,
             logger: logger.withLabel("pigeon.http"))
     }
 

@@ -33,10 +33,11 @@ struct Router: Sendable {
     let health: HealthEndpoint
     let metrics: MetricsRegistry
     let soapAuthentication: BasicAuthentication?
-    /// Failed SOAP sign-ins (wrong credentials) per client address and user name, and minute.
-    /// Past it a wrong guess is answered 429 after ``soapFailureDelay`` on a closed connection;
-    /// the right credentials always pass, from any address.
-    let soapFailures = AddressRateLimit(perMinute: 10)
+    /// Failed SOAP sign-ins (wrong credentials) per client address and user name, and minute
+    /// (``RequestSide`` makes it, on the clock it was given). Past it a wrong guess is answered
+    /// 429 after ``soapFailureDelay`` on a closed connection; the right credentials always pass,
+    /// from any address.
+    let soapFailures: AddressRateLimit
     /// How long a wrong guess past the limit waits for its 429.
     var soapFailureDelay: Duration = .seconds(1)
     /// Wrong guesses waiting out their delay at once, at most; beyond it they are answered at

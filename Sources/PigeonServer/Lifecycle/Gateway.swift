@@ -54,9 +54,11 @@ package final class Gateway: Sendable {
     }
 
     /// Opens the database, applies pending migrations and starts serving. A start that fails
-    /// part way closes everything it opened.
+    /// part way closes everything it opened. `clock`, when given, is the time of the console's
+    /// sessions and of the sign-in limits (tests); otherwise they read the system's.
     package static func start(configuration: GatewayConfiguration, logger: Logger,
-                             build: Build = Build(version: "unknown", commit: "unknown")) async throws -> Gateway {
+                             build: Build = Build(version: "unknown", commit: "unknown"),
+                             clock: (@Sendable () -> Date)? = nil) async throws -> Gateway {
         let lifecycle = Lifecycle(logger: logger.withLabel("pigeon.lifecycle"))
         do {
             let pool = try lifecycle.open("database pool", { try openPool(configuration, logger: logger) },
@@ -68,14 +70,15 @@ package final class Gateway: Sendable {
             // process is waited for longer here than in the hourly pass.
             let created = try await Retention(pool: pool).prepareDays(around: Date(), lockTimeout: .seconds(30))
             if created > 0 { logger.info("history partitions created", metadata: ["tables": String(created)]) }
-            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, lifecycle: lifecycle, logger: logger, build: build)
+            return try Gateway(configuration: configuration, pool: pool, migrator: migrator, lifecycle: lifecycle, logger: logger, build: build, clock: clock)
         } catch {
             await lifecycle.rollBack()
             throw error
         }
     }
 
-    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, lifecycle: Lifecycle, logger: Logger, build: Build) throws {
+    private init(configuration: GatewayConfiguration, pool: PostgresPool, migrator: Migrator, lifecycle: Lifecycle, logger: Logger, build: Build,
+                 clock: (@Sendable () -> Date)?) throws {
         let metrics = MetricsRegistry()
         metrics.describe(Metric.catalogue)
         ProcessMetrics.collect(into: metrics)
@@ -154,7 +157,7 @@ package final class Gateway: Sendable {
                 console: consoleStores),
             events: GatewayRequestEvents(deliveries: wakes.deliveries, deadlines: wakes.deadlines, activities: wakes.activities, reports: wakes.reports),
             health: HealthEndpoint(pool: pool, migrator: migrator, stopping: stopping, logger: logger.withLabel("pigeon.health")),
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, clock: clock)
         let console = requestSide.console
         let consoleUsers = requestSide.consoleUsers
         if configuration.console.isConfigured && console == nil {

@@ -16,13 +16,18 @@ final class DeviceFlowHarness: Sendable {
     let database: (pool: PostgresPool, url: String, drop: @Sendable () async -> Void)
     let gateway: GatewayHarness
 
+    /// `clockStoppedAt`, when given, is the gateway's time for its per-address limits and console
+    /// sessions, standing still.
     init(stub configuration: BankStub.Configuration = .init(bankClients: ["bank"], authorizedUsers: ["alice", "bob"]),
+         clockStoppedAt: Date? = nil,
          _ adjust: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in }) async throws {
         simulator = try await SimulatorFixture.start()
         stub = try BankStub(configuration: configuration, port: 0, logger: .silent)
         database = try await TestDatabase.isolatedDatabaseWithURL()
         let (simulatorInstance, databaseURL, stubURL) = (simulator.simulator, database.url, stub.serviceURL)
-        gateway = try await GatewayHarness {
+        var clock: (@Sendable () -> Date)?
+        if let clockStoppedAt { clock = { clockStoppedAt } }
+        gateway = try await GatewayHarness(clock: clock) {
             $0.point(at: simulatorInstance, database: databaseURL)
             $0.bankProxyURL = stubURL
             // Far above a loaded machine's answer time (the stub answers on the test process's

@@ -36,11 +36,17 @@ struct RequestSide: Sendable {
         var description: String
     }
 
-    /// `clock`, when given, is the time of the console's sessions and of every sign-in limit (the
-    /// console's and the SOAP service's); the endpoints otherwise read the system's.
+    /// `clock`, when given, is the time of the console's sessions and of every per-address limit
+    /// kept in memory (sign-ins, registrations, the PassKit web service); the endpoints otherwise
+    /// read the system's.
     init(configuration: GatewayConfiguration, stores: RequestStores, events: any RequestEvents, health: HealthEndpoint,
          metrics: MetricsRegistry, logger: Logger, clock: (@Sendable () -> Date)? = nil) throws {
         let http = configuration.http
+        var seconds: (@Sendable () -> Double)?
+        if let clock { seconds = { clock().timeIntervalSince1970 } }
+        func perMinute(_ limit: Int) -> AddressRateLimit {
+            seconds.map { AddressRateLimit(perMinute: limit, clock: $0) } ?? AddressRateLimit(perMinute: limit)
+        }
         inbound = InboundEndpoint(
             notifications: stores.notifications, subscriptions: stores.subscriptions, passes: stores.passes,
             passSigners: try configuration.passes.signers(), maxRequestBytes: http.maxRequestBytes,
@@ -49,34 +55,23 @@ struct RequestSide: Sendable {
         devices = DeviceEndpoint(
             registry: stores.registry, acknowledgements: stores.acknowledgements, bank: stores.bank,
             overrideSubscriptions: configuration.overrideSubscriptions, tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-            limits: DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits)), rateLimits: stores.rateLimits, identifiers: configuration.identifiers,
+            limits: seconds.map { DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits), clock: $0) }
+                ?? DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits)), rateLimits: stores.rateLimits, identifiers: configuration.identifiers,
             apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
             logger: logger.withLabel("pigeon.devices"), metrics: metrics, activities: stores.activityTokens, events: events)
         passKit = PassKitEndpoint(
             prefix: configuration.passes.webServicePath, store: stores.wallet,
             limits: .init(perDevice: configuration.passes.registrationsPerDevice, perPass: configuration.passes.registrationsPerPass),
-            addressLimit: AddressRateLimit(perMinute: configuration.passes.requestsPerAddressPerMinute), metrics: metrics,
+            addressLimit: perMinute(configuration.passes.requestsPerAddressPerMinute), metrics: metrics,
             logger: logger.withLabel("pigeon.passkit"))
         consoleUsers = try configuration.console.usersFile.map { path in
             do { return try ConsoleUsersFile(path: path) } catch { throw BuildError(description: "consoleUsersFile: \(error)") }
         }
         if let consoleStores = stores.console, configuration.consoleIsServed {
-            let sessions: ConsoleSessions
-            let signInLimit: AddressRateLimit
-            let apiSignInLimit: AddressRateLimit
-            if let clock {
-                let seconds: @Sendable () -> Double = { clock().timeIntervalSince1970 }
-                sessions = ConsoleSessions(store: consoleStores.sessions, clock: clock)
-                signInLimit = AddressRateLimit(perMinute: 10, clock: seconds)
-                apiSignInLimit = AddressRateLimit(perMinute: 10, clock: seconds)
-            } else {
-                sessions = ConsoleSessions(store: consoleStores.sessions)
-                signInLimit = AddressRateLimit(perMinute: 10)
-                apiSignInLimit = AddressRateLimit(perMinute: 10)
-            }
+            let sessions = clock.map { ConsoleSessions(store: consoleStores.sessions, clock: $0) } ?? ConsoleSessions(store: consoleStores.sessions)
             console = ConsoleEndpoint(
                 accounts: ConsoleAccounts(Self.consoleAccounts(configuration.console, usersFile: consoleUsers)), sessions: sessions,
-                audit: consoleStores.audit, signInLimit: signInLimit, apiSignInLimit: apiSignInLimit,
+                audit: consoleStores.audit, signInLimit: perMinute(10), apiSignInLimit: perMinute(10),
                 secureCookie: configuration.consoleListenerUsesTLS, data: consoleStores.data, logger: logger.withLabel("pigeon.console"))
         } else {
             console = nil
@@ -84,7 +79,7 @@ struct RequestSide: Sendable {
         outboundWSDL = OutboundWSDL(bankProxyURL: configuration.bankProxyURL)
         self.health = health
         soapAuthentication = http.soapUsername.map { BasicAuthentication(username: $0, password: http.soapPassword ?? "") }
-        soapFailures = clock.map { clock in AddressRateLimit(perMinute: 10, clock: { clock().timeIntervalSince1970 }) } ?? AddressRateLimit(perMinute: 10)
+        soapFailures = perMinute(10)
         maxRequestBytes = http.maxRequestBytes
         self.metrics = metrics
         self.logger = logger

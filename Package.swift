@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "PigeonHTTPTests", dependencies: ["PigeonHTTP", "PigeonWallet", "PigeonTestSupport"]),
         .testTarget(name: "PigeonDecryptorTests", dependencies: ["PigeonDecryptor", "PigeonCrypto", "PushCore", "PigeonTestSupport"]),
         .testTarget(name: "SOAPCodecTests", dependencies: ["BankContract", "SOAPCodec", "PigeonTestSupport"]),
-        .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonTestSupport"]),
+        .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP", "PigeonCore", "PigeonTestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PigeonTestSupport"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PushCore", "PigeonDomain", "PigeonCrypto", "PigeonTestSupport"]),
         .testTarget(name: "PigeonDeliveryTests", dependencies: ["PigeonDelivery", "PigeonCore", "PigeonDomain", "PushCore", "PigeonStore", "PigeonTestSupport", "PostgresDriver"]),

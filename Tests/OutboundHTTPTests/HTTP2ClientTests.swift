@@ -1,5 +1,6 @@
 import Foundation
 @testable import OutboundHTTP
+import PigeonCore
 import PigeonTestSupport
 import Synchronization
 import Testing
@@ -12,6 +13,12 @@ struct HTTP2ClientTests {
         let folder: URL
         let port: Int
         let process: Process
+
+        /// Starts one off the cooperative pool: making the key and waiting for nghttpd block
+        /// their thread, for seconds on a loaded machine.
+        static func start() async throws -> ReferenceServer {
+            try await BlockingWork.run("nghttpd") { try ReferenceServer() }
+        }
 
         init() throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("h2-\(UUID().uuidString)")
@@ -60,7 +67,7 @@ struct HTTP2ClientTests {
 
     @Test("500 concurrent POSTs are multiplexed over at most two connections")
     func multiplexing() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         let client = try HTTP2Client(configuration: .init(maxConnections: 2, maxStreamsPerConnection: 100, caFile: server.caFile))
         defer { client.shutdown() }
         let responses = try await withThrowingTaskGroup(of: HTTP2Client.Response.self) { group in
@@ -80,7 +87,7 @@ struct HTTP2ClientTests {
 
     @Test("a finished transfer is reused for the next request and carries nothing of the one before: not its answer, headers or connection rule")
     func reusedTransfers() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         // Kept far longer than the test: on a loaded machine its task may wait long for a thread
         // between requests, and the count must not depend on that (it once read 0 in CI).
         var configuration = HTTP2Client.Configuration(maxConnections: 2, maxStreamsPerConnection: 100, timeout: .seconds(10), caFile: server.caFile)
@@ -121,7 +128,7 @@ struct HTTP2ClientTests {
 
     @Test("once nothing has been in flight for a while, the client frees the transfers it kept")
     func idleTransfersFreed() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         var configuration = HTTP2Client.Configuration(timeout: .seconds(10), caFile: server.caFile)
         configuration.idleTransfersKeptFor = .milliseconds(200)
         let client = try HTTP2Client(configuration: configuration)
@@ -146,7 +153,7 @@ struct HTTP2ClientTests {
 
     @Test("statuses come back as they are; a refused connection is a transport error")
     func errors() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         let client = try HTTP2Client(configuration: .init(timeout: .seconds(5), caFile: server.caFile))
         defer { client.shutdown() }
         let missing = try await client.send(url: server.base + "/missing", headers: [:], body: Data("x".utf8))
@@ -163,7 +170,7 @@ struct HTTP2ClientTests {
 
     @Test("a batch is one submission: every request answered once, by its own index, and the call returns when all are")
     func batch() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         let client = try HTTP2Client(configuration: .init(maxConnections: 2, maxStreamsPerConnection: 100, caFile: server.caFile))
         let requests = (0..<300).map { index in
             HTTP2Client.Request(url: server.base + (index % 3 == 0 ? "/missing" : "/answer"), headerLines: ["x-index: \(index)"],
@@ -188,7 +195,7 @@ struct HTTP2ClientTests {
 
     @Test("a request whose notAfter has passed is answered 'expired' without being sent; the others of its batch go out")
     func expiredRequestsStayUnsent() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 4, caFile: server.caFile))
         defer { client.shutdown() }
         let past = Date().addingTimeInterval(-1)
@@ -212,7 +219,7 @@ struct HTTP2ClientTests {
 
     @Test("a batch whose task is cancelled starts nothing more: the requests answered so far stand, the rest are answered 'not started' and the call returns")
     func cancelledBatchStopsStarting() async throws {
-        let server = try ReferenceServer()
+        let server = try await ReferenceServer.start()
         let client = try HTTP2Client(configuration: .init(maxConnections: 1, maxStreamsPerConnection: 4, caFile: server.caFile))
         defer { client.shutdown() }
         let requests = (0..<200).map { _ in HTTP2Client.Request(url: server.base + "/answer", headerLines: [], body: Data()) }

@@ -123,15 +123,17 @@ struct EndToEnd {
     let store: NotificationStore
     var simulator: Simulator { fixture.simulator }
 
-    /// The states of notification `id` once none is QUEUED (polled for up to 30 seconds).
+    /// The states of notification `id` once none is QUEUED (polled for up to two minutes).
     func settledStates(id: String) async throws -> [RecipientState] {
-        var states: [RecipientState] = []
-        for _ in 0..<300 {
-            states = try await store.deliveryStatus(id: id) ?? []
+        // Up to two minutes: a loaded machine's engine takes its time, and a settled state
+        // returns at once.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            let states = try await store.deliveryStatus(id: id) ?? []
             if !states.isEmpty, !states.contains(where: { $0.state == .queued }) { return states }
+            if ContinuousClock.now >= deadline { return states }
             try await Task.sleep(for: .milliseconds(100))
         }
-        return states
     }
 
     static func start(_ adjust: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> EndToEnd {

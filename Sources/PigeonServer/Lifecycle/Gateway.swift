@@ -55,7 +55,7 @@ package final class Gateway: Sendable {
 
     /// Opens the database, applies pending migrations and starts serving. A start that fails
     /// part way closes everything it opened. `clock`, when given, is the time of the console's
-    /// sessions and of the sign-in limits (tests); otherwise they read the system's.
+    /// sessions and of the per-address limits kept in memory (tests); otherwise they read the system's.
     package static func start(configuration: GatewayConfiguration, logger: Logger,
                              build: Build = Build(version: "unknown", commit: "unknown"),
                              clock: (@Sendable () -> Date)? = nil) async throws -> Gateway {

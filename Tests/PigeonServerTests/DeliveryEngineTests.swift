@@ -94,7 +94,9 @@ extension DeliveryEngineTests {
         try await subscriptions.subscribe(bankClientId: "bank", userId: "two", deviceId: "pixel", platform: .android, pushToken: "fcm:two")
         simulator.apns.setFaults(FaultRules(["b0b0": .init(.serviceUnavailable, times: 1)]))
 
-        _ = try await harness.soap(GatewayHarness.sendNotification(id: "per-device", recipients: ["two"]))
+        // Ten minutes to live: this is about the retry, and a loaded machine must not expire the
+        // notification before the check (the 60 s default did once, in a fresh-clone run here).
+        _ = try await harness.soap(GatewayHarness.sendNotification(id: "per-device", recipients: ["two"], timeout: "600"))
         var inQueue = true
         for _ in 0..<600 where inQueue || simulator.apns.deliveries.isEmpty {
             try await Task.sleep(for: .milliseconds(100))
@@ -103,7 +105,8 @@ extension DeliveryEngineTests {
             }
         }
         #expect(!inQueue)
-        #expect(try await store.deliveryStatus(id: "per-device") == [RecipientState(user: "two", state: .sent)])
+        let states = try await store.deliveryStatus(id: "per-device")
+        #expect(states == [RecipientState(user: "two", state: .sent)], "\(String(describing: states))")
         #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"])
         #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"])
         let metrics = try await harness.request("GET", "/metrics")

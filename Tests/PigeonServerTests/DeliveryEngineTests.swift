@@ -98,11 +98,11 @@ extension DeliveryEngineTests {
         // notification before the check (the 60 s default did once, in a fresh-clone run here).
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "per-device", recipients: ["two"], timeout: "600"))
         var inQueue = true
-        for _ in 0..<600 where inQueue || simulator.apns.deliveries.isEmpty {
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await EdgeTests.waitUntil(seconds: 120) {
             inQueue = try await database.pool.withConnection {
                 try $0.query(sql: "SELECT count(*) FROM deliveries WHERE next_attempt_at IS NOT NULL").scalar != "0"
             }
+            return !inQueue && !simulator.apns.deliveries.isEmpty
         }
         #expect(!inQueue)
         let states = try await store.deliveryStatus(id: "per-device")
@@ -130,13 +130,12 @@ struct EndToEnd {
     func settledStates(id: String) async throws -> [RecipientState] {
         // Up to two minutes: a loaded machine's engine takes its time, and a settled state
         // returns at once.
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
-            let states = try await store.deliveryStatus(id: id) ?? []
-            if !states.isEmpty, !states.contains(where: { $0.state == .queued }) { return states }
-            if ContinuousClock.now >= deadline { return states }
-            try await Task.sleep(for: .milliseconds(100))
+        var states: [RecipientState] = []
+        _ = try await EdgeTests.waitUntil(seconds: 120) {
+            states = try await store.deliveryStatus(id: id) ?? []
+            return !states.isEmpty && !states.contains { $0.state == .queued }
         }
+        return states
     }
 
     static func start(_ adjust: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> EndToEnd {

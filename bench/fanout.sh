@@ -211,6 +211,7 @@ answerer_cpu_before=$(cpu_of "$answerer")
 # PIGEON_BENCH_PERF=1: the gateway's profile during the fan-out (perf, 99 Hz or PIGEON_BENCH_PERF_HZ), top symbols printed;
 # PIGEON_BENCH_PERF_CALLGRAPH=dwarf: call stacks through libraries built without frame pointers (libcurl, libc).
 profiler=""
+postgres_profiler=""
 counter=""
 if [ "${PIGEON_BENCH_SYSCALLS:-0}" = 1 ]; then
     perf stat -x, -e "$syscall_events" -o /tmp/pigeon-fanout-gateway-syscalls.txt -p "$gateway" > /dev/null 2>&1 &
@@ -219,6 +220,12 @@ fi
 if [ "${PIGEON_BENCH_PERF:-0}" = 1 ]; then
     perf record -e cpu-clock -F "${PIGEON_BENCH_PERF_HZ:-99}" --call-graph "${PIGEON_BENCH_PERF_CALLGRAPH:-fp}" -o /tmp/pigeon-fanout.perf -p "$gateway" > /dev/null 2>&1 &
     profiler=$!
+fi
+# PIGEON_BENCH_PERF_POSTGRES=1: PostgreSQL's profile during the fan-out (every process of
+# the machine sampled, the postgres processes' samples reported as shares of theirs), top symbols printed.
+if [ "${PIGEON_BENCH_PERF_POSTGRES:-0}" = 1 ]; then
+    perf record -e cpu-clock -F "${PIGEON_BENCH_PERF_HZ:-99}" -a -o /tmp/pigeon-fanout-postgres.perf > /dev/null 2>&1 &
+    postgres_profiler=$!
 fi
 while :; do
     # Through the queue index (QUEUED rows are all in it): counting the states would scan the table.
@@ -244,6 +251,13 @@ if [ -n "$counter" ]; then
         FNR == NR && $3 != "" { curl[$3] = $1; next }
         $3 != "" { printf "  %-34s %8.2f %8.2f\n", $3, curl[$3] / requests, $1 / pushes }' \
         /tmp/pigeon-fanout-curl-syscalls.txt /tmp/pigeon-fanout-gateway-syscalls.txt
+fi
+if [ -n "$postgres_profiler" ]; then
+    kill -INT "$postgres_profiler"; wait "$postgres_profiler" 2>/dev/null || true
+    perf report -i /tmp/pigeon-fanout-postgres.perf --comms postgres --percentage relative --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | awk '/^ +[0-9]/ && n++ < 40' > /tmp/pigeon-fanout-postgres-profile.txt
+    log "PostgreSQL's profile (self time, top 40): /tmp/pigeon-fanout-postgres-profile.txt"
+    cat /tmp/pigeon-fanout-postgres-profile.txt
 fi
 if [ -n "$profiler" ]; then
     kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true

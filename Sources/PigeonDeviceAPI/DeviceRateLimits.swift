@@ -27,7 +27,7 @@ package final class DeviceRateLimits: Sendable {
     package let settings: Settings
     private let addresses: AddressRateLimit
 
-    package init(_ settings: Settings, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    package init(_ settings: Settings, clock: @escaping @Sendable () -> Double = AddressRateLimit.uptime) {
         self.settings = settings
         addresses = AddressRateLimit(perMinute: settings.registrationsPerAddressPerMinute, clock: clock)
     }

@@ -9,8 +9,12 @@ package final class AddressRateLimit: Sendable {
     private let counter: Mutex<FixedWindowCounter>
     private let clock: @Sendable () -> Double
 
+    /// The clock in-memory limits count on unless given another: seconds since the machine
+    /// started, which a change of the wall clock does not move.
+    package static let uptime: @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+
     /// `perMinute` of 0 switches the limit off.
-    package init(perMinute: Int, clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+    package init(perMinute: Int, clock: @escaping @Sendable () -> Double = AddressRateLimit.uptime) {
         counter = Mutex(FixedWindowCounter(limit: perMinute, windowSeconds: 60))
         self.clock = clock
     }

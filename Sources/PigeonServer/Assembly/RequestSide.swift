@@ -42,11 +42,9 @@ struct RequestSide: Sendable {
     init(configuration: GatewayConfiguration, stores: RequestStores, events: any RequestEvents, health: HealthEndpoint,
          metrics: MetricsRegistry, logger: Logger, clock: (@Sendable () -> Date)? = nil) throws {
         let http = configuration.http
-        var seconds: (@Sendable () -> Double)?
-        if let clock { seconds = { clock().timeIntervalSince1970 } }
-        func perMinute(_ limit: Int) -> AddressRateLimit {
-            seconds.map { AddressRateLimit(perMinute: limit, clock: $0) } ?? AddressRateLimit(perMinute: limit)
-        }
+        let seconds: @Sendable () -> Double
+        if let clock { seconds = { clock().timeIntervalSince1970 } } else { seconds = AddressRateLimit.uptime }
+        func perMinute(_ limit: Int) -> AddressRateLimit { AddressRateLimit(perMinute: limit, clock: seconds) }
         inbound = InboundEndpoint(
             notifications: stores.notifications, subscriptions: stores.subscriptions, passes: stores.passes,
             passSigners: try configuration.passes.signers(), maxRequestBytes: http.maxRequestBytes,
@@ -55,8 +53,8 @@ struct RequestSide: Sendable {
         devices = DeviceEndpoint(
             registry: stores.registry, acknowledgements: stores.acknowledgements, bank: stores.bank,
             overrideSubscriptions: configuration.overrideSubscriptions, tokenLifetime: .seconds(configuration.authTokenLifetimeSeconds),
-            limits: seconds.map { DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits), clock: $0) }
-                ?? DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits)), rateLimits: stores.rateLimits, identifiers: configuration.identifiers,
+            limits: DeviceRateLimits(Self.deviceLimits(configuration.deviceLimits), clock: seconds), rateLimits: stores.rateLimits,
+            identifiers: configuration.identifiers,
             apps: Dictionary(uniqueKeysWithValues: configuration.pushApps.map { ($0.id, $0.app.webPush.allowedHosts) }),
             logger: logger.withLabel("pigeon.devices"), metrics: metrics, activities: stores.activityTokens, events: events)
         passKit = PassKitEndpoint(
@@ -68,7 +66,7 @@ struct RequestSide: Sendable {
             do { return try ConsoleUsersFile(path: path) } catch { throw BuildError(description: "consoleUsersFile: \(error)") }
         }
         if let consoleStores = stores.console, configuration.consoleIsServed {
-            let sessions = clock.map { ConsoleSessions(store: consoleStores.sessions, clock: $0) } ?? ConsoleSessions(store: consoleStores.sessions)
+            let sessions = ConsoleSessions(store: consoleStores.sessions, clock: clock ?? { Date() })
             console = ConsoleEndpoint(
                 accounts: ConsoleAccounts(Self.consoleAccounts(configuration.console, usersFile: consoleUsers)), sessions: sessions,
                 audit: consoleStores.audit, signInLimit: perMinute(10), apiSignInLimit: perMinute(10),

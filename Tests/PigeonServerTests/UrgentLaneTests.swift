@@ -13,12 +13,10 @@ import Testing
 struct UrgentLaneTests {
     /// `count` users `blast-1…`, each with one iPhone, inserted at once.
     static func blastAudience(_ setting: EndToEnd, count: Int) async throws {
-        try await setting.database.pool.withConnection { connection in
-            _ = try connection.query(sql: """
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) FROM generate_series(1, \(count)) AS n
-                """)
-        }
+        try await TestDatabase.load(setting.database.pool, script: """
+            INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+            SELECT 'bank', 'blast-' || n, 'blast-' || n, 'phone', 'IOS', md5(n::text) FROM generate_series(1, \(count)) AS n
+            """)
     }
 
     func count(_ setting: EndToEnd, _ sql: String) async throws -> Int {
@@ -124,13 +122,11 @@ struct PushServiceLimitTests {
         defer { setting.fixture.stop() }
         // 4,000 users, every other one with an Android phone: far more than the engine holds at
         // once, so the iPhones can only all be reached if the Android deliveries give way.
-        try await setting.database.pool.withConnection { connection in
-            _ = try connection.query(sql: """
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'mix-' || n, 'mix-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'ANDROID' ELSE 'IOS' END, md5(n::text)
-                FROM generate_series(1, 4000) AS n
-                """)
-        }
+        try await TestDatabase.load(setting.database.pool, script: """
+            INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+            SELECT 'bank', 'mix-' || n, 'mix-' || n, 'phone', CASE WHEN n % 2 = 0 THEN 'ANDROID' ELSE 'IOS' END, md5(n::text)
+            FROM generate_series(1, 4000) AS n
+            """)
         // FCM answers every push with 503 after ten minutes.
         setting.simulator.fcm.setFaults(FaultRules(["*": .init(.unavailableAfter(milliseconds: 600_000))]))
         let blast = try await setting.harness.soap(GatewayHarness.sendNotification(

@@ -249,14 +249,12 @@ struct DeliveryQueueTests {
     func claimPlanIgnoresStaleStatistics() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()
         let users = (0..<5_000).map { "plan-user-\($0)" }
-        _ = try await pool.withConnection { connection in
-            try connection.query(sql: """
-                INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
-                SELECT 'bank', 'plan-user-' || n, 'plan-user-' || n, 'd', 'IOS', md5(n::text) FROM generate_series(0, 4999) AS n
-                """)
-            // The day's partition as the engine meets it: analysed while empty, then filled.
-            try connection.query(sql: "ANALYZE deliveries")
-        }
+        // The day's partition as the engine meets it: analysed while empty, then filled.
+        try await TestDatabase.load(pool, script: """
+            INSERT INTO devices (bank_client_id, user_id, user_folded, device_id, platform, push_token)
+            SELECT 'bank', 'plan-user-' || n, 'plan-user-' || n, 'd', 'IOS', md5(n::text) FROM generate_series(0, 4999) AS n;
+            ANALYZE deliveries;
+            """)
         _ = try await NotificationStore(pool: pool, identifiers: UserIdentifiers(caseInsensitive: false)).send(PushNotification(
             id: "plan", recipients: users, timeoutSeconds: 600, pushContent: PushContent(text: "t", type: .universal)))
         let plan = try await pool.withConnection { connection in

@@ -107,9 +107,16 @@ extension DeliveryEngineTests {
         #expect(!inQueue)
         let states = try await store.deliveryStatus(id: "per-device")
         #expect(states == [RecipientState(user: "two", state: .sent)], "\(String(describing: states))")
-        #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"])
-        #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"])
         let metrics = try await harness.request("GET", "/metrics")
+        // What a push beyond the retry came from, for a failure to say: each push's id and
+        // connection, the gateway's account of its pushes, its restarts and hand-backs.
+        let story = """
+            iPhone pushes: \(simulator.apns.deliveries.map { "\($0.apnsId) on connection \($0.connectionId)" })
+            log: \(harness.logLines(atLeast: .debug).filter { $0.contains("push") || $0.contains("cannot") || $0.contains("lease") })
+            metrics: \(metrics.text.split(separator: "\n").filter { $0.hasPrefix("pigeon_push_transfers_restarted") || $0.hasPrefix("pigeon_deliveries_handed_back") || $0.hasPrefix("pigeon_push_connections") })
+            """
+        #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"], "\(story)")
+        #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"], "\(story)")
         #expect(metrics.text.contains("pigeon_push_retries_total{app=\"default\",cause=\"unavailable\",platform=\"IOS\"} 1"))
         #expect(metrics.text.contains("pigeon_deliveries_total{state=\"SENT\"} 1"))
         await harness.gateway.shutdown()

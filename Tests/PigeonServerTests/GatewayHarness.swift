@@ -53,6 +53,13 @@ final class GatewayHarness: Sendable {
         }
     }
 
+    /// The gateway's log records at `level` and above, a line each: what a failed expectation
+    /// about pushes or states prints, so CI's log says what the gateway saw ("push failed" and
+    /// its reason is at info).
+    func logLines(atLeast level: Logger.Level = .info) -> [String] {
+        logs.records.filter { $0.level >= level }.map { "\($0.level) \($0.message) \($0.metadata)" }
+    }
+
     deinit {
         // A harness dropped without its scope's stop: the gateway stops in the background.
         let gateway = self.gateway

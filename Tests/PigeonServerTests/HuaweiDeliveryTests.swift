@@ -83,7 +83,7 @@ struct HuaweiDeliveryTests {
         simulator.huawei.setFaults(FaultRules([Self.token: .init(.serviceUnavailable, times: 1)]))
         _ = try await harness.soap(GatewayHarness.sendNotification(id: "hw-503", recipients: ["hw-busy"], timeout: "600"))
         #expect(try await setting.settledStates(id: "hw-503") == [RecipientState(user: "hw-busy", state: .sent)])
-        #expect(simulator.huawei.deliveries.count == 1)
+        #expect(simulator.huawei.deliveries.count == 1, "the gateway's log: \(harness.logLines())")
         let metrics = try await harness.request("GET", "/metrics")
         #expect(metrics.text.contains("pigeon_push_retries_total{app=\"default\",cause=\"unavailable\",platform=\"HUAWEI\"} 1"))
         await harness.gateway.shutdown()

@@ -229,6 +229,36 @@ struct DeliveryQueueTests {
         await drop()
     }
 
+    @Test("a claim whose transaction began before the retry it takes was written: its outcome is written through its lease, not dropped until the lease runs out (and pushed again)")
+    func claimBegunBeforeTheRetryWasWritten() async throws {
+        let database = try await TestDatabase.isolatedDatabaseWithURL()
+        try await enqueue(database.pool, id: "race", count: 1)
+        let queue = DeliveryQueue(pool: database.pool)
+        let first = try #require(try await queue.claim(owner: "w", limit: 10, lease: .seconds(60)).first)
+        // On a loaded machine: a claim's transaction begins (its now() is fixed then) ...
+        let claiming = try PostgresConnection(settings: try PostgresConnectionSettings(url: database.url))
+        try claiming.query(sql: "BEGIN")
+        try claiming.query(sql: "SELECT now()")
+        // ... the first push's 503 is written after its retry time has come ...
+        let due = Date().addingTimeInterval(-5)
+        #expect(try await queue.record([DeliveryResult(delivery: first, state: .queued, nextAttemptAt: due, error: "ServiceUnavailable")],
+                                       owner: "w") == 1)
+        // ... and the claim reads the queue after that write, taking the retry.
+        let lease = try claiming.query(sql: DeliveryQueue.claimStatement(firstKey: 0), ["w", "60", "{0}", "10"]).named
+            .map { try $0.decode("lease", as: Int64.self) }
+        try claiming.query(sql: "COMMIT")
+        #expect(lease.count == 1)
+        var second = first
+        second.attempt = 2
+        second.lease = try #require(lease.first)
+        // The retry's push accepted: its outcome is written now, not left for the lease to end.
+        #expect(try await queue.record([DeliveryResult(delivery: second, state: .sent)], owner: "w") == 1)
+        #expect(try await queue.depth() == 0)
+        let states = try await NotificationStore(pool: database.pool, identifiers: UserIdentifiers(caseInsensitive: false)).deliveryStatus(id: "race")
+        #expect(states?.map(\.state) == [.sent])
+        await database.drop()
+    }
+
     @Test("the oldest due delivery's wait: the longest-waiting due row, 0 once everything is claimed")
     func oldestDueAge() async throws {
         let (pool, drop) = try await TestDatabase.isolatedDatabase()

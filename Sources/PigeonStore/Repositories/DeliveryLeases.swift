@@ -5,7 +5,13 @@ import PostgresDriver
 /// the deliveries it took, instead of a write to each delivery. No claim takes a delivery a lease
 /// that has not run out lists. An outcome or hand-back is written through its lease only while
 /// the delivery was not written since the claim (`updated_at` not after `claimed_at`), so the
-/// same outcome written twice changes nothing the second time.
+/// same outcome written twice changes nothing the second time. `claimed_at` is the clock's time
+/// as the claim statement runs, after its snapshot, not its transaction's start (`now()`): a
+/// write the claim saw (a retry's outcome, stamped with its own transaction's start) is then
+/// always before it. With the transaction's start, a claim that began before a retry's outcome
+/// was written and read the queue after it took the retry under a lease its outcome could not be
+/// written through: the push was made, its outcome dropped, and the delivery pushed again when
+/// the lease ran out (found on a loaded machine, the first retry due within a second).
 ///
 /// A lease row ends when every delivery it listed was written back through it (`remaining`
 /// reaches 0), when its gateway stops (``end(ownedBy:_:)``), or after its time ran out, by the

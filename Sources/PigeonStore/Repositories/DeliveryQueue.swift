@@ -127,7 +127,7 @@ package struct DeliveryQueue: Sendable {
         ), lease AS (
             INSERT INTO delivery_leases (owner, claimed_at, leased_until, remaining, lowest_key, highest_key,
                                          lowest_priority, highest_priority, notification_keys, users, positions)
-            SELECT $1, now(), now() + make_interval(secs => $2::double precision), count(*), min(notification_key),
+            SELECT $1, clock_timestamp(), now() + make_interval(secs => $2::double precision), count(*), min(notification_key),
                    max(notification_key), min(priority), max(priority), array_agg(notification_key), array_agg(user_folded),
                    array_agg(position)
             FROM due HAVING count(*) > 0

@@ -27,7 +27,8 @@ struct OutcomeRecorderTests {
         let queue = FakeQueue(clock: ManualClock(), deliveries: [])
         let devices = FakeDevices([])
         let recorder = OutcomeRecorder(owner: "test", queue: queue, devices: devices, clock: clock,
-                                       settings: .init(commitSize: 100, commitInterval: .milliseconds(5)), logger: .silent)
+                                       settings: .init(commitSize: 100, commitInterval: .milliseconds(5)), logger: .silent,
+                                       metrics: MetricsRegistry())
         for position in 1...250 { recorder.add(finished(position, dead: position == 7 ? [70] : [])) }
         let writer = Task { await recorder.run() }
         // 250 waiting, more than a group: written together without waiting for the interval
@@ -52,7 +53,7 @@ struct OutcomeRecorderTests {
         let queue = FakeQueue(clock: ManualClock(), deliveries: [])
         queue.failingWrites.withLock { $0 = 4 }
         let recorder = OutcomeRecorder(owner: "test", queue: queue, devices: FakeDevices([]), clock: ManualClock(),
-                                       settings: .init(commitSize: 10, writeAttempts: 3), logger: .silent)
+                                       settings: .init(commitSize: 10, writeAttempts: 3), logger: .silent, metrics: MetricsRegistry())
         recorder.add(finished(1))
         await recorder.drain()
         // Three attempts failed: the group is given up (its deliveries stay leased).
@@ -62,5 +63,22 @@ struct OutcomeRecorderTests {
         await recorder.drain()
         #expect(queue.failedWrites.withLock { $0 } == 4)
         #expect(queue.writtenGroups.withLock { $0 } == [1])
+    }
+
+    @Test("outcomes the queue does not take (the lease ended, or the phone acknowledged during the push) are counted, the others written")
+    func outcomesNotWritten() async throws {
+        let clock = ManualClock()
+        let queue = FakeQueue(clock: clock, deliveries: [finished(1).result.delivery, finished(2).result.delivery])
+        // Only the first is still leased to this owner when the outcomes arrive.
+        #expect(try await queue.claim(owner: "test", limit: 1, lease: .seconds(60), band: .all).map(\.position) == [1])
+        let metrics = MetricsRegistry()
+        let recorder = OutcomeRecorder(owner: "test", queue: queue, devices: FakeDevices([]), clock: clock,
+                                       settings: .init(commitSize: 10), logger: .silent, metrics: metrics)
+        recorder.add(finished(1))
+        recorder.add(finished(2))
+        await recorder.drain()
+        #expect(queue.row("u1")?.state == .sent)
+        #expect(queue.row("u2")?.state == .queued)
+        #expect(metrics.counter(Metric.outcomesNotWrittenTotal) == 1)
     }
 }

@@ -113,7 +113,7 @@ extension DeliveryEngineTests {
         let story = """
             iPhone pushes: \(simulator.apns.deliveries.map { "\($0.apnsId) on connection \($0.connectionId)" })
             log: \(harness.logLines(atLeast: .debug).filter { $0.contains("push") || $0.contains("cannot") || $0.contains("lease") })
-            metrics: \(metrics.text.split(separator: "\n").filter { $0.hasPrefix("pigeon_push_transfers_restarted") || $0.hasPrefix("pigeon_deliveries_handed_back") || $0.hasPrefix("pigeon_push_connections") })
+            metrics: \(metrics.text.split(separator: "\n").filter { $0.hasPrefix("pigeon_push_transfers_restarted") || $0.hasPrefix("pigeon_deliveries_handed_back") || $0.hasPrefix("pigeon_push_connections") || $0.hasPrefix("pigeon_outcomes_not_written") })
             """
         #expect(simulator.apns.deliveries.map(\.deviceToken) == ["b0b0"], "\(story)")
         #expect(simulator.fcm.deliveries.map(\.registrationToken) == ["fcm:two"], "\(story)")

@@ -39,6 +39,8 @@ extension Metric {
     package static let deliveriesTotal = Metric("pigeon_deliveries_total", .counter, "Delivery outcomes recorded by the engine, by state.")
     /// `pigeon_deliveries_handed_back_total`
     package static let deliveriesHandedBackTotal = Metric("pigeon_deliveries_handed_back_total", .counter, "Deliveries given back to the queue unpushed because their push service was slow, by lane.")
+    /// `pigeon_outcomes_not_written_total`
+    package static let outcomesNotWrittenTotal = Metric("pigeon_outcomes_not_written_total", .counter, "Push outcomes the queue did not take: the delivery was acknowledged or expired while its push was in flight, or its lease had ended (a delivery whose lease ended is pushed again).")
     /// `pigeon_apns_provider_tokens_signed_total`
     package static let apnsProviderTokensSignedTotal = Metric("pigeon_apns_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by reason (first, refresh, rejected).")
     /// `pigeon_apns_provider_token_rejections_total`
@@ -130,6 +132,7 @@ extension Metric {
         .pushDurationSeconds,
         .deliveriesTotal,
         .deliveriesHandedBackTotal,
+        .outcomesNotWrittenTotal,
         .apnsProviderTokensSignedTotal,
         .apnsProviderTokenRejectionsTotal,
         .apnsProviderTokenThrottledTotal,

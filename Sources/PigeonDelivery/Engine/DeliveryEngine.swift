@@ -133,7 +133,7 @@ package final class DeliveryEngine: Sendable {
         recorder = OutcomeRecorder(
             owner: owner, queue: services.queue, devices: services.devices, clock: services.clock,
             settings: .init(commitSize: configuration.commitSize, commitInterval: configuration.commitInterval),
-            reportsWritten: services.reportsWritten, logger: logger)
+            reportsWritten: services.reportsWritten, logger: logger, metrics: metrics)
     }
 
     /// The lanes of this engine: urgent and the others, or one for all.

@@ -37,14 +37,16 @@ final class OutcomeRecorder: Sendable {
     private let clock: any DeliveryClock
     private let settings: Settings
     private let logger: Logger
+    private let metrics: MetricsRegistry
     private let reportsWritten: WakeSignal?
     private let waiting = Mutex<[FinishedDelivery]>([])
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
     init(owner: String, queue: any DeliveryQueueing, devices: any DeviceDirectory, clock: any DeliveryClock,
-         settings: Settings, reportsWritten: WakeSignal? = nil, logger: Logger) {
+         settings: Settings, reportsWritten: WakeSignal? = nil, logger: Logger, metrics: MetricsRegistry) {
         self.reportsWritten = reportsWritten
+        self.metrics = metrics
         self.owner = owner
         self.queue = queue
         self.devices = devices
@@ -111,7 +113,14 @@ final class OutcomeRecorder: Sendable {
                 // Dead tokens go first: once a state is visible, its device clean-up is done too.
                 if !dead.isEmpty { try await devices.remove(deviceIds: dead) }
                 if !reached.isEmpty { try await devices.markDelivered(deviceIds: reached) }
-                try await queue.record(group.map(\.result), owner: owner)
+                let written = try await queue.record(group.map(\.result), owner: owner)
+                if written < group.count {
+                    // Not an error as a rule (a phone acknowledged during the push), but a lease
+                    // that ended before its outcome means a push made again: operators see both.
+                    metrics.increment(Metric.outcomesNotWrittenTotal, by: Double(group.count - written))
+                    logger.notice("outcomes not written: acknowledged or expired while pushed, or their lease had ended (those are pushed again)",
+                                  metadata: ["outcomes": String(group.count), "not written": String(group.count - written)])
+                }
                 // A delivery that reached nobody had its report to the bank written with it.
                 if group.contains(where: { $0.result.state.reachedNobody }) {
                     reportsWritten?.signal()

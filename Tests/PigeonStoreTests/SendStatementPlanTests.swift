@@ -23,13 +23,11 @@ struct SendStatementPlanTests {
         let plan = try await pool.withConnection { connection in
             // Today's partition holds 3,000 notifications the planner has no statistics for
             // (as after a busy day's first minutes, before autovacuum analyzes it).
-            _ = try connection.withoutStatementTimeout {
-                try connection.query(sql: """
-                    INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at)
-                    SELECT pigeon_notification_key(now()), 'stored-' || n, 1, 60, 'x', 'PIN_CODE', now(), now() + interval '60 s'
-                    FROM generate_series(1, 3000) AS n
-                    """)
-            }
+            try connection.query(sql: """
+                INSERT INTO notifications (key, id, recipient_count, timeout_seconds, push_text, push_type, created_at, expires_at)
+                SELECT pigeon_notification_key(now()), 'stored-' || n, 1, 60, 'x', 'PIN_CODE', now(), now() + interval '60 s'
+                FROM generate_series(1, 3000) AS n
+                """)
             try connection.query(sql: "PREPARE send_probe AS " + SendBatcher.insertStatement(userColumn: identifiers.userColumn))
             try connection.query(sql: "BEGIN")
             defer { _ = try? connection.query(sql: "ROLLBACK") }
